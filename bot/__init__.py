@@ -1,0 +1,1 @@
+"""Mnemo: a self-hosted Telegram assistant that remembers."""

@@ -1,0 +1,109 @@
+"""The composition root: the only place concrete classes are built and wired together."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from bot.access import AccessPolicy
+from bot.chats import ChatLocks, RunningTurns
+from bot.commands import Commands
+from bot.llm.openai_chat import OpenAIChat
+from bot.llm.tokens import TokenCounter
+from bot.memory.long_term import LongTermMemory
+from bot.memory.notes import DailyNotes
+from bot.pipeline import BestEffort, Pipeline
+from bot.settings import Settings
+from bot.storage.inbox import Inbox
+from bot.storage.sessions import SessionStore
+from bot.storage.workspace import Workspace
+from bot.systems.compaction import AutoCompaction
+from bot.systems.context import ContextBuilding
+from bot.systems.indexing import RagIndexing
+from bot.systems.persist import MemoryPersist
+from bot.systems.tool_loop import ToolLoop
+from bot.tools.clock import CurrentTime
+from bot.tools.registry import ToolRegistry
+from bot.turns import TurnRunner
+
+
+@dataclass
+class App:
+    runner: TurnRunner
+    llm: OpenAIChat
+    workspace: Workspace
+    now: Callable[[], datetime]
+
+    async def aclose(self) -> None:
+        await self.llm.close()
+
+
+def clock(timezone: str) -> Callable[[], datetime]:
+    zone = ZoneInfo(timezone)
+    return lambda: datetime.now(zone)
+
+
+def build_app(settings: Settings, *, api_key: str) -> App:
+    now = clock(settings.timezone)
+    workspace = Workspace(settings.workspace)
+    workspace.ensure()
+    sessions = SessionStore(workspace, now=now)
+    notes = DailyNotes(
+        workspace,
+        user_chars=settings.memory.note_user_chars,
+        assistant_chars=settings.memory.note_assistant_chars,
+    )
+    llm = OpenAIChat(
+        base_url=settings.llm.base_url,
+        api_key=api_key,
+        model=settings.llm.model,
+        timeout=settings.llm.timeout,
+        max_retries=settings.llm.max_retries,
+        temperature=settings.llm.temperature,
+        max_tokens=settings.llm.max_output_tokens,
+    )
+    pipeline = Pipeline(
+        [
+            AutoCompaction(),
+            ContextBuilding(
+                persona=settings.persona,
+                long_term=LongTermMemory(workspace),
+                notes=notes,
+                recent_days=settings.memory.recent_days,
+                now=now,
+            ),
+            ToolLoop(
+                llm,
+                ToolRegistry([CurrentTime(now)]),
+                max_steps=settings.llm.max_tool_steps,
+                now=now,
+            ),
+            MemoryPersist(sessions, notes, now=now),
+            BestEffort(RagIndexing()),
+        ]
+    )
+    locks, running = ChatLocks(), RunningTurns()
+    commands = Commands(
+        sessions=sessions,
+        locks=locks,
+        running=running,
+        tokens=TokenCounter(),
+        model=settings.llm.model,
+        pipeline=pipeline.describe(),
+    )
+    runner = TurnRunner(
+        pipeline=pipeline,
+        sessions=sessions,
+        inbox=Inbox(workspace.inbox_dir),
+        access=AccessPolicy(
+            owner_ids=settings.telegram.owner_ids,
+            allowed_user_ids=settings.telegram.allowed_user_ids,
+        ),
+        commands=commands,
+        locks=locks,
+        running=running,
+        now=now,
+    )
+    return App(runner=runner, llm=llm, workspace=workspace, now=now)

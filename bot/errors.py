@@ -1,0 +1,50 @@
+"""The exception tree, named by intent (no imports from `bot`).
+
+    MnemoError
+    ├── ConfigError            settings missing or invalid; one line for the user
+    ├── StorageError           a workspace file could not be read or written
+    ├── LLMError               the model could not answer; the user gets a short notice
+    │   ├── LLMUnavailable     network, timeout, 5xx, rate limit after retries
+    │   ├── LLMRejected        the provider refused the request (4xx)
+    │   └── ContextOverflow    the prompt is longer than the model's window
+    ├── ToolError              a tool failed; its text goes back to the model
+    └── PipelineError          the pipeline is wired wrong (duplicate orders)
+
+`StopTurn` (in `bot.pipeline`) is control flow, not an error.
+"""
+
+
+class MnemoError(Exception):
+    """Base of every error the bot raises on purpose."""
+
+
+class ConfigError(MnemoError):
+    pass
+
+
+class StorageError(MnemoError):
+    pass
+
+
+class LLMError(MnemoError):
+    user_message = "The model is not answering right now. Please try again in a moment."
+
+
+class LLMUnavailable(LLMError):
+    pass
+
+
+class LLMRejected(LLMError):
+    user_message = "The model refused this request. Try rephrasing, or /new to start over."
+
+
+class ContextOverflow(LLMRejected):
+    user_message = "This conversation is too long for the model. Use /compact or /new."
+
+
+class ToolError(MnemoError):
+    pass
+
+
+class PipelineError(MnemoError):
+    pass

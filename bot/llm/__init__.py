@@ -1,0 +1,1 @@
+"""The model seam: the `LLM` protocol, its one OpenAI-compatible implementation, token counts."""

@@ -1,0 +1,24 @@
+"""The `LLM` protocol: what the core needs from a chat model, in our own types."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from bot.models import ChatMessage, Completion, ToolSpec
+
+
+class LLM(Protocol):
+    model: str
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """One completion; raises `LLMUnavailable`, `LLMRejected` or `ContextOverflow`."""
+        ...

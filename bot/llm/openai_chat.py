@@ -1,0 +1,130 @@
+"""`OpenAIChat`: the `LLM` protocol over any OpenAI-compatible `/chat/completions` endpoint.
+
+The only module that speaks the SDK: our messages in, a `Completion` out, SDK errors mapped onto
+the `bot.errors.LLMError` tree. Timeouts and retries are explicit (the SDK's own retry loop,
+which honours `Retry-After`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+import structlog
+
+from bot.errors import ContextOverflow, LLMRejected, LLMUnavailable
+from bot.models import ChatMessage, Completion, ToolCall, ToolSpec, Usage
+
+log = structlog.get_logger(__name__)
+
+_REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
+_OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "too many tokens",
+    "prompt is too long",
+)
+
+
+class OpenAIChat:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout: float,
+        max_retries: int,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        request: dict[str, Any] = {
+            "model": model or self.model,
+            "messages": [to_wire(m) for m in messages],
+        }
+        if tools:
+            request["tools"] = [_tool_to_wire(t) for t in tools]
+        if (temp := temperature if temperature is not None else self.temperature) is not None:
+            request["temperature"] = temp
+        if (limit := max_tokens or self.max_tokens) is not None:
+            request["max_tokens"] = limit
+        try:
+            response = await self._client.chat.completions.create(**request)
+        except openai.APIError as exc:
+            raise _translate(exc) from exc
+        return _from_wire(response)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def to_wire(message: ChatMessage) -> dict[str, Any]:
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    if message.role == "tool":
+        wire["tool_call_id"] = message.tool_call_id
+    return wire
+
+
+def _tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def _from_wire(response: Any) -> Completion:
+    if not response.choices:
+        raise LLMUnavailable("the model returned no choices")
+    message = response.choices[0].message
+    calls = tuple(
+        ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
+        for c in (message.tool_calls or ())
+        if getattr(c, "function", None) is not None
+    )
+    usage = None
+    if response.usage is not None:
+        usage = Usage(
+            prompt_tokens=response.usage.prompt_tokens or 0,
+            completion_tokens=response.usage.completion_tokens or 0,
+        )
+    return Completion(
+        content=message.content, tool_calls=calls, usage=usage, model=response.model or ""
+    )
+
+
+def _translate(exc: openai.APIError) -> Exception:
+    status = getattr(exc, "status_code", None)
+    text = f"{getattr(exc, 'code', '') or ''} {exc.message}".lower()
+    log.warning("llm_error", status=status, error=type(exc).__name__, detail=exc.message[:300])
+    if status in (400, 413) and any(marker in text for marker in _OVERFLOW_MARKERS):
+        return ContextOverflow(exc.message)
+    if isinstance(exc, openai.APIStatusError) and exc.status_code in _REJECTIONS:
+        return LLMRejected(exc.message)
+    return LLMUnavailable(exc.message)

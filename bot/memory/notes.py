@@ -1,0 +1,48 @@
+"""Daily notes (seed 000): one `[HH:mm] User: … | Assistant: …` line per exchange, append-only."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date, datetime, timedelta
+
+from bot.models import MemoryScope
+from bot.storage.files import append_text, read_text
+from bot.storage.workspace import Workspace
+
+
+def note_line(
+    at: datetime, user: str, assistant: str, *, user_chars: int, assistant_chars: int
+) -> str:
+    said, answered = _fold(user, user_chars), _fold(assistant, assistant_chars)
+    return f"[{at:%H:%M}] User: {said} | Assistant: {answered}"
+
+
+def _fold(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+class DailyNotes:
+    def __init__(self, workspace: Workspace, *, user_chars: int, assistant_chars: int) -> None:
+        self.workspace = workspace
+        self.user_chars = user_chars
+        self.assistant_chars = assistant_chars
+
+    async def append(self, scope: MemoryScope, at: datetime, user: str, assistant: str) -> None:
+        line = note_line(
+            at, user, assistant, user_chars=self.user_chars, assistant_chars=self.assistant_chars
+        )
+        path = self.workspace.daily_note_path(scope, at.date())
+        await asyncio.to_thread(append_text, path, line + "\n")
+
+    def read_day(self, scope: MemoryScope, day: date) -> str:
+        return (read_text(self.workspace.daily_note_path(scope, day)) or "").strip()
+
+    def recent_days(self, scope: MemoryScope, today: date, days: int) -> list[tuple[date, str]]:
+        """The `days` days before today that have notes, newest first."""
+        found = []
+        for back in range(1, days + 1):
+            day = today - timedelta(days=back)
+            if text := self.read_day(scope, day):
+                found.append((day, text))
+        return found

@@ -1,0 +1,107 @@
+"""The core's data: frozen dataclasses every layer speaks (no imports from `bot`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+ChatType = Literal["private", "group", "supergroup", "channel"]
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """One accepted message from a channel, before anything else happens to it."""
+
+    id: str  # unique per channel message, e.g. "telegram:update:1001"; the inbox journal key
+    channel: str
+    chat_id: int
+    user_id: int
+    text: str
+    received_at: datetime
+    chat_type: ChatType = "private"
+    thread_id: int | None = None
+    message_id: int | None = None
+    reply_to_message_id: int | None = None
+    user_name: str | None = None
+
+    @property
+    def session_key(self) -> str:
+        base = f"{self.channel}:{self.chat_id}"
+        return base if self.thread_id is None else f"{base}:{self.thread_id}"
+
+    @property
+    def is_private(self) -> bool:
+        return self.chat_type == "private"
+
+
+@dataclass(frozen=True)
+class MemoryScope:
+    """Whose memory a turn sees: the owner's global memory, or one chat's own memory."""
+
+    chat_key: str | None  # None: the owner's private, global memory
+
+    @property
+    def is_global(self) -> bool:
+        return self.chat_key is None
+
+
+GLOBAL_SCOPE = MemoryScope(chat_key=None)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text exactly as the model produced it
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # set on role="tool"
+    name: str | None = None  # tool name on role="tool"
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model is told about a tool: a name, a description, a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, object]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answer from the model: text, tool calls, or both."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class Session:
+    """A conversation's persisted state; replaced, never mutated in place."""
+
+    key: str
+    messages: tuple[ChatMessage, ...]
+    created_at: datetime
+    updated_at: datetime
+    last_prompt_tokens: int | None = None  # as reported by the provider
+    total_prompt_tokens: int = 0
+    total_completion_tokens: int = 0
+    compactions: int = 0
+    metadata: dict[str, str] = field(default_factory=dict)

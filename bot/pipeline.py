@@ -1,0 +1,88 @@
+"""The turn pipeline: `TurnContext`, the `System` protocol, `StopTurn`, `BestEffort`, `Pipeline`.
+
+A turn's logic lives here and nowhere else: ordered systems read and write one `TurnContext`.
+Orders are a public contract (logs and /status name them): 18 auto-compaction, 20 context
+building, 30 LLM tool loop, 50 memory persist, 55 RAG indexing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import structlog
+
+from bot.errors import PipelineError
+from bot.models import ChatMessage, Inbound, MemoryScope, Session, Usage
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class TurnContext:
+    """Everything one turn knows. Each field names the system that writes it."""
+
+    inbound: Inbound  # runner
+    turn_id: str  # runner
+    scope: MemoryScope  # runner: whose memory this turn may see and write
+    session: Session  # runner loads; 18 compacts; 50 replaces with the saved session
+    user_message: ChatMessage  # runner
+    system_prompt: str = ""  # 20
+    new_messages: list[ChatMessage] = field(default_factory=list)  # 30: assistant + tool messages
+    reply: str | None = None  # 30 (what the user will see)
+    usage: Usage | None = None  # 30: the last completion's usage
+    model: str = ""  # 30: the model that answered
+
+
+class System(Protocol):
+    """One step of a turn. `order` places it; `name` appears in logs and /status."""
+
+    order: int
+    name: str
+
+    async def process(self, ctx: TurnContext) -> None: ...
+
+
+class StopTurn(Exception):
+    """Raised by a system to end the turn early; `reply`, if given, is sent to the user."""
+
+    def __init__(self, reply: str | None = None) -> None:
+        super().__init__(reply)
+        self.reply = reply
+
+
+class BestEffort:
+    """Wraps a system whose failure must not cost the user the reply: log and go on."""
+
+    def __init__(self, inner: System) -> None:
+        self.inner = inner
+        self.order = inner.order
+        self.name = inner.name
+
+    async def process(self, ctx: TurnContext) -> None:
+        try:
+            await self.inner.process(ctx)
+        except StopTurn:
+            raise
+        except Exception:
+            log.warning("system_failed", system=self.name, order=self.order, exc_info=True)
+
+
+class Pipeline:
+    """Runs systems in ascending `order`; duplicate orders are a wiring error."""
+
+    def __init__(self, systems: Iterable[System]) -> None:
+        self.systems: Sequence[System] = sorted(systems, key=lambda s: s.order)
+        orders = [s.order for s in self.systems]
+        duplicates = sorted({o for o in orders if orders.count(o) > 1})
+        if duplicates:
+            raise PipelineError(f"duplicate system orders: {duplicates}")
+
+    async def run(self, ctx: TurnContext) -> None:
+        for system in self.systems:
+            log.debug("system_start", system=system.name, order=system.order)
+            await system.process(ctx)
+
+    def describe(self) -> list[str]:
+        return [f"{s.order} {s.name}" for s in self.systems]

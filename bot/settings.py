@@ -1,0 +1,126 @@
+"""Settings: `config/settings.toml` defaults < `.env` < `BOT_*` environment variables.
+
+Read once at start-up, frozen, and passed on as plain values (never the whole object).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
+
+from bot.errors import ConfigError
+
+CONFIG_FILE_VAR = "BOT_CONFIG_FILE"
+DEFAULT_CONFIG_FILE = Path("config/settings.toml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TelegramSettings(_Section):
+    token: SecretStr | None = None
+    base_url: str = "https://api.telegram.org/bot"
+    owner_ids: tuple[int, ...] = ()
+    allowed_user_ids: tuple[int, ...] = ()
+    poll_timeout: int = Field(default=30, ge=0)
+    typing_interval: float = Field(default=4.0, gt=0)
+    max_message_length: int = Field(default=4096, gt=0, le=4096)
+
+
+class LLMSettings(_Section):
+    base_url: str = "https://api.openai.com/v1"
+    api_key: SecretStr | None = None
+    model: str = "gpt-4o-mini"
+    fast_model: str | None = None  # summaries and consolidation; the main model when unset
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    max_tool_steps: int = Field(default=8, ge=1)
+    temperature: float | None = None
+    max_output_tokens: int | None = Field(default=None, gt=0)
+
+
+class MemorySettings(_Section):
+    recent_days: int = Field(default=7, ge=0)
+    note_user_chars: int = Field(default=200, gt=0)
+    note_assistant_chars: int = Field(default=300, gt=0)
+
+
+class LogSettings(_Section):
+    format: Literal["json", "console"] = "console"
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="BOT_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        frozen=True,
+    )
+
+    workspace: Path = Path("./workspace")
+    timezone: str = "UTC"
+    persona: str = "You are Mnemo, a helpful personal assistant that remembers."
+    telegram: TelegramSettings = TelegramSettings()
+    llm: LLMSettings = LLMSettings()
+    memory: MemorySettings = MemorySettings()
+    log: LogSettings = LogSettings()
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        config_file = Path(os.environ.get(CONFIG_FILE_VAR, DEFAULT_CONFIG_FILE))
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file)
+        return (init_settings, env_settings, dotenv_settings, toml)
+
+
+def load_settings(env_file: Path | None = Path(".env")) -> Settings:
+    """Read settings once; a bad value becomes a `ConfigError` naming the variable."""
+    try:
+        return Settings(_env_file=env_file)  # type: ignore[call-arg]
+    except SettingsError as exc:
+        cause = f": {exc.__cause__}" if exc.__cause__ else ""
+        hint = (
+            " (lists are JSON, e.g. [123, 456])" if "JSON" in type(exc.__cause__).__name__ else ""
+        )
+        raise ConfigError(f"{exc}{cause}{hint}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "BOT_" + "__".join(str(part).upper() for part in first["loc"])
+        raise ConfigError(f"{name}: {first['msg']}") from None
+
+
+def require_secret(value: SecretStr | None, variable: str) -> str:
+    """The secret's value, or a one-line `ConfigError` naming the variable to set."""
+    if value is None or not value.get_secret_value().strip():
+        raise ConfigError(f"{variable} is not set: put it in .env (see .env.example)")
+    return value.get_secret_value()

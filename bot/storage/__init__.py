@@ -1,0 +1,1 @@
+"""Bytes on disk: the workspace layout, atomic files, sessions and the inbox journal."""

@@ -1,0 +1,92 @@
+"""Atomic, locked file I/O: the only way the bot writes to the workspace.
+
+Writes go to a temp file in the same folder, are fsynced and swapped in with `os.replace`;
+the folder is fsynced after. Read-modify-write holds `FileLocks.hold(path)`: an asyncio lock
+within the process plus a `filelock` on a sibling `.lock` file across processes (a separate
+file, because `os.replace` swaps the inode). Folders are 0700, files 0600.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from filelock import FileLock
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def ensure_dir(path: Path) -> Path:
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    ensure_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append-only files (daily notes): one O_APPEND write, fsynced; never rewrites content."""
+    ensure_dir(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    try:
+        os.write(fd, text.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (undecodable bytes replaced), or None when it does not exist."""
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class FileLocks:
+    """Per-path locks for read-modify-write, in-process and across processes."""
+
+    def __init__(self) -> None:
+        self._locks: dict[Path, asyncio.Lock] = {}
+
+    @asynccontextmanager
+    async def hold(self, path: Path) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(path, asyncio.Lock())
+        async with lock:
+            ensure_dir(path.parent)
+            file_lock = FileLock(str(path.with_name(path.name + ".lock")))
+            await asyncio.to_thread(file_lock.acquire)
+            try:
+                yield
+            finally:
+                file_lock.release()

@@ -1,0 +1,141 @@
+"""Session files: one versioned JSON document per session key, written atomically.
+
+A file that cannot be parsed is moved aside as `<name>.corrupt-<time>` and a fresh session
+starts; `/new` archives the old file under `sessions/archive/` instead of deleting it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from bot.models import ChatMessage, Session, ToolCall
+from bot.storage.files import atomic_write_text, ensure_dir
+from bot.storage.workspace import Workspace, encode_key
+
+FORMAT_VERSION = 1
+log = structlog.get_logger(__name__)
+
+
+class SessionFormatError(ValueError):
+    """The file is not a session document this code can read."""
+
+
+class SessionStore:
+    def __init__(self, workspace: Workspace, *, now: Callable[[], datetime]) -> None:
+        self.workspace = workspace
+        self.now = now
+
+    def fresh(self, key: str) -> Session:
+        moment = self.now()
+        return Session(key=key, messages=(), created_at=moment, updated_at=moment)
+
+    async def load(self, key: str) -> Session:
+        return await asyncio.to_thread(self._load, key)
+
+    async def save(self, session: Session) -> None:
+        path = self.workspace.session_path(session.key)
+        await asyncio.to_thread(atomic_write_text, path, encode_session(session))
+
+    async def archive(self, key: str) -> Session:
+        """Move the session's file into the archive and return a fresh, saved session."""
+        await asyncio.to_thread(self._archive, key)
+        session = self.fresh(key)
+        await self.save(session)
+        return session
+
+    def _load(self, key: str) -> Session:
+        path = self.workspace.session_path(key)
+        try:
+            return decode_session(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return self.fresh(key)
+        except (SessionFormatError, UnicodeDecodeError) as exc:
+            aside = path.with_name(f"{path.name}.corrupt-{self.now():%Y%m%dT%H%M%S}")
+            path.replace(aside)
+            log.warning("session_corrupt", key=key, moved_to=str(aside), reason=str(exc))
+            return self.fresh(key)
+
+    def _archive(self, key: str) -> None:
+        path = self.workspace.session_path(key)
+        if not path.exists():
+            return
+        stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
+        target = ensure_dir(self.workspace.archive_dir) / f"{encode_key(key)}-{stamp}.json"
+        path.replace(target)
+
+
+def encode_session(session: Session) -> str:
+    document = {
+        "version": FORMAT_VERSION,
+        "key": session.key,
+        "created_at": session.created_at.isoformat(),
+        "updated_at": session.updated_at.isoformat(),
+        "last_prompt_tokens": session.last_prompt_tokens,
+        "total_prompt_tokens": session.total_prompt_tokens,
+        "total_completion_tokens": session.total_completion_tokens,
+        "compactions": session.compactions,
+        "metadata": session.metadata,
+        "messages": [_encode_message(m) for m in session.messages],
+    }
+    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+
+
+def decode_session(text: str) -> Session:
+    try:
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
+            raise SessionFormatError(f"unsupported session format: {str(document)[:60]!r}")
+        return Session(
+            key=str(document["key"]),
+            messages=tuple(_decode_message(m) for m in document["messages"]),
+            created_at=datetime.fromisoformat(document["created_at"]),
+            updated_at=datetime.fromisoformat(document["updated_at"]),
+            last_prompt_tokens=document.get("last_prompt_tokens"),
+            total_prompt_tokens=int(document.get("total_prompt_tokens", 0)),
+            total_completion_tokens=int(document.get("total_completion_tokens", 0)),
+            compactions=int(document.get("compactions", 0)),
+            metadata={str(k): str(v) for k, v in document.get("metadata", {}).items()},
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        if isinstance(exc, SessionFormatError):
+            raise
+        raise SessionFormatError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _encode_message(message: ChatMessage) -> dict[str, Any]:
+    encoded: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        encoded["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        encoded["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        encoded["name"] = message.name
+    if message.at is not None:
+        encoded["at"] = message.at.isoformat()
+    return encoded
+
+
+def _decode_message(raw: dict[str, Any]) -> ChatMessage:
+    role = raw["role"]
+    if role not in ("system", "user", "assistant", "tool"):
+        raise SessionFormatError(f"unknown role {role!r}")
+    content = raw.get("content")
+    return ChatMessage(
+        role=role,
+        content=None if content is None else str(content),
+        tool_calls=tuple(
+            ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"]))
+            for c in raw.get("tool_calls", ())
+        ),
+        tool_call_id=raw.get("tool_call_id"),
+        name=raw.get("name"),
+        at=datetime.fromisoformat(raw["at"]) if raw.get("at") else None,
+    )

@@ -1,0 +1,66 @@
+"""The workspace layout: the one object that knows where every file lives."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from bot.models import MemoryScope
+from bot.storage.files import ensure_dir
+
+
+def encode_key(key: str) -> str:
+    """A session or chat key as a file name: no ':' or '/', and it round-trips."""
+    return quote(key, safe="-_.")
+
+
+def decode_key(name: str) -> str:
+    return unquote(name)
+
+
+class Workspace:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def ensure(self) -> None:
+        for folder in (self.sessions_dir, self.memory_root, self.state_dir, self.inbox_dir):
+            ensure_dir(folder)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.sessions_dir / "archive"
+
+    def session_path(self, key: str) -> Path:
+        return self.sessions_dir / f"{encode_key(key)}.json"
+
+    @property
+    def memory_root(self) -> Path:
+        return self.root / "memory"
+
+    def memory_dir(self, scope: MemoryScope) -> Path:
+        if scope.chat_key is None:
+            return self.memory_root
+        return self.memory_root / "chats" / encode_key(scope.chat_key)
+
+    def long_term_path(self, scope: MemoryScope) -> Path:
+        return self.memory_dir(scope) / "MEMORY.md"
+
+    def daily_note_path(self, scope: MemoryScope, day: date) -> Path:
+        return self.memory_dir(scope) / f"{day.isoformat()}.md"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.state_dir / "inbox"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.root / "index"

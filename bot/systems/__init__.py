@@ -1,0 +1,2 @@
+"""The pipeline's systems, one module each: 18 compaction, 20 context, 30 tool loop,
+50 memory persist, 55 indexing."""

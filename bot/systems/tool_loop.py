@@ -1,0 +1,59 @@
+"""System 30, the LLM tool loop: call the model, run the tools it asks for, up to a step limit.
+
+The one control loop of a turn. The last step offers no tools, so the model has to answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from bot.llm.client import LLM
+from bot.models import ChatMessage, Completion
+from bot.pipeline import TurnContext
+from bot.tools.registry import ToolContext, ToolRegistry
+
+EMPTY_REPLY = "(The model returned an empty answer.)"
+
+
+class ToolLoop:
+    order = 30
+    name = "tool-loop"
+
+    def __init__(
+        self, llm: LLM, tools: ToolRegistry, *, max_steps: int, now: Callable[[], datetime]
+    ) -> None:
+        self.llm = llm
+        self.tools = tools
+        self.max_steps = max_steps
+        self.now = now
+
+    async def process(self, ctx: TurnContext) -> None:
+        prompt = [
+            ChatMessage(role="system", content=ctx.system_prompt),
+            *ctx.session.messages,
+            ctx.user_message,
+        ]
+        tool_ctx = ToolContext(session_key=ctx.inbound.session_key, scope=ctx.scope)
+        for step in range(1, self.max_steps + 1):
+            offered = self.tools.specs if step < self.max_steps else ()
+            completion = await self.llm.complete([*prompt, *ctx.new_messages], tools=offered)
+            ctx.usage, ctx.model = completion.usage, completion.model
+            calls = completion.tool_calls if offered else ()
+            ctx.new_messages.append(self._assistant(completion, calls))
+            if not calls:
+                ctx.reply = (completion.content or "").strip() or EMPTY_REPLY
+                return
+            for call in calls:
+                result = await self.tools.call(call, tool_ctx)
+                ctx.new_messages.append(
+                    ChatMessage(role="tool", content=result, tool_call_id=call.id, name=call.name)
+                )
+
+    def _assistant(self, completion: Completion, calls: tuple[object, ...]) -> ChatMessage:
+        return ChatMessage(
+            role="assistant",
+            content=completion.content,
+            tool_calls=completion.tool_calls if calls else (),
+            at=self.now(),
+        )

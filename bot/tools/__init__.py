@@ -1,0 +1,1 @@
+"""Tools offered to the model: the `Tool` protocol, the registry, and the tools themselves."""

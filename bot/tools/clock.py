@@ -1,0 +1,24 @@
+"""`current_time`: the date and time where the user lives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from bot.models import ToolSpec
+from bot.tools.registry import ToolContext
+
+
+class CurrentTime:
+    spec = ToolSpec(
+        name="current_time",
+        description="The current date, time and weekday in the user's time zone.",
+        parameters={"type": "object", "properties": {}, "additionalProperties": False},
+    )
+
+    def __init__(self, now: Callable[[], datetime]) -> None:
+        self.now = now
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return self.now().strftime("%A %Y-%m-%d %H:%M %Z").strip()

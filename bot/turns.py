@@ -1,0 +1,137 @@
+"""The turn runner: access, commands, the inbox journal, one chat's turns in order, the reply.
+
+channel ──Inbound──▶ TurnRunner.handle ─▶ access ─▶ command? ─▶ inbox.accept
+                     ─▶ chat lock ─▶ pipeline (as a task /stop can cancel) ─▶ reply ─▶ inbox.done
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Protocol
+
+import structlog
+
+from bot.access import AccessPolicy
+from bot.chats import ChatLocks, RunningTurns
+from bot.commands import Commands, parse_command
+from bot.errors import LLMError
+from bot.models import ChatMessage, Inbound, Session
+from bot.pipeline import Pipeline, StopTurn, TurnContext
+from bot.storage.inbox import Inbox
+from bot.storage.sessions import SessionStore
+from bot.systems.persist import LAST_INBOUND
+
+log = structlog.get_logger(__name__)
+
+REFUSAL = "Sorry, this is a private assistant. Ask its owner for access."
+
+
+class Replier(Protocol):
+    """How a channel answers one chat."""
+
+    async def send(self, text: str) -> None: ...
+
+    def typing(self) -> AbstractAsyncContextManager[None]: ...
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        pipeline: Pipeline,
+        sessions: SessionStore,
+        inbox: Inbox,
+        access: AccessPolicy,
+        commands: Commands,
+        locks: ChatLocks,
+        running: RunningTurns,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.pipeline = pipeline
+        self.sessions = sessions
+        self.inbox = inbox
+        self.access = access
+        self.commands = commands
+        self.locks = locks
+        self.running = running
+        self.now = now
+        self._refused: set[int] = set()
+
+    async def handle(self, inbound: Inbound, replier: Replier) -> None:
+        """Everything that happens to one accepted message."""
+        with structlog.contextvars.bound_contextvars(chat=inbound.session_key):
+            if not self.access.allows(inbound.user_id):
+                await self._refuse(inbound, replier)
+                return
+            if (command := parse_command(inbound.text)) is not None:
+                await self.commands.run(command, inbound, replier)
+                return
+            await self.inbox.accept(inbound)
+            await self.process(inbound, replier)
+
+    async def replay(self, replier_for: Callable[[Inbound], Replier], *, channel: str) -> int:
+        """Answer the channel's messages a crash left unanswered, in arrival order."""
+        pending = [i for i in await self.inbox.pending() if i.channel == channel]
+        for inbound in pending:
+            log.info("inbox_replay", inbound=inbound.id, chat=inbound.session_key)
+            await self.process(inbound, replier_for(inbound))
+        return len(pending)
+
+    async def process(self, inbound: Inbound, replier: Replier) -> None:
+        """Run a journaled message's turn under its chat lock, reply, and close the entry."""
+        turn_id = uuid.uuid4().hex[:12]
+        key = inbound.session_key
+        with structlog.contextvars.bound_contextvars(chat=key, turn=turn_id):
+            async with self.locks.hold(key):
+                try:
+                    reply = await self.running.run(key, self._turn(inbound, turn_id, replier))
+                    if reply:
+                        await replier.send(reply)
+                except asyncio.CancelledError:
+                    raise  # shutting down: the entry stays and is replayed at start
+                except Exception:
+                    await self.inbox.done(inbound.id)
+                    raise
+            await self.inbox.done(inbound.id)
+
+    async def _turn(self, inbound: Inbound, turn_id: str, replier: Replier) -> str:
+        session = await self.sessions.load(inbound.session_key)
+        if session.metadata.get(LAST_INBOUND) == inbound.id:
+            log.info("turn_already_answered", inbound=inbound.id)
+            return _last_reply(session)
+        ctx = TurnContext(
+            inbound=inbound,
+            turn_id=turn_id,
+            scope=self.access.scope_for(inbound),
+            session=session,
+            user_message=ChatMessage(role="user", content=inbound.text, at=inbound.received_at),
+        )
+        log.info("turn_start", chars=len(inbound.text))
+        async with replier.typing():
+            try:
+                await self.pipeline.run(ctx)
+            except StopTurn as stop:
+                return stop.reply or ""
+            except LLMError as exc:
+                log.warning("turn_llm_failed", error=type(exc).__name__)
+                return exc.user_message
+        log.info("turn_done", reply_chars=len(ctx.reply or ""))
+        return ctx.reply or ""
+
+    async def _refuse(self, inbound: Inbound, replier: Replier) -> None:
+        log.info("access_refused", user=inbound.user_id)
+        if inbound.user_id in self._refused:
+            return
+        self._refused.add(inbound.user_id)
+        await replier.send(REFUSAL)
+
+
+def _last_reply(session: Session) -> str:
+    for message in reversed(session.messages):
+        if message.role == "assistant" and message.content:
+            return message.content
+    return ""
