@@ -1,0 +1,97 @@
+"""Session files: versioned JSON round-trip, key encoding, corrupt files moved aside, archive."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.models import ChatMessage, Session, ToolCall
+from bot.storage.sessions import SessionStore, decode_session, encode_session
+from bot.storage.workspace import Workspace, decode_key, encode_key
+
+NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+
+
+def store(tmp_path: Path) -> SessionStore:
+    workspace = Workspace(tmp_path)
+    workspace.ensure()
+    return SessionStore(workspace, now=lambda: NOW)
+
+
+def test_keys_round_trip_as_safe_file_names() -> None:
+    for key in ("telegram:42", "telegram:-1001234567890", "telegram:-100123:77", "a/b"):
+        name = encode_key(key)
+        assert ":" not in name and "/" not in name
+        assert decode_key(name) == key
+
+
+async def test_session_round_trips_with_tool_calls(tmp_path: Path) -> None:
+    sessions = store(tmp_path)
+    session = Session(
+        key="telegram:-100123:7",
+        messages=(
+            ChatMessage(role="user", content="what time?", at=NOW),
+            ChatMessage(
+                role="assistant",
+                content=None,
+                tool_calls=(ToolCall(id="c1", name="current_time", arguments="{}"),),
+            ),
+            ChatMessage(role="tool", content="09:30", tool_call_id="c1", name="current_time"),
+            ChatMessage(role="assistant", content="It is 09:30 ☕"),
+        ),
+        created_at=NOW,
+        updated_at=NOW,
+        last_prompt_tokens=120,
+        compactions=2,
+        metadata={"last_inbound_id": "telegram:update:5"},
+    )
+    await sessions.save(session)
+    path = tmp_path / "sessions" / f"{encode_key(session.key)}.json"
+    assert json.loads(path.read_text())["version"] == 1
+    assert await sessions.load(session.key) == session
+
+
+async def test_missing_session_is_fresh(tmp_path: Path) -> None:
+    session = await store(tmp_path).load("telegram:1")
+    assert session.messages == () and session.key == "telegram:1"
+
+
+async def test_corrupt_session_is_moved_aside_and_a_fresh_one_starts(tmp_path: Path) -> None:
+    sessions = store(tmp_path)
+    path = tmp_path / "sessions" / f"{encode_key('telegram:1')}.json"
+    path.write_text('{"version": 1, "messages": [')
+    session = await sessions.load("telegram:1")
+    assert session.messages == ()
+    aside = list((tmp_path / "sessions").glob("*.corrupt-*"))
+    assert len(aside) == 1
+    assert aside[0].read_text() == '{"version": 1, "messages": ['
+
+
+def test_unknown_version_is_rejected() -> None:
+    text = encode_session(Session(key="k", messages=(), created_at=NOW, updated_at=NOW))
+    document = json.loads(text)
+    document["version"] = 99
+    try:
+        decode_session(json.dumps(document))
+    except ValueError as exc:
+        assert "unsupported" in str(exc)
+    else:
+        raise AssertionError("version 99 was accepted")
+
+
+async def test_archive_keeps_the_old_file_and_starts_fresh(tmp_path: Path) -> None:
+    sessions = store(tmp_path)
+    old = Session(
+        key="telegram:1",
+        messages=(ChatMessage(role="user", content="remember me"),),
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    await sessions.save(old)
+    fresh = await sessions.archive("telegram:1")
+    assert fresh.messages == ()
+    assert (await sessions.load("telegram:1")).messages == ()
+    archived = list((tmp_path / "sessions" / "archive").iterdir())
+    assert len(archived) == 1
+    assert "remember me" in archived[0].read_text()

@@ -1,0 +1,66 @@
+"""Atomic writes, appends, permissions and locks."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from pathlib import Path
+
+import pytest
+
+from bot.storage import files
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_atomic_write_creates_private_file_and_folder(tmp_path: Path) -> None:
+    target = tmp_path / "deep" / "note.md"
+    files.atomic_write_text(target, "héllo")
+    assert target.read_text(encoding="utf-8") == "héllo"
+    assert mode(target) == 0o600
+    assert mode(target.parent) == 0o700
+    assert [p.name for p in target.parent.iterdir()] == ["note.md"]  # no temp left behind
+
+
+def test_failed_write_leaves_the_old_content(tmp_path: Path) -> None:
+    target = tmp_path / "MEMORY.md"
+    files.atomic_write_text(target, "old")
+
+    with pytest.raises(TypeError):
+        files.atomic_write_bytes(target, "not bytes")  # type: ignore[arg-type]
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["MEMORY.md"]
+
+
+def test_append_keeps_existing_lines(tmp_path: Path) -> None:
+    target = tmp_path / "2026-11-21.md"
+    target.write_text("hand-written line\n")
+    files.append_text(target, "[09:00] User: a | Assistant: b\n")
+    assert target.read_text().splitlines() == [
+        "hand-written line",
+        "[09:00] User: a | Assistant: b",
+    ]
+
+
+def test_read_text_tolerates_binary_and_missing(tmp_path: Path) -> None:
+    target = tmp_path / "MEMORY.md"
+    assert files.read_text(target) is None
+    target.write_bytes(b"ok \xff\xfe end")
+    assert files.read_text(target) == "ok \ufffd\ufffd end"
+
+
+async def test_hold_serialises_read_modify_write(tmp_path: Path) -> None:
+    target = tmp_path / "counter.txt"
+    files.atomic_write_text(target, "0")
+    locks = files.FileLocks()
+
+    async def bump() -> None:
+        async with locks.hold(target):
+            value = int(target.read_text())
+            await asyncio.sleep(0)
+            files.atomic_write_text(target, str(value + 1))
+
+    await asyncio.gather(*(bump() for _ in range(20)))
+    assert target.read_text() == "20"
