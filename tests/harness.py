@@ -1,0 +1,117 @@
+"""Builds and runs the real bot against the fakes: in-process, or as a `python -m bot` process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from bot.app import App, build_app
+from bot.channels.telegram import TelegramChannel
+from bot.settings import LLMSettings, MemorySettings, Settings, TelegramSettings
+from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegram
+
+REPO = Path(__file__).resolve().parents[1]
+OWNER = 1001
+FRIEND = 2002
+STRANGER = 3003
+API_KEY = "sk-test-0123456789abcdef"
+
+
+def make_settings(
+    workspace: Path,
+    *,
+    telegram: FakeTelegram | None,
+    openai: FakeOpenAI,
+    owner_ids: tuple[int, ...] = (OWNER,),
+    allowed_user_ids: tuple[int, ...] = (FRIEND,),
+    **overrides: Any,
+) -> Settings:
+    telegram_settings = TelegramSettings(
+        token=SecretStr(telegram.token) if telegram else None,
+        base_url=telegram.base_url if telegram else "http://127.0.0.1:9/bot",
+        owner_ids=owner_ids,
+        allowed_user_ids=allowed_user_ids,
+        poll_timeout=1,
+        typing_interval=0.2,
+    )
+    llm = LLMSettings(
+        base_url=openai.base_url,
+        api_key=SecretStr(API_KEY),
+        model="fake-model",
+        timeout=10,
+        max_retries=0,
+    )
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        workspace=workspace,
+        telegram=telegram_settings,
+        llm=llm,
+        memory=overrides.pop("memory", MemorySettings()),
+        **overrides,
+    )
+
+
+@asynccontextmanager
+async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterator[App]:
+    """The whole bot, polling the fake Telegram, until the block ends."""
+    app = build_app(settings, api_key=API_KEY)
+    channel = TelegramChannel(
+        app.runner,
+        token=telegram.token,
+        base_url=telegram.base_url,
+        poll_timeout=settings.telegram.poll_timeout,
+        typing_interval=settings.telegram.typing_interval,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(channel.run(stop))
+    try:
+        await telegram.wait_for_poll()
+        yield app
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, timeout=10)
+        await app.aclose()
+
+
+def bot_env(workspace: Path, telegram: FakeTelegram, openai: FakeOpenAI) -> dict[str, str]:
+    """Environment for `python -m bot run` against the fakes, as a user would set it."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(workspace.parent),
+        "PYTHONPATH": str(REPO),
+        "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
+        "BOT_TELEGRAM__TOKEN": telegram.token,
+        "BOT_TELEGRAM__BASE_URL": telegram.base_url,
+        "BOT_TELEGRAM__OWNER_IDS": f"[{OWNER}]",
+        "BOT_TELEGRAM__ALLOWED_USER_IDS": f"[{FRIEND}]",
+        "BOT_TELEGRAM__POLL_TIMEOUT": "1",
+        "BOT_LLM__BASE_URL": openai.base_url,
+        "BOT_LLM__API_KEY": API_KEY,
+        "BOT_LLM__MODEL": "fake-model",
+        "BOT_LLM__MAX_RETRIES": "0",
+        "BOT_WORKSPACE": str(workspace),
+        "BOT_LOG__FORMAT": "json",
+        "BOT_LOG__LEVEL": "DEBUG",
+    }
+
+
+def start_bot_process(env: dict[str, str], cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """`python -m bot run` in the background, its logs going to `log_path`."""
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bot", "run"],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
