@@ -31,7 +31,7 @@ class TurnContext:
     system_prompt: str = ""  # 20
     new_messages: list[ChatMessage] = field(default_factory=list)  # 30: assistant + tool messages
     reply: str | None = None  # 30 (what the user will see)
-    usage: Usage | None = None  # 30: the last completion's usage
+    usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order
     model: str = ""  # 30: the model that answered
 
 

@@ -24,6 +24,7 @@ from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.inbox import Inbox
 from bot.storage.sessions import SessionStore
 from bot.systems.persist import LAST_INBOUND
+from bot.systems.tool_loop import EMPTY_REPLY
 
 log = structlog.get_logger(__name__)
 
@@ -131,7 +132,10 @@ class TurnRunner:
 
 
 def _last_reply(session: Session) -> str:
+    """The final answer of the session's last turn (what the user should have received)."""
     for message in reversed(session.messages):
-        if message.role == "assistant" and message.content:
-            return message.content
+        if message.role == "user":
+            break
+        if message.role == "assistant":
+            return (message.content or "").strip() or EMPTY_REPLY
     return ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC
 from typing import Any
@@ -238,12 +239,12 @@ def _addressed_text(text: str, message: Any, bot_username: str | None) -> str | 
     """In groups: the text when it mentions us, replies to us or is a command; else None."""
     mention = f"@{bot_username}" if bot_username else None
     if text.startswith("/"):
-        command = text.split(" ", 1)[0]
-        targeted = "@" not in command or (mention is not None and command.endswith(mention))
+        command = text.split(" ", 1)[0].lower()
+        targeted = "@" not in command or (mention is not None and command.endswith(mention.lower()))
         return text if targeted else None
-    if mention and mention.lower() in text.lower():
-        start = text.lower().index(mention.lower())
-        return (text[:start] + text[start + len(mention) :]).strip() or text
+    found = re.search(rf"(?<![\w@]){re.escape(mention)}(?!\w)", text, re.I) if mention else None
+    if found is not None:
+        return (text[: found.start()] + text[found.end() :]).strip() or text
     replied = message.reply_to_message
     author = replied.from_user if replied is not None else None
     if author is not None and author.is_bot and author.username == bot_username:

@@ -15,10 +15,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import structlog
 from filelock import FileLock
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+log = structlog.get_logger(__name__)
 
 
 def ensure_dir(path: Path) -> Path:
@@ -58,10 +60,17 @@ def append_text(path: Path, text: str) -> None:
 
 
 def read_text(path: Path) -> str | None:
-    """The file's text (undecodable bytes replaced), or None when it does not exist."""
+    """The file's text (undecodable bytes replaced), or None when it is missing or unreadable.
+
+    An unreadable file (a folder in its place, no permission) is logged, never fatal: a turn
+    goes on without it.
+    """
     try:
         return path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("file_unreadable", path=str(path), error=type(exc).__name__)
         return None
 
 

@@ -43,15 +43,15 @@ class MemoryPersist:
             log.warning("daily_note_failed", exc_info=True)
 
     async def _save_session(self, ctx: TurnContext) -> None:
-        session, usage = ctx.session, ctx.usage
+        session, usages = ctx.session, ctx.usages
         ctx.session = replace(
             session,
             messages=(*session.messages, ctx.user_message, *ctx.new_messages),
             updated_at=self.now(),
-            last_prompt_tokens=usage.prompt_tokens if usage else session.last_prompt_tokens,
-            total_prompt_tokens=session.total_prompt_tokens + (usage.prompt_tokens if usage else 0),
+            last_prompt_tokens=usages[-1].prompt_tokens if usages else session.last_prompt_tokens,
+            total_prompt_tokens=session.total_prompt_tokens + sum(u.prompt_tokens for u in usages),
             total_completion_tokens=session.total_completion_tokens
-            + (usage.completion_tokens if usage else 0),
+            + sum(u.completion_tokens for u in usages),
             metadata={**session.metadata, LAST_INBOUND: ctx.inbound.id},
         )
         await self.sessions.save(ctx.session)

@@ -38,7 +38,9 @@ class ToolLoop:
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()
             completion = await self.llm.complete([*prompt, *ctx.new_messages], tools=offered)
-            ctx.usage, ctx.model = completion.usage, completion.model
+            ctx.model = completion.model
+            if completion.usage is not None:
+                ctx.usages.append(completion.usage)
             calls = completion.tool_calls if offered else ()
             ctx.new_messages.append(self._assistant(completion, calls))
             if not calls:

@@ -1,0 +1,182 @@
+"""Chat commands through the real turn runner: /start /help /new /reset /status /stop, unknown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.app import App, build_app
+from bot.models import Inbound
+from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
+from tests.harness import API_KEY, OWNER, make_settings
+
+NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+SESSION = f"sessions/telegram%3A{OWNER}.json"
+_ids = itertools.count(1)
+
+
+class RecordingReplier:
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.typing_entries = 0
+
+    async def send(self, text: str) -> None:
+        self.sent.append(text)
+
+    @contextlib.asynccontextmanager
+    async def typing(self) -> AsyncIterator[None]:
+        self.typing_entries += 1
+        yield
+
+
+def message(text: str, *, user: int = OWNER) -> Inbound:
+    return Inbound(
+        id=f"telegram:update:{next(_ids)}",
+        channel="telegram",
+        chat_id=user,
+        user_id=user,
+        text=text,
+        received_at=NOW,
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return tmp_path / "ws"
+
+
+@pytest.fixture
+async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
+    app = build_app(make_settings(workspace, telegram=None, openai=fake_openai), api_key=API_KEY)
+    yield app
+    await app.aclose()
+
+
+async def say(app: App, text: str) -> list[str]:
+    replier = RecordingReplier()
+    await app.runner.handle(message(text), replier)
+    return replier.sent
+
+
+def memory_files(workspace: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (workspace / "memory").rglob("*") if p.is_file()}
+
+
+async def test_help_lists_every_command(app: App, fake_openai: FakeOpenAI) -> None:
+    [text] = await say(app, "/help")
+
+    for name in ("start", "help", "new", "reset", "status", "stop"):
+        assert f"/{name} — " in text
+    assert fake_openai.calls == 0
+
+
+async def test_start_greets(app: App, fake_openai: FakeOpenAI) -> None:
+    [text] = await say(app, "/start")
+
+    assert text.startswith("Hello! I'm Mnemo")
+    assert "/help" in text
+    assert fake_openai.calls == 0
+
+
+@pytest.mark.parametrize("command", ["/new", "/reset"])
+async def test_new_archives_the_session_and_keeps_memory(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, command: str
+) -> None:
+    (workspace / "memory" / "MEMORY.md").write_text("Ann likes green tea.\n")
+    fake_openai.script(Reply("hello"), Reply("fresh start"))
+    await say(app, "hi")
+    memory_before = memory_files(workspace)
+    assert len(memory_before) == 2  # MEMORY.md and today's note
+
+    assert await say(app, command) == ["Started a new conversation. Your memory files are kept."]
+
+    [archived] = (workspace / "sessions" / "archive").glob("*.json")
+    assert [m["content"] for m in json.loads(archived.read_text())["messages"]] == ["hi", "hello"]
+    assert json.loads((workspace / SESSION).read_text())["messages"] == []
+    assert memory_files(workspace) == memory_before
+    await say(app, "again")
+    system, user = fake_openai.last_request["messages"]
+    assert user == {"role": "user", "content": "again"}
+    assert "Ann likes green tea." in system["content"]
+
+
+async def test_status_of_a_new_conversation(app: App, fake_openai: FakeOpenAI) -> None:
+    [text] = await say(app, "/status")
+
+    assert text.splitlines() == [
+        "Messages: 0",
+        "Estimated tokens: ~0",
+        "Last prompt: none yet",
+        "Model: fake-model",
+        "Pipeline: 18 auto-compaction, 20 context-building, 30 tool-loop, 50 memory-persist, "
+        "55 rag-indexing",
+    ]
+
+
+async def test_status_counts_messages_tokens_and_names_the_model(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply("hello there, how can I help you today?", prompt_tokens=1234))
+    await say(app, "hi")
+
+    [text] = await say(app, "/status")
+
+    assert "Messages: 2" in text
+    estimate = re.search(r"Estimated tokens: ~([\d,]+)", text)
+    assert estimate is not None
+    assert int(estimate[1].replace(",", "")) >= 2 * 4 + 10  # two messages' overhead and words
+    assert "Last prompt (reported): 1,234" in text
+    assert "Model: fake-model" in text
+
+
+async def test_a_command_addressed_to_this_bot_works(app: App) -> None:
+    [text] = await say(app, "/status@mnemo_test_bot")
+
+    assert text.startswith("Messages: 0")
+
+
+async def test_an_unknown_command_says_so_and_never_reaches_the_model(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    [text] = await say(app, "/frobnicate now")
+
+    assert text == "Unknown command /frobnicate. /help lists what I understand."
+    assert fake_openai.calls == 0
+    assert not (workspace / SESSION).exists()
+    assert list((workspace / "state" / "inbox").iterdir()) == []
+
+
+async def test_stop_with_nothing_running(app: App) -> None:
+    assert await say(app, "/stop") == ["Nothing to stop."]
+
+
+async def test_stop_cancels_a_turn_waiting_on_the_model(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    fake_openai.script(Reply("first answer"), Hang(), Reply("third answer"))
+    await say(app, "one")
+    session_before = (workspace / SESSION).read_bytes()
+    hanging = RecordingReplier()
+    turn = asyncio.create_task(app.runner.handle(message("two"), hanging))
+    await fake_openai.wait_until_hanging()
+    assert len(list((workspace / "state" / "inbox").iterdir())) == 1
+    [status] = await say(app, "/status")
+
+    assert await say(app, "/stop") == ["Stopped."]
+
+    await asyncio.wait_for(turn, timeout=5)
+    assert "A reply is in progress" in status
+    assert hanging.sent == []
+    assert list((workspace / "state" / "inbox").iterdir()) == []
+    assert (workspace / SESSION).read_bytes() == session_before
+    assert await say(app, "three") == ["third answer"]  # the chat is not stuck
+    contents = [m["content"] for m in fake_openai.last_request["messages"][1:]]
+    assert contents == ["one", "first answer", "three"]
