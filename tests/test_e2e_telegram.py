@@ -174,3 +174,47 @@ async def test_session_file_is_valid_json_after_every_step(
     assert seen == [2, 4, 6, 8]
     leftovers = [p.name for p in session_file.parent.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+async def test_typing_is_refreshed_while_the_model_works(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply("done thinking", delay=1.0))
+    settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
+    async with running_bot(settings, fake_telegram):  # typing_interval is 0.2 s here
+        fake_telegram.push_text(OWNER, OWNER, "take your time")
+        await fake_telegram.wait_for_messages(OWNER, 1)
+        typing_calls = len(fake_telegram.calls_to("sendChatAction"))
+        await asyncio.sleep(0.5)
+    assert typing_calls >= 3
+    assert len(fake_telegram.calls_to("sendChatAction")) == typing_calls  # stops with the reply
+
+
+async def test_a_429_is_retried_after_the_pause(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply("patience pays"))
+    fake_telegram.fail_next("sendMessage", retry_after=1)
+    settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
+    async with running_bot(settings, fake_telegram):
+        fake_telegram.push_text(OWNER, OWNER, "hello")
+        [reply] = await fake_telegram.wait_for_messages(OWNER, 1)
+    assert reply.text == "patience pays"
+    attempts = fake_telegram.calls_to("sendMessage")
+    assert [a.error_code for a in attempts] == [429, None]
+
+
+async def test_an_unexpected_failure_is_logged_and_the_user_hears_something_short(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=fake_telegram, openai=fake_openai)
+    async with running_bot(settings, fake_telegram):
+        sessions = workspace / "sessions"
+        sessions.rename(workspace / "sessions-moved")
+        sessions.write_text("a file where the sessions folder should be")
+        fake_telegram.push_text(OWNER, OWNER, "hello")
+        [notice] = await fake_telegram.wait_for_messages(OWNER, 1)
+    assert notice.text == "Sorry, something went wrong on my side. Please try again."
+    assert list((workspace / "state" / "inbox").glob("*.json")) == []  # not replayed forever
+    assert fake_openai.calls == 0

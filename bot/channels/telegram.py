@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC
@@ -37,6 +38,9 @@ from bot.models import ChatType, Inbound
 from bot.turns import TurnRunner
 
 log = structlog.get_logger(__name__)
+# Opt in to PTB 23's `RetryAfter.retry_after` as a timedelta (AIORateLimiter reads it either way);
+# without this every 429 raises a PTBDeprecationWarning.
+os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 CHANNEL = "telegram"
 SORRY = "Sorry, something went wrong on my side. Please try again."
