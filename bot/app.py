@@ -16,6 +16,7 @@ from bot.memory.long_term import LongTermMemory
 from bot.memory.notes import DailyNotes
 from bot.pipeline import BestEffort, Pipeline
 from bot.settings import Settings
+from bot.storage.files import FileLocks
 from bot.storage.inbox import Inbox
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
@@ -50,6 +51,8 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     workspace = Workspace(settings.workspace)
     workspace.ensure()
     sessions = SessionStore(workspace, now=now)
+    locks_on_files = FileLocks()
+    long_term = LongTermMemory(workspace, locks_on_files)
     notes = DailyNotes(
         workspace,
         user_chars=settings.memory.note_user_chars,
@@ -69,7 +72,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
             AutoCompaction(),
             ContextBuilding(
                 persona=settings.persona,
-                long_term=LongTermMemory(workspace),
+                long_term=long_term,
                 notes=notes,
                 recent_days=settings.memory.recent_days,
                 now=now,

@@ -55,6 +55,17 @@ class MemorySettings(_Section):
     recent_days: int = Field(default=7, ge=0)
     note_user_chars: int = Field(default=200, gt=0)
     note_assistant_chars: int = Field(default=300, gt=0)
+    prompt_budget_tokens: int = Field(default=3500, gt=0)  # the whole `# Memory` section
+    # Consolidation (seeds 001, 003)
+    memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
+    keep_messages: int = Field(default=10, ge=2)
+    max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
+    consolidation_timeout: float = Field(default=30.0, gt=0)
+    raw_fallback_messages: int = Field(default=10, gt=0)
+    raw_fallback_chars: int = Field(default=200, gt=0)
+    # Tags and working memory (seed 002)
+    working_memory_stale_days: int = Field(default=7, ge=0)
+    retention_days: int = Field(default=30, ge=1)  # daily logs older than this are compacted
 
 
 class LogSettings(_Section):

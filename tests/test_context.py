@@ -16,6 +16,7 @@ from bot.memory.long_term import LongTermMemory
 from bot.memory.notes import DailyNotes
 from bot.models import GLOBAL_SCOPE, ChatMessage, ChatType, Inbound, Session
 from bot.pipeline import TurnContext
+from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from tests.fakes.openai_api import FakeOpenAI, Reply
@@ -35,7 +36,7 @@ async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
     workspace = Workspace(root)
     system = ContextBuilding(
         persona=PERSONA,
-        long_term=LongTermMemory(workspace),
+        long_term=LongTermMemory(workspace, FileLocks()),
         notes=DailyNotes(workspace, user_chars=200, assistant_chars=300),
         recent_days=recent_days,
         now=lambda: NOW,

@@ -1,15 +1,122 @@
-"""Long-term memory: `MEMORY.md`, hand-editable, read fresh every turn."""
+"""Long-term memory: `MEMORY.md`, hand-editable, read fresh every turn, never clobbered.
+
+Every change is a locked read-modify-write. An LLM rewrite (consolidation) is applied only if the
+file is unchanged since it was read (`replace_if_unchanged`); appends (tags, /remember, log
+compaction) re-read under the lock, so a hand edit made a moment before is kept.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import structlog
+
 from bot.models import MemoryScope
-from bot.storage.files import read_text
+from bot.storage.files import FileLocks, atomic_write_text, read_text
 from bot.storage.workspace import Workspace
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class MemoryText:
+    text: str
+    digest: str  # sha256 of the file's bytes as read ("" when the file is missing)
+
+
+def digest_of(text: str | None) -> str:
+    return "" if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class LongTermMemory:
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
         self.workspace = workspace
+        self.locks = locks
 
     def read(self, scope: MemoryScope) -> str:
-        return (read_text(self.workspace.long_term_path(scope)) or "").strip()
+        return self.snapshot(scope).text.strip()
+
+    def snapshot(self, scope: MemoryScope) -> MemoryText:
+        raw = read_text(self.workspace.long_term_path(scope))
+        return MemoryText(text=raw or "", digest=digest_of(raw))
+
+    async def replace_if_unchanged(self, scope: MemoryScope, expected: str, new_text: str) -> bool:
+        """Write `new_text` only if the file still has digest `expected`; False if it changed."""
+        path = self.workspace.long_term_path(scope)
+        async with self.locks.hold(path):
+            current = await asyncio.to_thread(read_text, path)
+            if digest_of(current) != expected:
+                log.info("memory_changed_underneath", path=str(path))
+                return False
+            await asyncio.to_thread(atomic_write_text, path, _with_newline(new_text))
+            return True
+
+    async def append_facts(
+        self, scope: MemoryScope, facts: Sequence[str], *, section: str | None = None
+    ) -> list[str]:
+        """Append facts as `- fact` lines (under `## section` if given), skipping any already
+        present (case-insensitive). Returns the facts actually added."""
+        path = self.workspace.long_term_path(scope)
+        async with self.locks.hold(path):
+            current = await asyncio.to_thread(read_text, path) or ""
+            added = _new_facts(current, facts)
+            if added:
+                updated = _insert(current, [f"- {fact}" for fact in added], section)
+                await asyncio.to_thread(atomic_write_text, path, updated)
+            return added
+
+    async def remove_lines(self, scope: MemoryScope, needle: str) -> list[str]:
+        """Remove every line containing `needle` (case-insensitive); returns the removed lines."""
+        path = self.workspace.long_term_path(scope)
+        async with self.locks.hold(path):
+            current = await asyncio.to_thread(read_text, path)
+            if not current:
+                return []
+            kept, removed = split_matching(current, needle)
+            if removed:
+                await asyncio.to_thread(atomic_write_text, path, kept)
+            return removed
+
+
+def split_matching(text: str, needle: str) -> tuple[str, list[str]]:
+    """(text without the lines containing `needle`, those lines) — case-insensitive."""
+    lowered = needle.lower()
+    kept: list[str] = []
+    removed: list[str] = []
+    for line in text.splitlines(keepends=True):
+        (removed if lowered in line.lower() else kept).append(line)
+    return "".join(kept), [line.rstrip("\n") for line in removed]
+
+
+def _new_facts(current: str, facts: Sequence[str]) -> list[str]:
+    seen = current.lower()
+    added: list[str] = []
+    for fact in (" ".join(f.split()) for f in facts):
+        if fact and fact.lower() not in seen:
+            added.append(fact)
+            seen += "\n" + fact.lower()
+    return added
+
+
+def _insert(current: str, lines: list[str], section: str | None) -> str:
+    block = "\n".join(lines)
+    if section is None:
+        return _with_newline(current) + block + "\n" if current.strip() else block + "\n"
+    heading = f"## {section}"
+    existing = current.splitlines()
+    if heading not in existing:
+        prefix = _with_newline(current) + "\n" if current.strip() else ""
+        return f"{prefix}{heading}\n{block}\n"
+    at = existing.index(heading) + 1
+    while at < len(existing) and not existing[at].startswith("## "):
+        at += 1
+    while at > 0 and not existing[at - 1].strip():
+        at -= 1
+    return "\n".join([*existing[:at], *lines, *existing[at:]]) + "\n"
+
+
+def _with_newline(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"

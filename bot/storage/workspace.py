@@ -19,6 +19,14 @@ def decode_key(name: str) -> str:
     return unquote(name)
 
 
+def _is_day(stem: str) -> bool:
+    try:
+        date.fromisoformat(stem)
+    except ValueError:
+        return False
+    return True
+
+
 class Workspace:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -52,6 +60,36 @@ class Workspace:
 
     def daily_note_path(self, scope: MemoryScope, day: date) -> Path:
         return self.memory_dir(scope) / f"{day.isoformat()}.md"
+
+    def daily_note_paths(self, scope: MemoryScope) -> list[Path]:
+        """The scope's daily notes, oldest first."""
+        folder = self.memory_dir(scope)
+        return sorted(p for p in folder.glob("????-??-??.md") if _is_day(p.stem))
+
+    def history_path(self, scope: MemoryScope) -> Path:
+        return self.memory_dir(scope) / "HISTORY.md"
+
+    def monthly_history_path(self, scope: MemoryScope, day: date) -> Path:
+        return self.memory_dir(scope) / f"HISTORY-{day:%Y-%m}.md"
+
+    def archive_note_dir(self, scope: MemoryScope) -> Path:
+        """Where compacted daily notes go: out of the prompt, never deleted."""
+        return self.memory_dir(scope) / "archive"
+
+    def working_memory_path(self, session_key: str) -> Path:
+        return self.memory_root / "working" / f"{encode_key(session_key)}.md"
+
+    def chat_scopes(self) -> list[MemoryScope]:
+        """Every chat that has a memory folder."""
+        folder = self.memory_root / "chats"
+        if not folder.is_dir():
+            return []
+        return [MemoryScope(chat_key=decode_key(p.name)) for p in sorted(folder.iterdir())]
+
+    @property
+    def consolidation_dir(self) -> Path:
+        """Durable consolidation jobs: written before a session is trimmed."""
+        return self.state_dir / "consolidation"
 
     @property
     def state_dir(self) -> Path:
