@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.access import AccessPolicy
@@ -30,14 +31,29 @@ from bot.tools.registry import ToolRegistry
 from bot.turns import TurnRunner
 
 
+class Service(Protocol):
+    """Background work the app owns: started before the first message, stopped at shutdown."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 @dataclass
 class App:
     runner: TurnRunner
     llm: OpenAIChat
     workspace: Workspace
     now: Callable[[], datetime]
+    services: list[Service] = field(default_factory=list)
+
+    async def start(self) -> None:
+        for service in self.services:
+            await service.start()
 
     async def aclose(self) -> None:
+        for service in reversed(self.services):
+            await service.stop()
         await self.llm.close()
 
 

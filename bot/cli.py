@@ -57,6 +57,7 @@ async def run_telegram(settings: Settings) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        await app.start()
         await channel.run(stop)
     finally:
         await app.aclose()
@@ -68,6 +69,7 @@ async def run_console(settings: Settings) -> int:
     _configure_logs(settings, api_key)
     app = build_app(settings, api_key=api_key)
     try:
+        await app.start()
         await ConsoleChannel(app.runner, now=app.now, stdin=sys.stdin, stdout=sys.stdout).run()
     finally:
         await app.aclose()

@@ -1,13 +1,16 @@
-"""Shared fixtures. Sections: fakes of external services (more sections to come)."""
+"""Shared fixtures. Sections: fakes of external services; the app."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
+from bot.app import App
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
+from tests.harness import make_settings, started_app
 
 # ----------------------------------------------------------------------------- fake services
 
@@ -25,3 +28,18 @@ async def fake_openai() -> AsyncIterator[FakeOpenAI]:
     async with FakeOpenAI() as fake:
         yield fake
     fake.assert_done()
+
+
+# ----------------------------------------------------------------------------- the app
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return tmp_path / "ws"
+
+
+@pytest.fixture
+async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
+    """The real app (no Telegram) over `workspace`, its model the `fake_openai` server."""
+    async with started_app(make_settings(workspace, telegram=None, openai=fake_openai)) as app:
+        yield app

@@ -61,6 +61,17 @@ def make_settings(
 
 
 @asynccontextmanager
+async def started_app(settings: Settings) -> AsyncIterator[App]:
+    """The composed app with its background services running, closed afterwards."""
+    app = build_app(settings, api_key=API_KEY)
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.aclose()
+
+
+@asynccontextmanager
 async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterator[App]:
     """The whole bot, polling the fake Telegram, until the block ends."""
     app = build_app(settings, api_key=API_KEY)
@@ -71,6 +82,7 @@ async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterat
         poll_timeout=settings.telegram.poll_timeout,
         typing_interval=settings.telegram.typing_interval,
     )
+    await app.start()
     stop = asyncio.Event()
     task = asyncio.create_task(channel.run(stop))
     try:

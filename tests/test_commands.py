@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App, build_app
+from bot.app import App
 from bot.models import Inbound
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
-from tests.harness import API_KEY, OWNER, make_settings
+from tests.harness import OWNER
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 SESSION = f"sessions/telegram%3A{OWNER}.json"
@@ -46,18 +46,6 @@ def message(text: str, *, user: int = OWNER) -> Inbound:
         text=text,
         received_at=NOW,
     )
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
-    app = build_app(make_settings(workspace, telegram=None, openai=fake_openai), api_key=API_KEY)
-    yield app
-    await app.aclose()
 
 
 async def say(app: App, text: str) -> list[str]:

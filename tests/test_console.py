@@ -5,29 +5,13 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-
-from bot.app import App, build_app
+from bot.app import App
 from bot.channels.console import ConsoleChannel
 from bot.models import Inbound
 from bot.storage.inbox import Inbox
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.harness import API_KEY, make_settings
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
-    app = build_app(make_settings(workspace, telegram=None, openai=fake_openai), api_key=API_KEY)
-    yield app
-    await app.aclose()
 
 
 async def chat(app: App, lines: str) -> str:

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.app import App, build_app
+from bot.app import App
 from bot.memory.long_term import LongTermMemory
 from bot.memory.notes import DailyNotes
 from bot.models import GLOBAL_SCOPE, ChatMessage, ChatType, Inbound, Session
@@ -20,7 +20,7 @@ from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.harness import API_KEY, FRIEND, OWNER, make_settings
+from tests.harness import FRIEND, OWNER
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))  # a Saturday
 PERSONA = "You are a test persona."
@@ -121,18 +121,6 @@ class QuietReplier:
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
         yield
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
-    app = build_app(make_settings(workspace, telegram=None, openai=fake_openai), api_key=API_KEY)
-    yield app
-    await app.aclose()
 
 
 async def turn(app: App, fake: FakeOpenAI, *, user: int, chat: int, chat_type: ChatType) -> str:

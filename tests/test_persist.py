@@ -10,13 +10,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from structlog.testing import capture_logs
 
-from bot.app import App, build_app
+from bot.app import App
 from bot.models import Inbound
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
-from tests.harness import API_KEY, OWNER, make_settings
+from tests.harness import OWNER
 
 SESSION = f"sessions/telegram%3A{OWNER}.json"
 NOTE_LINE = re.compile(r"\[(\d\d):(\d\d)\] User: (.*) \| Assistant: (.*)")
@@ -33,18 +32,6 @@ class RecordingReplier:
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
         yield
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return tmp_path / "ws"
-
-
-@pytest.fixture
-async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
-    app = build_app(make_settings(workspace, telegram=None, openai=fake_openai), api_key=API_KEY)
-    yield app
-    await app.aclose()
 
 
 async def say(app: App, text: str) -> tuple[Inbound, list[str]]:

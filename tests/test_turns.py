@@ -53,11 +53,6 @@ def message(text: str, *, user: int = OWNER, channel: str = "telegram") -> Inbou
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return tmp_path / "ws"
-
-
-@pytest.fixture
 async def make_app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[Callable[..., App]]:
     apps: list[App] = []
 
