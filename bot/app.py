@@ -13,18 +13,29 @@ from bot.chats import ChatLocks, RunningTurns
 from bot.commands import Commands
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.tokens import TokenCounter
+from bot.memory.consolidation import Consolidator
+from bot.memory.edits import MemoryEdits
+from bot.memory.history import HistoryLog
+from bot.memory.inventory import MemoryInventory
+from bot.memory.log_compaction import LogCompaction
 from bot.memory.long_term import LongTermMemory
 from bot.memory.notes import DailyNotes
+from bot.memory.recall import MemoryRecall
+from bot.memory.tags import TAG_INSTRUCTIONS
+from bot.memory.working import WorkingMemory
 from bot.pipeline import BestEffort, Pipeline
 from bot.settings import Settings
 from bot.storage.files import FileLocks
 from bot.storage.inbox import Inbox
+from bot.storage.jobs import JobStore
+from bot.storage.lines import LineReader
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.systems.compaction import AutoCompaction
 from bot.systems.context import ContextBuilding
 from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
+from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
 from bot.tools.clock import CurrentTime
 from bot.tools.registry import ToolRegistry
@@ -69,10 +80,25 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     sessions = SessionStore(workspace, now=now)
     locks_on_files = FileLocks()
     long_term = LongTermMemory(workspace, locks_on_files)
+    working = WorkingMemory(
+        workspace,
+        locks_on_files,
+        stale_days=settings.memory.working_memory_stale_days,
+        now=now,
+    )
     notes = DailyNotes(
         workspace,
         user_chars=settings.memory.note_user_chars,
         assistant_chars=settings.memory.note_assistant_chars,
+    )
+    tokens, reader = TokenCounter(), LineReader()
+    recall = MemoryRecall(
+        workspace,
+        reader,
+        working,
+        tokens.count,
+        recent_days=settings.memory.recent_days,
+        budget_tokens=settings.memory.prompt_budget_tokens,
     )
     llm = OpenAIChat(
         base_url=settings.llm.base_url,
@@ -83,14 +109,27 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,
     )
+    history = HistoryLog(workspace, locks_on_files)
+    consolidator = Consolidator(
+        llm=llm,
+        model=settings.llm.fast_model or settings.llm.model,
+        long_term=long_term,
+        history=history,
+        jobs=JobStore(workspace.consolidation_dir),
+        now=now,
+        max_memory_size=settings.memory.max_memory_size,
+        timeout=settings.memory.consolidation_timeout,
+        raw_fallback_messages=settings.memory.raw_fallback_messages,
+        raw_fallback_chars=settings.memory.raw_fallback_chars,
+    )
+    consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
     pipeline = Pipeline(
         [
             AutoCompaction(),
             ContextBuilding(
                 persona=settings.persona,
-                long_term=long_term,
-                notes=notes,
-                recent_days=settings.memory.recent_days,
+                instructions=TAG_INSTRUCTIONS,
+                recall=recall,
                 now=now,
             ),
             ToolLoop(
@@ -99,30 +138,57 @@ def build_app(settings: Settings, *, api_key: str) -> App:
                 max_steps=settings.llm.max_tool_steps,
                 now=now,
             ),
-            MemoryPersist(sessions, notes, now=now),
+            MemoryTags(long_term, working),
+            MemoryPersist(
+                sessions,
+                notes,
+                now=now,
+                consolidator=consolidator,
+                memory_window=settings.memory.memory_window,
+                keep_messages=settings.memory.keep_messages,
+            ),
             BestEffort(RagIndexing()),
         ]
     )
     locks, running = ChatLocks(), RunningTurns()
+    access = AccessPolicy(
+        owner_ids=settings.telegram.owner_ids,
+        allowed_user_ids=settings.telegram.allowed_user_ids,
+    )
     commands = Commands(
         sessions=sessions,
         locks=locks,
         running=running,
-        tokens=TokenCounter(),
+        tokens=tokens,
         model=settings.llm.model,
         pipeline=pipeline.describe(),
+        access=access,
+        consolidator=consolidator if consolidating else None,
+        working=working,
+        inventory=MemoryInventory(workspace, reader, recall, history, working, now=now),
+        edits=MemoryEdits(workspace, long_term, locks_on_files),
     )
     runner = TurnRunner(
         pipeline=pipeline,
         sessions=sessions,
         inbox=Inbox(workspace.inbox_dir),
-        access=AccessPolicy(
-            owner_ids=settings.telegram.owner_ids,
-            allowed_user_ids=settings.telegram.allowed_user_ids,
-        ),
+        access=access,
         commands=commands,
         locks=locks,
         running=running,
         now=now,
     )
-    return App(runner=runner, llm=llm, workspace=workspace, now=now)
+    log_compaction = LogCompaction(
+        workspace,
+        long_term,
+        locks_on_files,
+        retention_days=settings.memory.retention_days,
+        now=now,
+    )
+    return App(
+        runner=runner,
+        llm=llm,
+        workspace=workspace,
+        now=now,
+        services=[log_compaction, consolidator],
+    )

@@ -1,4 +1,5 @@
-"""Chat commands, handled before the pipeline: /start /help /new /reset /status /stop.
+"""Chat commands, handled before the pipeline: /start /help /new /reset /status /stop,
+and /memory /remember /forget (which act only on the memory this chat may see).
 
 Each handler returns the text to send. `COMMANDS` is also what channels register as the menu.
 """
@@ -7,11 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from textwrap import shorten
 from typing import TYPE_CHECKING
 
+from bot.access import AccessPolicy
 from bot.chats import ChatLocks, RunningTurns
 from bot.llm.tokens import TokenCounter
+from bot.memory.consolidation import ConsolidationQueue
+from bot.memory.edits import Forgotten, MemoryEdits, NotText
+from bot.memory.inventory import MemoryInventory
+from bot.memory.working import WorkingMemory
 from bot.models import Inbound
+from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 
 if TYPE_CHECKING:
@@ -31,6 +39,9 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("reset", "Same as /new"),
     ("status", "Messages, tokens and model of this conversation"),
     ("stop", "Stop the answer in progress"),
+    ("memory", "What I remember about this chat"),
+    ("remember", "Save a fact to this chat's memory"),
+    ("forget", "Remove the memory lines that contain a text"),
 )
 
 HELP = (
@@ -39,6 +50,15 @@ HELP = (
     + "\n\nAnything else you write goes to the model."
 )
 GREETING = "Hello! I'm Mnemo. Talk to me; I keep notes so I remember. /help lists commands."
+NEW_EMPTY = "Started a new conversation. Your memory files are kept."
+NEW_SAVED = "Started a new conversation. I saved what mattered to memory."
+NEW_RAW = "Started a new conversation; the model was unavailable, so I kept a raw note in history."
+REMEMBER_USAGE = "Usage: /remember <text> — I save it to this chat's memory."
+FORGET_USAGE = "Usage: /forget <text> (3 characters or more) — I remove memory lines containing it."
+FORGET_MIN_CHARS = 3
+RECEIPT_LINES = 30
+RECEIPT_CHARS = 200
+NOT_TEXT = "MEMORY.md is not readable as text, so I left it alone. Fix or move it, then try again."
 
 
 def parse_command(text: str) -> Command | None:
@@ -60,6 +80,11 @@ class Commands:
         tokens: TokenCounter,
         model: str,
         pipeline: Sequence[str],
+        access: AccessPolicy,
+        consolidator: ConsolidationQueue | None = None,  # None: /new does not consolidate
+        working: WorkingMemory | None = None,
+        inventory: MemoryInventory,
+        edits: MemoryEdits,
     ) -> None:
         self.sessions = sessions
         self.locks = locks
@@ -67,6 +92,11 @@ class Commands:
         self.tokens = tokens
         self.model = model
         self.pipeline = pipeline
+        self.access = access
+        self.consolidator = consolidator
+        self.working = working
+        self.inventory = inventory
+        self.edits = edits
         self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str]]] = {
             "start": self._start,
             "help": self._help,
@@ -74,6 +104,9 @@ class Commands:
             "reset": self._new,
             "status": self._status,
             "stop": self._stop,
+            "memory": self._memory,
+            "remember": self._remember,
+            "forget": self._forget,
         }
 
     async def run(self, command: Command, inbound: Inbound, replier: Replier) -> None:
@@ -90,9 +123,20 @@ class Commands:
         return HELP
 
     async def _new(self, inbound: Inbound, args: str) -> str:
-        async with self.locks.hold(inbound.session_key):
-            await self.sessions.archive(inbound.session_key)
-        return "Started a new conversation. Your memory files are kept."
+        """Consolidate the session (awaited, bounded; raw fallback), then archive it."""
+        key = inbound.session_key
+        async with self.locks.hold(key):
+            session = await self.sessions.load(key)
+            reply = NEW_EMPTY
+            if session.messages and self.consolidator is not None:
+                scope = self.access.scope_for(inbound)
+                job = new_job(scope, key, session.messages, at=inbound.received_at)
+                saved = await self.consolidator.consolidate_now(job)
+                reply = NEW_SAVED if saved else NEW_RAW
+            await self.sessions.archive(key)
+            if self.working is not None:
+                await self.working.clear(key)
+        return reply
 
     async def _status(self, inbound: Inbound, args: str) -> str:
         session = await self.sessions.load(inbound.session_key)
@@ -113,3 +157,41 @@ class Commands:
         if self.running.stop(inbound.session_key):
             return "Stopped."
         return "Nothing to stop."
+
+    async def _memory(self, inbound: Inbound, args: str) -> str:
+        return await self.inventory.describe(self.access.scope_for(inbound), inbound.session_key)
+
+    async def _remember(self, inbound: Inbound, args: str) -> str:
+        if not args:
+            return REMEMBER_USAGE
+        try:
+            saved = await self.edits.remember(self.access.scope_for(inbound), args)
+        except NotText:
+            return NOT_TEXT
+        return f"Saved to memory: {saved}" if saved else "I already had that."
+
+    async def _forget(self, inbound: Inbound, args: str) -> str:
+        if len(args) < FORGET_MIN_CHARS:
+            return FORGET_USAGE
+        scope, key = self.access.scope_for(inbound), inbound.session_key
+        async with self.locks.hold(key):  # no note is appended meanwhile
+            forgotten = await self.edits.forget(scope, key, args)
+        return forget_receipt(args, forgotten)
+
+
+def forget_receipt(needle: str, forgotten: Forgotten) -> str:
+    """Each removed line with its file, at most `RECEIPT_LINES` of them."""
+    removed = forgotten.removed
+    if removed:
+        lines = [
+            f"Forgot {len(removed)} line{'' if len(removed) == 1 else 's'} containing “{needle}”:"
+        ]
+    else:
+        lines = [f"Nothing in this chat's memory contains “{needle}”."]
+    for item in removed[:RECEIPT_LINES]:
+        lines.append(f"{item.file}: {shorten(item.line, RECEIPT_CHARS, placeholder=' …')}")
+    if len(removed) > RECEIPT_LINES:
+        lines.append(f"… and {len(removed) - RECEIPT_LINES} more")
+    if forgotten.skipped:
+        lines.append(f"Left alone (not text): {', '.join(forgotten.skipped)}")
+    return "\n".join(lines)

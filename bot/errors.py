@@ -3,6 +3,7 @@
     MnemoError
     ├── ConfigError            settings missing or invalid; one line for the user
     ├── StorageError           a workspace file could not be read or written
+    │   └── NotTextError       a memory file is not text: it is left exactly as it is
     ├── LLMError               the model could not answer; the user gets a short notice
     │   ├── LLMUnavailable     network, timeout, 5xx, rate limit after retries
     │   ├── LLMRejected        the provider refused the request (4xx)
@@ -23,6 +24,10 @@ class ConfigError(MnemoError):
 
 
 class StorageError(MnemoError):
+    pass
+
+
+class NotTextError(StorageError):
     pass
 
 

@@ -2,7 +2,7 @@
 
 A turn's logic lives here and nowhere else: ordered systems read and write one `TurnContext`.
 Orders are a public contract (logs and /status name them): 18 auto-compaction, 20 context
-building, 30 LLM tool loop, 50 memory persist, 55 RAG indexing.
+building, 30 LLM tool loop, 40 memory tags, 50 memory persist, 55 RAG indexing.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ class TurnContext:
     session: Session  # runner loads; 18 compacts; 50 replaces with the saved session
     user_message: ChatMessage  # runner
     system_prompt: str = ""  # 20
-    new_messages: list[ChatMessage] = field(default_factory=list)  # 30: assistant + tool messages
-    reply: str | None = None  # 30 (what the user will see)
+    new_messages: list[ChatMessage] = field(default_factory=list)  # 30 adds; 40 strips tags
+    reply: str | None = None  # 30 sets; 40 strips tags (what the user will see)
     usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order
     model: str = ""  # 30: the model that answered
 

@@ -79,17 +79,22 @@ async def test_new_archives_the_session_and_keeps_memory(
     app: App, fake_openai: FakeOpenAI, workspace: Path, command: str
 ) -> None:
     (workspace / "memory" / "MEMORY.md").write_text("Ann likes green tea.\n")
-    fake_openai.script(Reply("hello"), Reply("fresh start"))
+    consolidation = json.dumps({"history_entry": "[2026-11-21 09:30] Ann said hi."})
+    fake_openai.script(Reply("hello"), Reply(consolidation), Reply("fresh start"))
     await say(app, "hi")
     memory_before = memory_files(workspace)
     assert len(memory_before) == 2  # MEMORY.md and today's note
 
-    assert await say(app, command) == ["Started a new conversation. Your memory files are kept."]
+    assert await say(app, command) == [
+        "Started a new conversation. I saved what mattered to memory."
+    ]
 
     [archived] = (workspace / "sessions" / "archive").glob("*.json")
     assert [m["content"] for m in json.loads(archived.read_text())["messages"]] == ["hi", "hello"]
     assert json.loads((workspace / SESSION).read_text())["messages"] == []
-    assert memory_files(workspace) == memory_before
+    memory_after = memory_files(workspace)
+    assert {p: memory_after[p] for p in memory_before} == memory_before  # history was added
+    assert "Ann said hi." in (workspace / "memory" / "HISTORY.md").read_text()
     await say(app, "again")
     system, user = fake_openai.last_request["messages"]
     assert user == {"role": "user", "content": "again"}
@@ -104,7 +109,8 @@ async def test_status_of_a_new_conversation(app: App, fake_openai: FakeOpenAI) -
         "Estimated tokens: ~0",
         "Last prompt: none yet",
         "Model: fake-model",
-        "Pipeline: 18 auto-compaction, 20 context-building, 30 tool-loop, 50 memory-persist, "
+        "Pipeline: 18 auto-compaction, 20 context-building, 30 tool-loop, 40 memory-tags, "
+        "50 memory-persist, "
         "55 rag-indexing",
     ]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
+import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -12,15 +14,20 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.app import App
-from bot.memory.long_term import LongTermMemory
-from bot.memory.notes import DailyNotes
+from bot.llm.tokens import TokenCounter
+from bot.memory.recall import MemoryRecall
+from bot.memory.tags import TAG_INSTRUCTIONS
+from bot.memory.working import WorkingMemory
 from bot.models import GLOBAL_SCOPE, ChatMessage, ChatType, Inbound, Session
 from bot.pipeline import TurnContext
 from bot.storage.files import FileLocks
+from bot.storage.lines import LineReader
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import FRIEND, OWNER
+from tests.talk import GROUP_DIR, OWNER_CHAT_DIR, memory_section, prompt_of_turn
+from tests.talk import write as write_memory
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))  # a Saturday
 PERSONA = "You are a test persona."
@@ -34,13 +41,16 @@ _ids = itertools.count(1)
 
 async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
     workspace = Workspace(root)
-    system = ContextBuilding(
-        persona=PERSONA,
-        long_term=LongTermMemory(workspace, FileLocks()),
-        notes=DailyNotes(workspace, user_chars=200, assistant_chars=300),
+    working = WorkingMemory(workspace, FileLocks(), stale_days=7, now=lambda: NOW)
+    recall = MemoryRecall(
+        workspace,
+        LineReader(),
+        working,
+        TokenCounter().count,
         recent_days=recent_days,
-        now=lambda: NOW,
+        budget_tokens=3500,
     )
+    system = ContextBuilding(persona=PERSONA, instructions="", recall=recall, now=lambda: NOW)
     ctx = TurnContext(
         inbound=Inbound(id="t:1", channel="t", chat_id=1, user_id=1, text="hi", received_at=NOW),
         turn_id="t1",
@@ -201,3 +211,97 @@ async def test_an_allowed_users_private_chat_sees_only_its_own_memory(
 
     assert "FRIEND-LONG-TERM" in prompt and "FRIEND-NOTE" in prompt
     assert "OWNER-" not in prompt and "GROUP-" not in prompt
+
+
+# ----------------------------------------------------------------------------- every part, in order
+
+
+def set_age(path: Path, *, hours: float) -> None:
+    moment = time.time() - hours * 3600
+    os.utime(path, (moment, moment))
+
+
+async def test_every_part_in_order_with_chat_and_working_memory_in_the_owners_chat(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    today = app.now().date()
+    yesterday = today - timedelta(days=1)
+    write_memory(workspace, "MEMORY.md", "Ann likes green tea.\n")
+    write_memory(workspace, f"{OWNER_CHAT_DIR}/MEMORY.md", "This chat plans trips.\n")
+    working = write_memory(workspace, f"working/telegram%3A{OWNER}.md", "- Topic: Lisbon\n")
+    set_age(working, hours=2.1)
+    write_memory(workspace, f"{today}.md", "[08:00] User: today | Assistant: ok\n")
+    write_memory(workspace, f"{yesterday}.md", "[20:00] User: yesterday | Assistant: ok\n")
+
+    prompt = await prompt_of_turn(app, fake_openai)
+
+    assert memory_section(prompt) == (
+        "# Memory\n\n"
+        "## Long-term Memory\nAnn likes green tea.\n\n"
+        "## Chat Memory\nThis chat plans trips.\n\n"
+        "## Working Memory (updated 2 hours ago)\n- Topic: Lisbon\n\n"
+        "## Today's Notes\n[08:00] User: today | Assistant: ok\n\n"
+        f"## Recent Context\n### {yesterday}\n[20:00] User: yesterday | Assistant: ok"
+    )
+    remembering = f"\n\n# Remembering\n{TAG_INSTRUCTIONS}\n\n# Memory\n\n"
+    assert remembering in prompt
+
+
+async def test_without_memory_the_prompt_still_says_how_to_remember(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    prompt = await prompt_of_turn(app, fake_openai)
+
+    assert prompt.endswith(f"# Remembering\n{TAG_INSTRUCTIONS}")
+    assert "# Memory" not in prompt
+
+
+async def test_stale_working_memory_is_left_out(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    working = write_memory(
+        workspace, f"working/telegram%3A{OWNER}.md", "- Topic: last week's thing\n"
+    )
+    set_age(working, hours=8 * 24)
+
+    prompt = await prompt_of_turn(app, fake_openai)
+
+    assert "Working Memory" not in prompt and "last week's thing" not in prompt
+    assert working.exists()  # ignored, not deleted
+
+
+async def test_a_same_size_hand_edit_is_in_the_next_prompt(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    path = write_memory(workspace, "MEMORY.md", "Ann likes tea.\n")
+    first = await prompt_of_turn(app, fake_openai)
+
+    path.write_text("Bob likes tea.\n")
+    second = await prompt_of_turn(app, fake_openai)
+
+    assert "Ann likes tea." in first
+    assert "Bob likes tea." in second and "Ann" not in second
+
+
+@pytest.mark.parametrize("user", [OWNER, FRIEND], ids=["owner", "friend"])
+async def test_nothing_global_ever_enters_a_group_prompt(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, user: int
+) -> None:
+    today = app.now().date()
+    yesterday = today - timedelta(days=1)
+    for name in ("MEMORY.md", f"{today}.md", f"{yesterday}.md", "HISTORY.md", "HISTORY-2026-11.md"):
+        write_memory(workspace, name, f"OWNER-{name}\n")
+    write_memory(workspace, f"{OWNER_CHAT_DIR}/MEMORY.md", "OWNER-CHAT-MEMORY\n")
+    write_memory(workspace, f"working/telegram%3A{OWNER}.md", "OWNER-WORKING\n")
+    write_memory(workspace, f"{GROUP_DIR}/MEMORY.md", "GROUP-LONG-TERM\n")
+    write_memory(workspace, f"{GROUP_DIR}/{yesterday}.md", "GROUP-YESTERDAY\n")
+    write_memory(workspace, f"working/telegram%3A{GROUP}.md", "GROUP-WORKING\n")
+
+    prompt = await prompt_of_turn(app, fake_openai, user=user, chat=GROUP)
+
+    assert "OWNER-" not in prompt
+    section = memory_section(prompt)
+    assert "## Long-term Memory\nGROUP-LONG-TERM" in section
+    assert f"### {yesterday}\nGROUP-YESTERDAY" in section
+    assert "GROUP-WORKING" in section
+    assert "## Chat Memory" not in section  # a group's own memory is its long-term memory

@@ -171,7 +171,7 @@ async def test_session_file_is_valid_json_after_every_step(
         fake_telegram.push_text(OWNER, OWNER, "/new")
         await fake_telegram.wait_for_messages(OWNER, 6)
         assert json.loads(session_file.read_text())["messages"] == []
-    assert seen == [2, 4, 6, 8]
+    assert seen == [2, 4, 6, 8, 10]  # 10: /new consolidating the whole session first
     leftovers = [p.name for p in session_file.parent.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
 

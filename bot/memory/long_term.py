@@ -2,7 +2,8 @@
 
 Every change is a locked read-modify-write. An LLM rewrite (consolidation) is applied only if the
 file is unchanged since it was read (`replace_if_unchanged`); appends (tags, /remember, log
-compaction) re-read under the lock, so a hand edit made a moment before is kept.
+compaction) re-read under the lock, so a hand edit made a moment before is kept. A file that is
+not text (binary, another encoding) is never rewritten: changes raise `NotTextError`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import asyncio
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 
+from bot.errors import NotTextError
 from bot.models import MemoryScope
 from bot.storage.files import FileLocks, atomic_write_text, read_text
+from bot.storage.lines import decode_text
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -36,9 +40,6 @@ class LongTermMemory:
         self.workspace = workspace
         self.locks = locks
 
-    def read(self, scope: MemoryScope) -> str:
-        return self.snapshot(scope).text.strip()
-
     def snapshot(self, scope: MemoryScope) -> MemoryText:
         raw = read_text(self.workspace.long_term_path(scope))
         return MemoryText(text=raw or "", digest=digest_of(raw))
@@ -47,7 +48,7 @@ class LongTermMemory:
         """Write `new_text` only if the file still has digest `expected`; False if it changed."""
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            current = await asyncio.to_thread(read_text, path)
+            current = await asyncio.to_thread(_text_to_change, path)
             if digest_of(current) != expected:
                 log.info("memory_changed_underneath", path=str(path))
                 return False
@@ -61,7 +62,7 @@ class LongTermMemory:
         present (case-insensitive). Returns the facts actually added."""
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            current = await asyncio.to_thread(read_text, path) or ""
+            current = await asyncio.to_thread(_text_to_change, path) or ""
             added = _new_facts(current, facts)
             if added:
                 updated = _insert(current, [f"- {fact}" for fact in added], section)
@@ -72,13 +73,25 @@ class LongTermMemory:
         """Remove every line containing `needle` (case-insensitive); returns the removed lines."""
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            current = await asyncio.to_thread(read_text, path)
+            current = await asyncio.to_thread(_text_to_change, path)
             if not current:
                 return []
             kept, removed = split_matching(current, needle)
             if removed:
                 await asyncio.to_thread(atomic_write_text, path, kept)
             return removed
+
+
+def _text_to_change(path: Path) -> str | None:
+    """The file's text before a change (None if missing); `NotTextError` if it is not text."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    text = decode_text(data)
+    if text is None:
+        raise NotTextError(f"{path.name} is not text; it was left as it is")
+    return text
 
 
 def split_matching(text: str, needle: str) -> tuple[str, list[str]]:

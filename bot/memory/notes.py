@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import date, datetime, timedelta
+from datetime import datetime
 
 from bot.models import MemoryScope
-from bot.storage.files import append_text, read_text
+from bot.storage.files import append_text
 from bot.storage.workspace import Workspace
 
 
@@ -34,15 +34,3 @@ class DailyNotes:
         )
         path = self.workspace.daily_note_path(scope, at.date())
         await asyncio.to_thread(append_text, path, line + "\n")
-
-    def read_day(self, scope: MemoryScope, day: date) -> str:
-        return (read_text(self.workspace.daily_note_path(scope, day)) or "").strip()
-
-    def recent_days(self, scope: MemoryScope, today: date, days: int) -> list[tuple[date, str]]:
-        """The `days` days before today that have notes, newest first."""
-        found = []
-        for back in range(1, days + 1):
-            day = today - timedelta(days=back)
-            if text := self.read_day(scope, day):
-                found.append((day, text))
-        return found

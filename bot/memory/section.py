@@ -1,28 +1,166 @@
-"""The `# Memory` prompt section in seed 000's format; empty parts are left out."""
+"""The `# Memory` prompt section (seed 000): its format, and the token budget it must fit.
+
+    # Memory
+    ## Long-term Memory            the scope's MEMORY.md
+    ## Chat Memory                 the chat's own MEMORY.md (the owner's private chat only)
+    ## Working Memory (updated 2 hours ago)
+    ## Today's Notes
+    ## Recent Context
+    ### YYYY-MM-DD                 newest day first
+
+The parts are filled in that order, which is also their priority. Each part is cut at the first
+line that no longer fits (daily notes keep their newest lines), so what is shown is contiguous.
+Nothing is cut silently: the section ends by saying how many lines it left out. Empty parts are
+left out, and with no memory at all there is no header either.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+
+from bot.memory.working import WorkingNote
+from bot.storage.lines import FileLines
+
+HEADER = "# Memory"
+OMITTED = "({count} more lines not shown: available via memory search and /memory)"
+
+Count = Callable[[str], int]
 
 
 @dataclass(frozen=True)
 class MemorySnapshot:
-    long_term: str
-    today: str
-    recent: Sequence[tuple[date, str]]  # newest first
+    """What one chat's memory files hold right now; None where a file is missing or refused."""
+
+    long_term: FileLines | None = None
+    chat: FileLines | None = None
+    working: WorkingNote | None = None
+    today: FileLines | None = None
+    recent: Sequence[tuple[date, FileLines]] = ()  # newest first
 
 
-def render_memory(snapshot: MemorySnapshot) -> str:
-    parts = []
-    if snapshot.long_term:
-        parts.append(f"## Long-term Memory\n{snapshot.long_term}")
-    if snapshot.today:
-        parts.append(f"## Today's Notes\n{snapshot.today}")
-    if snapshot.recent:
-        days = "\n\n".join(f"### {day.isoformat()}\n{text}" for day, text in snapshot.recent)
-        parts.append(f"## Recent Context\n{days}")
-    if not parts:
-        return ""
-    return "# Memory\n\n" + "\n\n".join(parts)
+@dataclass(frozen=True)
+class MemoryView:
+    text: str  # the whole section, "" when there is no memory
+    omitted_lines: int  # lines the budget left out (announced at the end of `text`)
+
+
+@dataclass(frozen=True)
+class _Part:
+    heading: str  # "### 2026-11-20", or "" for a section's only part
+    lines: FileLines
+    keep_last: bool  # daily notes: when short of room, the newest (last) lines stay
+
+
+@dataclass(frozen=True)
+class _Section:
+    heading: str
+    parts: tuple[_Part, ...]
+
+
+def render_memory(snapshot: MemorySnapshot, *, budget: int, count: Count) -> MemoryView:
+    """The section within `budget` tokens (as `count` counts them), and what it left out."""
+    sections = _sections(snapshot)
+    total = sum(part.lines.total for section in sections for part in section.parts)
+    if total == 0:
+        return MemoryView(text="", omitted_lines=0)
+    reserve = count(HEADER) + count(OMITTED.format(count=total)) + 4
+    slack = 0
+    while True:  # line costs are summed; the joined text is what counts, so check it
+        view, shown = _fill(sections, _Room(budget - reserve - slack, count), total)
+        over = count(view.text) - budget
+        if over <= 0 or shown == 0:
+            return view
+        slack += over
+
+
+def _sections(snapshot: MemorySnapshot) -> list[_Section]:
+    found = [
+        _single("## Long-term Memory", snapshot.long_term),
+        _single("## Chat Memory", snapshot.chat),
+    ]
+    if working := snapshot.working:
+        lines = FileLines(lines=tuple(working.text.splitlines()))
+        found.append(_single(f"## Working Memory ({working.age})", lines))
+    days = tuple(_Part(f"### {day.isoformat()}", lines, True) for day, lines in snapshot.recent)
+    found += [
+        _single("## Today's Notes", snapshot.today, keep_last=True),
+        _Section("## Recent Context", days),
+    ]
+    return [section for section in found if section.parts]
+
+
+def _single(heading: str, lines: FileLines | None, *, keep_last: bool = False) -> _Section:
+    return _Section(heading, (_Part("", lines, keep_last),) if lines else ())
+
+
+class _Room:
+    """The tokens left; each piece costs its tokens plus one for the line break."""
+
+    def __init__(self, tokens: int, count: Count) -> None:
+        self.tokens = tokens
+        self.count = count
+
+    def take(self, text: str) -> int | None:
+        cost = self.count(text) + 1
+        if cost > self.tokens:
+            return None
+        self.tokens -= cost
+        return cost
+
+    def give_back(self, cost: int) -> None:
+        self.tokens += cost
+
+
+def _fill(sections: list[_Section], room: _Room, total: int) -> tuple[MemoryView, int]:
+    texts, shown = [], 0
+    for section in sections:
+        text, lines = _fit_section(section, room)
+        if text:
+            texts.append(text)
+            shown += lines
+    omitted = total - shown
+    if omitted:
+        texts.append(OMITTED.format(count=omitted))
+    return MemoryView(text="\n\n".join([HEADER, *texts]), omitted_lines=omitted), shown
+
+
+def _fit_section(section: _Section, room: _Room) -> tuple[str, int]:
+    """The section's text and its non-blank lines shown ("" and 0 when nothing fits)."""
+    cost = room.take(section.heading)
+    if cost is None:
+        return "", 0
+    texts, shown = [], 0
+    for part in section.parts:
+        kept = _fit_part(part, room)
+        if kept:
+            heading = [part.heading] if part.heading else []
+            texts.append("\n".join([*heading, *kept]))
+            shown += sum(1 for line in kept if line.strip())
+    if not texts:
+        room.give_back(cost)
+        return "", 0
+    return section.heading + "\n" + "\n\n".join(texts), shown
+
+
+def _fit_part(part: _Part, room: _Room) -> list[str]:
+    """The lines of `part` that fit, in file order; none when even its first does not."""
+    cost = room.take(part.heading) if part.heading else 0
+    if cost is None:
+        return []
+    lines = part.lines.lines
+    kept: list[str] = []
+    for line in reversed(lines) if part.keep_last else lines:
+        if room.take(line) is None:
+            break
+        kept.append(line)
+    if part.keep_last:
+        kept.reverse()
+    while kept and not kept[0].strip():  # a cut can leave a blank line at the edge
+        kept.pop(0)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    if not kept:
+        room.give_back(cost)
+    return kept

@@ -81,7 +81,7 @@ def encode_session(session: Session) -> str:
         "total_completion_tokens": session.total_completion_tokens,
         "compactions": session.compactions,
         "metadata": session.metadata,
-        "messages": [_encode_message(m) for m in session.messages],
+        "messages": [encode_message(m) for m in session.messages],
     }
     return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
 
@@ -93,7 +93,7 @@ def decode_session(text: str) -> Session:
             raise SessionFormatError(f"unsupported session format: {str(document)[:60]!r}")
         return Session(
             key=str(document["key"]),
-            messages=tuple(_decode_message(m) for m in document["messages"]),
+            messages=tuple(decode_message(m) for m in document["messages"]),
             created_at=datetime.fromisoformat(document["created_at"]),
             updated_at=datetime.fromisoformat(document["updated_at"]),
             last_prompt_tokens=document.get("last_prompt_tokens"),
@@ -108,7 +108,7 @@ def decode_session(text: str) -> Session:
         raise SessionFormatError(f"{type(exc).__name__}: {exc}") from exc
 
 
-def _encode_message(message: ChatMessage) -> dict[str, Any]:
+def encode_message(message: ChatMessage) -> dict[str, Any]:
     encoded: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         encoded["tool_calls"] = [
@@ -123,7 +123,7 @@ def _encode_message(message: ChatMessage) -> dict[str, Any]:
     return encoded
 
 
-def _decode_message(raw: dict[str, Any]) -> ChatMessage:
+def decode_message(raw: dict[str, Any]) -> ChatMessage:
     role = raw["role"]
     if role not in ("system", "user", "assistant", "tool"):
         raise SessionFormatError(f"unknown role {role!r}")

@@ -1,16 +1,18 @@
-"""System 20, context building: the system prompt with the `# Memory` section (seed 000)."""
+"""System 20, context building: the system prompt — persona, clock, how to remember, `# Memory`.
+
+The memory section comes from `MemoryRecall`: fresh from the files every turn, within its token
+budget, and only the memory this chat may see (DESIGN §3).
+"""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import datetime
 
-from bot.memory.long_term import LongTermMemory
-from bot.memory.notes import DailyNotes
-from bot.memory.section import MemorySnapshot, render_memory
-from bot.models import MemoryScope
+from bot.memory.recall import MemoryRecall
 from bot.pipeline import TurnContext
+
+REMEMBERING = "# Remembering"
 
 
 class ContextBuilding:
@@ -21,29 +23,22 @@ class ContextBuilding:
         self,
         *,
         persona: str,
-        long_term: LongTermMemory,
-        notes: DailyNotes,
-        recent_days: int,
+        instructions: str,
+        recall: MemoryRecall,
         now: Callable[[], datetime],
     ) -> None:
         self.persona = persona
-        self.long_term = long_term
-        self.notes = notes
-        self.recent_days = recent_days
+        self.instructions = f"{REMEMBERING}\n{instructions}" if instructions else ""
+        self.recall = recall
         self.now = now
 
     async def process(self, ctx: TurnContext) -> None:
         moment = self.now()
-        snapshot = await asyncio.to_thread(self._snapshot, ctx.scope, moment)
-        parts = [self.persona, f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}".strip()]
-        if memory := render_memory(snapshot):
-            parts.append(memory)
-        ctx.system_prompt = "\n\n".join(parts)
-
-    def _snapshot(self, scope: MemoryScope, moment: datetime) -> MemorySnapshot:
-        today = moment.date()
-        return MemorySnapshot(
-            long_term=self.long_term.read(scope),
-            today=self.notes.read_day(scope, today),
-            recent=self.notes.recent_days(scope, today, self.recent_days),
-        )
+        memory = await self.recall.view(ctx.scope, ctx.inbound.session_key, moment.date())
+        parts = [
+            self.persona,
+            f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}".strip(),
+            self.instructions,
+            memory.text,
+        ]
+        ctx.system_prompt = "\n\n".join(part for part in parts if part)

@@ -1,19 +1,23 @@
 """System 50, memory persist: save the session with the exchange, then the daily note line.
 
 The session save must succeed (it is the conversation); the note is best-effort: a failed
-write is logged and never costs the user the reply.
+write is logged and never costs the user the reply. Past `memory_window` messages the older
+part goes to consolidation (made durable first) and the session keeps the recent part.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 import structlog
 
+from bot.memory.consolidation import ConsolidationQueue
 from bot.memory.notes import DailyNotes
+from bot.models import ChatMessage
 from bot.pipeline import TurnContext
+from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
@@ -25,14 +29,25 @@ class MemoryPersist:
     name = "memory-persist"
 
     def __init__(
-        self, sessions: SessionStore, notes: DailyNotes, *, now: Callable[[], datetime]
+        self,
+        sessions: SessionStore,
+        notes: DailyNotes,
+        *,
+        now: Callable[[], datetime],
+        consolidator: ConsolidationQueue | None = None,
+        memory_window: int = 0,  # 0: never consolidate nor trim
+        keep_messages: int = 10,
     ) -> None:
         self.sessions = sessions
         self.notes = notes
         self.now = now
+        self.consolidator = consolidator
+        self.memory_window = memory_window
+        self.keep_messages = keep_messages
 
     async def process(self, ctx: TurnContext) -> None:
         await self._save_session(ctx)
+        await self._consolidate_overflow(ctx)
         if ctx.reply is None:
             return
         try:
@@ -55,3 +70,27 @@ class MemoryPersist:
             metadata={**session.metadata, LAST_INBOUND: ctx.inbound.id},
         )
         await self.sessions.save(ctx.session)
+
+    async def _consolidate_overflow(self, ctx: TurnContext) -> None:
+        """Past the window: the older messages go to consolidation (durable before anything
+        else), then the session is saved with the rest."""
+        messages = ctx.session.messages
+        if self.consolidator is None or not 0 < self.memory_window < len(messages):
+            return
+        cut = consolidation_cut(messages, keep=self.keep_messages)
+        if cut == 0:
+            return
+        job = new_job(ctx.scope, ctx.session.key, messages[:cut], at=self.now())
+        await self.consolidator.submit(job)
+        ctx.session = replace(ctx.session, messages=messages[cut:])
+        await self.sessions.save(ctx.session)
+        log.info("session_trimmed", consolidated=cut, kept=len(messages) - cut)
+
+
+def consolidation_cut(messages: Sequence[ChatMessage], *, keep: int) -> int:
+    """Where to cut: at least `keep` messages stay, and the kept part starts at a user message
+    (so a tool call is never parted from its results). 0 when there is no such place."""
+    cut = max(0, len(messages) - keep)
+    while cut > 0 and messages[cut].role != "user":
+        cut -= 1
+    return cut

@@ -1,0 +1,119 @@
+"""The inventory of one chat's memory: what `/memory` shows.
+
+Whose memory it is, the size of each file, the last consolidation, the working memory's age,
+how many lines the prompt's budget leaves out, and the first lines of MEMORY.md. It reads only
+what the chat may see (`visible_scopes`), and never writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import date, datetime
+from pathlib import Path
+
+from bot.memory.history import HistoryLog
+from bot.memory.recall import MemoryRecall, chat_scope
+from bot.memory.working import WorkingMemory
+from bot.models import MemoryScope
+from bot.storage.lines import LineReader
+from bot.storage.workspace import Workspace
+
+PREVIEW_LINES = 15
+PREVIEW_CHARS = 200
+
+
+class MemoryInventory:
+    def __init__(
+        self,
+        workspace: Workspace,
+        reader: LineReader,
+        recall: MemoryRecall,
+        history: HistoryLog,
+        working: WorkingMemory,
+        *,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.workspace = workspace
+        self.reader = reader
+        self.recall = recall
+        self.history = history
+        self.working = working
+        self.now = now
+
+    async def describe(self, scope: MemoryScope, session_key: str) -> str:
+        today = self.now().date()
+        view = await self.recall.view(scope, session_key, today)
+        files, preview = await asyncio.to_thread(self._read, scope, session_key, today)
+        budget = f"budget {self.recall.budget_tokens:,} tokens"
+        left_out = _plural(view.omitted_lines, "line")
+        prompt = (
+            f"Prompt: {left_out} left out ({budget}; search or read the files)"
+            if view.omitted_lines
+            else f"Prompt: all of it fits ({budget})"
+        )
+        return "\n".join([*files, prompt, "", *preview])
+
+    def _read(
+        self, scope: MemoryScope, session_key: str, today: date
+    ) -> tuple[list[str], list[str]]:
+        return self._files(scope, session_key, today), self._preview(scope)
+
+    def _files(self, scope: MemoryScope, session_key: str, today: date) -> list[str]:
+        whose = "global (your private memory)" if scope.is_global else "this chat's own"
+        chat = chat_scope(scope, session_key)
+        notes = len(self.workspace.daily_note_paths(scope))
+        today_size = _size(self.workspace.daily_note_path(scope, today))
+        last = self.history.last_entry_time(scope)
+        consolidated = (
+            f"last consolidation {last:%Y-%m-%d %H:%M}" if last else "no consolidation yet"
+        )
+        working = self.working.read_fresh(session_key)
+        lines = [f"Memory: {whose}", self._file("MEMORY.md", self.workspace.long_term_path(scope))]
+        if chat is not None:
+            lines.append(self._file("Chat memory", self.workspace.long_term_path(chat)))
+        return [
+            *lines,
+            f"Daily notes: {_plural(notes, 'file')}; today's: {today_size}",
+            f"HISTORY.md: {_size(self.workspace.history_path(scope))}; {consolidated}",
+            f"Working memory: {working.age if working else 'none'}",
+        ]
+
+    def _file(self, label: str, path: Path) -> str:
+        size = _size(path)
+        if not path.exists():
+            return f"{label}: {size}"
+        lines = self.reader.head(path)
+        if lines is None:
+            return f"{label}: {size}, not readable as text (left out of the prompt)"
+        return f"{label}: {size}, {_plural(lines.total, 'line')}"
+
+    def _preview(self, scope: MemoryScope) -> list[str]:
+        path = self.workspace.long_term_path(scope)
+        lines = self.reader.head(path)
+        if lines is None and path.exists():
+            return ["No preview: MEMORY.md is not readable as text."]
+        if lines is None or not lines.lines:
+            return ["MEMORY.md is empty."]
+        shown = [_clip(line) for line in lines.lines[:PREVIEW_LINES]]
+        more = len(lines.lines) - len(shown) + lines.unread
+        return [
+            f"MEMORY.md, first {_plural(len(shown), 'line')}:",
+            *shown,
+            *([f"… and {_plural(more, 'more line')}"] if more > 0 else []),
+        ]
+
+
+def _size(path: Path) -> str:
+    try:
+        return f"{path.stat().st_size:,} bytes"
+    except OSError:
+        return "none"
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"

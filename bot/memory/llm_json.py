@@ -1,0 +1,112 @@
+"""Reading the consolidation model's JSON answer, however it arrives (seed 003's three tiers).
+
+1. Strip markdown fences and parse the whole text.
+2. Else parse the first balanced `{…}` block that is a JSON object (strings respected).
+3. Else pick out the `"history_entry"` / `"memory_update"` string values one by one.
+
+Only non-empty string values count: a number, a list or `""` is treated as missing, so a
+malformed answer can never blank out `MEMORY.md`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+FIELDS = ("history_entry", "memory_update")
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
+
+
+@dataclass(frozen=True)
+class ConsolidationResult:
+    history_entry: str | None
+    memory_update: str | None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.history_entry is None and self.memory_update is None
+
+
+def parse_consolidation(text: str) -> ConsolidationResult:
+    """The two fields from a model answer; both None when it holds no usable JSON."""
+    whole = _whole(text)
+    for document in itertools.chain([whole] if whole is not None else [], _objects(text)):
+        if not (result := _result(document)).is_empty:
+            return result
+    return ConsolidationResult(
+        history_entry=_field(text, "history_entry"), memory_update=_field(text, "memory_update")
+    )
+
+
+def _whole(text: str) -> dict[str, Any] | None:
+    fenced = _FENCE.search(text)
+    return _as_object((fenced[1] if fenced else text).strip())
+
+
+def _as_object(candidate: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(candidate, strict=False)  # raw newlines inside strings are common
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every balanced `{…}` block that parses as a JSON object, in order."""
+    start = text.find("{")
+    while start != -1:
+        end = _block_end(text, start)
+        if end is not None and (found := _as_object(text[start:end])) is not None:
+            yield found
+            start = text.find("{", end)
+        else:
+            start = text.find("{", start + 1)
+
+
+def _block_end(text: str, start: int) -> int | None:
+    """Index just past the `}` that closes the `{` at `start`, by depth; strings skipped."""
+    depth, in_string, escaped = 0, False, False
+    for index in range(start, len(text)):
+        char = text[index]
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped = char == "\\"
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{}":
+            depth += 1 if char == "{" else -1
+            if depth == 0:
+                return index + 1
+    return None
+
+
+def _result(document: dict[str, Any]) -> ConsolidationResult:
+    entry, update = (_text(document.get(name)) for name in FIELDS)
+    return ConsolidationResult(history_entry=entry, memory_update=update)
+
+
+def _text(value: object) -> str | None:
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
+def _field(text: str, name: str) -> str | None:
+    """A field's string value found by pattern (a complete, closed string only)."""
+    match = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.)*)"', text, re.DOTALL)
+    if match is None:
+        return None
+    return _unescape(match[1]).strip() or None
+
+
+def _unescape(raw: str) -> str:
+    try:
+        value = json.loads(f'"{raw}"', strict=False)
+    except ValueError:
+        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m[1], m[0]), raw, flags=re.DOTALL)
+    return str(value)

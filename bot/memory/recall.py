@@ -1,0 +1,78 @@
+"""Recall: the `# Memory` section a chat's turn sees, read fresh from that chat's files.
+
+Who sees what (DESIGN §3): the owner's private chat has the global scope and sees the global
+MEMORY.md and daily notes plus that chat's own chat memory; every other chat sees only its own
+folder. Nothing outside `visible_scopes` is ever read for a chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date, timedelta
+
+from bot.memory.section import Count, MemorySnapshot, MemoryView, render_memory
+from bot.memory.working import WorkingMemory
+from bot.models import MemoryScope
+from bot.storage.lines import FileLines, LineReader
+from bot.storage.workspace import Workspace
+
+
+def chat_scope(scope: MemoryScope, session_key: str) -> MemoryScope | None:
+    """The chat memory shown beside the global memory in the owner's private chat, else None
+    (in any other chat the scope already is the chat's own)."""
+    return MemoryScope(chat_key=session_key) if scope.is_global else None
+
+
+def visible_scopes(scope: MemoryScope, session_key: str) -> tuple[MemoryScope, ...]:
+    """Every scope whose files this chat sees, its own first."""
+    extra = chat_scope(scope, session_key)
+    return (scope,) if extra is None else (scope, extra)
+
+
+class MemoryRecall:
+    def __init__(
+        self,
+        workspace: Workspace,
+        reader: LineReader,
+        working: WorkingMemory,
+        count: Count,
+        *,
+        recent_days: int,
+        budget_tokens: int,
+    ) -> None:
+        self.workspace = workspace
+        self.reader = reader
+        self.working = working
+        self.count = count
+        self.recent_days = recent_days
+        self.budget_tokens = budget_tokens
+
+    async def view(self, scope: MemoryScope, session_key: str, today: date) -> MemoryView:
+        """The rendered section within the token budget (file reads in a thread)."""
+        return await asyncio.to_thread(self._view, scope, session_key, today)
+
+    def _view(self, scope: MemoryScope, session_key: str, today: date) -> MemoryView:
+        snapshot = self.snapshot(scope, session_key, today)
+        return render_memory(snapshot, budget=self.budget_tokens, count=self.count)
+
+    def snapshot(self, scope: MemoryScope, session_key: str, today: date) -> MemorySnapshot:
+        chat = chat_scope(scope, session_key)
+        return MemorySnapshot(
+            long_term=self.reader.head(self.workspace.long_term_path(scope)),
+            chat=self.reader.head(self.workspace.long_term_path(chat)) if chat else None,
+            working=self.working.read_fresh(session_key),
+            today=self._note(scope, today),
+            recent=self._recent(scope, today),
+        )
+
+    def _recent(self, scope: MemoryScope, today: date) -> list[tuple[date, FileLines]]:
+        """The notes of the `recent_days` days before today, newest first."""
+        found = []
+        for back in range(1, self.recent_days + 1):
+            day = today - timedelta(days=back)
+            if lines := self._note(scope, day):
+                found.append((day, lines))
+        return found
+
+    def _note(self, scope: MemoryScope, day: date) -> FileLines | None:
+        return self.reader.tail(self.workspace.daily_note_path(scope, day))

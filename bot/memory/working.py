@@ -1,0 +1,85 @@
+"""Working memory (seed 002): one session's scratchpad, `memory/working/<session-key>.md`.
+
+Each update replaces the whole file. It is read with its age ("updated 2 hours ago") taken from
+the file's mtime; past `stale_days` it is ignored (not deleted) until the next update
+overwrites it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.storage.files import FileLocks, atomic_write_text, read_text
+from bot.storage.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class WorkingNote:
+    text: str
+    updated_at: datetime  # the file's mtime, in the clock's time zone
+    age: str  # "updated 2 hours ago"
+
+
+def age_phrase(age: timedelta) -> str:
+    """How long ago, in the largest whole unit: "updated just now" … "updated 3 days ago"."""
+    seconds = int(age.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"updated {count} {unit}{'' if count == 1 else 's'} ago"
+    return "updated just now"
+
+
+class WorkingMemory:
+    def __init__(
+        self,
+        workspace: Workspace,
+        locks: FileLocks,
+        *,
+        stale_days: int,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.workspace = workspace
+        self.locks = locks
+        self.stale_after = timedelta(days=stale_days)
+        self.now = now
+
+    async def write(self, session_key: str, text: str) -> None:
+        """Replace the session's snapshot with `text`."""
+        path = self.workspace.working_memory_path(session_key)
+        async with self.locks.hold(path):
+            await asyncio.to_thread(atomic_write_text, path, text.strip() + "\n")
+
+    async def clear(self, session_key: str) -> None:
+        """Forget the session's snapshot (for /new); no file is fine."""
+        path = self.workspace.working_memory_path(session_key)
+        async with self.locks.hold(path):
+            await asyncio.to_thread(path.unlink, missing_ok=True)
+
+    def read_fresh(self, session_key: str) -> WorkingNote | None:
+        """The snapshot with its age, or None when it is missing, empty or stale."""
+        path = self.workspace.working_memory_path(session_key)
+        updated_at = _modified_at(path)
+        if updated_at is None:
+            return None
+        moment = self.now()
+        age = max(moment - updated_at, timedelta(0))
+        if age > self.stale_after:
+            return None
+        text = (read_text(path) or "").strip()
+        if not text:
+            return None
+        return WorkingNote(
+            text=text, updated_at=updated_at.astimezone(moment.tzinfo), age=age_phrase(age)
+        )
+
+
+def _modified_at(path: Path) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    except OSError:
+        return None

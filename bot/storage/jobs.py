@@ -1,0 +1,106 @@
+"""Durable consolidation jobs: one versioned JSON file each under `state/consolidation/`.
+
+A job is written before the session it came from is trimmed and removed only once it is done,
+so a crash in between loses nothing: the next start finds the file and runs the job again.
+File names start with the creation time, so listing them in name order is arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.models import ChatMessage, MemoryScope
+from bot.storage.files import atomic_write_text
+from bot.storage.sessions import decode_message, encode_message
+
+FORMAT_VERSION = 1
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ConsolidationJob:
+    """Old messages of one session, waiting to be folded into its scope's memory."""
+
+    id: str
+    scope: MemoryScope
+    session_key: str
+    messages: tuple[ChatMessage, ...]
+    created_at: datetime
+
+
+def new_job(
+    scope: MemoryScope, session_key: str, messages: tuple[ChatMessage, ...], *, at: datetime
+) -> ConsolidationJob:
+    return ConsolidationJob(
+        id=uuid.uuid4().hex[:12],
+        scope=scope,
+        session_key=session_key,
+        messages=messages,
+        created_at=at,
+    )
+
+
+class JobStore:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    async def save(self, job: ConsolidationJob) -> None:
+        await asyncio.to_thread(atomic_write_text, self._path(job), encode_job(job))
+
+    async def remove(self, job: ConsolidationJob) -> None:
+        await asyncio.to_thread(self._path(job).unlink, missing_ok=True)
+
+    async def pending(self) -> list[ConsolidationJob]:
+        """Every job on disk, oldest first; an unreadable file is moved aside and logged."""
+        return await asyncio.to_thread(self._pending)
+
+    def _pending(self) -> list[ConsolidationJob]:
+        jobs = []
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                jobs.append(decode_job(path.read_text(encoding="utf-8")))
+            except (ValueError, UnicodeDecodeError) as exc:
+                path.replace(path.with_name(path.name + ".corrupt"))
+                log.warning("consolidation_job_corrupt", path=str(path), reason=str(exc)[:200])
+        return jobs
+
+    def _path(self, job: ConsolidationJob) -> Path:
+        return self.folder / f"{job.created_at:%Y%m%dT%H%M%S%f}-{job.id}.json"
+
+
+def encode_job(job: ConsolidationJob) -> str:
+    document = {
+        "version": FORMAT_VERSION,
+        "id": job.id,
+        "chat_key": job.scope.chat_key,
+        "session_key": job.session_key,
+        "created_at": job.created_at.isoformat(),
+        "messages": [encode_message(m) for m in job.messages],
+    }
+    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+
+
+def decode_job(text: str) -> ConsolidationJob:
+    """The job in `text`; `ValueError` when it is not a job document this code can read."""
+    try:
+        document: dict[str, Any] = json.loads(text)
+        if document.get("version") != FORMAT_VERSION:
+            raise ValueError(f"unsupported job format: {str(document)[:60]!r}")
+        chat_key = document["chat_key"]
+        return ConsolidationJob(
+            id=str(document["id"]),
+            scope=MemoryScope(chat_key=None if chat_key is None else str(chat_key)),
+            session_key=str(document["session_key"]),
+            messages=tuple(decode_message(m) for m in document["messages"]),
+            created_at=datetime.fromisoformat(document["created_at"]),
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,613 @@
+"""Consolidation through the real pipeline: history and memory, background and one at a time,
+timeouts and raw fallback, compression, the hand-edit race, crash safety, /new, groups."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.memory.consolidation import Consolidator
+from bot.models import GLOBAL_SCOPE, ChatMessage, ChatType, Inbound
+from bot.settings import MemorySettings
+from bot.storage.jobs import JobStore, new_job
+from bot.systems.persist import consolidation_cut
+from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step, ToolCalls
+from tests.harness import FRIEND, OWNER, make_settings, started_app
+
+NOW = datetime(2026, 11, 21, 10, 30, tzinfo=UTC)
+GROUP = -100555
+ROLE = "You are a memory consolidation agent."
+COMPRESS = "compress: merge duplicates, drop stale or low-value facts, stay under"
+MEMORY = "# Memory\n- Ann lives in Porto\n"
+UPDATED = "# Memory\n- Ann lives in Porto\n- Ann plans a trip to Lisbon\n"
+ENTRY = "[2026-11-21 10:30] Ann talked about a trip to Lisbon."
+_ids = itertools.count(1)
+Json = dict[str, Any]
+
+
+class RecordingReplier:
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def send(self, text: str) -> None:
+        self.sent.append(text)
+
+    @contextlib.asynccontextmanager
+    async def typing(self) -> AsyncIterator[None]:
+        yield
+
+
+def message(
+    text: str, *, user: int = OWNER, chat: int | None = None, kind: ChatType = "private"
+) -> Inbound:
+    return Inbound(
+        id=f"telegram:update:{next(_ids)}",
+        channel="telegram",
+        chat_id=user if chat is None else chat,
+        user_id=user,
+        text=text,
+        received_at=NOW,
+        chat_type=kind,
+    )
+
+
+async def say(app: App, text: str, **where: Any) -> list[str]:
+    replier = RecordingReplier()
+    await app.runner.handle(message(text, **where), replier)
+    return replier.sent
+
+
+async def talk(
+    app: App, fake: FakeOpenAI, first: int, last: int, *then: Step, **where: Any
+) -> None:
+    """Exchanges m<first>..m<last>, each answered r<n>; `then` is scripted after the last."""
+    for n in range(first, last + 1):
+        fake.script(Reply(f"r{n}"), *(then if n == last else ()))
+        assert await say(app, f"m{n}", **where) == [f"r{n}"]
+
+
+def answer(entry: str | None = ENTRY, memory: str | None = None) -> Reply:
+    fields = {"history_entry": entry, "memory_update": memory}
+    return Reply(json.dumps({k: v for k, v in fields.items() if v is not None}))
+
+
+def consolidations(fake: FakeOpenAI) -> list[str]:
+    """The user parts of the consolidation requests the model received, in order."""
+    return [
+        r["messages"][-1]["content"]
+        for r in fake.requests
+        if r["messages"][0]["content"].startswith(ROLE)
+    ]
+
+
+def consolidator(app: App) -> Consolidator:
+    return next(s for s in app.services if isinstance(s, Consolidator))
+
+
+async def settle(app: App) -> None:
+    await asyncio.wait_for(consolidator(app).wait_idle(), timeout=10)
+
+
+def session_messages(workspace: Path, key: str = f"telegram:{OWNER}") -> list[tuple[str, str]]:
+    path = workspace / "sessions" / f"{key.replace(':', '%3A')}.json"
+    return [(m["role"], m["content"]) for m in json.loads(path.read_text())["messages"]]
+
+
+def job_files(workspace: Path) -> list[Path]:
+    return sorted((workspace / "state" / "consolidation").glob("*.json"))
+
+
+@contextlib.asynccontextmanager
+async def consolidating(
+    workspace: Path, fake: FakeOpenAI, *, timezone: str = "UTC", **memory: Any
+) -> AsyncIterator[App]:
+    """The app with a small window: a 4th exchange (8 messages) consolidates the first 6."""
+    limits = MemorySettings(**{"memory_window": 6, "keep_messages": 2, **memory})
+    settings = make_settings(
+        workspace, telegram=None, openai=fake, memory=limits, timezone=timezone
+    )
+    async with started_app(settings) as app:
+        yield app
+
+
+@pytest.fixture
+async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
+    async with consolidating(workspace, fake_openai) as app:
+        yield app
+
+
+@pytest.fixture
+def memory(workspace: Path) -> Path:
+    folder = workspace / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "MEMORY.md").write_text(MEMORY)
+    return folder
+
+
+# ----------------------------------------------------------------------------- the main path
+
+
+async def test_past_the_window_old_messages_become_history_and_memory(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    await talk(app, fake_openai, 1, 3)
+    assert consolidations(fake_openai) == []  # 6 messages: not past the window
+
+    await talk(app, fake_openai, 4, 4, answer(ENTRY, UPDATED))
+    await settle(app)
+
+    [prompt] = consolidations(fake_openai)
+    assert (
+        f"## Current Long-term Memory\n{MEMORY.strip()}\n\n## Conversation to Process\n" in prompt
+    )
+    assert "\n[2026-11-21 10:30] USER: m1\n" in prompt
+    assert strip_times(prompt) == [
+        "USER: m1", "ASSISTANT: r1", "USER: m2", "ASSISTANT: r2", "USER: m3", "ASSISTANT: r3"
+    ]  # fmt: skip
+    assert COMPRESS not in prompt
+    request = fake_openai.requests[-1]
+    assert (request["model"], request["temperature"]) == ("fake-model", 0.3)
+    heading = re.compile(r"## \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d\n")
+    for name in ("HISTORY.md", f"HISTORY-{app.now():%Y-%m}.md"):
+        text = (memory / name).read_text()
+        assert heading.fullmatch(text.removesuffix(f"{ENTRY}\n\n")), name
+    assert (memory / "MEMORY.md").read_text() == UPDATED
+    assert session_messages(workspace) == [("user", "m4"), ("assistant", "r4")]
+    assert job_files(workspace) == []
+
+
+async def test_the_reply_never_waits_for_consolidation(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    await talk(app, fake_openai, 1, 3)
+
+    await talk(app, fake_openai, 4, 4, Hang(then=answer(ENTRY, UPDATED)))  # the reply arrives…
+
+    await fake_openai.wait_until_hanging()  # …while the consolidation is still with the model
+    assert not (memory / "HISTORY.md").exists()
+    assert len(job_files(workspace)) == 1  # durable before the session was trimmed
+    assert session_messages(workspace) == [("user", "m4"), ("assistant", "r4")]
+    fake_openai.release()
+    await settle(app)
+    assert ENTRY in (memory / "HISTORY.md").read_text()
+    assert job_files(workspace) == []
+
+
+async def test_one_consolidation_at_a_time(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    owner_history = workspace / "memory" / "HISTORY.md"
+    friend = workspace / "memory" / "chats" / f"telegram%3A{FRIEND}"
+    first_done_when_second_asked: list[bool] = []
+
+    def second(request: Json) -> Step:
+        first_done_when_second_asked.append(owner_history.exists())
+        return answer("[2026-11-21 10:30] The friend asked about bikes.")
+
+    await talk(app, fake_openai, 1, 3)
+    await talk(app, fake_openai, 4, 4, Hang(then=answer()))
+    await fake_openai.wait_until_hanging()
+    await talk(app, fake_openai, 1, 3, user=FRIEND)
+    await talk(app, fake_openai, 4, 4, Respond(second), user=FRIEND)
+    await asyncio.sleep(0.3)
+
+    assert len(consolidations(fake_openai)) == 1
+    assert fake_openai.hanging == 1
+    fake_openai.release()
+    await settle(app)
+    assert first_done_when_second_asked == [True]
+    assert len(consolidations(fake_openai)) == 2
+    assert "bikes" in (friend / "HISTORY.md").read_text()
+    assert "bikes" not in owner_history.read_text()
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+async def test_a_timeout_leaves_a_raw_fallback_entry(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    limits = {"consolidation_timeout": 0.3, "raw_fallback_messages": 3, "raw_fallback_chars": 20}
+    async with consolidating(workspace, fake_openai, **limits) as app:
+        await talk(app, fake_openai, 1, 2)
+        fake_openai.script(Reply("r3"))
+        await say(app, "m3 " + "long words " * 20)
+        await talk(app, fake_openai, 4, 4, Hang())
+        await settle(app)
+
+    history = (memory / "HISTORY.md").read_text()
+    entry = history.split("\n", 1)[1]
+    lines = [re.sub(r"^\[[\d: -]+\] ", "", line) for line in entry.splitlines()]
+    assert lines[0].startswith("[raw-fallback]")
+    assert lines[1:4] == ["ASSISTANT: r2", "USER: m3 long words long…", "ASSISTANT: r3"]
+    assert "m1" not in history
+    assert (memory / "MEMORY.md").read_text() == MEMORY
+    assert job_files(workspace) == []
+    assert session_messages(workspace) == [("user", "m4"), ("assistant", "r4")]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        Reply("I'm sorry, I cannot produce JSON today. Ann talked about Lisbon."),
+        Fail(500, "the model is down", type="server_error"),
+        Fail(400, "bad request"),
+    ],
+    ids=["prose", "server-error", "rejected"],
+)
+async def test_an_unusable_answer_leaves_memory_untouched_and_a_raw_entry(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, memory: Path, step: Step
+) -> None:
+    await talk(app, fake_openai, 1, 3)
+
+    await talk(app, fake_openai, 4, 4, step)
+    await settle(app)
+
+    assert (memory / "MEMORY.md").read_text() == MEMORY
+    history = (memory / "HISTORY.md").read_text()
+    assert "[raw-fallback]" in history
+    assert "USER: m1" in history and "ASSISTANT: r3" in history
+    assert job_files(workspace) == []
+
+
+async def test_a_missing_field_keeps_its_file_as_it_was(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    await talk(app, fake_openai, 1, 3)
+    await talk(app, fake_openai, 4, 4, answer(entry=None, memory=UPDATED))
+    await settle(app)
+    assert (memory / "MEMORY.md").read_text() == UPDATED
+    assert "[raw-fallback]" in (memory / "HISTORY.md").read_text()
+
+    await talk(
+        app, fake_openai, 5, 7, answer(entry="[2026-11-21 10:31] More about Lisbon.", memory=None)
+    )
+    await settle(app)
+    assert (memory / "MEMORY.md").read_text() == UPDATED
+    assert "More about Lisbon." in (memory / "HISTORY.md").read_text()
+
+
+@pytest.mark.parametrize("size", [99, 150])
+async def test_compression_is_asked_for_when_memory_passes_its_limit(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path, size: int
+) -> None:
+    big = "# Memory\n" + "- a fact\n" * ((size - 9) // 9)
+    big += "x" * (size - len(big))
+    (memory / "MEMORY.md").write_text(big)
+    async with consolidating(workspace, fake_openai, max_memory_size=100) as app:
+        await talk(app, fake_openai, 1, 3)
+        await talk(app, fake_openai, 4, 4, answer(memory="# Memory\n- a fact\n"))
+        await settle(app)
+
+    [prompt] = consolidations(fake_openai)
+    assert big.strip() in prompt
+    assert (f"{COMPRESS} 100 bytes" in prompt) == (size > 100)
+    assert (memory / "MEMORY.md").read_text() == "# Memory\n- a fact\n"
+
+
+# ----------------------------------------------------------------------------- hand edits
+
+
+async def test_a_hand_edit_during_consolidation_survives_and_the_work_is_redone(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    edited = MEMORY + "- Ann's cat is called Miso\n"
+    redone = edited + "- Ann plans a trip to Lisbon\n"
+    await talk(app, fake_openai, 1, 3)
+    await talk(
+        app,
+        fake_openai,
+        4,
+        4,
+        Hang(then=answer("[2026-11-21 10:30] first try", UPDATED)),
+        answer("[2026-11-21 10:30] second try", redone),
+    )
+    await fake_openai.wait_until_hanging()
+
+    (memory / "MEMORY.md").write_text(edited)
+    fake_openai.release()
+    await settle(app)
+
+    first, second = consolidations(fake_openai)
+    assert "Miso" not in first
+    assert f"## Current Long-term Memory\n{edited.strip()}\n" in second
+    assert (memory / "MEMORY.md").read_text() == redone
+    history = (memory / "HISTORY.md").read_text()
+    assert "second try" in history and "first try" not in history
+
+
+async def test_a_second_hand_edit_during_the_redo_is_merged_never_overwritten(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    edited = MEMORY + "- Ann's cat is called Miso\n"
+    edited_again = "# Memory\n- Ann's cat is called Miso\n- Ann's dog is called Rex\n"
+    await talk(app, fake_openai, 1, 3)
+    await talk(
+        app,
+        fake_openai,
+        4,
+        4,
+        Hang(then=answer(memory=UPDATED)),
+        Hang(then=answer(memory=edited + "- Ann plans a trip to Lisbon\n")),
+    )
+    await fake_openai.wait_until_hanging()
+    (memory / "MEMORY.md").write_text(edited)
+    fake_openai.release()
+    await fake_openai.wait_for_requests(6)
+    await fake_openai.wait_until_hanging()
+
+    (memory / "MEMORY.md").write_text(edited_again)  # Porto removed by hand, Rex added
+    fake_openai.release()
+    await settle(app)
+
+    assert (memory / "MEMORY.md").read_text() == (
+        edited_again + "\n## Consolidated\n- Ann plans a trip to Lisbon\n"
+    )
+    assert ENTRY in (memory / "HISTORY.md").read_text()
+
+
+async def test_when_the_redo_fails_the_first_answer_is_merged(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    edited = "# Memory\n- Ann's cat is called Miso\n"  # Porto removed by hand
+    await talk(app, fake_openai, 1, 3)
+    await talk(
+        app,
+        fake_openai,
+        4,
+        4,
+        Hang(then=answer(memory=UPDATED)),
+        Fail(500, "down", type="server_error"),
+    )
+    await fake_openai.wait_until_hanging()
+    (memory / "MEMORY.md").write_text(edited)
+    fake_openai.release()
+    await settle(app)
+
+    assert (memory / "MEMORY.md").read_text() == (
+        edited + "\n## Consolidated\n- Ann plans a trip to Lisbon\n"
+    )
+    assert ENTRY in (memory / "HISTORY.md").read_text()
+
+
+# ----------------------------------------------------------------------------- crash safety
+
+
+async def test_a_job_left_on_disk_is_done_at_the_next_start(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    messages = (
+        ChatMessage(role="user", content="I moved to Lisbon", at=NOW),
+        ChatMessage(role="assistant", content="Congratulations!", at=NOW),
+    )
+    job = new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
+    await JobStore(workspace / "state" / "consolidation").save(job)
+    fake_openai.script(answer(memory="# Memory\n- Ann lives in Lisbon\n"))
+
+    async with consolidating(workspace, fake_openai) as app:
+        await settle(app)
+
+    [prompt] = consolidations(fake_openai)
+    assert "[2026-11-21 10:30] USER: I moved to Lisbon" in prompt
+    assert "[2026-11-21 10:30] ASSISTANT: Congratulations!" in prompt
+    assert (memory / "MEMORY.md").read_text() == "# Memory\n- Ann lives in Lisbon\n"
+    assert ENTRY in (memory / "HISTORY.md").read_text()
+    assert job_files(workspace) == []
+
+
+async def test_times_in_the_prompt_are_in_the_users_time_zone(
+    fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    messages = (ChatMessage(role="user", content="good night", at=NOW),)  # 10:30 UTC
+    await JobStore(workspace / "state" / "consolidation").save(
+        new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
+    )
+    fake_openai.script(Reply("no JSON, so a raw entry"))
+
+    async with consolidating(workspace, fake_openai, timezone="Asia/Tokyo") as app:
+        await settle(app)
+
+    [prompt] = consolidations(fake_openai)
+    assert "[2026-11-21 19:30] USER: good night" in prompt
+    history = (workspace / "memory" / "HISTORY.md").read_text()
+    assert "[2026-11-21 19:30] USER: good night" in history
+    assert re.search(r"^## \S+\+09:00$", history, re.MULTILINE)
+
+
+async def test_a_consolidation_cut_short_by_shutdown_resumes_after_restart(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    async with consolidating(workspace, fake_openai) as app:
+        await talk(app, fake_openai, 1, 3)
+        await talk(app, fake_openai, 4, 4, Hang())
+        await fake_openai.wait_until_hanging()
+    assert len(job_files(workspace)) == 1
+    assert not (memory / "HISTORY.md").exists()
+    assert session_messages(workspace) == [("user", "m4"), ("assistant", "r4")]
+
+    fake_openai.script(answer(ENTRY, UPDATED))
+    async with consolidating(workspace, fake_openai) as app:
+        await settle(app)
+
+    first, again = consolidations(fake_openai)
+    assert first == again
+    assert (memory / "MEMORY.md").read_text() == UPDATED
+    assert (memory / "HISTORY.md").read_text().count(ENTRY) == 1
+    assert job_files(workspace) == []
+
+
+# ----------------------------------------------------------------------------- /new
+
+
+async def test_new_waits_for_the_consolidation_before_it_replies(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    working = workspace / "memory" / "working" / f"telegram%3A{OWNER}.md"
+    working.parent.mkdir()
+    working.write_text("Drafting the Lisbon itinerary.\n")
+    await talk(app, fake_openai, 1, 1)
+    fake_openai.script(answer(ENTRY, UPDATED))
+
+    assert await say(app, "/new") == [
+        "Started a new conversation. I saved what mattered to memory."
+    ]
+
+    assert ENTRY in (memory / "HISTORY.md").read_text()  # no waiting needed
+    assert (memory / "MEMORY.md").read_text() == UPDATED
+    [prompt] = consolidations(fake_openai)
+    assert "USER: m1" in prompt and "ASSISTANT: r1" in prompt
+    assert session_messages(workspace) == []
+    assert len(list((workspace / "sessions" / "archive").glob("*.json"))) == 1
+    assert not working.exists()
+    assert job_files(workspace) == []
+
+
+async def test_new_with_a_hanging_model_replies_within_the_timeout(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    async with consolidating(workspace, fake_openai, consolidation_timeout=0.3) as app:
+        await talk(app, fake_openai, 1, 1)
+        fake_openai.script(Hang())
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        replies = await say(app, "/new")
+
+        elapsed = loop.time() - started
+    assert replies == [
+        "Started a new conversation; the model was unavailable, so I kept a raw note in history."
+    ]
+    assert 0.3 <= elapsed < 2
+    history = (memory / "HISTORY.md").read_text()
+    assert "[raw-fallback]" in history and "USER: m1" in history
+    assert (memory / "MEMORY.md").read_text() == MEMORY
+    assert session_messages(workspace) == []
+
+
+async def test_new_says_so_when_the_model_answers_prose(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    await talk(app, fake_openai, 1, 1)
+    fake_openai.script(Reply("Sure, the user said m1 and I said r1."))
+
+    assert await say(app, "/new") == [
+        "Started a new conversation; the model was unavailable, so I kept a raw note in history."
+    ]
+
+    assert "[raw-fallback]" in (memory / "HISTORY.md").read_text()
+    assert (memory / "MEMORY.md").read_text() == MEMORY
+    assert session_messages(workspace) == []
+
+
+async def test_new_on_an_empty_conversation_asks_no_model(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    assert await say(app, "/new") == ["Started a new conversation. Your memory files are kept."]
+
+    assert fake_openai.calls == 0
+    assert not (memory / "HISTORY.md").exists()
+
+
+# ----------------------------------------------------------------------------- scope and shape
+
+
+async def test_a_group_consolidates_into_its_own_memory_only(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    (memory / "MEMORY.md").write_text("# Memory\n- The owner's PIN is 4321\n")
+    group = {"chat": GROUP, "kind": "group"}
+    await talk(app, fake_openai, 1, 3, **group)
+    picnic = answer("[2026-11-21 10:30] The group planned a picnic.", "- picnic")
+
+    await talk(app, fake_openai, 4, 4, picnic, **group)
+    await settle(app)
+
+    [prompt] = consolidations(fake_openai)
+    assert "4321" not in prompt
+    assert "## Current Long-term Memory\n(empty)\n" in prompt
+    folder = memory / "chats" / f"telegram%3A{GROUP}"
+    assert "picnic" in (folder / "HISTORY.md").read_text()
+    assert (folder / "MEMORY.md").read_text() == "- picnic\n"
+    assert not (memory / "HISTORY.md").exists()
+    assert (memory / "MEMORY.md").read_text() == "# Memory\n- The owner's PIN is 4321\n"
+    assert session_messages(workspace, f"telegram:{GROUP}") == [
+        ("user", "m4"),
+        ("assistant", "r4"),
+    ]
+
+
+async def test_a_window_of_zero_never_consolidates_nor_trims(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    async with consolidating(workspace, fake_openai, memory_window=0) as app:
+        await talk(app, fake_openai, 1, 6)
+        assert len(session_messages(workspace)) == 12
+
+        assert await say(app, "/new") == ["Started a new conversation. Your memory files are kept."]
+
+    assert fake_openai.calls == 6
+    assert consolidations(fake_openai) == []
+    assert not (memory / "HISTORY.md").exists()
+    assert job_files(workspace) == []
+
+
+def strip_times(prompt: str) -> list[str]:
+    conversation = prompt.split("## Conversation to Process\n")[1].splitlines()
+    return [re.sub(r"^\[[\d: -]+\] ", "", line) for line in conversation]
+
+
+async def test_the_prompt_names_tools_and_leaves_tool_results_out(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(ToolCalls([("current_time", {})]), Reply("It is 10:30."))
+    assert await say(app, "what time is it?") == ["It is 10:30."]
+
+    await talk(app, fake_openai, 2, 3, answer())  # 8 messages: the first 6 go
+    await settle(app)
+
+    [prompt] = consolidations(fake_openai)
+    assert strip_times(prompt) == [
+        "USER: what time is it?",
+        "ASSISTANT [tools: current_time]:",
+        "ASSISTANT: It is 10:30.",
+        "USER: m2",
+        "ASSISTANT: r2",
+    ]
+
+
+async def test_the_kept_part_starts_at_a_user_message_with_tool_results_by_their_call(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    await talk(app, fake_openai, 1, 2)
+    fake_openai.script(ToolCalls([("current_time", {})]), Reply("Still 10:30."), answer())
+
+    assert await say(app, "and now?") == ["Still 10:30."]  # 8 messages; 2 would split a call
+    await settle(app)
+
+    [prompt] = consolidations(fake_openai)
+    assert strip_times(prompt) == ["USER: m1", "ASSISTANT: r1", "USER: m2", "ASSISTANT: r2"]
+    kept = session_messages(workspace)
+    assert [role for role, _ in kept] == ["user", "assistant", "tool", "assistant"]
+    assert kept[0] == ("user", "and now?")
+
+
+def test_the_cut_leaves_at_least_keep_messages_starting_at_a_user_message() -> None:
+    def chat(roles: str) -> list[ChatMessage]:
+        names = {"u": "user", "a": "assistant", "t": "tool", "s": "system"}
+        return [ChatMessage(role=names[r], content=r) for r in roles]  # type: ignore[misc]
+
+    assert consolidation_cut(chat("uauaua"), keep=2) == 4
+    assert consolidation_cut(chat("uauaatata"), keep=2) == 2  # back to the user message
+    assert consolidation_cut(chat("suauaua"), keep=3) == 3
+    assert consolidation_cut(chat("uatatatata"), keep=2) == 0  # one long tool loop: no cut
+    assert consolidation_cut(chat("ua"), keep=10) == 0
