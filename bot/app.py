@@ -73,100 +73,49 @@ def clock(timezone: str) -> Callable[[], datetime]:
     return lambda: datetime.now(zone)
 
 
+@dataclass(frozen=True)
+class Memory:
+    """The memory model's parts, built once and shared by the systems and commands."""
+
+    long_term: LongTermMemory
+    working: WorkingMemory
+    notes: DailyNotes
+    recall: MemoryRecall
+    history: HistoryLog
+    reader: LineReader
+    tokens: TokenCounter
+    file_locks: FileLocks
+
+
 def build_app(settings: Settings, *, api_key: str) -> App:
     now = clock(settings.timezone)
     workspace = Workspace(settings.workspace)
     workspace.ensure()
     sessions = SessionStore(workspace, now=now)
-    locks_on_files = FileLocks()
-    long_term = LongTermMemory(workspace, locks_on_files)
-    working = WorkingMemory(
-        workspace,
-        locks_on_files,
-        stale_days=settings.memory.working_memory_stale_days,
-        now=now,
-    )
-    notes = DailyNotes(
-        workspace,
-        user_chars=settings.memory.note_user_chars,
-        assistant_chars=settings.memory.note_assistant_chars,
-    )
-    tokens, reader = TokenCounter(), LineReader()
-    recall = MemoryRecall(
-        workspace,
-        reader,
-        working,
-        tokens.count,
-        recent_days=settings.memory.recent_days,
-        budget_tokens=settings.memory.prompt_budget_tokens,
-    )
-    llm = OpenAIChat(
-        base_url=settings.llm.base_url,
-        api_key=api_key,
-        model=settings.llm.model,
-        timeout=settings.llm.timeout,
-        max_retries=settings.llm.max_retries,
-        temperature=settings.llm.temperature,
-        max_tokens=settings.llm.max_output_tokens,
-    )
-    history = HistoryLog(workspace, locks_on_files)
-    consolidator = Consolidator(
-        llm=llm,
-        model=settings.llm.fast_model or settings.llm.model,
-        long_term=long_term,
-        history=history,
-        jobs=JobStore(workspace.consolidation_dir),
-        now=now,
-        max_memory_size=settings.memory.max_memory_size,
-        timeout=settings.memory.consolidation_timeout,
-        raw_fallback_messages=settings.memory.raw_fallback_messages,
-        raw_fallback_chars=settings.memory.raw_fallback_chars,
-    )
-    consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
-    pipeline = Pipeline(
-        [
-            AutoCompaction(),
-            ContextBuilding(
-                persona=settings.persona,
-                instructions=TAG_INSTRUCTIONS,
-                recall=recall,
-                now=now,
-            ),
-            ToolLoop(
-                llm,
-                ToolRegistry([CurrentTime(now)]),
-                max_steps=settings.llm.max_tool_steps,
-                now=now,
-            ),
-            MemoryTags(long_term, working),
-            MemoryPersist(
-                sessions,
-                notes,
-                now=now,
-                consolidator=consolidator,
-                memory_window=settings.memory.memory_window,
-                keep_messages=settings.memory.keep_messages,
-            ),
-            BestEffort(RagIndexing()),
-        ]
-    )
+    llm = _build_llm(settings, api_key)
+    memory = _build_memory(settings, workspace, now)
+    consolidator = _build_consolidator(settings, workspace, llm, memory, now)
+    pipeline = _build_pipeline(settings, sessions, llm, memory, consolidator, now)
     locks, running = ChatLocks(), RunningTurns()
     access = AccessPolicy(
         owner_ids=settings.telegram.owner_ids,
         allowed_user_ids=settings.telegram.allowed_user_ids,
     )
+    consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
     commands = Commands(
         sessions=sessions,
         locks=locks,
         running=running,
-        tokens=tokens,
+        tokens=memory.tokens,
         model=settings.llm.model,
         pipeline=pipeline.describe(),
         access=access,
         consolidator=consolidator if consolidating else None,
-        working=working,
-        inventory=MemoryInventory(workspace, reader, recall, history, working, now=now),
-        edits=MemoryEdits(workspace, long_term, locks_on_files),
+        working=memory.working,
+        inventory=MemoryInventory(
+            workspace, memory.reader, memory.recall, memory.history, memory.working, now=now
+        ),
+        edits=MemoryEdits(workspace, memory.long_term, memory.file_locks),
     )
     runner = TurnRunner(
         pipeline=pipeline,
@@ -180,15 +129,111 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     )
     log_compaction = LogCompaction(
         workspace,
-        long_term,
-        locks_on_files,
+        memory.long_term,
+        memory.file_locks,
         retention_days=settings.memory.retention_days,
         now=now,
     )
-    return App(
-        runner=runner,
+    services: list[Service] = [log_compaction, consolidator]
+    return App(runner=runner, llm=llm, workspace=workspace, now=now, services=services)
+
+
+def _build_llm(settings: Settings, api_key: str) -> OpenAIChat:
+    return OpenAIChat(
+        base_url=settings.llm.base_url,
+        api_key=api_key,
+        model=settings.llm.model,
+        timeout=settings.llm.timeout,
+        max_retries=settings.llm.max_retries,
+        temperature=settings.llm.temperature,
+        max_tokens=settings.llm.max_output_tokens,
+    )
+
+
+def _build_memory(settings: Settings, workspace: Workspace, now: Callable[[], datetime]) -> Memory:
+    file_locks = FileLocks(workspace.locks_dir)
+    working = WorkingMemory(
+        workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
+    )
+    tokens, reader = TokenCounter(), LineReader()
+    recall = MemoryRecall(
+        workspace,
+        reader,
+        working,
+        tokens.count,
+        recent_days=settings.memory.recent_days,
+        budget_tokens=settings.memory.prompt_budget_tokens,
+    )
+    notes = DailyNotes(
+        workspace,
+        user_chars=settings.memory.note_user_chars,
+        assistant_chars=settings.memory.note_assistant_chars,
+    )
+    return Memory(
+        long_term=LongTermMemory(workspace, file_locks),
+        working=working,
+        notes=notes,
+        recall=recall,
+        history=HistoryLog(workspace, file_locks),
+        reader=reader,
+        tokens=tokens,
+        file_locks=file_locks,
+    )
+
+
+def _build_consolidator(
+    settings: Settings,
+    workspace: Workspace,
+    llm: OpenAIChat,
+    memory: Memory,
+    now: Callable[[], datetime],
+) -> Consolidator:
+    return Consolidator(
         llm=llm,
-        workspace=workspace,
+        model=settings.llm.fast_model or settings.llm.model,
+        long_term=memory.long_term,
+        history=memory.history,
+        jobs=JobStore(workspace.consolidation_dir),
         now=now,
-        services=[log_compaction, consolidator],
+        max_memory_size=settings.memory.max_memory_size,
+        timeout=settings.memory.consolidation_timeout,
+        raw_fallback_messages=settings.memory.raw_fallback_messages,
+        raw_fallback_chars=settings.memory.raw_fallback_chars,
+    )
+
+
+def _build_pipeline(
+    settings: Settings,
+    sessions: SessionStore,
+    llm: OpenAIChat,
+    memory: Memory,
+    consolidator: Consolidator,
+    now: Callable[[], datetime],
+) -> Pipeline:
+    return Pipeline(
+        [
+            AutoCompaction(),
+            ContextBuilding(
+                persona=settings.persona,
+                instructions=TAG_INSTRUCTIONS,
+                recall=memory.recall,
+                now=now,
+            ),
+            ToolLoop(
+                llm,
+                ToolRegistry([CurrentTime(now)]),
+                max_steps=settings.llm.max_tool_steps,
+                now=now,
+            ),
+            MemoryTags(memory.long_term, memory.working),
+            MemoryPersist(
+                sessions,
+                memory.notes,
+                now=now,
+                consolidator=consolidator,
+                memory_window=settings.memory.memory_window,
+                keep_messages=settings.memory.keep_messages,
+            ),
+            BestEffort(RagIndexing()),
+        ]
     )

@@ -256,3 +256,28 @@ async def test_a_plain_reply_leaves_memory_alone(
 
     assert session_contents(workspace)[-1] == reply
     assert not (workspace / GLOBAL_MEMORY).exists()
+
+
+async def test_a_binary_memory_file_is_never_rewritten_by_a_tag(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    binary = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
+    (workspace / GLOBAL_MEMORY).write_bytes(binary)
+    fake_openai.script(Reply("Okay. <memory>Ann likes jazz</memory>"))
+
+    assert await say(app, "I like jazz") == ["Okay."]
+
+    assert (workspace / GLOBAL_MEMORY).read_bytes() == binary
+
+
+async def test_lock_files_stay_out_of_the_memory_folder(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    fake_openai.script(
+        Reply("Done <memory>a fact</memory><working-memory>- topic</working-memory>")
+    )
+
+    await say(app, "go")
+
+    assert not list((workspace / "memory").rglob("*.lock"))
+    assert list((workspace / "state" / "locks").glob("*.lock"))

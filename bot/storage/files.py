@@ -9,6 +9,7 @@ file, because `os.replace` swaps the inode). Folders are 0700, files 0600.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import tempfile
 from collections.abc import AsyncIterator
@@ -83,19 +84,29 @@ def _fsync_dir(path: Path) -> None:
 
 
 class FileLocks:
-    """Per-path locks for read-modify-write, in-process and across processes."""
+    """Per-path locks for read-modify-write, in-process and across processes.
 
-    def __init__(self) -> None:
+    Lock files live in `lock_dir` (named by a hash of the path) when given, so folders people
+    edit stay clean; without it, beside the file as `<name>.lock`.
+    """
+
+    def __init__(self, lock_dir: Path | None = None) -> None:
+        self.lock_dir = lock_dir
         self._locks: dict[Path, asyncio.Lock] = {}
 
     @asynccontextmanager
     async def hold(self, path: Path) -> AsyncIterator[None]:
         lock = self._locks.setdefault(path, asyncio.Lock())
         async with lock:
-            ensure_dir(path.parent)
-            file_lock = FileLock(str(path.with_name(path.name + ".lock")))
+            file_lock = FileLock(str(self._lock_path(path)))
             await asyncio.to_thread(file_lock.acquire)
             try:
                 yield
             finally:
                 file_lock.release()
+
+    def _lock_path(self, path: Path) -> Path:
+        if self.lock_dir is None:
+            return ensure_dir(path.parent) / f"{path.name}.lock"
+        name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
+        return ensure_dir(self.lock_dir) / f"{name}.lock"

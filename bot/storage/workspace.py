@@ -100,5 +100,10 @@ class Workspace:
         return self.state_dir / "inbox"
 
     @property
+    def locks_dir(self) -> Path:
+        """Lock files for read-modify-write, kept out of the folders people edit."""
+        return self.state_dir / "locks"
+
+    @property
     def index_dir(self) -> Path:
         return self.root / "index"
