@@ -218,3 +218,21 @@ async def test_an_unexpected_failure_is_logged_and_the_user_hears_something_shor
     assert notice.text == "Sorry, something went wrong on my side. Please try again."
     assert list((workspace / "state" / "inbox").glob("*.json")) == []  # not replayed forever
     assert fake_openai.calls == 0
+
+
+async def test_a_tag_across_the_message_split_never_reaches_the_user(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    before = "a" * 4090 + " "
+    tagged = before + "<memory>Ann's parcel arrives Tuesday</memory> " + "b" * 3000
+    fake_openai.script(Reply(tagged))
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=fake_telegram, openai=fake_openai)
+    async with running_bot(settings, fake_telegram):
+        fake_telegram.push_text(OWNER, OWNER, "note my parcel")
+        await fake_telegram.wait_for_messages(OWNER, 2)
+        await asyncio.sleep(0.2)
+    shown = "".join(m.text for m in fake_telegram.sent_messages(OWNER))
+    assert "<" not in shown and "memory" not in shown
+    assert shown.replace(" ", "") == ("a" * 4090 + "b" * 3000)
+    assert "Ann's parcel arrives Tuesday" in (workspace / "memory" / "MEMORY.md").read_text()
