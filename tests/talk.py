@@ -1,11 +1,14 @@
-"""Talking to the real app in memory tests: one message in, the replies and the prompt out."""
+"""Talking to the real app in tests: a message in; the replies, the prompt and the session out."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from bot.app import App
 from bot.models import ChatType, Inbound
@@ -20,38 +23,61 @@ _ids = itertools.count(1)
 
 
 class RecordingReplier:
+    """Keeps what the bot sent, and counts how often it showed "typing"."""
+
     def __init__(self) -> None:
         self.sent: list[str] = []
+        self.typing_entries = 0
 
     async def send(self, text: str) -> None:
         self.sent.append(text)
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
+        self.typing_entries += 1
         yield
+
+
+def message(
+    text: str,
+    *,
+    at: datetime,
+    user: int = OWNER,
+    chat: int | None = None,
+    chat_type: ChatType | None = None,
+    channel: str = "telegram",
+) -> Inbound:
+    """One message received `at`: a private chat with `user` unless `chat` is given (a group)."""
+    return Inbound(
+        id=f"{channel}:update:{next(_ids)}",
+        channel=channel,
+        chat_id=user if chat is None else chat,
+        user_id=user,
+        text=text,
+        received_at=at,
+        chat_type=chat_type or ("private" if chat is None else "group"),
+    )
+
+
+async def handle(app: App, inbound: Inbound) -> list[str]:
+    """Hand one message to the turn runner; the replies."""
+    replier = RecordingReplier()
+    await app.runner.handle(inbound, replier)
+    return replier.sent
 
 
 async def say(
     app: App,
     text: str,
     *,
+    at: datetime | None = None,
     user: int = OWNER,
     chat: int | None = None,
     chat_type: ChatType | None = None,
 ) -> list[str]:
-    """Send one message (a private chat with `user` unless `chat` is given); the replies."""
-    inbound = Inbound(
-        id=f"telegram:update:{next(_ids)}",
-        channel="telegram",
-        chat_id=user if chat is None else chat,
-        user_id=user,
-        text=text,
-        received_at=app.now(),
-        chat_type=chat_type or ("private" if chat is None else "group"),
-    )
-    replier = RecordingReplier()
-    await app.runner.handle(inbound, replier)
-    return replier.sent
+    """Send one message (received now by the app's clock unless `at` is given); the replies."""
+    when = app.now() if at is None else at
+    return await handle(app, message(text, at=when, user=user, chat=chat, chat_type=chat_type))
 
 
 async def prompt_of_turn(
@@ -67,6 +93,13 @@ def memory_section(prompt: str) -> str:
     """The `# Memory` section (always the prompt's last part), or "" when there is none."""
     _, found, section = prompt.partition(MEMORY_HEADER)
     return "# Memory\n\n" + section if found else ""
+
+
+def session(workspace: Path, key: str = f"telegram:{OWNER}") -> dict[str, Any]:
+    """The saved session document of `key` (the owner's private chat by default)."""
+    path = workspace / "sessions" / f"{key.replace(':', '%3A')}.json"
+    document: dict[str, Any] = json.loads(path.read_text())
+    return document
 
 
 def write(root: Path, name: str, text: str | bytes) -> Path:

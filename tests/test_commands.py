@@ -3,55 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from bot.app import App
-from bot.models import Inbound
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.harness import OWNER
+from tests.talk import RecordingReplier, message
+from tests.talk import say as say_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 SESSION = f"sessions/telegram%3A{OWNER}.json"
-_ids = itertools.count(1)
-
-
-class RecordingReplier:
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-        self.typing_entries = 0
-
-    async def send(self, text: str) -> None:
-        self.sent.append(text)
-
-    @contextlib.asynccontextmanager
-    async def typing(self) -> AsyncIterator[None]:
-        self.typing_entries += 1
-        yield
-
-
-def message(text: str, *, user: int = OWNER) -> Inbound:
-    return Inbound(
-        id=f"telegram:update:{next(_ids)}",
-        channel="telegram",
-        chat_id=user,
-        user_id=user,
-        text=text,
-        received_at=NOW,
-    )
-
-
-async def say(app: App, text: str) -> list[str]:
-    replier = RecordingReplier()
-    await app.runner.handle(message(text), replier)
-    return replier.sent
+say = partial(say_at, at=NOW)  # every message arrives at NOW
 
 
 def memory_files(workspace: Path) -> dict[Path, bytes]:
@@ -159,7 +127,7 @@ async def test_stop_cancels_a_turn_waiting_on_the_model(
     await say(app, "one")
     session_before = (workspace / SESSION).read_bytes()
     hanging = RecordingReplier()
-    turn = asyncio.create_task(app.runner.handle(message("two"), hanging))
+    turn = asyncio.create_task(app.runner.handle(message("two", at=NOW), hanging))
     await fake_openai.wait_until_hanging()
     assert len(list((workspace / "state" / "inbox").iterdir())) == 1
     [status] = await say(app, "/status")

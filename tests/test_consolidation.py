@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +17,14 @@ import pytest
 
 from bot.app import App
 from bot.memory.consolidation import Consolidator
-from bot.models import GLOBAL_SCOPE, ChatMessage, ChatType, Inbound
+from bot.models import GLOBAL_SCOPE, ChatMessage
 from bot.settings import MemorySettings
 from bot.storage.jobs import JobStore, new_job
 from bot.systems.persist import consolidation_cut
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step, ToolCalls
 from tests.harness import FRIEND, OWNER, make_settings, started_app
+from tests.talk import say as say_at
+from tests.talk import session
 
 NOW = datetime(2026, 11, 21, 10, 30, tzinfo=UTC)
 GROUP = -100555
@@ -31,40 +33,8 @@ COMPRESS = "compress: merge duplicates, drop stale or low-value facts, stay unde
 MEMORY = "# Memory\n- Ann lives in Porto\n"
 UPDATED = "# Memory\n- Ann lives in Porto\n- Ann plans a trip to Lisbon\n"
 ENTRY = "[2026-11-21 10:30] Ann talked about a trip to Lisbon."
-_ids = itertools.count(1)
 Json = dict[str, Any]
-
-
-class RecordingReplier:
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    async def send(self, text: str) -> None:
-        self.sent.append(text)
-
-    @contextlib.asynccontextmanager
-    async def typing(self) -> AsyncIterator[None]:
-        yield
-
-
-def message(
-    text: str, *, user: int = OWNER, chat: int | None = None, kind: ChatType = "private"
-) -> Inbound:
-    return Inbound(
-        id=f"telegram:update:{next(_ids)}",
-        channel="telegram",
-        chat_id=user if chat is None else chat,
-        user_id=user,
-        text=text,
-        received_at=NOW,
-        chat_type=kind,
-    )
-
-
-async def say(app: App, text: str, **where: Any) -> list[str]:
-    replier = RecordingReplier()
-    await app.runner.handle(message(text, **where), replier)
-    return replier.sent
+say = partial(say_at, at=NOW)  # every message arrives at NOW
 
 
 async def talk(
@@ -99,8 +69,7 @@ async def settle(app: App) -> None:
 
 
 def session_messages(workspace: Path, key: str = f"telegram:{OWNER}") -> list[tuple[str, str]]:
-    path = workspace / "sessions" / f"{key.replace(':', '%3A')}.json"
-    return [(m["role"], m["content"]) for m in json.loads(path.read_text())["messages"]]
+    return [(m["role"], m["content"]) for m in session(workspace, key)["messages"]]
 
 
 def job_files(workspace: Path) -> list[Path]:
@@ -525,7 +494,7 @@ async def test_a_group_consolidates_into_its_own_memory_only(
     app: App, fake_openai: FakeOpenAI, workspace: Path, memory: Path
 ) -> None:
     (memory / "MEMORY.md").write_text("# Memory\n- The owner's PIN is 4321\n")
-    group = {"chat": GROUP, "kind": "group"}
+    group = {"chat": GROUP, "chat_type": "group"}
     await talk(app, fake_openai, 1, 3, **group)
     picnic = answer("[2026-11-21 10:30] The group planned a picnic.", "- picnic")
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import os
 import time
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -18,22 +15,20 @@ from bot.llm.tokens import TokenCounter
 from bot.memory.recall import MemoryRecall
 from bot.memory.tags import TAG_INSTRUCTIONS
 from bot.memory.working import WorkingMemory
-from bot.models import GLOBAL_SCOPE, ChatMessage, ChatType, Inbound, Session
+from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, Session
 from bot.pipeline import TurnContext
 from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
-from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.fakes.openai_api import FakeOpenAI
 from tests.harness import FRIEND, OWNER
-from tests.talk import GROUP_DIR, OWNER_CHAT_DIR, memory_section, prompt_of_turn
+from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, memory_section, prompt_of_turn
 from tests.talk import write as write_memory
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))  # a Saturday
 PERSONA = "You are a test persona."
 CLOCK_LINE = "Current time: Saturday 2026-11-21 09:30 CET"
-GROUP = -100500
-_ids = itertools.count(1)
 
 
 # ----------------------------------------------------------------------------- the system alone
@@ -121,36 +116,6 @@ async def test_no_memory_means_no_memory_header(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- through the runner
 
 
-class QuietReplier:
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    async def send(self, text: str) -> None:
-        self.sent.append(text)
-
-    @contextlib.asynccontextmanager
-    async def typing(self) -> AsyncIterator[None]:
-        yield
-
-
-async def turn(app: App, fake: FakeOpenAI, *, user: int, chat: int, chat_type: ChatType) -> str:
-    """Run one turn and return the system prompt the model was given."""
-    fake.script(Reply("ok"))
-    inbound = Inbound(
-        id=f"telegram:update:{next(_ids)}",
-        channel="telegram",
-        chat_id=chat,
-        user_id=user,
-        text="what do you know?",
-        received_at=app.now(),
-        chat_type=chat_type,
-    )
-    replier = QuietReplier()
-    await app.runner.handle(inbound, replier)
-    assert replier.sent == ["ok"]
-    return str(fake.last_request["messages"][0]["content"])
-
-
 def seed_memory(workspace: Path, today: str) -> None:
     memory = workspace / "memory"
     (memory / "MEMORY.md").write_text("OWNER-LONG-TERM")
@@ -165,10 +130,10 @@ async def test_memory_edited_by_hand_between_turns_is_in_the_next_prompt(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     (workspace / "memory" / "MEMORY.md").write_text("Ann likes green tea.")
-    first = await turn(app, fake_openai, user=OWNER, chat=OWNER, chat_type="private")
+    first = await prompt_of_turn(app, fake_openai)
 
     (workspace / "memory" / "MEMORY.md").write_text("Ann switched to coffee.")
-    second = await turn(app, fake_openai, user=OWNER, chat=OWNER, chat_type="private")
+    second = await prompt_of_turn(app, fake_openai)
 
     assert "Ann likes green tea." in first
     assert "Ann switched to coffee." in second
@@ -180,7 +145,7 @@ async def test_the_owners_private_chat_sees_the_global_memory_only(
 ) -> None:
     seed_memory(workspace, app.now().date().isoformat())
 
-    prompt = await turn(app, fake_openai, user=OWNER, chat=OWNER, chat_type="private")
+    prompt = await prompt_of_turn(app, fake_openai)
 
     assert "OWNER-LONG-TERM" in prompt and "OWNER-NOTE" in prompt
     assert "GROUP-" not in prompt and "FRIEND-" not in prompt
@@ -193,7 +158,7 @@ async def test_a_group_chat_sees_only_its_own_memory(
     today = app.now().date().isoformat()
     seed_memory(workspace, today)
 
-    prompt = await turn(app, fake_openai, user=user, chat=GROUP, chat_type="group")
+    prompt = await prompt_of_turn(app, fake_openai, user=user, chat=GROUP)
 
     assert "GROUP-LONG-TERM" in prompt and "GROUP-NOTE" in prompt
     assert "OWNER-" not in prompt and "FRIEND-" not in prompt
@@ -207,7 +172,7 @@ async def test_an_allowed_users_private_chat_sees_only_its_own_memory(
 ) -> None:
     seed_memory(workspace, app.now().date().isoformat())
 
-    prompt = await turn(app, fake_openai, user=FRIEND, chat=FRIEND, chat_type="private")
+    prompt = await prompt_of_turn(app, fake_openai, user=FRIEND)
 
     assert "FRIEND-LONG-TERM" in prompt and "FRIEND-NOTE" in prompt
     assert "OWNER-" not in prompt and "GROUP-" not in prompt

@@ -2,59 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from structlog.testing import capture_logs
 
 from bot.app import App
-from bot.models import ChatType, Inbound
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import OWNER
+from tests.talk import say, session
 
 GROUP = -100123
 GLOBAL_MEMORY = Path("memory/MEMORY.md")
 OWNER_CHAT_MEMORY = Path(f"memory/chats/telegram%3A{OWNER}/MEMORY.md")
 GROUP_MEMORY = Path(f"memory/chats/telegram%3A{GROUP}/MEMORY.md")
 OWNER_WORKING = Path(f"memory/working/telegram%3A{OWNER}.md")
-_ids = itertools.count(1)
-
-
-class RecordingReplier:
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    async def send(self, text: str) -> None:
-        self.sent.append(text)
-
-    @contextlib.asynccontextmanager
-    async def typing(self) -> AsyncIterator[None]:
-        yield
-
-
-async def say(
-    app: App, text: str, *, chat_id: int = OWNER, chat_type: ChatType = "private"
-) -> list[str]:
-    inbound = Inbound(
-        id=f"telegram:update:{next(_ids)}",
-        channel="telegram",
-        chat_id=chat_id,
-        user_id=OWNER,
-        text=text,
-        received_at=app.now(),
-        chat_type=chat_type,
-    )
-    replier = RecordingReplier()
-    await app.runner.handle(inbound, replier)
-    return replier.sent
 
 
 def session_contents(workspace: Path, chat_id: int = OWNER) -> list[str | None]:
-    document = json.loads((workspace / f"sessions/telegram%3A{chat_id}.json").read_text())
-    return [m["content"] for m in document["messages"]]
+    return [m["content"] for m in session(workspace, f"telegram:{chat_id}")["messages"]]
 
 
 async def test_a_memory_tag_is_stored_and_the_user_sees_the_stripped_reply(
@@ -127,7 +92,7 @@ async def test_in_a_group_a_memory_tag_lands_in_the_groups_own_memory(
     (workspace / GLOBAL_MEMORY).write_text("Owner's private fact.\n")
     fake_openai.script(Reply("OK <memory>The trip is in May</memory>"))
 
-    sent = await say(app, "@mnemo remember the date", chat_id=GROUP, chat_type="supergroup")
+    sent = await say(app, "@mnemo remember the date", chat=GROUP, chat_type="supergroup")
 
     assert sent == ["OK"]
     assert (workspace / GROUP_MEMORY).read_text() == "## Remembered\n- The trip is in May\n"

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import json
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from structlog.testing import capture_logs
 
@@ -16,41 +11,15 @@ from bot.app import App
 from bot.models import Inbound
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import OWNER
+from tests.talk import handle, message, session
 
-SESSION = f"sessions/telegram%3A{OWNER}.json"
 NOTE_LINE = re.compile(r"\[(\d\d):(\d\d)\] User: (.*) \| Assistant: (.*)")
-_ids = itertools.count(1)
-
-
-class RecordingReplier:
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-
-    async def send(self, text: str) -> None:
-        self.sent.append(text)
-
-    @contextlib.asynccontextmanager
-    async def typing(self) -> AsyncIterator[None]:
-        yield
 
 
 async def say(app: App, text: str) -> tuple[Inbound, list[str]]:
-    inbound = Inbound(
-        id=f"telegram:update:{next(_ids)}",
-        channel="telegram",
-        chat_id=OWNER,
-        user_id=OWNER,
-        text=text,
-        received_at=app.now(),
-    )
-    replier = RecordingReplier()
-    await app.runner.handle(inbound, replier)
-    return inbound, replier.sent
-
-
-def session(workspace: Path) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((workspace / SESSION).read_text())
-    return document
+    """A message from the owner; it, and the replies."""
+    inbound = message(text, at=app.now())
+    return inbound, await handle(app, inbound)
 
 
 def note_lines(app: App, workspace: Path) -> list[str]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,42 +13,18 @@ import pytest
 
 from bot.app import App, build_app
 from bot.errors import ContextOverflow, LLMError, LLMRejected, LLMUnavailable
-from bot.models import Inbound
 from bot.storage.inbox import Inbox
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turns import REFUSAL
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
+from tests.talk import RecordingReplier
+from tests.talk import message as message_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 SESSION = f"sessions/telegram%3A{OWNER}.json"
-_ids = itertools.count(1)
-
-
-class RecordingReplier:
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-        self.typing_entries = 0
-
-    async def send(self, text: str) -> None:
-        self.sent.append(text)
-
-    @contextlib.asynccontextmanager
-    async def typing(self) -> AsyncIterator[None]:
-        self.typing_entries += 1
-        yield
-
-
-def message(text: str, *, user: int = OWNER, channel: str = "telegram") -> Inbound:
-    return Inbound(
-        id=f"{channel}:update:{next(_ids)}",
-        channel=channel,
-        chat_id=user,
-        user_id=user,
-        text=text,
-        received_at=NOW,
-    )
+message = partial(message_at, at=NOW)  # every message arrives at NOW
 
 
 @pytest.fixture
