@@ -68,6 +68,31 @@ class MemorySettings(_Section):
     retention_days: int = Field(default=30, ge=1)  # daily logs older than this are compacted
 
 
+class CompactionSettings(_Section):
+    """Seeds 000 and 004: keep the prompt under the model's window."""
+
+    enabled: bool = True
+    threshold: float = Field(default=0.8, gt=0, le=1)  # share of the window that triggers it
+    keep_last_messages: int = Field(default=20, ge=2)
+    summary_max_tokens: int = Field(default=500, gt=0)
+    summary_timeout: float = Field(default=15.0, gt=0)
+    summary_temperature: float = Field(default=0.3, ge=0)
+    message_chars: int = Field(default=300, gt=0)  # each message cut to this for the summary
+    checkpoint_chars: int = Field(default=20000, gt=0)  # verbatim copy in history, bounded
+    # Pre-compaction memory flush (seed 004)
+    flush_enabled: bool = True
+    reserve_tokens_floor: int = Field(default=20000, ge=0)
+    soft_threshold_tokens: int = Field(default=4000, ge=0)
+    models_file: Path = Path("config/models.json")  # context windows per model
+
+
+class SessionPolicySettings(_Section):
+    """Seed 004 freshness: both off by default."""
+
+    daily_reset_hour: int | None = Field(default=None, ge=0, le=23)  # local hour, e.g. 4
+    idle_minutes: int | None = Field(default=None, gt=0)
+
+
 class LogSettings(_Section):
     format: Literal["json", "console"] = "console"
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -89,6 +114,8 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = TelegramSettings()
     llm: LLMSettings = LLMSettings()
     memory: MemorySettings = MemorySettings()
+    compaction: CompactionSettings = CompactionSettings()
+    session: SessionPolicySettings = SessionPolicySettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")
