@@ -21,6 +21,7 @@ from bot.memory.log_compaction import LogCompaction
 from bot.memory.long_term import LongTermMemory
 from bot.memory.notes import DailyNotes
 from bot.memory.recall import MemoryRecall
+from bot.memory.tag_store import TagStore
 from bot.memory.tags import TAG_INSTRUCTIONS
 from bot.memory.working import WorkingMemory
 from bot.pipeline import BestEffort, Pipeline
@@ -225,7 +226,7 @@ def _build_pipeline(
                 max_steps=settings.llm.max_tool_steps,
                 now=now,
             ),
-            MemoryTags(memory.long_term, memory.working),
+            MemoryTags(TagStore(memory.long_term, memory.working)),
             MemoryPersist(
                 sessions,
                 memory.notes,
