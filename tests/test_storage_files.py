@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from filelock import FileLock, Timeout
 
 from bot.storage import files
 
@@ -64,3 +65,23 @@ async def test_hold_serialises_read_modify_write(tmp_path: Path) -> None:
 
     await asyncio.gather(*(bump() for _ in range(20)))
     assert target.read_text() == "20"
+
+
+async def test_a_lock_is_released_even_when_its_body_never_leaves_the_loop(tmp_path: Path) -> None:
+    target = tmp_path / "MEMORY.md"
+    locks = files.FileLocks(tmp_path / "locks")
+    async with locks.hold(target):
+        pass  # no thread hop inside: the release happens on the loop's thread
+    [lock_file] = (tmp_path / "locks").glob("*.lock")
+
+    def grab_from_a_new_thread() -> bool:  # as another process would
+        probe = FileLock(str(lock_file), timeout=1, thread_local=False)
+        try:
+            probe.acquire()
+        except Timeout:
+            return False
+        probe.release()
+        return True
+
+    assert await asyncio.to_thread(grab_from_a_new_thread)
+    assert not target.with_name("MEMORY.md.lock").exists()  # lock files live in the lock folder

@@ -98,7 +98,8 @@ class FileLocks:
     async def hold(self, path: Path) -> AsyncIterator[None]:
         lock = self._locks.setdefault(path, asyncio.Lock())
         async with lock:
-            file_lock = FileLock(str(self._lock_path(path)))
+            # acquired in a worker thread, released on the loop's thread: not thread-local
+            file_lock = FileLock(str(self._lock_path(path)), thread_local=False)
             await asyncio.to_thread(file_lock.acquire)
             try:
                 yield
