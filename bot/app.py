@@ -11,10 +11,15 @@ from zoneinfo import ZoneInfo
 from bot.access import AccessPolicy
 from bot.chats import ChatLocks, RunningTurns
 from bot.commands import Commands
+from bot.freshness import FreshnessPolicy, SessionRenewal, Summarizer
+from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.tokens import TokenCounter
+from bot.llm.windows import load_windows
+from bot.memory.compaction import Compactor
 from bot.memory.consolidation import Consolidator
 from bot.memory.edits import MemoryEdits
+from bot.memory.flush import MemoryFlush
 from bot.memory.history import HistoryLog
 from bot.memory.inventory import MemoryInventory
 from bot.memory.log_compaction import LogCompaction
@@ -34,6 +39,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.systems.compaction import AutoCompaction
 from bot.systems.context import ContextBuilding
+from bot.systems.flush import PreCompactionFlush, flush_trigger
 from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
 from bot.systems.tags import MemoryTags
@@ -88,6 +94,17 @@ class Memory:
     file_locks: FileLocks
 
 
+@dataclass(frozen=True)
+class Compaction:
+    """Prompt accounting and session compaction: system 18, /compact, /status, the runner."""
+
+    meter: PromptMeter
+    compactor: Compactor
+    enabled: bool  # automatic compaction: system 18 and the overflow retry
+    keep: int  # messages kept by system 18 and /compact
+    overflow_keep: int  # after a context overflow the full `keep` was too much: half of it
+
+
 def build_app(settings: Settings, *, api_key: str) -> App:
     now = clock(settings.timezone)
     workspace = Workspace(settings.workspace)
@@ -96,7 +113,8 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     llm = _build_llm(settings, api_key)
     memory = _build_memory(settings, workspace, now)
     consolidator = _build_consolidator(settings, workspace, llm, memory, now)
-    pipeline = _build_pipeline(settings, sessions, llm, memory, consolidator, now)
+    compaction = _build_compaction(settings, sessions, llm, memory, now)
+    pipeline = _build_pipeline(settings, sessions, llm, memory, consolidator, compaction, now)
     locks, running = ChatLocks(), RunningTurns()
     access = AccessPolicy(
         owner_ids=settings.telegram.owner_ids,
@@ -107,7 +125,6 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         sessions=sessions,
         locks=locks,
         running=running,
-        tokens=memory.tokens,
         model=settings.llm.model,
         pipeline=pipeline.describe(),
         access=access,
@@ -117,6 +134,10 @@ def build_app(settings: Settings, *, api_key: str) -> App:
             workspace, memory.reader, memory.recall, memory.history, memory.working, now=now
         ),
         edits=MemoryEdits(workspace, memory.long_term, memory.file_locks),
+        compactor=compaction.compactor,
+        meter=compaction.meter,
+        history=memory.history,
+        keep_last_messages=compaction.keep,
     )
     runner = TurnRunner(
         pipeline=pipeline,
@@ -127,6 +148,16 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         locks=locks,
         running=running,
         now=now,
+        compactor=compaction.compactor if compaction.enabled else None,
+        overflow_keep=compaction.overflow_keep,
+        renewal=_build_renewal(
+            settings,
+            sessions,
+            summarizer=compaction.compactor,
+            consolidator=consolidator if consolidating else None,
+            working=memory.working,
+            now=now,
+        ),
     )
     log_compaction = LogCompaction(
         workspace,
@@ -203,17 +234,118 @@ def _build_consolidator(
     )
 
 
+def _build_renewal(
+    settings: Settings,
+    sessions: SessionStore,
+    *,
+    summarizer: Summarizer,
+    consolidator: Consolidator | None,
+    working: WorkingMemory,
+    now: Callable[[], datetime],
+) -> SessionRenewal:
+    policy = FreshnessPolicy(
+        daily_reset_hour=settings.session.daily_reset_hour,
+        idle_minutes=settings.session.idle_minutes,
+        now=now,
+    )
+    return SessionRenewal(
+        policy=policy,
+        sessions=sessions,
+        summarizer=summarizer,
+        consolidator=consolidator,
+        working=working,
+        now=now,
+    )
+
+
+def _build_compaction(
+    settings: Settings,
+    sessions: SessionStore,
+    llm: OpenAIChat,
+    memory: Memory,
+    now: Callable[[], datetime],
+) -> Compaction:
+    config = settings.compaction
+    # Until a turn has measured the real system prompt: persona, instructions, memory budget.
+    persona = memory.tokens.count(settings.persona) + memory.tokens.count(TAG_INSTRUCTIONS)
+    meter = PromptMeter(
+        memory.tokens,
+        load_windows(config.models_file),
+        settings.llm.model,
+        system_tokens=persona + settings.memory.prompt_budget_tokens,
+    )
+    compactor = Compactor(
+        llm=llm,
+        model=settings.llm.fast_model or settings.llm.model,
+        sessions=sessions,
+        history=memory.history,
+        meter=meter,
+        now=now,
+        temperature=config.summary_temperature,
+        max_tokens=config.summary_max_tokens,
+        timeout=config.summary_timeout,
+        message_chars=config.message_chars,
+        checkpoint_chars=config.checkpoint_chars,
+    )
+    keep = config.keep_last_messages
+    return Compaction(
+        meter=meter,
+        compactor=compactor,
+        enabled=config.enabled,
+        keep=keep,
+        overflow_keep=max(2, keep // 2),
+    )
+
+
+def _build_flush(
+    settings: Settings,
+    sessions: SessionStore,
+    llm: OpenAIChat,
+    memory: Memory,
+    compaction: Compaction,
+    now: Callable[[], datetime],
+) -> PreCompactionFlush | None:
+    config = settings.compaction
+    if not (config.enabled and config.flush_enabled):
+        return None
+    flush = MemoryFlush(
+        llm,
+        TagStore(memory.long_term, memory.working),
+        instructions=TAG_INSTRUCTIONS,
+        model=settings.llm.model,
+        timeout=settings.llm.timeout,
+    )
+    trigger = flush_trigger(
+        compaction.meter.window,
+        threshold=config.threshold,
+        reserve_floor=config.reserve_tokens_floor,
+        soft=config.soft_threshold_tokens,
+    )
+    return PreCompactionFlush(flush, compaction.meter, sessions, trigger=trigger, now=now)
+
+
 def _build_pipeline(
     settings: Settings,
     sessions: SessionStore,
     llm: OpenAIChat,
     memory: Memory,
     consolidator: Consolidator,
+    compaction: Compaction,
     now: Callable[[], datetime],
 ) -> Pipeline:
+    flush = _build_flush(settings, sessions, llm, memory, compaction, now)
     return Pipeline(
         [
-            AutoCompaction(),
+            *([BestEffort(flush)] if flush else []),
+            BestEffort(
+                AutoCompaction(
+                    compaction.compactor,
+                    compaction.meter,
+                    enabled=compaction.enabled,
+                    threshold=settings.compaction.threshold,
+                    keep=compaction.keep,
+                )
+            ),
             ContextBuilding(
                 persona=settings.persona,
                 instructions=TAG_INSTRUCTIONS,
@@ -234,6 +366,7 @@ def _build_pipeline(
                 consolidator=consolidator,
                 memory_window=settings.memory.memory_window,
                 keep_messages=settings.memory.keep_messages,
+                meter=compaction.meter,
             ),
             BestEffort(RagIndexing()),
         ]

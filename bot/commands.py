@@ -1,11 +1,12 @@
-"""Chat commands, handled before the pipeline: /start /help /new /reset /status /stop,
-and /memory /remember /forget (which act only on the memory this chat may see).
+"""Chat commands, handled before the pipeline: /start /help /new /reset /compact /status
+/stop, and /memory /remember /forget (which act only on the memory this chat may see).
 
 Each handler returns the text to send. `COMMANDS` is also what channels register as the menu.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from textwrap import shorten
@@ -13,9 +14,11 @@ from typing import TYPE_CHECKING
 
 from bot.access import AccessPolicy
 from bot.chats import ChatLocks, RunningTurns
-from bot.llm.tokens import TokenCounter
+from bot.llm.meter import PromptMeter
+from bot.memory.compaction import CompactionResult, Compactor
 from bot.memory.consolidation import ConsolidationQueue
 from bot.memory.edits import Forgotten, MemoryEdits, NotText
+from bot.memory.history import HistoryLog
 from bot.memory.inventory import MemoryInventory
 from bot.memory.working import WorkingMemory
 from bot.models import Inbound
@@ -37,6 +40,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("help", "What I can do"),
     ("new", "Start a new conversation (memory stays)"),
     ("reset", "Same as /new"),
+    ("compact", "Summarise older messages to make room (/compact N keeps the last N)"),
     ("status", "Messages, tokens and model of this conversation"),
     ("stop", "Stop the answer in progress"),
     ("memory", "What I remember about this chat"),
@@ -59,6 +63,10 @@ FORGET_MIN_CHARS = 3
 RECEIPT_LINES = 30
 RECEIPT_CHARS = 200
 NOT_TEXT = "MEMORY.md is not readable as text, so I left it alone. Fix or move it, then try again."
+COMPACT_USAGE = (
+    "Usage: /compact [N] — summarise all but the last N messages (N a positive whole number; "
+    "{keep} when left out)."
+)
 
 
 def parse_command(text: str) -> Command | None:
@@ -77,7 +85,6 @@ class Commands:
         sessions: SessionStore,
         locks: ChatLocks,
         running: RunningTurns,
-        tokens: TokenCounter,
         model: str,
         pipeline: Sequence[str],
         access: AccessPolicy,
@@ -85,11 +92,14 @@ class Commands:
         working: WorkingMemory | None = None,
         inventory: MemoryInventory,
         edits: MemoryEdits,
+        compactor: Compactor,
+        meter: PromptMeter,
+        history: HistoryLog,
+        keep_last_messages: int,  # /compact without N
     ) -> None:
         self.sessions = sessions
         self.locks = locks
         self.running = running
-        self.tokens = tokens
         self.model = model
         self.pipeline = pipeline
         self.access = access
@@ -97,11 +107,16 @@ class Commands:
         self.working = working
         self.inventory = inventory
         self.edits = edits
+        self.compactor = compactor
+        self.meter = meter
+        self.history = history
+        self.keep_last_messages = keep_last_messages
         self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str]]] = {
             "start": self._start,
             "help": self._help,
             "new": self._new,
             "reset": self._new,
+            "compact": self._compact,
             "status": self._status,
             "stop": self._stop,
             "memory": self._memory,
@@ -138,14 +153,33 @@ class Commands:
                 await self.working.clear(key)
         return reply
 
+    async def _compact(self, inbound: Inbound, args: str) -> str:
+        """Summarise all but the last N messages now, under the chat's lock."""
+        keep = keep_count(args, default=self.keep_last_messages)
+        if keep is None:
+            return COMPACT_USAGE.format(keep=self.keep_last_messages)
+        key, scope = inbound.session_key, self.access.scope_for(inbound)
+        async with self.locks.hold(key):
+            session = await self.sessions.load(key)
+            result = await self.compactor.compact(session, keep=keep, reason="manual", scope=scope)
+        return compact_receipt(result, keep=keep)
+
     async def _status(self, inbound: Inbound, args: str) -> str:
         session = await self.sessions.load(inbound.session_key)
-        estimate = self.tokens.count_messages(session.messages)
-        reported = session.last_prompt_tokens
+        estimate = self.meter.estimate(session)
+        window, reported = estimate.window, session.last_prompt_tokens
+        scope = self.access.scope_for(inbound)
+        consolidated = await asyncio.to_thread(self.history.last_entry_time, scope)
         lines = [
             f"Messages: {len(session.messages)}",
-            f"Estimated tokens: ~{estimate:,}",
-            f"Last prompt (reported): {reported:,}" if reported else "Last prompt: none yet",
+            f"Prompt (estimated): ~{estimate.tokens:,} / {window:,} tokens",
+            f"Last prompt (reported): {reported:,} / {window:,} tokens"
+            if reported
+            else "Last prompt: none yet",
+            f"Compactions: {session.compactions}",
+            f"Last consolidation: {consolidated:%Y-%m-%d %H:%M}"
+            if consolidated
+            else "Last consolidation: none yet",
             f"Model: {self.model}",
             f"Pipeline: {', '.join(self.pipeline)}",
         ]
@@ -177,6 +211,35 @@ class Commands:
         async with self.locks.hold(key):  # no note is appended meanwhile
             forgotten = await self.edits.forget(scope, key, args)
         return forget_receipt(args, forgotten)
+
+
+def keep_count(args: str, *, default: int) -> int | None:
+    """/compact's N: `default` when absent, None unless a positive whole number."""
+    if not args:
+        return default
+    return int(args) if args.isdecimal() and int(args) > 0 else None
+
+
+def compact_receipt(result: CompactionResult, *, keep: int) -> str:
+    """What /compact did: messages and tokens before → after, by summary or by dropping."""
+    before, after = result.messages_before, result.messages_after
+    if not result.compacted:
+        if before <= keep:
+            return f"Nothing to compact: {before} messages, and /compact keeps the last {keep}."
+        return (
+            f"Nothing to compact: what comes before the last {keep} messages is already a "
+            "summary, or part of the same exchange with tools."
+        )
+    how = (
+        "The older messages are now one summary"
+        if result.summarized
+        else "The model could not summarise, so I dropped the oldest messages"
+    )
+    return (
+        f"Compacted: {before} → {after} messages, "
+        f"~{result.tokens_before:,} → ~{result.tokens_after:,} tokens. "
+        f"{how}; a verbatim copy is in the history."
+    )
 
 
 def forget_receipt(needle: str, forgotten: Forgotten) -> str:

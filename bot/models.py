@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -48,6 +49,42 @@ class MemoryScope:
 
 
 GLOBAL_SCOPE = MemoryScope(chat_key=None)
+
+
+class MemoryLayer(StrEnum):
+    """Where a structured memory item belongs (seed 000, Memory V2)."""
+
+    EPISODIC = "episodic"  # recent turn events and short-horizon traces
+    SEMANTIC = "semantic"  # durable facts, preferences, constraints
+    PROCEDURAL = "procedural"  # commands, errors and their fixes
+
+
+ItemStatus = Literal["active", "forgotten", "decayed"]  # items are never deleted
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One structured memory record, stored as a JSONL line under its scope's `items/`."""
+
+    id: str  # "e20260207-…" (the day names its episodic file), "s-…", "p-…"
+    layer: MemoryLayer
+    type: str  # "turn", "fact", "preference", "constraint", "command", "error", "error_fix"
+    text: str
+    fingerprint: str  # hash of the normalised text: the same fingerprint is the same item
+    created_at: datetime
+    updated_at: datetime  # last written or reinforced
+    scope: str = ""  # the chat key, "" for the owner's global memory
+    confidence: float = 0.5  # 0–1: how sure we are it is true
+    salience: float = 0.5  # 0–1: how much it matters; decay lowers it
+    tags: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()  # "sessions/telegram%3A1#turn-abc", "MEMORY.md#L12", "item:…"
+    last_used_at: datetime | None = None  # last shown in a memory pack
+    decayed_at: datetime | None = None  # last lowered by decay
+    status: ItemStatus = "active"
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        return MemoryScope(chat_key=self.scope or None)
 
 
 @dataclass(frozen=True)

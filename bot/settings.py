@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -51,6 +59,29 @@ class LLMSettings(_Section):
     max_output_tokens: int | None = Field(default=None, gt=0)
 
 
+class ItemSettings(_Section):
+    """Structured memory items and the memory pack (seed 000, Memory V2)."""
+
+    promotion_enabled: bool = True
+    promotion_min_confidence: float = Field(default=0.75, ge=0, le=1)
+    decay_enabled: bool = True
+    decay_days: int = Field(default=30, ge=1)  # unused this long: salience is halved
+    code_aware_extraction: bool = True  # commands, errors and their fixes become procedures
+    episodic_days: int = Field(default=30, ge=1)  # episodic items a pack may draw on
+    working_top_k: int = Field(default=6, ge=0)
+    episodic_top_k: int = Field(default=8, ge=0)
+    semantic_top_k: int = Field(default=6, ge=0)
+    procedural_top_k: int = Field(default=4, ge=0)
+    soft_budget_tokens: int = Field(default=1800, gt=0)
+    max_budget_tokens: int = Field(default=3500, gt=0)  # only high-scoring items go past soft
+
+    @model_validator(mode="after")
+    def _max_not_below_soft(self) -> ItemSettings:
+        if self.max_budget_tokens < self.soft_budget_tokens:
+            raise ValueError("max_budget_tokens must not be below soft_budget_tokens")
+        return self
+
+
 class MemorySettings(_Section):
     recent_days: int = Field(default=7, ge=0)
     note_user_chars: int = Field(default=200, gt=0)
@@ -66,6 +97,7 @@ class MemorySettings(_Section):
     # Tags and working memory (seed 002)
     working_memory_stale_days: int = Field(default=7, ge=0)
     retention_days: int = Field(default=30, ge=1)  # daily logs older than this are compacted
+    items: ItemSettings = ItemSettings()
 
 
 class CompactionSettings(_Section):

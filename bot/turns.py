@@ -2,6 +2,12 @@
 
 channel ──Inbound──▶ TurnRunner.handle ─▶ access ─▶ command? ─▶ inbox.accept
                      ─▶ chat lock ─▶ pipeline (as a task /stop can cancel) ─▶ reply ─▶ inbox.done
+
+When the model says the prompt is over its context window, the session is compacted once and
+the same turn runs again; if it still does not fit, the user is told so (seed 004).
+
+Before the pipeline, the chat hears (before the reply) that a damaged session file was set aside,
+and that a stale conversation was closed and a new one started (`bot.freshness`).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import asyncio
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
@@ -18,17 +25,26 @@ import structlog
 from bot.access import AccessPolicy
 from bot.chats import ChatLocks, RunningTurns
 from bot.commands import Commands, parse_command
-from bot.errors import LLMError
+from bot.errors import ContextOverflow, LLMError
+from bot.freshness import SessionRenewal
+from bot.memory.compaction import Compactor
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.inbox import Inbox
-from bot.storage.sessions import SessionStore
+from bot.storage.sessions import RECOVERED_FROM, SessionStore
 from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
 
 log = structlog.get_logger(__name__)
 
 REFUSAL = "Sorry, this is a private assistant. Ask its owner for access."
+TOO_LONG = (
+    "This conversation is too long for the model even after compacting it. Use /new to start fresh."
+)
+DAMAGED_SESSION = (
+    "I couldn't read our previous conversation (the file was damaged); I set it aside and "
+    "started fresh. Your memory is intact."
+)
 
 
 class Replier(Protocol):
@@ -51,6 +67,9 @@ class TurnRunner:
         locks: ChatLocks,
         running: RunningTurns,
         now: Callable[[], datetime],
+        compactor: Compactor | None = None,  # None: no compaction and retry after an overflow
+        overflow_keep: int = 10,  # messages the overflow compaction keeps
+        renewal: SessionRenewal | None = None,  # None: sessions never go stale
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -60,6 +79,9 @@ class TurnRunner:
         self.locks = locks
         self.running = running
         self.now = now
+        self.compactor = compactor
+        self.overflow_keep = overflow_keep
+        self.renewal = renewal
         self._refused: set[int] = set()
 
     async def handle(self, inbound: Inbound, replier: Replier) -> None:
@@ -104,6 +126,7 @@ class TurnRunner:
         if session.metadata.get(LAST_INBOUND) == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
             return _last_reply(session)
+        session = await self._begin(session, inbound, replier)
         ctx = TurnContext(
             inbound=inbound,
             turn_id=turn_id,
@@ -114,7 +137,7 @@ class TurnRunner:
         log.info("turn_start", chars=len(inbound.text))
         async with replier.typing():
             try:
-                await self.pipeline.run(ctx)
+                ctx = await self._run(ctx)
             except StopTurn as stop:
                 return stop.reply or ""
             except LLMError as exc:
@@ -122,6 +145,60 @@ class TurnRunner:
                 return exc.user_message
         log.info("turn_done", reply_chars=len(ctx.reply or ""))
         return ctx.reply or ""
+
+    async def _run(self, ctx: TurnContext) -> TurnContext:
+        """Run the pipeline; after a context overflow, compact once and run the turn again
+        on the compacted session. The context that ran to the end."""
+        try:
+            await self.pipeline.run(ctx)
+            return ctx
+        except ContextOverflow:
+            retry = await self._compacted(ctx)
+            if retry is None:
+                raise
+        log.info("turn_retry_after_compaction", messages=len(retry.session.messages))
+        try:
+            await self.pipeline.run(retry)
+        except ContextOverflow as exc:
+            log.warning("turn_overflow_after_compaction")
+            raise StopTurn(TOO_LONG) from exc
+        return retry
+
+    async def _compacted(self, ctx: TurnContext) -> TurnContext | None:
+        """A fresh context for the same turn over the compacted (and saved) session; None
+        when there is no compactor or nothing to compact."""
+        log.warning("turn_context_overflow", messages=len(ctx.session.messages))
+        if self.compactor is None:
+            return None
+        result = await self.compactor.compact(
+            ctx.session, keep=self.overflow_keep, reason="overflow", scope=ctx.scope
+        )
+        if not result.compacted:
+            return None
+        return TurnContext(
+            inbound=ctx.inbound,
+            turn_id=ctx.turn_id,
+            scope=ctx.scope,
+            session=result.session,
+            user_message=ctx.user_message,
+        )
+
+    async def _begin(self, session: Session, inbound: Inbound, replier: Replier) -> Session:
+        """The session this turn continues: the user hears first when a damaged file was set
+        aside, and when a stale conversation was closed and a new one started."""
+        if RECOVERED_FROM in session.metadata:
+            metadata = {k: v for k, v in session.metadata.items() if k != RECOVERED_FROM}
+            session = replace(session, metadata=metadata)
+            await self.sessions.save(session)  # told once, even if this turn fails
+            await replier.send(DAMAGED_SESSION)
+        if self.renewal is None or (reason := self.renewal.stale(session)) is None:
+            return session
+        async with replier.typing():
+            renewal = await self.renewal.renew(
+                session, self.access.scope_for(inbound), reason=reason
+            )
+        await replier.send(renewal.notice)
+        return renewal.session
 
     async def _refuse(self, inbound: Inbound, replier: Replier) -> None:
         log.info("access_refused", user=inbound.user_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,13 @@ from pydantic import SecretStr
 
 from bot.app import App, build_app
 from bot.channels.telegram import TelegramChannel
-from bot.settings import LLMSettings, MemorySettings, Settings, TelegramSettings
+from bot.settings import (
+    CompactionSettings,
+    LLMSettings,
+    MemorySettings,
+    Settings,
+    TelegramSettings,
+)
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -33,6 +40,7 @@ def make_settings(
     openai: FakeOpenAI,
     owner_ids: tuple[int, ...] = (OWNER,),
     allowed_user_ids: tuple[int, ...] = (FRIEND,),
+    fast_model: str | None = None,
     **overrides: Any,
 ) -> Settings:
     telegram_settings = TelegramSettings(
@@ -47,6 +55,7 @@ def make_settings(
         base_url=openai.base_url,
         api_key=SecretStr(API_KEY),
         model="fake-model",
+        fast_model=fast_model,
         timeout=10,
         max_retries=0,
     )
@@ -57,6 +66,35 @@ def make_settings(
         llm=llm,
         memory=overrides.pop("memory", MemorySettings()),
         **overrides,
+    )
+
+
+def models_file(folder: Path, *, window: int, model: str = "fake-model") -> Path:
+    """A `config/models.json` giving `model` (and every unknown model) a `window`."""
+    path = folder / "models.json"
+    document = {"version": 1, "default_context_window": window, "context_windows": {model: window}}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def small_window_settings(
+    workspace: Path, folder: Path, openai: FakeOpenAI, *, window: int = 3000, **compaction: Any
+) -> Settings:
+    """A `window`-token model (compaction past 80% of it) keeping 4 messages unless told, the
+    fast model "fake-fast", a 200-token memory budget, no consolidation and no pre-compaction
+    memory flush unless told (`flush_enabled=True`)."""
+    config = {
+        "models_file": models_file(folder, window=window),
+        "keep_last_messages": 4,
+        "flush_enabled": False,
+    }
+    return make_settings(
+        workspace,
+        telegram=None,
+        openai=openai,
+        fast_model="fake-fast",
+        memory=MemorySettings(memory_window=0, prompt_budget_tokens=200),
+        compaction=CompactionSettings(**{**config, **compaction}),
     )
 
 

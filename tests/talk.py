@@ -111,3 +111,26 @@ def write(root: Path, name: str, text: str | bytes) -> Path:
     else:
         path.write_text(text)
     return path
+
+
+def write_session(
+    workspace: Path,
+    messages: list[Any],
+    *,
+    updated_at: datetime,
+    key: str = f"telegram:{OWNER}",
+) -> Path:
+    """Save a session document by hand (as an older or crashed process left it): `messages`
+    are written as given, raw JSON, so they may be anything."""
+    path = workspace / "sessions" / f"{key.replace(':', '%3A')}.json"
+    document = {
+        "version": 1,
+        "key": key,
+        "created_at": updated_at.isoformat(),
+        "updated_at": updated_at.isoformat(),
+        "metadata": {},
+        "messages": messages,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1))
+    return path

@@ -72,14 +72,16 @@ async def test_new_archives_the_session_and_keeps_memory(
 async def test_status_of_a_new_conversation(app: App, fake_openai: FakeOpenAI) -> None:
     [text] = await say(app, "/status")
 
-    assert text.splitlines() == [
+    lines = text.splitlines()
+    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 32,768 tokens", lines.pop(1))
+    assert lines == [
         "Messages: 0",
-        "Estimated tokens: ~0",
         "Last prompt: none yet",
+        "Compactions: 0",
+        "Last consolidation: none yet",
         "Model: fake-model",
-        "Pipeline: 18 auto-compaction, 20 context-building, 30 tool-loop, 40 memory-tags, "
-        "50 memory-persist, "
-        "55 rag-indexing",
+        "Pipeline: 17 memory-flush, 18 auto-compaction, 20 context-building, 30 tool-loop, "
+        "40 memory-tags, 50 memory-persist, 55 rag-indexing",
     ]
 
 
@@ -92,10 +94,10 @@ async def test_status_counts_messages_tokens_and_names_the_model(
     [text] = await say(app, "/status")
 
     assert "Messages: 2" in text
-    estimate = re.search(r"Estimated tokens: ~([\d,]+)", text)
+    estimate = re.search(r"Prompt \(estimated\): ~([\d,]+) / 32,768 tokens", text)
     assert estimate is not None
     assert int(estimate[1].replace(",", "")) >= 2 * 4 + 10  # two messages' overhead and words
-    assert "Last prompt (reported): 1,234" in text
+    assert "Last prompt (reported): 1,234 / 32,768 tokens" in text
     assert "Model: fake-model" in text
 
 

@@ -95,3 +95,25 @@ async def test_archive_keeps_the_old_file_and_starts_fresh(tmp_path: Path) -> No
     archived = list((tmp_path / "sessions" / "archive").iterdir())
     assert len(archived) == 1
     assert "remember me" in archived[0].read_text()
+
+
+async def test_nothing_set_aside_is_ever_overwritten(tmp_path: Path) -> None:
+    sessions = store(tmp_path)  # a clock that stands still: every stamp is the same
+    for text in ("first", "second"):
+        await sessions.save(
+            Session(
+                key="telegram:1",
+                messages=(ChatMessage(role="user", content=text),),
+                created_at=NOW,
+                updated_at=NOW,
+            )
+        )
+        await sessions.archive("telegram:1")
+    for damage in ("{", "[1]"):
+        (tmp_path / "sessions" / f"{encode_key('telegram:1')}.json").write_text(damage)
+        await sessions.load("telegram:1")
+    archived = sorted(p.read_text() for p in (tmp_path / "sessions" / "archive").iterdir())
+    assert len(archived) == 2
+    assert "first" in archived[0] and "second" in archived[1]
+    aside = sorted(p.read_text() for p in (tmp_path / "sessions").glob("*.corrupt-*"))
+    assert aside == ["[1]", "{"]

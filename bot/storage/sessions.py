@@ -1,7 +1,10 @@
 """Session files: one versioned JSON document per session key, written atomically.
 
-A file that cannot be parsed is moved aside as `<name>.corrupt-<time>` and a fresh session
-starts; `/new` archives the old file under `sessions/archive/` instead of deleting it.
+On load, the messages are repaired (`transcript.repair`: what the provider would reject is
+fixed, each fix logged); a message this code cannot read at all is dropped the same way. A file
+that cannot be parsed is moved aside as `<name>.corrupt-<time>` and a fresh session starts,
+marked with `RECOVERED_FROM` until a turn has told the user. `/new` archives the old file under
+`sessions/archive/` instead of deleting it.
 """
 
 from __future__ import annotations
@@ -9,16 +12,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from bot.models import ChatMessage, Session, ToolCall
 from bot.storage.files import atomic_write_text, ensure_dir
+from bot.storage.transcript import repair
 from bot.storage.workspace import Workspace, encode_key
 
 FORMAT_VERSION = 1
+RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
 log = structlog.get_logger(__name__)
 
 
@@ -52,14 +59,22 @@ class SessionStore:
     def _load(self, key: str) -> Session:
         path = self.workspace.session_path(key)
         try:
-            return decode_session(path.read_text(encoding="utf-8"))
+            session, unreadable = decode_session(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return self.fresh(key)
         except (SessionFormatError, UnicodeDecodeError) as exc:
-            aside = path.with_name(f"{path.name}.corrupt-{self.now():%Y%m%dT%H%M%S}")
-            path.replace(aside)
-            log.warning("session_corrupt", key=key, moved_to=str(aside), reason=str(exc))
-            return self.fresh(key)
+            return self._set_aside(key, path, exc)
+        return _repaired(session, unreadable)
+
+    def _set_aside(self, key: str, path: Path, reason: Exception) -> Session:
+        """Move the unreadable file aside and save a fresh session in its place, marked with
+        `RECOVERED_FROM` so that the next turn tells the user (the runner clears the mark)."""
+        aside = _unused(path.with_name(f"{path.name}.corrupt-{self.now():%Y%m%dT%H%M%S}"))
+        path.replace(aside)
+        log.warning("session_corrupt", key=key, moved_to=str(aside), reason=str(reason))
+        session = replace(self.fresh(key), metadata={RECOVERED_FROM: aside.name})
+        atomic_write_text(path, encode_session(session))
+        return session
 
     def _archive(self, key: str) -> None:
         path = self.workspace.session_path(key)
@@ -67,7 +82,24 @@ class SessionStore:
             return
         stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
         target = ensure_dir(self.workspace.archive_dir) / f"{encode_key(key)}-{stamp}.json"
-        path.replace(target)
+        path.replace(_unused(target))
+
+
+def _unused(path: Path) -> Path:
+    """`path`, or `<stem>-2<suffix>`, `-3` … when taken: nothing set aside is overwritten."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
+    return candidate
+
+
+def _repaired(session: Session, unreadable: tuple[str, ...]) -> Session:
+    repaired = repair(session.messages)
+    fixes = (*unreadable, *repaired.fixes)
+    for fix in fixes:
+        log.warning("session_repaired", key=session.key, fix=fix)
+    return replace(session, messages=repaired.messages) if fixes else session
 
 
 def encode_session(session: Session) -> str:
@@ -86,14 +118,17 @@ def encode_session(session: Session) -> str:
     return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
 
 
-def decode_session(text: str) -> Session:
+def decode_session(text: str) -> tuple[Session, tuple[str, ...]]:
+    """The session, and a note for each message left out because it cannot be read; raises
+    `SessionFormatError` when the text is not a session document at all."""
     try:
         document = json.loads(text)
         if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
             raise SessionFormatError(f"unsupported session format: {str(document)[:60]!r}")
-        return Session(
+        messages, unreadable = decode_messages(document["messages"])
+        session = Session(
             key=str(document["key"]),
-            messages=tuple(decode_message(m) for m in document["messages"]),
+            messages=messages,
             created_at=datetime.fromisoformat(document["created_at"]),
             updated_at=datetime.fromisoformat(document["updated_at"]),
             last_prompt_tokens=document.get("last_prompt_tokens"),
@@ -106,6 +141,21 @@ def decode_session(text: str) -> Session:
         if isinstance(exc, SessionFormatError):
             raise
         raise SessionFormatError(f"{type(exc).__name__}: {exc}") from exc
+    return session, unreadable
+
+
+def decode_messages(raw: object) -> tuple[tuple[ChatMessage, ...], tuple[str, ...]]:
+    """The messages this code can read, and a note for each one it cannot (left out)."""
+    if not isinstance(raw, list):
+        raise SessionFormatError(f"messages is a {type(raw).__name__}, not a list")
+    messages: list[ChatMessage] = []
+    unreadable: list[str] = []
+    for item in raw:
+        try:
+            messages.append(decode_message(item))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            unreadable.append(f"dropped an unreadable message ({type(exc).__name__}: {exc})"[:200])
+    return tuple(messages), tuple(unreadable)
 
 
 def encode_message(message: ChatMessage) -> dict[str, Any]:

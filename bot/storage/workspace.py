@@ -76,6 +76,25 @@ class Workspace:
         """Where compacted daily notes go: out of the prompt, never deleted."""
         return self.memory_dir(scope) / "archive"
 
+    def items_dir(self, scope: MemoryScope) -> Path:
+        """Structured memory items (seed 000): JSONL, one folder per scope like all memory."""
+        return self.memory_dir(scope) / "items"
+
+    def episodic_items_path(self, scope: MemoryScope, day: date) -> Path:
+        return self.items_dir(scope) / "episodic" / f"{day.isoformat()}.jsonl"
+
+    def episodic_items_paths(self, scope: MemoryScope) -> list[Path]:
+        """The scope's episodic item files, oldest first."""
+        folder = self.items_dir(scope) / "episodic"
+        found = (p for p in folder.glob("????-??-??.jsonl") if _is_day(p.stem))
+        return sorted(found, key=lambda p: p.name)
+
+    def semantic_items_path(self, scope: MemoryScope) -> Path:
+        return self.items_dir(scope) / "semantic.jsonl"
+
+    def procedural_items_path(self, scope: MemoryScope) -> Path:
+        return self.items_dir(scope) / "procedural.jsonl"
+
     def working_memory_path(self, session_key: str) -> Path:
         return self.memory_root / "working" / f"{encode_key(session_key)}.md"
 

@@ -1,13 +1,57 @@
-"""System 18, auto-compaction: keeps the prompt under the model's window (issue 4; a no-op now)."""
+"""System 18, auto-compaction: keeps the prompt under `threshold` × the model's window.
+
+When the estimated prompt of this turn (the session, the user's message, the system prompt as
+measured last turn) passes the threshold, the session is compacted to its last `keep` messages
+and saved before the turn goes on (seed 000: `[AutoCompact] Context too large: …`).
+"""
 
 from __future__ import annotations
 
+import structlog
+
+from bot.llm.meter import PromptMeter
+from bot.memory.compaction import Compactor
 from bot.pipeline import TurnContext
+
+log = structlog.get_logger(__name__)
 
 
 class AutoCompaction:
     order = 18
     name = "auto-compaction"
 
+    def __init__(
+        self,
+        compactor: Compactor,
+        meter: PromptMeter,
+        *,
+        enabled: bool,
+        threshold: float,  # share of the window
+        keep: int,
+    ) -> None:
+        self.compactor = compactor
+        self.meter = meter
+        self.enabled = enabled
+        self.threshold = threshold
+        self.keep = keep
+
     async def process(self, ctx: TurnContext) -> None:
-        return None
+        if not self.enabled:
+            return
+        estimate = self.meter.estimate(ctx.session, (ctx.user_message,))
+        limit = int(self.threshold * estimate.window)
+        if estimate.tokens <= limit:
+            return
+        log.info(
+            "auto_compact",
+            estimated_tokens=estimate.tokens,
+            threshold=limit,
+            messages=len(ctx.session.messages),
+        )
+        result = await self.compactor.compact(
+            ctx.session, keep=self.keep, reason="auto", scope=ctx.scope
+        )
+        ctx.session = result.session
+        after = self.meter.estimate(ctx.session, (ctx.user_message,)).tokens
+        if after > limit:
+            log.warning("auto_compact_not_enough", estimated_tokens=after, threshold=limit)

@@ -2,20 +2,22 @@
 
 The session save must succeed (it is the conversation); the note is best-effort: a failed
 write is logged and never costs the user the reply. Past `memory_window` messages the older
-part goes to consolidation (made durable first) and the session keeps the recent part.
+part goes to consolidation (made durable first) and the session keeps the recent part. The
+session's metadata also keeps what the prompt meter learnt from the turn (`bot.llm.meter`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
 import structlog
 
+from bot.llm.meter import PromptMeter
+from bot.memory.compaction import cut_point as consolidation_cut
 from bot.memory.consolidation import ConsolidationQueue
 from bot.memory.notes import DailyNotes
-from bot.models import ChatMessage
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
@@ -37,6 +39,7 @@ class MemoryPersist:
         consolidator: ConsolidationQueue | None = None,
         memory_window: int = 0,  # 0: never consolidate nor trim
         keep_messages: int = 10,
+        meter: PromptMeter | None = None,  # calibrates the prompt estimate after each turn
     ) -> None:
         self.sessions = sessions
         self.notes = notes
@@ -44,6 +47,7 @@ class MemoryPersist:
         self.consolidator = consolidator
         self.memory_window = memory_window
         self.keep_messages = keep_messages
+        self.meter = meter
 
     async def process(self, ctx: TurnContext) -> None:
         await self._save_session(ctx)
@@ -67,9 +71,20 @@ class MemoryPersist:
             total_prompt_tokens=session.total_prompt_tokens + sum(u.prompt_tokens for u in usages),
             total_completion_tokens=session.total_completion_tokens
             + sum(u.completion_tokens for u in usages),
-            metadata={**session.metadata, LAST_INBOUND: ctx.inbound.id},
+            metadata={**session.metadata, LAST_INBOUND: ctx.inbound.id, **self._calibration(ctx)},
         )
         await self.sessions.save(ctx.session)
+
+    def _calibration(self, ctx: TurnContext) -> dict[str, str]:
+        """What the prompt meter learns from this turn's first completion (its prompt was the
+        system prompt, the session before this turn and the user's message)."""
+        if self.meter is None or not ctx.system_prompt:
+            return {}
+        return self.meter.calibrate(
+            system_prompt=ctx.system_prompt,
+            messages=(*ctx.session.messages, ctx.user_message),
+            reported=ctx.usages[0].prompt_tokens if ctx.usages else None,
+        )
 
     async def _consolidate_overflow(self, ctx: TurnContext) -> None:
         """Past the window: the older messages go to consolidation (durable before anything
@@ -85,12 +100,3 @@ class MemoryPersist:
         ctx.session = replace(ctx.session, messages=messages[cut:])
         await self.sessions.save(ctx.session)
         log.info("session_trimmed", consolidated=cut, kept=len(messages) - cut)
-
-
-def consolidation_cut(messages: Sequence[ChatMessage], *, keep: int) -> int:
-    """Where to cut: at least `keep` messages stay, and the kept part starts at a user message
-    (so a tool call is never parted from its results). 0 when there is no such place."""
-    cut = max(0, len(messages) - keep)
-    while cut > 0 and messages[cut].role != "user":
-        cut -= 1
-    return cut

@@ -1,0 +1,146 @@
+"""Session freshness (seed 004 §2): when a conversation has gone stale, and starting the next one.
+
+    FreshnessPolicy.expired(session) ─▶ the reason, or None   (daily boundary hour, idle minutes)
+    SessionRenewal.renew(session, scope, reason) ─▶ Renewal
+        ├─ summary of the old conversation (the `Summarizer`; its last lines when that fails)
+        ├─ consolidation job submitted (durable at once; runs in the background, like /new's)
+        ├─ old file archived (never deleted), working memory cleared (like /new)
+        └─ new session saved, opening with the `[Conversation summary]` system message
+
+The runner asks at turn start, under the chat lock, and sends `Renewal.notice` before the reply.
+Both policies off (the default) means a session never expires; nor does an empty one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import structlog
+
+from bot.memory.compaction import summary_text
+from bot.memory.consolidation import ConsolidationQueue, conversation_lines
+from bot.memory.working import WorkingMemory
+from bot.models import ChatMessage, MemoryScope, Session
+from bot.storage.jobs import new_job
+from bot.storage.sessions import SessionStore
+
+log = structlog.get_logger(__name__)
+
+CARRY_MESSAGES = 6  # when no summary: this many of the last user/assistant messages …
+CARRY_CHARS = 300  # … each cut to this many characters
+NO_SUMMARY = "No summary was available; the previous conversation ended with:"
+
+
+class Summarizer(Protocol):
+    """What renewal needs from compaction (`Compactor`): a summary, or None when the model
+    fails."""
+
+    async def summarize(self, messages: tuple[ChatMessage, ...]) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class FreshnessPolicy:
+    daily_reset_hour: int | None  # local hour (the clock's zone); None: no daily boundary
+    idle_minutes: int | None  # None: no idle expiry
+    now: Callable[[], datetime]
+
+    def expired(self, session: Session) -> str | None:
+        """Why the session is stale ("idle for 5 hours", "daily reset at 04:00"), or None."""
+        if all(message.role == "system" for message in session.messages):
+            return None  # nothing said since it started: nothing to close
+        moment = self.now()
+        updated = session.updated_at
+        if updated.tzinfo is None:  # a hand-edited file: read it on the clock's wall time
+            updated = updated.replace(tzinfo=moment.tzinfo)
+        idle = moment - updated
+        if self.idle_minutes is not None and idle > timedelta(minutes=self.idle_minutes):
+            return f"idle for {duration_phrase(idle)}"
+        hour = self.daily_reset_hour
+        if hour is not None and updated < last_boundary(moment, hour):
+            return f"daily reset at {hour:02d}:00"
+        return None
+
+
+def last_boundary(moment: datetime, hour: int) -> datetime:
+    """The most recent `hour`:00 at or before `moment`, on the wall clock of `moment`'s zone."""
+    boundary = moment.replace(hour=hour, minute=0, second=0, microsecond=0)
+    return boundary if boundary <= moment else boundary - timedelta(days=1)
+
+
+def duration_phrase(span: timedelta) -> str:
+    """ "45 minutes", "5 hours", "3 days": the largest unit that still reads naturally."""
+    minutes = int(span.total_seconds() // 60)
+    if minutes < 120:
+        return _count(minutes, "minute")
+    hours = minutes // 60
+    return _count(hours, "hour") if hours < 48 else _count(hours // 24, "day")
+
+
+def _count(number: int, unit: str) -> str:
+    return f"{number} {unit}{'' if number == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Renewal:
+    session: Session  # the new conversation, already saved
+    notice: str  # what the chat is told before the reply
+
+
+class SessionRenewal:
+    def __init__(
+        self,
+        *,
+        policy: FreshnessPolicy,
+        sessions: SessionStore,
+        summarizer: Summarizer | None,  # None: carry the last messages instead
+        consolidator: ConsolidationQueue | None,  # None: consolidation is off
+        working: WorkingMemory | None,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.policy = policy
+        self.sessions = sessions
+        self.summarizer = summarizer
+        self.consolidator = consolidator
+        self.working = working
+        self.now = now
+
+    def stale(self, session: Session) -> str | None:
+        return self.policy.expired(session)
+
+    async def renew(self, session: Session, scope: MemoryScope, *, reason: str) -> Renewal:
+        """Close the stale `session` (consolidated, archived) and open the next one with a
+        summary of it."""
+        log.info("session_expired", reason=reason, messages=len(session.messages))
+        carried, summarized = await self._carried_text(session.messages)
+        if self.consolidator is not None:
+            job = new_job(scope, session.key, session.messages, at=self.now())
+            await self.consolidator.submit(job)
+        fresh = await self.sessions.archive(session.key)
+        summary = ChatMessage(role="system", content=summary_text(carried), at=self.now())
+        renewed = replace(fresh, messages=(summary,))
+        await self.sessions.save(renewed)
+        if self.working is not None:
+            await self.working.clear(session.key)
+        return Renewal(session=renewed, notice=renewal_notice(reason, summarized=summarized))
+
+    async def _carried_text(self, messages: tuple[ChatMessage, ...]) -> tuple[str, bool]:
+        """The model's summary (and True), or the conversation's last lines (and False)."""
+        summary = await self.summarizer.summarize(messages) if self.summarizer else None
+        if summary and summary.strip():
+            return summary.strip(), True
+        log.warning("session_summary_unavailable", fallback="last messages")
+        said = [m for m in messages if m.role in ("user", "assistant")]
+        lines = conversation_lines(said, chars=CARRY_CHARS, zone=self.now().tzinfo)
+        return "\n".join([NO_SUMMARY, *lines[-CARRY_MESSAGES:]]), False
+
+
+def renewal_notice(reason: str, *, summarized: bool) -> str:
+    if summarized:
+        return f"New conversation ({reason}). I carried a summary of our last one over."
+    return (
+        f"New conversation ({reason}). I couldn't summarise our last one, "
+        "so I carried its last messages over."
+    )

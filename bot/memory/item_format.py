@@ -1,0 +1,123 @@
+"""The JSONL line format of memory items: one JSON object a line, versioned, checked on read.
+
+    {"version": 1, "id": "s-1a2b3c4d5e", "layer": "semantic", "type": "fact", "text": "…",
+     "confidence": 0.8, "salience": 0.7, "tags": [], "references": ["MEMORY.md#L12"],
+     "fingerprint": "…", "scope": "", "status": "active", "created_at": "2026-02-07T14:15:00+00:00",
+     "updated_at": "…", "last_used_at": null, "decayed_at": null}
+
+A line that is not such an object (corrupt, hand-mangled, or written by a newer version) raises
+`ItemFormatError`; the store keeps it verbatim. The fingerprint is recomputed from the text, so a
+hand edit of the text stays consistent. A time without a zone is read as UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from bot.memory.items import fingerprint
+from bot.models import ItemStatus, MemoryItem, MemoryLayer
+
+VERSION = 1
+_STATUSES: tuple[ItemStatus, ...] = ("active", "forgotten", "decayed")
+
+
+class ItemFormatError(ValueError):
+    """A line that is not a memory item this version can read."""
+
+
+def encode(item: MemoryItem) -> str:
+    """One line of JSON, without the newline."""
+    record = {
+        "version": VERSION,
+        "id": item.id,
+        "layer": item.layer.value,
+        "type": item.type,
+        "text": item.text,
+        "confidence": item.confidence,
+        "salience": item.salience,
+        "tags": list(item.tags),
+        "references": list(item.references),
+        "fingerprint": item.fingerprint,
+        "scope": item.scope,
+        "status": item.status,
+        "created_at": item.created_at.isoformat(),
+        "updated_at": item.updated_at.isoformat(),
+        "last_used_at": _time_text(item.last_used_at),
+        "decayed_at": _time_text(item.decayed_at),
+    }
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode(line: str) -> MemoryItem:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ItemFormatError(f"not JSON: {exc.msg}") from exc
+    if not isinstance(record, dict):
+        raise ItemFormatError("not a JSON object")
+    if record.get("version") != VERSION:
+        raise ItemFormatError(f"unknown version {record.get('version')!r}")
+    try:
+        return _item(cast(dict[str, Any], record))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ItemFormatError(f"bad item: {exc!r}") from exc
+
+
+def _item(record: dict[str, Any]) -> MemoryItem:
+    text = _text(record, "text")
+    status = record.get("status", "active")
+    if status not in _STATUSES:
+        raise ValueError(f"status {status!r}")
+    return MemoryItem(
+        id=_text(record, "id"),
+        layer=MemoryLayer(record["layer"]),
+        type=_text(record, "type"),
+        text=text,
+        fingerprint=fingerprint(text),
+        created_at=_time(record["created_at"]),
+        updated_at=_time(record["updated_at"]),
+        scope=str(record.get("scope") or ""),
+        confidence=_unit(record.get("confidence", 0.5)),
+        salience=_unit(record.get("salience", 0.5)),
+        tags=_strings(record.get("tags", [])),
+        references=_strings(record.get("references", [])),
+        last_used_at=_optional_time(record.get("last_used_at")),
+        decayed_at=_optional_time(record.get("decayed_at")),
+        status=status,
+    )
+
+
+def _text(record: dict[str, Any], key: str) -> str:
+    value = record[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{key} must be a non-empty string")
+    return value
+
+
+def _unit(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r} is not a number")
+    return min(1.0, max(0.0, float(value)))
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return tuple(value)
+
+
+def _time(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not a time")
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _optional_time(value: object) -> datetime | None:
+    return None if value is None else _time(value)
+
+
+def _time_text(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()

@@ -1,0 +1,207 @@
+"""Retrieval (seed 000): a `MemoryQuery` in, a scored and budgeted `MemoryPack` out.
+
+Candidates: the active items of the query's scopes and no other (DESIGN §3) — every semantic
+and procedural item, episodic ones from the last `episodic_days` — and the non-blank lines of
+the session's working memory, handed in with the query.
+
+Every part of a score lies in 0–1:
+
+    score = layer_weight × (0.5·relevance + 0.2·recency + 0.2·salience + 0.1·confidence)
+
+- relevance: the query's BM25 score against the candidate's text (`keywords`), or the `search`
+  callable's score when one is given, divided by the best candidate's; 0 for an empty query.
+- recency: 0.5 ** (days since the item was last written or reinforced / the layer's half-life:
+  episodic 7 days, procedural 30, semantic 90).
+- layer_weight: semantic 1.0, procedural 0.9, episodic 0.8.
+- a working-memory line counts as fresh, salient and sure (1.0 each, weight 1.0): it is ranked
+  by relevance alone, and always scores at least `pack.HIGH_SCORE`.
+
+Each layer keeps its top k by score, the newer item first on a tie (the rest is cut as
+"top_k"), then the pack fills its budgets (`pack`). Items shown are marked used
+(`last_used_at`), at most once per `touch_every` so that a busy chat does not rewrite its files
+every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from bot.memory.item_store import ItemStore
+from bot.memory.keywords import bm25
+from bot.memory.pack import (
+    PRIORITY,
+    Budget,
+    Candidate,
+    Count,
+    Cut,
+    MemoryPack,
+    PackLayer,
+    Score,
+    build_pack,
+)
+from bot.memory.working import WorkingNote
+from bot.models import MemoryItem, MemoryLayer, MemoryScope
+
+# An index plugged in: (query, scopes) -> {item id: score, higher is better}; called in a thread.
+ItemSearch = Callable[[str, Sequence[MemoryScope]], Mapping[str, float]]
+W_RELEVANCE, W_RECENCY, W_SALIENCE, W_CONFIDENCE = 0.5, 0.2, 0.2, 0.1
+LAYER_WEIGHTS = {MemoryLayer.SEMANTIC: 1.0, MemoryLayer.PROCEDURAL: 0.9, MemoryLayer.EPISODIC: 0.8}
+HALF_LIFE_DAYS = {MemoryLayer.EPISODIC: 7, MemoryLayer.PROCEDURAL: 30, MemoryLayer.SEMANTIC: 90}
+_LAYERS: Mapping[MemoryLayer, PackLayer] = {
+    MemoryLayer.EPISODIC: "episodic",
+    MemoryLayer.SEMANTIC: "semantic",
+    MemoryLayer.PROCEDURAL: "procedural",
+}
+
+
+@dataclass(frozen=True)
+class TopK:
+    working: int = 6
+    episodic: int = 8
+    semantic: int = 6
+    procedural: int = 4
+
+    def of(self, layer: PackLayer) -> int:
+        return int(getattr(self, layer))
+
+
+@dataclass(frozen=True)
+class MemoryQuery:
+    text: str  # usually the user's message
+    scopes: tuple[MemoryScope, ...]  # the scopes the chat may see (`recall.visible_scopes`)
+    working: WorkingNote | None = None  # `WorkingMemory.read_fresh(session_key)`
+    top_k: TopK = field(default_factory=TopK)
+    soft_budget_tokens: int = 1800
+    max_budget_tokens: int = 3500
+
+
+def item_score(item: MemoryItem, relevance: float, now: datetime) -> Score:
+    days = max((now - item.updated_at).total_seconds() / 86400, 0.0)
+    recency = 0.5 ** (days / HALF_LIFE_DAYS[item.layer])
+    return _score(relevance, recency, item.salience, item.confidence, LAYER_WEIGHTS[item.layer])
+
+
+def working_score(relevance: float) -> Score:
+    return _score(relevance, 1.0, 1.0, 1.0, 1.0)
+
+
+def _score(r: float, t: float, s: float, c: float, weight: float) -> Score:
+    total = weight * (W_RELEVANCE * r + W_RECENCY * t + W_SALIENCE * s + W_CONFIDENCE * c)
+    return Score(total, r, t, s, c, weight)
+
+
+class MemoryRetriever:
+    def __init__(
+        self,
+        store: ItemStore,
+        count: Count,
+        *,
+        now: Callable[[], datetime],
+        episodic_days: int = 30,
+        search: ItemSearch | None = None,
+        touch_every: timedelta = timedelta(hours=1),
+    ) -> None:
+        self.store = store
+        self.count = count
+        self.now = now
+        self.episodic_days = episodic_days
+        self.search = search
+        self.touch_every = touch_every
+
+    async def pack(self, query: MemoryQuery) -> MemoryPack:
+        """The pack for `query` (file reads in a thread); its items are marked used."""
+        moment = self.now()
+        pack = await asyncio.to_thread(self.build, query, moment)
+        await self._touch(pack.items, moment)
+        return pack
+
+    def build(self, query: MemoryQuery, now: datetime) -> MemoryPack:
+        """The pack, without marking anything used (blocking: reads files)."""
+        items = self._items(query.scopes, now.date())
+        lines = _working_lines(query.working)
+        candidates = self._candidates(query, items, lines, now)
+        kept, cuts = top_k(candidates, query.top_k)
+        budget = Budget(query.soft_budget_tokens, query.max_budget_tokens, self.count)
+        age = query.working.age if query.working else ""
+        return build_pack(kept, budget=budget, scored=candidates, top_k_cuts=cuts, working_age=age)
+
+    def _items(self, scopes: Sequence[MemoryScope], today: date) -> list[MemoryItem]:
+        since = today - timedelta(days=self.episodic_days)
+        found = [
+            item
+            for scope in scopes
+            for layer in MemoryLayer
+            for item in self.store.items(scope, layer, since=since)
+        ]
+        return [item for item in found if item.status == "active"]
+
+    def _candidates(
+        self, query: MemoryQuery, items: list[MemoryItem], lines: list[str], now: datetime
+    ) -> list[Candidate]:
+        on_items, on_lines = self._relevance(query, items, lines)
+        working = [
+            Candidate(f"working#{n}", "working", working_score(r), text=line, position=n)
+            for n, (line, r) in enumerate(zip(lines, on_lines, strict=True))
+        ]
+        scored = [
+            Candidate(i.id, _LAYERS[i.layer], item_score(i, r, now), item=i)
+            for i, r in zip(items, on_items, strict=True)
+        ]
+        return [*working, *scored]
+
+    def _relevance(
+        self, query: MemoryQuery, items: list[MemoryItem], lines: list[str]
+    ) -> tuple[list[float], list[float]]:
+        """Relevance of each item and each working line, each list scaled to its best."""
+        if self.search is None:
+            raw = bm25(query.text, [*lines, *(i.text for i in items)])
+            on_lines, on_items = raw[: len(lines)], raw[len(lines) :]
+        else:
+            hits = self.search(query.text, query.scopes) if query.text.strip() else {}
+            on_items = [hits.get(i.id, 0.0) for i in items]
+            on_lines = bm25(query.text, lines)
+        return _scaled(on_items), _scaled(on_lines)
+
+    async def _touch(self, items: Sequence[MemoryItem], at: datetime) -> None:
+        stale = at - self.touch_every
+        by_scope: dict[MemoryScope, list[MemoryItem]] = defaultdict(list)
+        for item in items:
+            if item.last_used_at is None or item.last_used_at <= stale:
+                by_scope[item.memory_scope].append(item)
+        for scope, group in by_scope.items():
+            await self.store.touch(scope, group, at)
+
+
+def top_k(candidates: Sequence[Candidate], k: TopK) -> tuple[list[Candidate], list[Cut]]:
+    """Each layer's best `k.of(layer)` candidates, and the rest as "top_k" cuts."""
+    kept: list[Candidate] = []
+    cuts: list[Cut] = []
+    for layer in PRIORITY:
+        group = [c for c in candidates if c.layer == layer]
+        if layer != "working":
+            group.reverse()  # items come oldest file first: on a tie the newer wins
+        best = heapq.nsmallest(k.of(layer), group, key=_best_first)
+        chosen = {id(c) for c in best}
+        kept += best
+        cuts += [Cut(c.key, layer, "top_k", c.score.total, 0) for c in group if id(c) not in chosen]
+    return kept, cuts
+
+
+def _best_first(candidate: Candidate) -> float:
+    return -candidate.score.total
+
+
+def _working_lines(note: WorkingNote | None) -> list[str]:
+    if note is None:
+        return []
+    return [line.rstrip() for line in note.text.splitlines() if line.strip()]
+
+
+def _scaled(scores: list[float]) -> list[float]:
+    best = max(scores, default=0.0)
+    return [max(s, 0.0) / best for s in scores] if best > 0 else [0.0] * len(scores)

@@ -1,0 +1,66 @@
+"""System 17, pre-compaction memory flush (seed 004): before this compaction cycle ends, one
+silent turn lets the model write down what should outlive the summary.
+
+It runs when the estimated prompt crosses `flush_trigger(...)` and at most once per compaction
+cycle: the session remembers the cycle (its compaction count) in which it last flushed. The
+model's text is never sent to anyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+import structlog
+
+from bot.llm.meter import PromptMeter
+from bot.memory.flush import MemoryFlush
+from bot.pipeline import TurnContext
+from bot.storage.sessions import SessionStore
+
+log = structlog.get_logger(__name__)
+FLUSHED_CYCLE = "memory_flush_cycle"  # the session's compaction count when it last flushed
+FLUSHED_AT = "memory_flush_at"
+
+
+def flush_trigger(window: int, *, threshold: float, reserve_floor: int, soft: int) -> int:
+    """Prompt tokens at which to flush: `window − reserve − soft` (both scaled down for small
+    windows), and never later than compaction itself (`threshold × window`)."""
+    reserve = min(reserve_floor, window // 4)
+    margin = min(soft, window // 16)
+    return min(window - reserve - margin, int(threshold * window))
+
+
+class PreCompactionFlush:
+    order = 17
+    name = "memory-flush"
+
+    def __init__(
+        self,
+        flush: MemoryFlush,
+        meter: PromptMeter,
+        sessions: SessionStore,
+        *,
+        trigger: int,
+        now: Callable[[], datetime],
+    ) -> None:
+        self.flush = flush
+        self.meter = meter
+        self.sessions = sessions
+        self.trigger = trigger
+        self.now = now
+
+    async def process(self, ctx: TurnContext) -> None:
+        session = ctx.session
+        cycle = str(session.compactions)
+        if session.metadata.get(FLUSHED_CYCLE) == cycle:
+            return
+        estimate = self.meter.estimate(session, (ctx.user_message,))
+        if estimate.tokens < self.trigger:
+            return
+        log.info("memory_flush", estimated_tokens=estimate.tokens, trigger=self.trigger)
+        await self.flush.run(session, scope=ctx.scope)
+        marks = {FLUSHED_CYCLE: cycle, FLUSHED_AT: self.now().isoformat()}
+        ctx.session = replace(session, metadata={**session.metadata, **marks})
+        await self.sessions.save(ctx.session)

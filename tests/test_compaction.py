@@ -1,0 +1,307 @@
+"""Compaction through the real app: automatic past the threshold (system 18), the summary
+request, the fallback when the model fails, tool calls never parted from their results,
+chained summaries, and the verbatim checkpoint in history."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from bot.app import App
+from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Step, ToolCalls
+from tests.harness import OWNER, small_window_settings, started_app
+from tests.talk import GROUP, GROUP_DIR, say, session
+
+WORDS = "word " * 100  # about 100 tokens
+SUMMARY = "[Conversation summary]"
+LINE_HEAD = re.compile(r"^\[[^\]]+\] [A-Z]+(?: \[tools: [^\]]+\])?:\s?")
+WEEKDAY = re.compile(r"(Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day")
+
+
+@pytest.fixture
+async def make_app(
+    workspace: Path, tmp_path: Path, fake_openai: FakeOpenAI
+) -> AsyncIterator[Callable[..., Any]]:
+    """Apps over `small_window_settings` (a 3,000-token window, keeping 4 messages);
+    `**compaction` overrides compaction settings."""
+    async with AsyncExitStack() as stack:
+
+        async def make(**compaction: Any) -> App:
+            settings = small_window_settings(workspace, tmp_path, fake_openai, **compaction)
+            return await stack.enter_async_context(started_app(settings))
+
+        yield make
+
+
+def answers(summary: str = "the summary") -> Callable[[dict[str, Any]], Step]:
+    """The fast model summarises; the main model says "fine"."""
+    return lambda request: Reply(summary if request["model"] == "fake-fast" else "fine")
+
+
+def summary_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
+    return [r for r in fake.requests if r["model"] == "fake-fast"]
+
+
+def contents(workspace: Path, key: str = f"telegram:{OWNER}") -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in session(workspace, key)["messages"]]
+
+
+async def a_tool_conversation(app: App, fake: FakeOpenAI) -> None:
+    """u a u a(tool call) t a u a — the cut for keep=4 would fall between call and result."""
+    fake.script(
+        Reply("r1"),
+        ToolCalls([("current_time", {})]),
+        Reply("It is late."),
+        Reply("welcome"),
+    )
+    for text in ("one", "what time is it?", "thanks"):
+        await say(app, text)
+
+
+async def test_past_the_threshold_the_session_is_compacted_before_the_turn(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    fake_openai.answer_all(answers())
+
+    with capture_logs() as logs:
+        turns = 0
+        while not summary_requests(fake_openai):
+            turns += 1
+            assert await say(app, f"{turns} {WORDS}") == ["fine"]
+
+    [needed] = [e for e in logs if e["event"] == "auto_compact"]
+    assert turns >= 4  # well under the threshold at first
+    assert needed["threshold"] == 2400 < needed["estimated_tokens"]
+    assert needed["messages"] == 2 * (turns - 1)
+    [done] = [e for e in logs if e["event"] == "compacted"]
+    assert (done["reason"], done["by"], done["kept"]) == ("auto", "summary", 4)
+    assert done["removed"] == 2 * (turns - 1) - 4
+    saved = session(workspace)
+    assert saved["compactions"] == 1
+    assert contents(workspace)[0] == ("system", f"{SUMMARY}\nthe summary")
+    assert [c.split()[0] for _, c in contents(workspace)[1:]] == [
+        str(turns - 2),
+        "fine",
+        str(turns - 1),
+        "fine",
+        str(turns),
+        "fine",
+    ]
+    sent = fake_openai.last_request["messages"]
+    assert sent[1] == {"role": "system", "content": f"{SUMMARY}\nthe summary"}
+    assert len(sent) == 1 + 1 + 4 + 1
+
+
+async def test_a_long_conversation_stays_under_the_window(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    fake_openai.answer_all(answers())
+
+    for turn in range(40):
+        await say(app, f"{turn} {WORDS}")
+
+    main = [r for r in fake_openai.requests if r["model"] == "fake-model"]
+    assert len(main) == 40
+    assert max(len(str(r["messages"])) // 4 for r in main) < 3000
+    assert session(workspace)["compactions"] == len(summary_requests(fake_openai)) >= 3
+
+
+async def test_disabled_compaction_never_compacts(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app(enabled=False)
+    fake_openai.answer_all(answers())
+
+    for turn in range(15):
+        await say(app, f"{turn} {WORDS}")
+
+    assert summary_requests(fake_openai) == []
+    assert len(session(workspace)["messages"]) == 30
+
+
+async def test_the_summary_request_uses_the_fast_model_and_short_lines_without_tool_results(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI
+) -> None:
+    app = await make_app()
+    fake_openai.script(Reply("y" * 800))
+    await say(app, "x" * 1000)
+    await a_tool_conversation(app, fake_openai)
+    fake_openai.script(Reply("the summary"))
+
+    await say(app, "/compact 2")
+
+    [request] = summary_requests(fake_openai)
+    assert (request["temperature"], request["max_tokens"]) == (0.3, 500)
+    assert "tools" not in request
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    conversation = request["messages"][1]["content"].split("## Conversation\n")[1].splitlines()
+    texts = [LINE_HEAD.sub("", line) for line in conversation]
+    assert texts == [
+        "x" * 299 + "…",
+        "y" * 299 + "…",
+        "one",
+        "r1",
+        "what time is it?",
+        "",
+        "It is late.",
+    ]
+    assert "ASSISTANT [tools: current_time]:" in conversation[5]
+    assert not WEEKDAY.search(request["messages"][1]["content"])  # the tool's result
+
+
+@pytest.mark.parametrize(
+    ("step", "cause"),
+    [
+        (Fail(500, "down", type="server_error"), "summary_llm_failed"),
+        (Reply("   "), "summary_empty"),
+        (Hang(), "summary_timed_out"),
+    ],
+    ids=["error", "empty", "timeout"],
+)
+async def test_when_the_model_fails_the_oldest_messages_are_dropped_and_logged(
+    make_app: Callable[..., Any],
+    fake_openai: FakeOpenAI,
+    workspace: Path,
+    step: Step,
+    cause: str,
+) -> None:
+    app = await make_app(summary_timeout=0.2)
+    await a_tool_conversation(app, fake_openai)
+    fake_openai.script(step)
+
+    with capture_logs() as logs:
+        [reply] = await say(app, "/compact 2")
+
+    assert "could not summarise, so I dropped the oldest messages" in reply
+    assert contents(workspace) == [("user", "thanks"), ("assistant", "welcome")]
+    assert session(workspace)["compactions"] == 1
+    warnings = [e for e in logs if e["log_level"] == "warning" and e["event"] != "llm_error"]
+    assert [e["event"] for e in warnings] == [cause, "compaction_fallback"]
+    assert (warnings[1]["dropped"], warnings[1]["kept"]) == (6, 2)
+    assert "[checkpoint] 6 messages" in (workspace / "memory" / "HISTORY.md").read_text()
+
+
+async def test_the_fallback_keeps_an_earlier_summary(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    fake_openai.script(Reply("a1"), Reply("a2"), Reply("first summary"))
+    await say(app, "q1")
+    await say(app, "q2")
+    await say(app, "/compact 2")
+    fake_openai.script(Reply("a3"), Fail(500, "down", type="server_error"))
+    await say(app, "q3")
+
+    await say(app, "/compact 2")
+
+    assert contents(workspace) == [
+        ("system", f"{SUMMARY}\nfirst summary"),
+        ("user", "q3"),
+        ("assistant", "a3"),
+    ]
+    assert session(workspace)["compactions"] == 2
+
+
+async def test_a_tool_call_is_never_parted_from_its_result(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    await a_tool_conversation(app, fake_openai)
+    fake_openai.script(Reply("the summary"), Reply("next"))
+
+    await say(app, "/compact 4")
+
+    roles = [role for role, _ in contents(workspace)]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user", "assistant"]
+    saved = session(workspace)["messages"]
+    assert saved[2]["tool_calls"][0]["id"] == saved[3]["tool_call_id"]
+    [request] = summary_requests(fake_openai)
+    assert request["messages"][1]["content"].count("\n") == 2  # heading, "one", "r1"
+    assert await say(app, "and now?") == ["next"]  # the fake rejects an orphaned result
+
+
+async def test_summaries_chain_an_earlier_summary_is_summarised_in_full(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    first = "s" * 600
+    fake_openai.script(Reply("a1"), Reply("a2"), Reply(first))
+    await say(app, "q1")
+    await say(app, "q2")
+    await say(app, "/compact 2")
+    fake_openai.script(Reply("a3"), Reply("second summary"))
+    await say(app, "q3")
+
+    await say(app, "/compact 2")
+
+    second = summary_requests(fake_openai)[1]["messages"][1]["content"]
+    assert second.startswith(f"## Earlier summary\n{first}\n\n## Conversation\n")
+    assert second.endswith("USER: q2\n" + second.splitlines()[-1])
+    summaries = [c for role, c in contents(workspace) if role == "system"]
+    assert summaries == [f"{SUMMARY}\nsecond summary"]
+
+
+async def test_the_checkpoint_keeps_the_old_messages_verbatim_in_history(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    long = "line one\n" + "z" * 1000
+    fake_openai.script(Reply("long answer"))
+    await say(app, long)
+    await a_tool_conversation(app, fake_openai)
+    fake_openai.script(Reply("the summary"))
+
+    await say(app, "/compact 2")
+
+    history = (workspace / "memory" / "HISTORY.md").read_text()
+    assert "[checkpoint] 8 messages before compaction (manual), verbatim:\n" in history
+    assert f"USER: {long}\n" in history
+    assert "→ current_time({})" in history
+    assert WEEKDAY.search(history)  # the tool's result, which the summary leaves out
+    monthly = workspace / "memory" / f"HISTORY-{app.now():%Y-%m}.md"
+    assert monthly.read_text() == history
+
+
+async def test_the_checkpoint_is_bounded_and_says_what_was_cut(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app(checkpoint_chars=300)
+    fake_openai.script(Reply("first answer " + "a" * 200), Reply("second answer"))
+    await say(app, "first question " + "q" * 500)
+    await say(app, "second question")
+    fake_openai.script(Reply("the summary"))
+
+    await say(app, "/compact 2")
+
+    entry = (workspace / "memory" / "HISTORY.md").read_text().split("\n", 1)[1].strip()
+    head, body = entry.split("\n", 1)
+    match = re.search(r"the first ([\d,]+) of ([\d,]+) characters are cut:$", head)
+    assert match is not None
+    cut, total = (int(group.replace(",", "")) for group in match.groups())
+    assert total - cut == 300
+    assert body.startswith("…") and len(body) == 301
+    assert body.endswith("ASSISTANT: first answer " + "a" * 200)
+    assert "first question" not in body  # the oldest part is the part cut
+
+
+async def test_in_a_group_the_checkpoint_goes_to_the_chat_history_only(
+    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    fake_openai.script(Reply("a1"), Reply("a2"), Reply("the summary"))
+    await say(app, "group secret", chat=GROUP)
+    await say(app, "q2", chat=GROUP)
+
+    await say(app, "/compact 2", chat=GROUP)
+
+    assert "group secret" in (workspace / "memory" / GROUP_DIR / "HISTORY.md").read_text()
+    assert not (workspace / "memory" / "HISTORY.md").exists()
+    assert session(workspace, f"telegram:{GROUP}")["compactions"] == 1

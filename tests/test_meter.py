@@ -1,0 +1,127 @@
+"""Prompt accounting: the offline estimate, corrected by the provider's reported prompt tokens."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.llm.meter import FACTOR, SYSTEM_TOKENS, PromptMeter, correction
+from bot.llm.tokens import TokenCounter
+from bot.llm.windows import ContextWindows
+from bot.models import ChatMessage, Session
+from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.harness import small_window_settings, started_app
+from tests.talk import say, session
+
+COUNTER = TokenCounter()
+WORDS = "word " * 100  # about 100 tokens
+
+
+def counted(request: dict[str, Any]) -> tuple[int, int]:
+    """Our count of a request's system prompt, and of all its messages."""
+    messages = [ChatMessage(role=m["role"], content=m["content"]) for m in request["messages"]]
+    return COUNTER.count_messages(messages[:1]), COUNTER.count_messages(messages)
+
+
+@pytest.fixture
+async def small_app(workspace: Path, tmp_path: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
+    """A 3,000-token window: compaction past 2,400."""
+    async with started_app(small_window_settings(workspace, tmp_path, fake_openai)) as app:
+        yield app
+
+
+async def test_a_turn_records_the_system_prompt_size_and_the_correction_factor(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    fake_openai.script(Reply("hello", prompt_tokens=500))
+    await say(app, "hi there")
+
+    system, everything = counted(fake_openai.last_request)
+    metadata = session(workspace)["metadata"]
+
+    assert metadata[SYSTEM_TOKENS] == str(system)
+    assert metadata[FACTOR] == f"{500 / everything:.4f}"
+
+
+@pytest.mark.parametrize(("reported", "factor"), [(10**6, "3.0000"), (1, "0.5000")])
+async def test_the_factor_is_clamped(
+    app: App, fake_openai: FakeOpenAI, workspace: Path, reported: int, factor: str
+) -> None:
+    fake_openai.script(Reply("hello", prompt_tokens=reported))
+    await say(app, "hi there")
+
+    assert session(workspace)["metadata"][FACTOR] == factor
+
+
+async def test_status_shows_the_corrected_estimate_with_its_margin(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    fake_openai.script(Reply("hello", prompt_tokens=1000))
+    await say(app, "hi there")
+    saved = session(workspace)
+    messages = [ChatMessage(role=m["role"], content=m["content"]) for m in saved["messages"]]
+    system, factor = int(saved["metadata"][SYSTEM_TOKENS]), float(saved["metadata"][FACTOR])
+
+    [status] = await say(app, "/status")
+
+    expected = math.ceil((system + COUNTER.count_messages(messages)) * factor * 1.1)
+    assert f"Prompt (estimated): ~{expected:,} / 32,768 tokens" in status.splitlines()
+
+
+async def test_a_high_reported_count_makes_the_next_turn_compact(
+    small_app: App, fake_openai: FakeOpenAI
+) -> None:
+    """Our count stays far under the threshold; the provider says the prompt is 3x that."""
+    fake_openai.answer_all(lambda request: Reply("fine"))
+    for _ in range(5):
+        await say(small_app, WORDS)
+    assert all(r["model"] == "fake-model" for r in fake_openai.requests)
+    fake_openai.script(Reply("fine", prompt_tokens=10**5))
+    await say(small_app, WORDS)
+    fake_openai.script(Reply("the summary"), Reply("after"))
+
+    assert await say(small_app, WORDS) == ["after"]
+
+    summary_request, answered = fake_openai.requests[-2:]
+    assert summary_request["model"] == "fake-fast"
+    assert answered["messages"][1]["content"] == "[Conversation summary]\nthe summary"
+
+
+def test_without_metadata_the_default_system_size_is_assumed() -> None:
+    meter = PromptMeter(COUNTER, ContextWindows(default=8000), "any-model", system_tokens=1000)
+    moment = datetime(2026, 11, 21, tzinfo=UTC)
+    empty = Session(key="k", messages=(), created_at=moment, updated_at=moment)
+    user = ChatMessage(role="user", content="hello world")
+
+    estimate = meter.estimate(empty, (user,))
+
+    assert meter.window == estimate.window == 8000
+    assert estimate.counted == 1000 + COUNTER.count_messages([user])
+    assert estimate.tokens == math.ceil(estimate.counted * 1.1)
+    assert estimate.share == estimate.tokens / 8000
+
+
+def test_calibration_without_a_reported_count_keeps_the_factor_alone() -> None:
+    meter = PromptMeter(COUNTER, ContextWindows(), "m", system_tokens=1000)
+
+    update = meter.calibrate(system_prompt="You are Mnemo.", messages=(), reported=None)
+
+    assert update == {SYSTEM_TOKENS: str(COUNTER.count_messages([_system("You are Mnemo.")]))}
+
+
+@pytest.mark.parametrize(
+    ("stored", "factor"),
+    [(None, 1.0), ("1.25", 1.25), ("abc", 1.0), ("nan", 1.0), ("inf", 1.0), ("9", 3.0)],
+)
+def test_a_stored_factor_is_read_safely(stored: str | None, factor: float) -> None:
+    assert correction({} if stored is None else {FACTOR: stored}) == factor
+
+
+def _system(text: str) -> ChatMessage:
+    return ChatMessage(role="system", content=text)
