@@ -1,0 +1,57 @@
+"""The embedded search index (system 55, `memory_search`, `# Relevant Memory`): SQLite FTS5
+always, vectors when an embedder is configured. Never the source of truth: delete
+`workspace/index/` and `MemoryIndex.rebuild()` (or the first `sync_files()`) makes it again
+from `memory/`.
+
+    sources.py       a memory path's scope, kind and time; `Exchange`; scope keys
+    chunking.py      `Chunk`, `Chunker`: ~400-token chunks, line numbers, ~15% overlap
+    query.py         free text → a safe FTS5 MATCH expression
+    keyword.py       `KeywordSearch`: bm25 candidates, fast by choosing the terms to score
+    store.py         `IndexStore`: the SQLite file (chunks, FTS5, vectors, file signatures)
+    vectors.py       `VectorCache`: the vectors in memory, one float32 block per scope
+    embedding.py     `Embedder` protocol, `Model2VecEmbedder` (`OpenAIEmbedder`: bot.llm)
+    search.py        `Hit`; fusion, tie-breaks, diversity, snippets
+    sync.py          memory files → chunk updates, by (mtime, size) then sha256
+    memory_index.py  `MemoryIndex`: the one object the app uses (blocking, thread-safe)
+
+Ranking (the decision):
+
+1. Candidates. Keyword: the top 50 chunks by FTS5 `bm25()` (porter-stemmed, diacritics
+   folded; the query's words quoted and ORed, stop words dropped; on a large index only its
+   rarer words are scored, and a query of nothing but common words takes the newest matches —
+   see keyword.py). Vector (when an embedder is configured): the top 50 by cosine over the
+   query's embedding, exact brute force in numpy, run in parallel with the keyword query.
+2. Fusion. Reciprocal Rank Fusion with k = 60: score = Σ 1 / (60 + rank) over the lists a
+   chunk appears in (rank from 1). RRF needs no calibration between bm25 and cosine scales
+   and rewards agreement: a chunk in both lists beats any chunk in one. Keyword-only search is
+   the same formula over one list.
+3. Tie-breaks, added to the fused score: 0.0005 × recency (halving every 30 days) and
+   0.0005 × salience (0–1). Together at most 0.001 — about the gap between ranks 1 and 5 of
+   one list — so they reorder near-ties and never overturn a clear match.
+4. Diversity. Best first, at most 2 hits per path and each text once (HISTORY.md and its
+   monthly file hold the same entries), so one long note cannot fill every slot.
+
+Privacy: every chunk carries its scope key ("" for the owner's global memory, else the chat
+key, derived from the path); a search names the scopes it may see, and both candidate lists
+are restricted to them in SQL and by scope-partitioned vector blocks.
+"""
+
+from bot.index.chunking import Chunk, Chunker
+from bot.index.embedding import Embedder, Model2VecEmbedder
+from bot.index.memory_index import IndexStats, MemoryIndex, SyncReport
+from bot.index.search import Hit
+from bot.index.sources import Exchange, scope_key, search_scopes
+
+__all__ = [
+    "Chunk",
+    "Chunker",
+    "Embedder",
+    "Exchange",
+    "Hit",
+    "IndexStats",
+    "MemoryIndex",
+    "Model2VecEmbedder",
+    "SyncReport",
+    "scope_key",
+    "search_scopes",
+]

@@ -1,0 +1,72 @@
+"""Keyword candidates: bm25 over FTS5, kept fast on a large index by choosing which terms to
+score.
+
+bm25 costs about a microsecond per posting it scores, and a common word is in a large share
+of all chunks. So the query's terms are taken rarest first (document frequencies from FTS5,
+cached) until their postings reach `POSTINGS_BUDGET`; the rest are dropped (a word in many
+chunks adds almost nothing to bm25 anyway). When even the rarest term is over the budget the
+query is vague: its candidates are the newest chunks that contain one of its three rarest
+terms, without bm25. The vector side, when present, still ranks such queries by meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.index.query import fts_expression
+from bot.index.store import IndexStore
+
+POSTINGS_BUDGET = 4000
+VAGUE_TERMS = 3
+_STALE_SHARE = 0.1  # frequencies are recounted when the index grew or shrank by this share
+_CACHE_TERMS = 50_000
+
+
+class KeywordSearch:
+    """Not thread-safe on its own: `MemoryIndex` holds its lock around every call."""
+
+    def __init__(self, store: IndexStore, *, budget: int = POSTINGS_BUDGET) -> None:
+        self.store = store
+        self.budget = budget
+        self._frequency: dict[str, int] = {}
+        self._counted_at = 0  # chunk count when the cache was started
+
+    def candidates(self, terms: Sequence[str], scopes: Sequence[str], *, limit: int) -> list[int]:
+        """Chunk ids for the query's terms within `scopes`, best first."""
+        if not terms or not scopes:
+            return []
+        chosen, total = self._choose(terms)
+        expression = fts_expression(chosen)
+        if total > self.budget:
+            return self.store.match(expression, scopes, limit=limit, ranked=False)
+        return self.store.match(expression, scopes, limit=limit, ranked=True)
+
+    def _choose(self, terms: Sequence[str]) -> tuple[list[str], int]:
+        """The rarest terms within the budget (at least one), or the vague-query terms;
+        and their postings."""
+        by_rarity = sorted((self._document_frequency(term), term) for term in terms)
+        chosen: list[str] = []
+        total = 0
+        for frequency, term in by_rarity:
+            if chosen and total + frequency > self.budget:
+                break
+            chosen.append(term)
+            total += frequency
+        if total > self.budget:
+            chosen = [term for _, term in by_rarity[:VAGUE_TERMS]]
+        return chosen, total
+
+    def _document_frequency(self, term: str) -> int:
+        self._expire()
+        if (known := self._frequency.get(term)) is not None:
+            return known
+        if len(self._frequency) >= _CACHE_TERMS:
+            self._frequency.clear()
+        found = self._frequency[term] = self.store.document_frequency(term)
+        return found
+
+    def _expire(self) -> None:
+        size = self.store.size
+        if abs(size - self._counted_at) > _STALE_SHARE * self._counted_at:
+            self._frequency.clear()
+            self._counted_at = size

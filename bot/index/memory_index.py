@@ -1,0 +1,257 @@
+"""`MemoryIndex`: the searchable index over memory files, exchanges and documents.
+
+It composes the store (SQLite), the vector cache and an optional embedder, and is the one object
+the app talks to. Every method is blocking and thread-safe: from async code call it through
+`asyncio.to_thread`. Writes embed first (outside the lock), then write SQLite and the cache
+together under the lock, so a query never sees one without the other.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import structlog
+
+from bot.errors import LLMError
+from bot.index.chunking import DEFAULT_SALIENCE, Chunker
+from bot.index.embedding import Embedder, Vectors
+from bot.index.keyword import KeywordSearch
+from bot.index.query import query_terms
+from bot.index.search import CANDIDATES, Hit, fuse, rank
+from bot.index.sources import (
+    Exchange,
+    source_of_document,
+    source_of_exchange,
+    source_of_file,
+    valid_scopes,
+)
+from bot.index.store import IndexStore, SourceUpdate, Written
+from bot.index.sync import file_delta
+from bot.index.vectors import VectorCache
+
+log = structlog.get_logger(__name__)
+
+INDEX_FILE = "index.sqlite3"
+EMBED_BATCH = 512
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    indexed: tuple[str, ...]  # files (re)chunked
+    removed: tuple[str, ...]  # files gone from disk
+    skipped: tuple[str, ...]  # not text or unreadable
+    unchanged: int  # files whose mtime and size had not moved
+    touched: int  # files whose mtime moved but content had not
+    seconds: float
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    chunks: dict[str, int]  # per kind
+    files: int
+    vectors: int
+    embedder: str  # "" when keyword-only
+
+
+class MemoryIndex:
+    def __init__(
+        self,
+        memory_root: Path,
+        index_dir: Path,
+        *,
+        embedder: Embedder | None = None,
+        chunker: Chunker | None = None,
+        min_similarity: float = 0.0,
+    ) -> None:
+        self.memory_root = memory_root
+        self.embedder = embedder
+        self.chunker = chunker or Chunker()
+        self.min_similarity = min_similarity
+        self._lock = threading.RLock()
+        self.store = IndexStore(index_dir / INDEX_FILE, embedder=embedder.name if embedder else "")
+        self._vectors = VectorCache(embedder.dim) if embedder else None
+        self._keywords = KeywordSearch(self.store)
+        # numpy and SQLite both release the GIL: the vector scan runs beside the FTS query
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-vectors")
+        if embedder is not None:
+            self._embed_missing()
+        self._load_vectors()
+
+    # ------------------------------------------------------------------ writes
+
+    def sync_files(self) -> SyncReport:
+        """Bring the index up to date with `memory/`: changed files re-chunked, deleted ones
+        dropped (see `bot.index.sync`)."""
+        started = time.perf_counter()
+        with self._lock:
+            self._refresh()
+            delta = file_delta(self.memory_root, self.store.files(), self.chunker)
+            self._write(delta.updates)
+            self.store.record_files(delta.touched)
+            sources = [source_of_file(path) for path in delta.removed]
+            self._forget(self.store.remove_sources(sources, files=delta.removed))
+        changed = (update.source.removeprefix("file:") for update in delta.updates)
+        indexed = tuple(path for path in changed if path not in delta.skipped)
+        return SyncReport(
+            indexed=indexed,
+            removed=delta.removed,
+            skipped=delta.skipped,
+            unchanged=delta.unchanged,
+            touched=len(delta.touched),
+            seconds=time.perf_counter() - started,
+        )
+
+    def rebuild(self) -> SyncReport:
+        """Drop everything and index `memory/` again. Exchanges and documents are not in
+        files: whoever added documents adds them again (exchanges live on in daily notes)."""
+        with self._lock:
+            self.store.reset()
+            if self._vectors is not None:
+                self._vectors.clear()
+            return self.sync_files()
+
+    def add_exchange(self, exchange: Exchange) -> None:
+        self.add_exchanges([exchange])
+
+    def add_exchanges(self, exchanges: Sequence[Exchange]) -> None:
+        """Index finished turns (kind "exchange"); the same session and turn id replaces."""
+        self._write([self._exchange_update(exchange) for exchange in exchanges])
+
+    def _exchange_update(self, exchange: Exchange) -> SourceUpdate:
+        path = exchange.path
+        chunks = self.chunker.text(
+            exchange.text,
+            path=path,
+            scope=exchange.scope,
+            kind="exchange",
+            at=exchange.at.timestamp(),
+            salience=DEFAULT_SALIENCE,
+        )
+        return SourceUpdate(source_of_exchange(path), tuple(chunks))
+
+    def add_document(
+        self,
+        doc_id: str,
+        text: str,
+        scope: str,
+        *,
+        kind: str = "item",
+        salience: float = DEFAULT_SALIENCE,
+        at: datetime | None = None,
+        path: str | None = None,
+    ) -> None:
+        """Index one document (a structured memory item); the same `doc_id` replaces it.
+        `path` is what its hits cite (default `items/<doc_id>`)."""
+        chunks = self.chunker.text(
+            text,
+            path=path or f"items/{doc_id}",
+            scope=scope,
+            kind=kind,
+            at=(at.timestamp() if at else time.time()),
+            salience=salience,
+        )
+        self._write([SourceUpdate(source_of_document(doc_id), tuple(chunks))])
+
+    def remove_document(self, doc_id: str) -> None:
+        with self._lock:
+            self._refresh()
+            self._forget(self.store.remove_sources([source_of_document(doc_id)]))
+
+    def _write(self, updates: Sequence[SourceUpdate]) -> None:
+        if not updates:
+            return
+        vectors = self._embed([c.text for u in updates for c in u.chunks])
+        with self._lock:
+            self._refresh()
+            written = self.store.write(updates, vectors)
+            self._forget(written)
+            if self._vectors is not None and vectors is not None:
+                scopes = [c.scope for u in updates for c in u.chunks]
+                self._vectors.add(written.added, scopes, vectors)
+
+    def _forget(self, written: Written) -> None:
+        if self._vectors is not None:
+            self._vectors.remove(written.removed)
+
+    def _embed(self, texts: Sequence[str]) -> Vectors | None:
+        if self.embedder is None:
+            return None
+        return self.embedder.embed(texts)
+
+    # ------------------------------------------------------------------ reads
+
+    def search(self, query: str, *, scopes: Sequence[str], k: int = 8) -> list[Hit]:
+        """The best `k` hits for free text, only from chunks whose scope is in `scopes`
+        ("" is the owner's global memory). Never raises on odd input."""
+        allowed = valid_scopes(scopes)
+        if not allowed or k <= 0:
+            return []
+        query_vector = self._query_vector(query)
+        with self._lock:
+            self._refresh()
+            nearest = self._pool.submit(self._nearest, query_vector, allowed)  # in parallel
+            keyword = self._keyword(query, allowed)
+            fused = fuse(keyword, nearest.result())
+            rows = self.store.rows(fused, allowed, text=True)
+        return rank(fused, rows, terms=query_terms(query), now=time.time(), k=k)
+
+    def _query_vector(self, query: str) -> Vectors | None:
+        """The query's embedding; None for a blank query or when the embedder fails (an
+        endpoint that is down): the search is then keyword-only."""
+        if self.embedder is None or not query.strip():
+            return None
+        try:
+            return self.embedder.embed([query])
+        except LLMError:
+            log.warning("index_query_embedding_failed", exc_info=True)
+            return None
+
+    def _keyword(self, query: str, scopes: Sequence[str]) -> list[int]:
+        return self._keywords.candidates(query_terms(query), scopes, limit=CANDIDATES)
+
+    def _nearest(self, query: Vectors | None, scopes: Sequence[str]) -> list[int]:
+        if self._vectors is None or query is None:
+            return []
+        found = self._vectors.top(query[0], scopes, k=CANDIDATES)
+        return [chunk_id for chunk_id, score in found if score > self.min_similarity]
+
+    def stats(self) -> IndexStats:
+        counts = self.store.counts()
+        files, vectors = counts.pop("files"), counts.pop("vectors")
+        return IndexStats(counts, files, vectors, self.embedder.name if self.embedder else "")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.store.close()
+
+    # ------------------------------------------------------------------ the vector cache
+
+    def _refresh(self) -> None:
+        """Follow writes by another process (the CLI): reload the vector cache."""
+        if self.store.changed_elsewhere():
+            self._load_vectors()
+
+    def _load_vectors(self) -> None:
+        with self._lock:
+            if self._vectors is None:
+                return
+            ids, scopes, matrix = self.store.vectors(self._vectors.dim)
+            self._vectors.clear()
+            self._vectors.add(ids.tolist(), scopes, matrix)
+
+    def _embed_missing(self) -> None:
+        """Embed every stored chunk that has no vector (the embedder changed)."""
+        missing = self.store.without_vectors()
+        if missing:
+            log.info("index_embedding_missing", chunks=len(missing))
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            vectors = self._embed([text for _, text in batch])
+            if vectors is not None:
+                self.store.add_vectors([chunk_id for chunk_id, _ in batch], vectors)

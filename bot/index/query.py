@@ -1,0 +1,34 @@
+"""Query terms: free text made into a safe FTS5 MATCH expression, and the terms a snippet seeks.
+
+User text is never FTS syntax: words are extracted (letters and digits only, so `"`, `*`, `:`,
+`NEAR(`, `AND`, `-` lose any meaning), lowercased, stripped of common English stop words,
+deduplicated, capped in number, each double-quoted, and ORed. A query with no word left finds
+nothing by keyword; it never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+MAX_TERMS = 16
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOP_WORDS = """
+a about an and are as at be been but by can could did do does for from had has have he her his
+how i if in into is it its me my no not of on or our she so than that the their them then there
+these they this to too was we were what when where which who whom why will with would you your
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct words of `text` worth searching for, in order; stop words only when
+    nothing else is left."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+    kept = [word for word in words if word not in STOP_WORDS]
+    return (kept or words)[:MAX_TERMS]
+
+
+def fts_expression(terms: Sequence[str]) -> str:
+    """An FTS5 MATCH expression ORing the terms (words from `query_terms`), each quoted."""
+    return " OR ".join(f'"{term}"' for term in terms)

@@ -1,0 +1,112 @@
+"""Hybrid ranking: keyword and vector candidate lists fused into diversified `Hit`s.
+
+The decision and its numbers are in the package docstring (`bot.index`); this module is the
+pure arithmetic: Reciprocal Rank Fusion, the recency and salience tie-breaks, one-path and
+duplicate limits, and the snippet.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from bot.index.store import ChunkRow
+
+RRF_K = 60
+CANDIDATES = 50  # from each side
+RECENCY_WEIGHT = 0.0005  # at most ~ the gap between ranks 1 and 3 of one list
+RECENCY_HALF_LIFE_DAYS = 30.0
+SALIENCE_WEIGHT = 0.0005
+PER_PATH = 2
+SNIPPET_CHARS = 700
+_DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str  # relative to memory/, or `sessions/<key>#<turn>` for an exchange
+    start_line: int
+    end_line: int
+    text: str  # a snippet of at most ~SNIPPET_CHARS
+    score: float
+    kind: str
+    scope: str
+    at: datetime
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+
+def fuse(*rankings: Sequence[int]) -> dict[int, float]:
+    """Reciprocal Rank Fusion: each list adds 1 / (RRF_K + rank) to a chunk, rank from 1."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+    return scores
+
+
+def tie_break(row: ChunkRow, *, now: float) -> float:
+    """Small additive terms: newer and more salient chunks win near-ties."""
+    age_days = max(0.0, now - row.at) / _DAY
+    recency = math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+    return RECENCY_WEIGHT * recency + SALIENCE_WEIGHT * row.salience
+
+
+def rank(
+    fused: Mapping[int, float],
+    rows: Mapping[int, ChunkRow],
+    *,
+    terms: Sequence[str],
+    now: float,
+    k: int,
+) -> list[Hit]:
+    """The best k hits: at most PER_PATH per path, identical texts once (HISTORY.md and its
+    monthly file hold the same entries)."""
+    order = sorted((fused[i] + tie_break(row, now=now), i) for i, row in rows.items() if i in fused)
+    hits: list[Hit] = []
+    per_path: dict[str, int] = {}
+    seen: set[str] = set()
+    for score, chunk_id in reversed(order):
+        row = rows[chunk_id]
+        text = " ".join(row.text.split())
+        if per_path.get(row.path, 0) >= PER_PATH or text in seen:
+            continue
+        per_path[row.path] = per_path.get(row.path, 0) + 1
+        seen.add(text)
+        hits.append(_hit(row, score, terms))
+        if len(hits) == k:
+            break
+    return hits
+
+
+def _hit(row: ChunkRow, score: float, terms: Sequence[str]) -> Hit:
+    return Hit(
+        path=row.path,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        text=snippet(row.text, terms),
+        score=round(score, 6),
+        kind=row.kind,
+        scope=row.scope,
+        at=datetime.fromtimestamp(row.at, tz=UTC),
+    )
+
+
+def snippet(text: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
+    """The text if it is short, else a window of `limit` characters from a little before
+    the first query term found (from the start when none is), marked with "…"."""
+    if len(text) <= limit:
+        return text
+    lowered = text.lower()
+    found = [at for term in terms if (at := lowered.find(term)) >= 0]
+    start = max(0, min(found) - limit // 7) if found else 0
+    line_start = text.rfind("\n", 0, start) + 1
+    if start - line_start < limit // 7:
+        start = line_start
+    start = min(start, len(text) - limit)
+    body = text[start : start + limit].strip()
+    return ("…" if start > 0 else "") + body + ("…" if start + limit < len(text) else "")
