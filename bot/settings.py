@@ -118,6 +118,26 @@ class CompactionSettings(_Section):
     models_file: Path = Path("config/models.json")  # context windows per model
 
 
+class RagSettings(_Section):
+    """Recall over everything remembered (seeds 000, 004): the embedded index or LightRAG."""
+
+    enabled: bool = True
+    backend: Literal["sqlite", "lightrag"] = "sqlite"
+    embedder: Literal["none", "model2vec", "openai"] = "none"  # keyword-only when "none"
+    model2vec_path: Path | None = None  # a local model2vec folder, e.g. a downloaded model
+    embedding_base_url: str | None = None  # OpenAI-compatible /v1/embeddings; BOT_LLM__* if unset
+    embedding_api_key: SecretStr | None = None
+    embedding_model: str = "text-embedding-3-small"
+    search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
+    relevant_k: int = Field(default=6, ge=0, le=50)  # hits under "# Relevant Memory"
+    relevant_budget_tokens: int = Field(default=800, ge=0)
+    min_similarity: float = Field(default=0.0, ge=0, le=1)
+    lightrag_url: str = "http://lightrag:9621"
+    lightrag_api_key: SecretStr | None = None
+    lightrag_mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"
+    lightrag_timeout: float = Field(default=30.0, gt=0)
+
+
 class SessionPolicySettings(_Section):
     """Seed 004 freshness: both off by default."""
 
@@ -148,6 +168,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = MemorySettings()
     compaction: CompactionSettings = CompactionSettings()
     session: SessionPolicySettings = SessionPolicySettings()
+    rag: RagSettings = RagSettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")
