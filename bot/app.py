@@ -9,32 +9,28 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.access import AccessPolicy
+from bot.app_memory import Memory, Recall, build_memory, build_memory_prompt, build_recall
 from bot.chats import ChatLocks, RunningTurns
 from bot.commands import Commands
 from bot.freshness import FreshnessPolicy, SessionRenewal, Summarizer
+from bot.index.lightrag import LightRagBackend
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
-from bot.llm.tokens import TokenCounter
 from bot.llm.windows import load_windows
 from bot.memory.compaction import Compactor
 from bot.memory.consolidation import Consolidator
 from bot.memory.edits import MemoryEdits
 from bot.memory.flush import MemoryFlush
-from bot.memory.history import HistoryLog
 from bot.memory.inventory import MemoryInventory
+from bot.memory.item_index import IndexedFacts
 from bot.memory.log_compaction import LogCompaction
-from bot.memory.long_term import LongTermMemory
-from bot.memory.notes import DailyNotes
-from bot.memory.recall import MemoryRecall
 from bot.memory.tag_store import TagStore
 from bot.memory.tags import TAG_INSTRUCTIONS
 from bot.memory.working import WorkingMemory
 from bot.pipeline import BestEffort, Pipeline
 from bot.settings import Settings
-from bot.storage.files import FileLocks
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
-from bot.storage.lines import LineReader
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.systems.compaction import AutoCompaction
@@ -45,6 +41,9 @@ from bot.systems.persist import MemoryPersist
 from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
 from bot.tools.clock import CurrentTime
+from bot.tools.memory_get import MemoryGet
+from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
+from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
 from bot.tools.registry import ToolRegistry
 from bot.turns import TurnRunner
 
@@ -64,6 +63,7 @@ class App:
     workspace: Workspace
     now: Callable[[], datetime]
     services: list[Service] = field(default_factory=list)
+    recall: Recall | None = None  # the index and structured items (tests, tools)
 
     async def start(self) -> None:
         for service in self.services:
@@ -78,20 +78,6 @@ class App:
 def clock(timezone: str) -> Callable[[], datetime]:
     zone = ZoneInfo(timezone)
     return lambda: datetime.now(zone)
-
-
-@dataclass(frozen=True)
-class Memory:
-    """The memory model's parts, built once and shared by the systems and commands."""
-
-    long_term: LongTermMemory
-    working: WorkingMemory
-    notes: DailyNotes
-    recall: MemoryRecall
-    history: HistoryLog
-    reader: LineReader
-    tokens: TokenCounter
-    file_locks: FileLocks
 
 
 @dataclass(frozen=True)
@@ -111,16 +97,57 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     workspace.ensure()
     sessions = SessionStore(workspace, now=now)
     llm = _build_llm(settings, api_key)
-    memory = _build_memory(settings, workspace, now)
-    consolidator = _build_consolidator(settings, workspace, llm, memory, now)
-    compaction = _build_compaction(settings, sessions, llm, memory, now)
-    pipeline = _build_pipeline(settings, sessions, llm, memory, consolidator, compaction, now)
-    locks, running = ChatLocks(), RunningTurns()
-    access = AccessPolicy(
-        owner_ids=settings.telegram.owner_ids,
-        allowed_user_ids=settings.telegram.allowed_user_ids,
+    memory = build_memory(settings, workspace, now)
+    recall = build_recall(
+        settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
+    consolidator = _build_consolidator(settings, workspace, llm, memory, recall, now)
+    compaction = _build_compaction(settings, sessions, llm, memory, now)
+    lightrag = _build_lightrag(settings, now)
+    tools = _build_tools(settings, workspace, recall, now, lightrag=lightrag)
+    pipeline = _build_pipeline(
+        settings,
+        sessions,
+        llm,
+        memory,
+        recall,
+        consolidator,
+        compaction,
+        now,
+        lightrag=lightrag,
+        tools=tools,
+    )
+    runner = _build_runner(
+        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now
+    )
+    services: list[Service] = [
+        recall.index,  # first: opened and synced before anything else starts
+        recall.indexer,  # puts the items back into a rebuilt index
+        *([recall.decay] if recall.decay else []),
+        _build_log_compaction(settings, workspace, memory, now),
+        consolidator,
+        *([lightrag] if lightrag else []),
+    ]
+    return App(
+        runner=runner, llm=llm, workspace=workspace, now=now, services=services, recall=recall
+    )
+
+
+def _build_runner(
+    settings: Settings,
+    workspace: Workspace,
+    sessions: SessionStore,
+    pipeline: Pipeline,
+    memory: Memory,
+    consolidator: Consolidator,
+    compaction: Compaction,
+    now: Callable[[], datetime],
+) -> TurnRunner:
+    locks, running = ChatLocks(), RunningTurns()
+    telegram = settings.telegram
+    access = AccessPolicy(owner_ids=telegram.owner_ids, allowed_user_ids=telegram.allowed_user_ids)
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
+    active = consolidator if consolidating else None
     commands = Commands(
         sessions=sessions,
         locks=locks,
@@ -128,18 +155,16 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         model=settings.llm.model,
         pipeline=pipeline.describe(),
         access=access,
-        consolidator=consolidator if consolidating else None,
+        consolidator=active,
         working=memory.working,
-        inventory=MemoryInventory(
-            workspace, memory.reader, memory.recall, memory.history, memory.working, now=now
-        ),
+        inventory=_build_inventory(workspace, memory, now),
         edits=MemoryEdits(workspace, memory.long_term, memory.file_locks),
         compactor=compaction.compactor,
         meter=compaction.meter,
         history=memory.history,
         keep_last_messages=compaction.keep,
     )
-    runner = TurnRunner(
+    return TurnRunner(
         pipeline=pipeline,
         sessions=sessions,
         inbox=Inbox(workspace.inbox_dir),
@@ -151,23 +176,29 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         compactor=compaction.compactor if compaction.enabled else None,
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(
-            settings,
-            sessions,
-            summarizer=compaction.compactor,
-            consolidator=consolidator if consolidating else None,
-            working=memory.working,
-            now=now,
+            settings, sessions, compaction.compactor, active, memory.working, now
         ),
     )
-    log_compaction = LogCompaction(
+
+
+def _build_inventory(
+    workspace: Workspace, memory: Memory, now: Callable[[], datetime]
+) -> MemoryInventory:
+    return MemoryInventory(
+        workspace, memory.reader, memory.recall, memory.history, memory.working, now=now
+    )
+
+
+def _build_log_compaction(
+    settings: Settings, workspace: Workspace, memory: Memory, now: Callable[[], datetime]
+) -> LogCompaction:
+    return LogCompaction(
         workspace,
         memory.long_term,
         memory.file_locks,
         retention_days=settings.memory.retention_days,
         now=now,
     )
-    services: list[Service] = [log_compaction, consolidator]
-    return App(runner=runner, llm=llm, workspace=workspace, now=now, services=services)
 
 
 def _build_llm(settings: Settings, api_key: str) -> OpenAIChat:
@@ -182,42 +213,12 @@ def _build_llm(settings: Settings, api_key: str) -> OpenAIChat:
     )
 
 
-def _build_memory(settings: Settings, workspace: Workspace, now: Callable[[], datetime]) -> Memory:
-    file_locks = FileLocks(workspace.locks_dir)
-    working = WorkingMemory(
-        workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
-    )
-    tokens, reader = TokenCounter(), LineReader()
-    recall = MemoryRecall(
-        workspace,
-        reader,
-        working,
-        tokens.count,
-        recent_days=settings.memory.recent_days,
-        budget_tokens=settings.memory.prompt_budget_tokens,
-    )
-    notes = DailyNotes(
-        workspace,
-        user_chars=settings.memory.note_user_chars,
-        assistant_chars=settings.memory.note_assistant_chars,
-    )
-    return Memory(
-        long_term=LongTermMemory(workspace, file_locks),
-        working=working,
-        notes=notes,
-        recall=recall,
-        history=HistoryLog(workspace, file_locks),
-        reader=reader,
-        tokens=tokens,
-        file_locks=file_locks,
-    )
-
-
 def _build_consolidator(
     settings: Settings,
     workspace: Workspace,
     llm: OpenAIChat,
     memory: Memory,
+    recall: Recall,
     now: Callable[[], datetime],
 ) -> Consolidator:
     return Consolidator(
@@ -231,13 +232,13 @@ def _build_consolidator(
         timeout=settings.memory.consolidation_timeout,
         raw_fallback_messages=settings.memory.raw_fallback_messages,
         raw_fallback_chars=settings.memory.raw_fallback_chars,
+        facts=IndexedFacts(recall.writer, recall.indexer),
     )
 
 
 def _build_renewal(
     settings: Settings,
     sessions: SessionStore,
-    *,
     summarizer: Summarizer,
     consolidator: Consolidator | None,
     working: WorkingMemory,
@@ -267,7 +268,7 @@ def _build_compaction(
 ) -> Compaction:
     config = settings.compaction
     # Until a turn has measured the real system prompt: persona, instructions, memory budget.
-    persona = memory.tokens.count(settings.persona) + memory.tokens.count(TAG_INSTRUCTIONS)
+    persona = memory.tokens.count(settings.persona) + memory.tokens.count(_instructions(settings))
     meter = PromptMeter(
         memory.tokens,
         load_windows(config.models_file),
@@ -301,7 +302,7 @@ def _build_flush(
     settings: Settings,
     sessions: SessionStore,
     llm: OpenAIChat,
-    memory: Memory,
+    tags: TagStore,
     compaction: Compaction,
     now: Callable[[], datetime],
 ) -> PreCompactionFlush | None:
@@ -310,7 +311,7 @@ def _build_flush(
         return None
     flush = MemoryFlush(
         llm,
-        TagStore(memory.long_term, memory.working),
+        tags,
         instructions=TAG_INSTRUCTIONS,
         model=settings.llm.model,
         timeout=settings.llm.timeout,
@@ -324,16 +325,70 @@ def _build_flush(
     return PreCompactionFlush(flush, compaction.meter, sessions, trigger=trigger, now=now)
 
 
+def _build_lightrag(settings: Settings, now: Callable[[], datetime]) -> LightRagBackend | None:
+    """The LightRAG server when `rag.backend = "lightrag"`: it gets the owner's exchanges
+    (system 55) and adds hits to the owner's `# Relevant Memory` and `memory_search`; the
+    embedded index keeps running for memory files and every chat's scope."""
+    rag = settings.rag
+    if not (rag.enabled and rag.backend == "lightrag"):
+        return None
+    key = rag.lightrag_api_key.get_secret_value() if rag.lightrag_api_key else None
+    return LightRagBackend(
+        rag.lightrag_url,
+        api_key=key or None,
+        mode=rag.lightrag_mode,
+        timeout=rag.lightrag_timeout,
+        now=now,
+    )
+
+
+def _build_tools(
+    settings: Settings,
+    workspace: Workspace,
+    recall: Recall,
+    now: Callable[[], datetime],
+    *,
+    lightrag: LightRagBackend | None,
+) -> ToolRegistry:
+    """The model's tools: the clock, reading memory files, the structured items, and — when
+    recall is on — `memory_search`."""
+    index = recall.indexer
+    search = MemorySearch(recall.index, default_k=settings.rag.search_k, remote=lightrag)
+    return ToolRegistry(
+        [
+            CurrentTime(now),
+            *([search] if settings.rag.enabled else []),
+            MemoryGet(workspace.memory_root),
+            MemoryAdd(recall.writer, index=index),
+            MemoryUpdate(recall.writer, index=index),
+            MemoryPromote(recall.writer, index=index),
+            MemoryForget(recall.writer, index=index),
+        ]
+    )
+
+
+def _instructions(settings: Settings) -> str:
+    """How to remember (tags) and, with `memory_search` offered, how to recall (seed 004)."""
+    if not settings.rag.enabled:
+        return TAG_INSTRUCTIONS
+    return f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"
+
+
 def _build_pipeline(
     settings: Settings,
     sessions: SessionStore,
     llm: OpenAIChat,
     memory: Memory,
+    recall: Recall,
     consolidator: Consolidator,
     compaction: Compaction,
     now: Callable[[], datetime],
+    *,
+    lightrag: LightRagBackend | None,
+    tools: ToolRegistry,
 ) -> Pipeline:
-    flush = _build_flush(settings, sessions, llm, memory, compaction, now)
+    tags = TagStore(memory.long_term, memory.working, recall.writer)
+    flush = _build_flush(settings, sessions, llm, tags, compaction, now)
     return Pipeline(
         [
             *([BestEffort(flush)] if flush else []),
@@ -348,17 +403,19 @@ def _build_pipeline(
             ),
             ContextBuilding(
                 persona=settings.persona,
-                instructions=TAG_INSTRUCTIONS,
-                recall=memory.recall,
+                instructions=_instructions(settings),
+                memory=build_memory_prompt(
+                    settings, recall, memory.recall, memory.count, remote=lightrag
+                ),
                 now=now,
             ),
             ToolLoop(
                 llm,
-                ToolRegistry([CurrentTime(now)]),
+                tools,
                 max_steps=settings.llm.max_tool_steps,
                 now=now,
             ),
-            MemoryTags(TagStore(memory.long_term, memory.working)),
+            MemoryTags(tags),
             MemoryPersist(
                 sessions,
                 memory.notes,
@@ -367,7 +424,9 @@ def _build_pipeline(
                 memory_window=settings.memory.memory_window,
                 keep_messages=settings.memory.keep_messages,
                 meter=compaction.meter,
+                recorder=recall.writer,
+                usage=recall.retriever,
             ),
-            BestEffort(RagIndexing()),
+            BestEffort(RagIndexing(index=recall.index, items=recall.indexer, remote=lightrag)),
         ]
     )

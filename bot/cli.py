@@ -1,20 +1,27 @@
-"""Command line: `python -m bot run | chat | doctor`. Thin: parse, load settings, hand over."""
+"""Command line: `python -m bot run | chat | doctor | memory … | eval retrieval`. Thin: parse,
+load settings, hand over."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import structlog
 
-from bot import logs
+from bot import logs, memory_cli
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel
 from bot.channels.telegram import TelegramChannel, check_token
 from bot.errors import ConfigError
+from bot.eval.dataset import load_dataset
+from bot.eval.retrieval import evaluate
+from bot.index import Embedder, Model2VecEmbedder
+from bot.llm.tokens import TokenCounter
 from bot.models import ChatMessage
 from bot.settings import Settings, load_settings, require_secret
 
@@ -29,9 +36,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("run", help="run the Telegram bot (long polling)")
     sub.add_parser("chat", help="talk to the bot in this terminal")
     sub.add_parser("doctor", help="check settings, workspace, Telegram and the model")
+    _add_eval_parser(sub)
+    memory_cli.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
+        if args.command == "eval":
+            return eval_retrieval(settings, args)
+        if args.command == "memory":
+            _configure_logs(settings)
+            return memory_cli.run(settings, args)
         return asyncio.run(_COMMANDS[args.command](settings))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -105,14 +119,70 @@ async def _check_model(settings: Settings) -> str:
 
 
 def _configure_logs(settings: Settings, *secrets: str) -> None:
-    logs.configure(fmt=settings.log.format, level=settings.log.level, secrets=secrets)
+    lightrag_key = settings.rag.lightrag_api_key  # sent in a header only; redacted all the same
+    extra = (lightrag_key.get_secret_value(),) if lightrag_key else ()
+    logs.configure(fmt=settings.log.format, level=settings.log.level, secrets=(*secrets, *extra))
 
 
 def _redact(settings: Settings, text: str) -> str:
-    for secret in (settings.telegram.token, settings.llm.api_key):
+    for secret in (settings.telegram.token, settings.llm.api_key, settings.rag.lightrag_api_key):
         if secret is not None and secret.get_secret_value():
             text = text.replace(secret.get_secret_value(), logs.REDACTED)
     return text
+
+
+def _add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    kinds = sub.add_parser("eval", help="measure the bot offline").add_subparsers(required=True)
+    retrieval = kinds.add_parser(
+        "retrieval", help="recall of the memory index on a dataset (README: Retrieval evaluation)"
+    )
+    retrieval.add_argument("dataset", type=Path, metavar="DATASET.json")
+    retrieval.add_argument(
+        "--k", type=_positive, nargs="+", default=[5, 10, 20], help="recall@k for each (5 10 20)"
+    )
+    retrieval.add_argument(
+        "--budget-tokens", type=_positive, default=1024, help="recall@budget's budget (1024)"
+    )
+    retrieval.add_argument("--baseline", choices=["bm25"], help="also run this baseline")
+    retrieval.add_argument(
+        "--embedder", choices=["none", "model2vec"], help="default: the rag.embedder setting"
+    )
+    retrieval.add_argument("--model2vec-path", type=Path, help="default: rag.model2vec_path")
+
+
+def eval_retrieval(settings: Settings, args: argparse.Namespace) -> int:
+    """Print the retrieval evaluation's JSON report (`bot.eval`)."""
+    dataset = load_dataset(args.dataset)
+    _configure_logs(settings)
+    report = evaluate(
+        dataset,
+        ks=sorted(set(args.k)),
+        budget_tokens=args.budget_tokens,
+        embedder=_eval_embedder(settings, args.embedder, args.model2vec_path),
+        baseline=args.baseline == "bm25",
+        count=TokenCounter().count,
+    )
+    print(json.dumps({"dataset": str(args.dataset), **report}, indent=2))
+    return 0
+
+
+def _eval_embedder(settings: Settings, choice: str | None, folder: Path | None) -> Embedder | None:
+    choice = choice or settings.rag.embedder
+    if choice == "none":
+        return None
+    if choice != "model2vec":
+        raise ConfigError("the retrieval eval runs offline: pass --embedder none or model2vec")
+    folder = folder or settings.rag.model2vec_path
+    if folder is None:
+        raise ConfigError("--embedder model2vec needs --model2vec-path (or rag.model2vec_path)")
+    return Model2VecEmbedder(folder)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
 
 
 _COMMANDS = {"run": run_telegram, "chat": run_console, "doctor": doctor}

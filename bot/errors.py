@@ -2,12 +2,15 @@
 
     MnemoError
     ├── ConfigError            settings missing or invalid; one line for the user
+    │   └── DatasetError       an evaluation dataset is malformed; names the bad field
     ├── StorageError           a workspace file could not be read or written
     │   └── NotTextError       a memory file is not text: it is left exactly as it is
     ├── LLMError               the model could not answer; the user gets a short notice
     │   ├── LLMUnavailable     network, timeout, 5xx, rate limit after retries
     │   ├── LLMRejected        the provider refused the request (4xx)
     │   └── ContextOverflow    the prompt is longer than the model's window
+    ├── RagUnavailable         the LightRAG server did not answer (network, timeout, 5xx,
+    │                          refused key); recall goes on from the embedded index
     ├── ToolError              a tool failed; its text goes back to the model
     └── PipelineError          the pipeline is wired wrong (duplicate orders)
 
@@ -20,6 +23,10 @@ class MnemoError(Exception):
 
 
 class ConfigError(MnemoError):
+    pass
+
+
+class DatasetError(ConfigError):
     pass
 
 
@@ -45,6 +52,10 @@ class LLMRejected(LLMError):
 
 class ContextOverflow(LLMRejected):
     user_message = "This conversation is too long for the model. Use /compact or /new."
+
+
+class RagUnavailable(MnemoError):
+    pass
 
 
 class ToolError(MnemoError):

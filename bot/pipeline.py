@@ -14,7 +14,7 @@ from typing import Protocol
 import structlog
 
 from bot.errors import PipelineError
-from bot.models import ChatMessage, Inbound, MemoryScope, Session, Usage
+from bot.models import ChatMessage, Inbound, MemoryItem, MemoryScope, Session, Usage
 
 log = structlog.get_logger(__name__)
 
@@ -33,6 +33,8 @@ class TurnContext:
     reply: str | None = None  # 30 sets; 40 strips tags (what the user will see)
     usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order
     model: str = ""  # 30: the model that answered
+    memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
+    memory_items: list[MemoryItem] = field(default_factory=list)  # 17, 40, 50 add; 55 indexes
 
 
 class System(Protocol):

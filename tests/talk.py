@@ -12,13 +12,14 @@ from typing import Any
 
 from bot.app import App
 from bot.models import ChatType, Inbound
-from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import OWNER
 
 GROUP = -100500
 GROUP_DIR = f"chats/telegram%3A{GROUP}"
 OWNER_CHAT_DIR = f"chats/telegram%3A{OWNER}"
 MEMORY_HEADER = "\n\n# Memory\n\n"
+RELEVANT_HEADER = "\n\n# Relevant Memory\n"
 _ids = itertools.count(1)
 
 
@@ -89,10 +90,35 @@ async def prompt_of_turn(
     return str(fake.requests[-1]["messages"][0]["content"])
 
 
+async def tool_result(
+    app: App,
+    fake: FakeOpenAI,
+    name: str,
+    args: dict[str, Any],
+    *,
+    chat: int | None = None,
+    chat_type: ChatType | None = None,
+) -> str:
+    """One turn in which the model calls one tool; the tool's answer, as the model got it."""
+    fake.script(ToolCalls([(name, args)]), Reply("done"))
+    assert await say(app, "use your tool", chat=chat, chat_type=chat_type) == ["done"]
+    answer = fake.requests[-1]["messages"][-1]
+    assert answer["role"] == "tool"
+    return str(answer["content"])
+
+
 def memory_section(prompt: str) -> str:
-    """The `# Memory` section (always the prompt's last part), or "" when there is none."""
+    """The `# Memory` section (the prompt's last part but `# Relevant Memory`), or "" when
+    there is none."""
     _, found, section = prompt.partition(MEMORY_HEADER)
+    section = section.partition(RELEVANT_HEADER)[0]
     return "# Memory\n\n" + section if found else ""
+
+
+def relevant_section(prompt: str) -> str:
+    """The `# Relevant Memory` section (always the prompt's last part), or "" when none."""
+    _, found, section = prompt.partition(RELEVANT_HEADER)
+    return "# Relevant Memory\n" + section if found else ""
 
 
 def session(workspace: Path, key: str = f"telegram:{OWNER}") -> dict[str, Any]:

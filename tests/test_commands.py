@@ -23,7 +23,10 @@ say = partial(say_at, at=NOW)  # every message arrives at NOW
 
 
 def memory_files(workspace: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in (workspace / "memory").rglob("*") if p.is_file()}
+    """The markdown memory (structured items, `memory/items/`, aside)."""
+    root = workspace / "memory"
+    found = (p for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] != "items")
+    return {p: p.read_bytes() for p in found}
 
 
 async def test_help_lists_every_command(app: App, fake_openai: FakeOpenAI) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from bot.app import App
 from bot.llm.tokens import TokenCounter
+from bot.memory.memory_prompt import MemoryPrompt
 from bot.memory.recall import MemoryRecall
 from bot.memory.tags import TAG_INSTRUCTIONS
 from bot.memory.working import WorkingMemory
@@ -21,6 +22,7 @@ from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
+from bot.tools.memory_search import RECALL_INSTRUCTIONS
 from tests.fakes.openai_api import FakeOpenAI
 from tests.harness import FRIEND, OWNER
 from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, memory_section, prompt_of_turn
@@ -29,6 +31,7 @@ from tests.talk import write as write_memory
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))  # a Saturday
 PERSONA = "You are a test persona."
 CLOCK_LINE = "Current time: Saturday 2026-11-21 09:30 CET"
+INSTRUCTIONS = f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"  # the app's: tags, then recall
 
 
 # ----------------------------------------------------------------------------- the system alone
@@ -45,7 +48,9 @@ async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
         recent_days=recent_days,
         budget_tokens=3500,
     )
-    system = ContextBuilding(persona=PERSONA, instructions="", recall=recall, now=lambda: NOW)
+    system = ContextBuilding(
+        persona=PERSONA, instructions="", memory=MemoryPrompt(recall), now=lambda: NOW
+    )
     ctx = TurnContext(
         inbound=Inbound(id="t:1", channel="t", chat_id=1, user_id=1, text="hi", received_at=NOW),
         turn_id="t1",
@@ -208,7 +213,7 @@ async def test_every_part_in_order_with_chat_and_working_memory_in_the_owners_ch
         "## Today's Notes\n[08:00] User: today | Assistant: ok\n\n"
         f"## Recent Context\n### {yesterday}\n[20:00] User: yesterday | Assistant: ok"
     )
-    remembering = f"\n\n# Remembering\n{TAG_INSTRUCTIONS}\n\n# Memory\n\n"
+    remembering = f"\n\n# Remembering\n{INSTRUCTIONS}\n\n# Memory\n\n"
     assert remembering in prompt
 
 
@@ -217,7 +222,7 @@ async def test_without_memory_the_prompt_still_says_how_to_remember(
 ) -> None:
     prompt = await prompt_of_turn(app, fake_openai)
 
-    assert prompt.endswith(f"# Remembering\n{TAG_INSTRUCTIONS}")
+    assert prompt.endswith(f"# Remembering\n{INSTRUCTIONS}")
     assert "# Memory" not in prompt
 
 

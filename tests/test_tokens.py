@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bot.llm.tokens import TokenCounter
+import random
+
+from bot.llm.tokens import LineTokens, TokenCounter
 from bot.models import ChatMessage, ToolCall
 
 
@@ -26,3 +28,30 @@ def test_messages_cost_their_text_plus_overhead_and_tool_calls() -> None:
     assert counter.count_messages(plain) == 2 + 4
     assert counter.count_messages(with_call) > 4
     assert counter.count_messages(plain * 10) == 10 * counter.count_messages(plain)
+
+
+def test_line_tokens_never_count_below_the_exact_count() -> None:
+    exact = TokenCounter().count
+    lines = LineTokens(exact)
+    rng = random.Random(5)
+    pieces = ["hello", " world", ".", "!", "  ", "\t", "```", "- ", "# ", "[08:00]", "User:", "|"]
+    pieces += ["émoji 😀", "12345", "'s", "\r", "", "…", "a.b", ":", "    code", "\u00a0"]
+    for _ in range(3000):
+        parts = [
+            "".join(rng.choices(pieces, k=rng.randint(0, 6))) for _ in range(rng.randint(1, 6))
+        ]
+        text = "\n".join(parts)
+        assert exact(text) <= lines(text) <= exact(text) + 2 * len(parts), repr(text)
+
+
+def test_line_tokens_remember_each_line() -> None:
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return len(text)
+
+    lines = LineTokens(count)
+    assert lines("ab\ncd") == 2 + 2 + 1
+    assert lines("ab\ncd\nef") == 8
+    assert seen == ["ab", "cd", "ef"]

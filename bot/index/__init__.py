@@ -13,6 +13,9 @@ from `memory/`.
     search.py        `Hit`; fusion, tie-breaks, diversity, snippets
     sync.py          memory files → chunk updates, by (mtime, size) then sha256
     memory_index.py  `MemoryIndex`: the one object the app uses (blocking, thread-safe)
+    service.py       `IndexService`: the index as an app service, opened and synced at start
+    remote.py        `ExchangeSink`, `RemoteSearch`: the seams to a recall server
+    lightrag.py      `LightRagBackend`: the optional LightRAG server (owner's exchanges only)
 
 Ranking (the decision):
 
@@ -38,13 +41,14 @@ are restricted to them in SQL and by scope-partitioned vector blocks.
 
 from bot.index.chunking import Chunk, Chunker
 from bot.index.embedding import Embedder, Model2VecEmbedder
-from bot.index.memory_index import IndexStats, MemoryIndex, SyncReport
+from bot.index.memory_index import Document, IndexStats, MemoryIndex, SyncReport
 from bot.index.search import Hit
 from bot.index.sources import Exchange, scope_key, search_scopes
 
 __all__ = [
     "Chunk",
     "Chunker",
+    "Document",
     "Embedder",
     "Exchange",
     "Hit",

@@ -52,6 +52,19 @@ class SyncReport:
 
 
 @dataclass(frozen=True)
+class Document:
+    """A text indexed under its own id (a structured memory item); see `add_document`."""
+
+    doc_id: str
+    text: str
+    scope: str
+    kind: str = "item"
+    salience: float = DEFAULT_SALIENCE
+    at: datetime | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
 class IndexStats:
     chunks: dict[str, int]  # per kind
     files: int
@@ -148,15 +161,22 @@ class MemoryIndex:
     ) -> None:
         """Index one document (a structured memory item); the same `doc_id` replaces it.
         `path` is what its hits cite (default `items/<doc_id>`)."""
+        self.add_documents([Document(doc_id, text, scope, kind, salience, at, path)])
+
+    def add_documents(self, documents: Sequence[Document]) -> None:
+        """Index many documents in one write (a rebuild re-adds every item this way)."""
+        self._write([self._document_update(document) for document in documents])
+
+    def _document_update(self, doc: Document) -> SourceUpdate:
         chunks = self.chunker.text(
-            text,
-            path=path or f"items/{doc_id}",
-            scope=scope,
-            kind=kind,
-            at=(at.timestamp() if at else time.time()),
-            salience=salience,
+            doc.text,
+            path=doc.path or f"items/{doc.doc_id}",
+            scope=doc.scope,
+            kind=doc.kind,
+            at=(doc.at.timestamp() if doc.at else time.time()),
+            salience=doc.salience,
         )
-        self._write([SourceUpdate(source_of_document(doc_id), tuple(chunks))])
+        return SourceUpdate(source_of_document(doc.doc_id), tuple(chunks))
 
     def remove_document(self, doc_id: str) -> None:
         with self._lock:

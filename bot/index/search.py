@@ -37,6 +37,8 @@ class Hit:
 
     @property
     def citation(self) -> str:
+        if self.start_line <= 0:  # a remote hit (`lightrag:…`) has no line range
+            return self.path
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 

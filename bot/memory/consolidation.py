@@ -9,7 +9,8 @@
 
 A hand edit of `MEMORY.md` is never overwritten: the model's rewrite is applied only if the file
 is byte-identical to what the model saw. A job's scope decides whose files are read and written,
-so a group's consolidation never sees the owner's memory.
+so a group's consolidation never sees the owner's memory. The facts a consolidation adds to
+`MEMORY.md` (lines new to it) also become SEMANTIC items ("consolidation"), best-effort.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from bot.llm.client import LLM
 from bot.memory.history import HistoryLog
 from bot.memory.llm_json import ConsolidationResult, parse_consolidation
 from bot.memory.long_term import LongTermMemory, MemoryText
+from bot.memory.tag_store import FactWriter
 from bot.models import ChatMessage, MemoryScope
 from bot.storage.jobs import ConsolidationJob, JobStore
 
@@ -67,6 +69,7 @@ class Consolidator:
         timeout: float,
         raw_fallback_messages: int,
         raw_fallback_chars: int,
+        facts: FactWriter | None = None,
     ) -> None:
         self.llm = llm
         self.model = model
@@ -78,6 +81,7 @@ class Consolidator:
         self.timeout = timeout
         self.raw_fallback_messages = raw_fallback_messages
         self.raw_fallback_chars = raw_fallback_chars
+        self.facts = facts
         self._queue: asyncio.Queue[ConsolidationJob] = asyncio.Queue()
         self._queued: set[str] = set()
         self._waiters: dict[str, asyncio.Future[bool]] = {}
@@ -223,10 +227,13 @@ class Consolidator:
         if update is None or update.strip() == seen.text.strip():
             return True
         try:
-            return await self.long_term.replace_if_unchanged(scope, seen.digest, update)
+            replaced = await self.long_term.replace_if_unchanged(scope, seen.digest, update)
         except NotTextError:
             log.warning("consolidation_memory_not_text")  # history still gets the entry
             return True
+        if replaced:
+            await self._add_items(scope, new_lines(update, seen=seen.text, current=seen.text))
+        return replaced
 
     async def _merge(self, scope: MemoryScope, update: str, *, seen: str) -> None:
         current = await self._snapshot(scope)
@@ -237,6 +244,16 @@ class Consolidator:
             log.warning("consolidation_memory_not_text")
             return
         log.info("consolidation_merged", facts=len(added))
+        await self._add_items(scope, added)
+
+    async def _add_items(self, scope: MemoryScope, facts: Sequence[str]) -> None:
+        """The new facts as semantic items; best-effort: MEMORY.md already holds them."""
+        if self.facts is None or not facts:
+            return
+        try:
+            await self.facts.add_facts(scope, facts, source="consolidation")
+        except Exception:
+            log.warning("consolidation_items_failed", exc_info=True)
 
     async def _record(self, job: ConsolidationJob, entry: str | None) -> None:
         if entry is None:

@@ -16,7 +16,7 @@ from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.memory.tag_store import TagStore
 from bot.memory.tags import extract_tags
-from bot.models import ChatMessage, MemoryScope, Session
+from bot.models import ChatMessage, MemoryItem, MemoryScope, Session
 
 log = structlog.get_logger(__name__)
 
@@ -36,6 +36,7 @@ class FlushResult:
     facts: int  # <memory> and <chat-memory> facts the model wrote
     working_memory: bool
     stored: bool  # False if the model failed or a store failed
+    items: tuple[MemoryItem, ...] = ()  # semantic items made of the facts
 
 
 class MemoryFlush:
@@ -66,5 +67,8 @@ class MemoryFlush:
         facts = len(tags.memories) + len(tags.chat_memories)
         log.info("memory_flush_done", facts=facts, working_memory=tags.working_memory is not None)
         return FlushResult(
-            facts=facts, working_memory=tags.working_memory is not None, stored=stored
+            facts=facts,
+            working_memory=tags.working_memory is not None,
+            stored=stored.ok,
+            items=stored.items,
         )

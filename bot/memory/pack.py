@@ -15,7 +15,8 @@ waits. Then the waiting ones, best first, may stretch the pack up to the max bud
 score is at least `HIGH_SCORE`. Every candidate left out is in the diagnostics with its reason
 ("soft_budget": not high enough to stretch; "max_budget": no room even then), and the last line
 says how many were left out. The whole text, header included, is measured with the given
-counter. `MemoryPack.view()` is a drop-in for `section.MemoryView`.
+counter. `MemoryPack.view()` is a drop-in for `section.MemoryView`. The layers' headings may be
+renamed (`headings`): system 20 shows the pack beside the markdown section (`memory_prompt`).
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def build_pack(
     scored: Sequence[Candidate],
     top_k_cuts: Sequence[Cut],
     working_age: str = "",
+    headings: Mapping[PackLayer, str] = HEADINGS,
 ) -> MemoryPack:
     """Fit `kept` (the candidates top-k let through) into the budget and render the pack."""
     if not kept:
@@ -134,9 +136,9 @@ def build_pack(
     reserve = count(HEADER) + count(OMITTED.format(count=len(kept))) + 4
     slack = 0
     while True:  # costs are summed per line; the joined text is what counts, so check it
-        room = _Fill(budget.soft - reserve - slack, budget.max - reserve - slack, count)
+        room = _Fill(budget.soft - reserve - slack, budget.max - reserve - slack, count, headings)
         chosen, cuts, stretched = room.fill(kept, high_score=budget.high_score)
-        text = render(chosen, omitted=len(cuts), working_age=working_age)
+        text = render(chosen, omitted=len(cuts), working_age=working_age, headings=headings)
         tokens = count(text)
         over = tokens - (budget.max if stretched else budget.soft)
         if over <= 0 or not chosen:
@@ -185,10 +187,13 @@ def _pack(
 class _Fill:
     """Token accounting for one attempt: the soft room first, then the stretch up to max."""
 
-    def __init__(self, soft: int, max_tokens: int, count: Count) -> None:
+    def __init__(
+        self, soft: int, max_tokens: int, count: Count, headings: Mapping[PackLayer, str]
+    ) -> None:
         self.left = soft
         self.stretch = max_tokens - soft
         self.count = count
+        self.headings = headings
         self.opened: set[str] = set()
 
     def fill(
@@ -220,19 +225,19 @@ class _Fill:
 
     def _cost(self, candidate: Candidate) -> int:
         cost = self.count(candidate.line) + 1
-        for heading in _headings(candidate):
+        for heading in _headings(candidate, self.headings):
             if heading not in self.opened:
                 cost += self.count(heading) + 2
         return cost
 
     def _take(self, candidate: Candidate, cost: int, chosen: list[Candidate]) -> None:
         self.left -= cost
-        self.opened.update(_headings(candidate))
+        self.opened.update(_headings(candidate, self.headings))
         chosen.append(candidate)
 
 
-def _headings(candidate: Candidate) -> tuple[str, ...]:
-    heading = HEADINGS[candidate.layer]
+def _headings(candidate: Candidate, headings: Mapping[PackLayer, str]) -> tuple[str, ...]:
+    heading = headings[candidate.layer]
     day = _day(candidate)
     return (heading,) if day is None else (heading, f"### {day.isoformat()}")
 
@@ -249,20 +254,25 @@ def _day(candidate: Candidate) -> date | None:
 # ----------------------------------------------------------------------------- rendering
 
 
-def render(chosen: Sequence[Candidate], *, omitted: int, working_age: str = "") -> str:
+def render(
+    chosen: Sequence[Candidate],
+    *,
+    omitted: int,
+    working_age: str = "",
+    headings: Mapping[PackLayer, str] = HEADINGS,
+) -> str:
     """The section for `chosen` (in any order), ending with the omitted count when not 0."""
     parts = [HEADER]
     for layer in PRIORITY:
         group = [c for c in chosen if c.layer == layer]
         if group:
-            parts.append(_section(layer, group, working_age))
+            parts.append(_section(headings[layer], layer, group, working_age))
     if omitted:
         parts.append(OMITTED.format(count=omitted))
     return "\n\n".join(parts)
 
 
-def _section(layer: PackLayer, group: list[Candidate], working_age: str) -> str:
-    heading = HEADINGS[layer]
+def _section(heading: str, layer: PackLayer, group: list[Candidate], working_age: str) -> str:
     if layer == "working":
         age = f" ({working_age})" if working_age else ""
         lines = [c.line for c in sorted(group, key=lambda c: c.position)]

@@ -2,7 +2,8 @@
 
 Candidates: the active items of the query's scopes and no other (DESIGN §3) — every semantic
 and procedural item, episodic ones from the last `episodic_days` — and the non-blank lines of
-the session's working memory, handed in with the query.
+the session's working memory, handed in with the query. An item whose fingerprint the query
+lists as `shown` (the prompt already holds its text, e.g. as a MEMORY.md line) is no candidate.
 
 Every part of a score lies in 0–1:
 
@@ -34,6 +35,7 @@ from datetime import date, datetime, timedelta
 from bot.memory.item_store import ItemStore
 from bot.memory.keywords import bm25
 from bot.memory.pack import (
+    HEADINGS,
     PRIORITY,
     Budget,
     Candidate,
@@ -78,6 +80,8 @@ class MemoryQuery:
     top_k: TopK = field(default_factory=TopK)
     soft_budget_tokens: int = 1800
     max_budget_tokens: int = 3500
+    shown: frozenset[str] = frozenset()  # fingerprints of texts the prompt already holds
+    headings: Mapping[PackLayer, str] = field(default_factory=lambda: HEADINGS)
 
 
 def item_score(item: MemoryItem, relevance: float, now: datetime) -> Score:
@@ -113,22 +117,33 @@ class MemoryRetriever:
         self.search = search
         self.touch_every = touch_every
 
-    async def pack(self, query: MemoryQuery) -> MemoryPack:
-        """The pack for `query` (file reads in a thread); its items are marked used."""
+    async def pack(self, query: MemoryQuery, *, mark_used: bool = True) -> MemoryPack:
+        """The pack for `query` (file reads in a thread); its items are marked used unless
+        the caller does that later (system 20 leaves it to system 50, after the reply)."""
         moment = self.now()
         pack = await asyncio.to_thread(self.build, query, moment)
-        await self._touch(pack.items, moment)
+        if mark_used:
+            await self.touch(pack.items, moment)
         return pack
 
     def build(self, query: MemoryQuery, now: datetime) -> MemoryPack:
         """The pack, without marking anything used (blocking: reads files)."""
         items = self._items(query.scopes, now.date())
+        if query.shown:
+            items = [item for item in items if item.fingerprint not in query.shown]
         lines = _working_lines(query.working)
         candidates = self._candidates(query, items, lines, now)
         kept, cuts = top_k(candidates, query.top_k)
         budget = Budget(query.soft_budget_tokens, query.max_budget_tokens, self.count)
         age = query.working.age if query.working else ""
-        return build_pack(kept, budget=budget, scored=candidates, top_k_cuts=cuts, working_age=age)
+        return build_pack(
+            kept,
+            budget=budget,
+            scored=candidates,
+            top_k_cuts=cuts,
+            working_age=age,
+            headings=query.headings,
+        )
 
     def _items(self, scopes: Sequence[MemoryScope], today: date) -> list[MemoryItem]:
         since = today - timedelta(days=self.episodic_days)
@@ -167,7 +182,8 @@ class MemoryRetriever:
             on_lines = bm25(query.text, lines)
         return _scaled(on_items), _scaled(on_lines)
 
-    async def _touch(self, items: Sequence[MemoryItem], at: datetime) -> None:
+    async def touch(self, items: Sequence[MemoryItem], at: datetime) -> None:
+        """Mark `items` used at `at` (those not marked within `touch_every`)."""
         stale = at - self.touch_every
         by_scope: dict[MemoryScope, list[MemoryItem]] = defaultdict(list)
         for item in items:

@@ -1,7 +1,10 @@
-"""System 20, context building: the system prompt — persona, clock, how to remember, `# Memory`.
+"""System 20, context building: the system prompt — persona, clock, how to remember, `# Memory`,
+`# Relevant Memory`.
 
-The memory section comes from `MemoryRecall`: fresh from the files every turn, within its token
-budget, and only the memory this chat may see (DESIGN §3).
+The memory sections come from `MemoryPrompt` (`bot.memory.memory_prompt`, where the markdown
+section and the memory pack are combined): fresh from the files every turn, within their token
+budgets, and only the memory this chat may see (DESIGN §3). The structured items shown are noted
+on the context for system 50 to mark used after the reply.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from bot.memory.recall import MemoryRecall
+from bot.memory.memory_prompt import MemoryPrompt
 from bot.pipeline import TurnContext
 
 REMEMBERING = "# Remembering"
@@ -24,21 +27,24 @@ class ContextBuilding:
         *,
         persona: str,
         instructions: str,
-        recall: MemoryRecall,
+        memory: MemoryPrompt,
         now: Callable[[], datetime],
     ) -> None:
         self.persona = persona
         self.instructions = f"{REMEMBERING}\n{instructions}" if instructions else ""
-        self.recall = recall
+        self.memory = memory
         self.now = now
 
     async def process(self, ctx: TurnContext) -> None:
         moment = self.now()
-        memory = await self.recall.view(ctx.scope, ctx.inbound.session_key, moment.date())
+        query = ctx.user_message.content or ""
+        found = await self.memory.sections(ctx.scope, ctx.inbound.session_key, query, moment)
         parts = [
             self.persona,
             f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}".strip(),
             self.instructions,
-            memory.text,
+            found.memory,
+            found.relevant,
         ]
         ctx.system_prompt = "\n\n".join(part for part in parts if part)
+        ctx.memory_shown = found.items

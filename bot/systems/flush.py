@@ -60,7 +60,8 @@ class PreCompactionFlush:
         if estimate.tokens < self.trigger:
             return
         log.info("memory_flush", estimated_tokens=estimate.tokens, trigger=self.trigger)
-        await self.flush.run(session, scope=ctx.scope)
+        result = await self.flush.run(session, scope=ctx.scope)
+        ctx.memory_items += result.items
         marks = {FLUSHED_CYCLE: cycle, FLUSHED_AT: self.now().isoformat()}
         ctx.session = replace(session, metadata={**session.metadata, **marks})
         await self.sessions.save(ctx.session)

@@ -1,16 +1,21 @@
-"""System 50, memory persist: save the session with the exchange, then the daily note line.
+"""System 50, memory persist: save the session with the exchange, then the daily note line,
+then the turn's structured memory items.
 
-The session save must succeed (it is the conversation); the note is best-effort: a failed
-write is logged and never costs the user the reply. Past `memory_window` messages the older
-part goes to consolidation (made durable first) and the session keeps the recent part. The
-session's metadata also keeps what the prompt meter learnt from the turn (`bot.llm.meter`).
+The session save must succeed (it is the conversation); the note and the items are best-effort:
+a failed write is logged and never costs the user the reply. The items (`record_turn`: an
+episode, the user's statements, code-aware procedures) go on the context for system 55 to
+index; the items the prompt showed (system 20) are marked used. Past `memory_window` messages
+the older part goes to consolidation (made durable first) and the session keeps the recent
+part. The session's metadata also keeps what the prompt meter learnt from the turn
+(`bot.llm.meter`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Protocol
 
 import structlog
 
@@ -18,12 +23,26 @@ from bot.llm.meter import PromptMeter
 from bot.memory.compaction import cut_point as consolidation_cut
 from bot.memory.consolidation import ConsolidationQueue
 from bot.memory.notes import DailyNotes
+from bot.memory.turn_items import TurnMemoryEvent
+from bot.models import MemoryItem
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
 LAST_INBOUND = "last_inbound_id"
+
+
+class TurnRecorder(Protocol):
+    """What system 50 needs of the item writer (`MemoryWriter`)."""
+
+    async def record_turn(self, event: TurnMemoryEvent) -> list[MemoryItem]: ...
+
+
+class UsageMarker(Protocol):
+    """What system 50 needs of retrieval (`MemoryRetriever`): mark shown items used."""
+
+    async def touch(self, items: Sequence[MemoryItem], at: datetime) -> None: ...
 
 
 class MemoryPersist:
@@ -40,6 +59,8 @@ class MemoryPersist:
         memory_window: int = 0,  # 0: never consolidate nor trim
         keep_messages: int = 10,
         meter: PromptMeter | None = None,  # calibrates the prompt estimate after each turn
+        recorder: TurnRecorder | None = None,  # structured items from each turn
+        usage: UsageMarker | None = None,  # items the prompt showed are marked used
     ) -> None:
         self.sessions = sessions
         self.notes = notes
@@ -48,6 +69,8 @@ class MemoryPersist:
         self.memory_window = memory_window
         self.keep_messages = keep_messages
         self.meter = meter
+        self.recorder = recorder
+        self.usage = usage
 
     async def process(self, ctx: TurnContext) -> None:
         await self._save_session(ctx)
@@ -60,6 +83,18 @@ class MemoryPersist:
             )
         except OSError:
             log.warning("daily_note_failed", exc_info=True)
+        await self._record_items(ctx, ctx.reply)
+
+    async def _record_items(self, ctx: TurnContext, reply: str) -> None:
+        """The turn's items (onto the context, for system 55) and the shown ones marked used;
+        best-effort: a failure is logged."""
+        try:
+            if self.recorder is not None:
+                ctx.memory_items += await self.recorder.record_turn(_event(ctx, reply, self.now()))
+            if self.usage is not None and ctx.memory_shown:
+                await self.usage.touch(ctx.memory_shown, self.now())
+        except Exception:  # items are extra memory: never cost the user the reply
+            log.warning("memory_items_failed", exc_info=True)
 
     async def _save_session(self, ctx: TurnContext) -> None:
         session, usages = ctx.session, ctx.usages
@@ -100,3 +135,16 @@ class MemoryPersist:
         ctx.session = replace(ctx.session, messages=messages[cut:])
         await self.sessions.save(ctx.session)
         log.info("session_trimmed", consolidated=cut, kept=len(messages) - cut)
+
+
+def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
+    tools = (call.name for message in ctx.new_messages for call in message.tool_calls)
+    return TurnMemoryEvent(
+        scope=ctx.scope,
+        session_key=ctx.inbound.session_key,
+        turn_id=ctx.turn_id,
+        user_text=ctx.user_message.content or "",
+        reply=reply,
+        at=at,
+        tool_names=tuple(tools),
+    )

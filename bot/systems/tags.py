@@ -35,7 +35,8 @@ class MemoryTags:
             return
         _show(ctx, tags.text or (ACKNOWLEDGEMENT if tags.found else EMPTY_REPLY))
         stored = await self.store.store(tags, scope=ctx.scope, session_key=ctx.inbound.session_key)
-        if not tags.text and not stored:
+        ctx.memory_items += stored.items
+        if not tags.text and not stored.ok:
             _show(ctx, NOT_SAVED)
 
 

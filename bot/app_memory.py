@@ -1,0 +1,232 @@
+"""The composition root's memory half: the memory files (`Memory`), recall — the search index
+and its embedder, structured items (`Recall`) — and the prompt's memory sections. `bot.app`
+wires them into the app; the CLI's `memory` commands use `build_recall` alone (no model, no
+Telegram).
+
+`rag.embedder` picks the index's embedder: "none" (keyword-only), "model2vec" (a local folder,
+`rag.model2vec_path`, checked here so a wrong path stops the start with the variable to fix) or
+"openai" (an OpenAI-compatible `/v1/embeddings`; URL and key fall back to the model's). The
+embedder is loaded when the index opens, in a worker thread (`IndexService`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.errors import ConfigError
+from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
+from bot.index.remote import RemoteSearch
+from bot.index.service import IndexService
+from bot.llm.embeddings import OpenAIEmbedder
+from bot.llm.tokens import LineTokens, TokenCounter
+from bot.memory.decay import ItemDecay
+from bot.memory.history import HistoryLog
+from bot.memory.item_index import ItemIndexer
+from bot.memory.item_store import ItemStore
+from bot.memory.item_writer import MemoryWriter
+from bot.memory.long_term import LongTermMemory
+from bot.memory.memory_prompt import MemoryPrompt, PackLimits
+from bot.memory.notes import DailyNotes
+from bot.memory.recall import MemoryRecall
+from bot.memory.relevant import RelevantMemory
+from bot.memory.retrieval import MemoryRetriever, TopK
+from bot.memory.working import WorkingMemory
+from bot.settings import ItemSettings, RagSettings, Settings
+from bot.storage.files import FileLocks
+from bot.storage.lines import LineReader
+from bot.storage.workspace import Workspace
+
+Count = Callable[[str], int]
+MODEL2VEC_VAR = "BOT_RAG__MODEL2VEC_PATH"
+EMBEDDING_KEY_VAR = "BOT_RAG__EMBEDDING_API_KEY"
+COUNT_CACHE = 16384  # token counts of prompt lines: most lines are the same turn after turn
+
+
+@dataclass(frozen=True)
+class Recall:
+    """Search and structured items: systems 20, 40, 50, 55, the memory tools and the CLI."""
+
+    index: IndexService  # `.current`: the open `MemoryIndex` or None; `.search(...)` blocking
+    items: ItemStore
+    writer: MemoryWriter  # every change to items
+    retriever: MemoryRetriever  # the memory pack
+    indexer: ItemIndexer  # items into the index: `await indexer.add(items)`
+    decay: ItemDecay | None  # the daily decay service; None when decay is off
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The memory model's parts, built once and shared by the systems and commands."""
+
+    long_term: LongTermMemory
+    working: WorkingMemory
+    notes: DailyNotes
+    recall: MemoryRecall
+    history: HistoryLog
+    reader: LineReader
+    tokens: TokenCounter
+    count: Callable[[str], int]  # `tokens.count`, cached: the prompt's lines repeat every turn
+    file_locks: FileLocks
+
+
+def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], datetime]) -> Memory:
+    file_locks = FileLocks(workspace.locks_dir)
+    working = WorkingMemory(
+        workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
+    )
+    tokens, reader = TokenCounter(), LineReader()
+    count = cached_count(tokens.count)
+    recall = MemoryRecall(
+        workspace,
+        reader,
+        working,
+        count,
+        recent_days=settings.memory.recent_days,
+        budget_tokens=settings.memory.prompt_budget_tokens,
+    )
+    notes = DailyNotes(
+        workspace,
+        user_chars=settings.memory.note_user_chars,
+        assistant_chars=settings.memory.note_assistant_chars,
+    )
+    return Memory(
+        long_term=LongTermMemory(workspace, file_locks),
+        working=working,
+        notes=notes,
+        recall=recall,
+        history=HistoryLog(workspace, file_locks),
+        reader=reader,
+        tokens=tokens,
+        count=count,
+        file_locks=file_locks,
+    )
+
+
+def cached_count(count: Count) -> Count:
+    """`count` line by line, remembered (tiktoken is the slow part of building a prompt)."""
+    return LineTokens(count, cache=COUNT_CACHE)
+
+
+def build_recall(
+    settings: Settings,
+    workspace: Workspace,
+    locks: FileLocks,
+    count: Count,
+    now: Callable[[], datetime],
+    *,
+    api_key: str | None,
+) -> Recall:
+    store = ItemStore(workspace, locks)
+    config = settings.memory.items
+    writer = _build_writer(settings, store, now)
+    index = IndexService(_index_opener(settings, workspace, api_key=api_key))
+    return Recall(
+        index=index,
+        items=store,
+        writer=writer,
+        retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
+        indexer=ItemIndexer(workspace, store, index),
+        decay=ItemDecay(writer, workspace) if config.decay_enabled else None,
+    )
+
+
+def _build_writer(
+    settings: Settings, store: ItemStore, now: Callable[[], datetime]
+) -> MemoryWriter:
+    config = settings.memory.items
+    return MemoryWriter(
+        store,
+        now=now,
+        promotion_min_confidence=(
+            config.promotion_min_confidence if config.promotion_enabled else None
+        ),
+        decay_days=config.decay_days if config.decay_enabled else None,
+        code_aware=config.code_aware_extraction,
+        dedup_days=config.episodic_days,
+        user_chars=settings.memory.note_user_chars,
+        assistant_chars=settings.memory.note_assistant_chars,
+    )
+
+
+def _index_opener(
+    settings: Settings, workspace: Workspace, *, api_key: str | None
+) -> Callable[[], MemoryIndex] | None:
+    """How to open the index (None when recall is off); the embedder is checked now."""
+    rag = settings.rag
+    if not rag.enabled:
+        return None
+    load = embedder_loader(rag, llm_base_url=settings.llm.base_url, api_key=api_key)
+    timeout = settings.llm.timeout
+
+    def open_index() -> MemoryIndex:
+        return MemoryIndex(
+            workspace.memory_root,
+            workspace.index_dir,
+            embedder=load(timeout),
+            min_similarity=rag.min_similarity,
+        )
+
+    return open_index
+
+
+def embedder_loader(
+    rag: RagSettings, *, llm_base_url: str, api_key: str | None
+) -> Callable[[float], Embedder | None]:
+    """A loader of the configured embedder (called with a timeout, in a thread); a missing
+    model folder or key is a `ConfigError` now, naming the variable to set."""
+    if rag.embedder == "none":
+        return lambda timeout: None
+    if rag.embedder == "model2vec":
+        folder = rag.model2vec_path
+        if folder is None or not (folder / "config.json").is_file():
+            where = "is not set" if folder is None else f"{folder} holds no model2vec model"
+            raise ConfigError(f"{MODEL2VEC_VAR} {where} (rag.embedder is model2vec)")
+        return lambda timeout: Model2VecEmbedder(folder)
+    secret = rag.embedding_api_key.get_secret_value() if rag.embedding_api_key else api_key
+    if not secret:
+        raise ConfigError(f"{EMBEDDING_KEY_VAR} (or BOT_LLM__API_KEY) is not set")
+    base_url = rag.embedding_base_url or llm_base_url
+    return lambda timeout: OpenAIEmbedder(
+        base_url=base_url, api_key=secret, model=rag.embedding_model, timeout=timeout
+    )
+
+
+def build_memory_prompt(
+    settings: Settings,
+    recall: Recall,
+    markdown: MemoryRecall,
+    count: Count,
+    *,
+    remote: RemoteSearch | None = None,
+) -> MemoryPrompt:
+    """System 20's memory: the markdown section, the pack beside it, `# Relevant Memory`."""
+    rag = settings.rag
+    relevant = RelevantMemory(
+        recall.index,
+        count,
+        k=rag.relevant_k,
+        budget_tokens=rag.relevant_budget_tokens,
+        remote=remote,
+    )
+    return MemoryPrompt(
+        markdown,
+        retriever=recall.retriever,
+        relevant=relevant if rag.enabled else None,
+        limits=pack_limits(settings.memory.items),
+    )
+
+
+def pack_limits(config: ItemSettings) -> PackLimits:
+    top_k = TopK(
+        working=config.working_top_k,
+        episodic=config.episodic_top_k,
+        semantic=config.semantic_top_k,
+        procedural=config.procedural_top_k,
+    )
+    return PackLimits(
+        top_k=top_k,
+        soft_budget_tokens=config.soft_budget_tokens,
+        max_budget_tokens=config.max_budget_tokens,
+    )

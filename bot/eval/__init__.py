@@ -1,0 +1,12 @@
+"""Offline evaluation of recall: `python -m bot eval retrieval DATASET.json` measures how well
+the bot's own index finds what a conversation said, against a plain BM25 baseline.
+
+    dataset.py    the dataset format (`Dataset`), loaded and validated with field-named errors
+    corpus.py     a dataset as the bot stores it: exchanges, daily notes, hits → turns covered
+    bm25.py       the baseline: Okapi BM25 over single turns, a small suffix-stripping stemmer
+    retrieval.py  `evaluate`: each system builds its index and answers every question
+    report.py     the figures: recall@k, recall@budget, per category, build time, latency
+
+The format and how to read the figures are in README.md ("Retrieval evaluation"); the figures
+measured on `tests/data/evalset.json` are in benchmarks/README.md.
+"""

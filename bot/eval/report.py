@@ -1,0 +1,122 @@
+"""A system's run over the questions (`Run`: each answer's hits and the turns they show) and its
+figures, as JSON-ready values: recall@k and recall@budget, overall and per category, index build
+time and query latency.
+
+A question's recall is the share of its evidence turns covered by the hits considered:
+
+- recall@k: the first k hits;
+- recall@budget: the hits that fit in the token budget, taken best first and counted with
+  `TokenCounter` over the text each hit shows; a hit that does not fit is passed over and a
+  smaller one after it may still fit (as `# Relevant Memory` and the memory pack fill theirs).
+
+Overall and per-category figures are means over questions; `budget_hits` and `budget_tokens`
+are the mean number of hits and tokens that went into the budget. Latency is per search,
+nearest-rank percentiles.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bot.eval.dataset import Question
+
+Count = Callable[[str], int]  # tokens in a text
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One hit: the text it puts in front of the model, and the turns that text covers."""
+
+    text: str
+    turns: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: Question
+    hits: tuple[Retrieved, ...]  # best first
+    seconds: float  # how long the search took
+
+
+@dataclass(frozen=True)
+class Run:
+    system: str
+    answers: tuple[Answer, ...]
+    build_seconds: float  # indexing only (not writing the note files, not loading a model)
+    chunks: Mapping[str, int]  # what was indexed, per kind
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One question's figures."""
+
+    category: str
+    at_k: tuple[float, ...]  # in the order of the ks asked for
+    at_budget: float
+    budget_hits: int
+    budget_tokens: int
+
+
+def summary(run: Run, *, ks: Sequence[int], budget: int, count: Count) -> dict[str, object]:
+    scored = [score(answer, ks=ks, budget=budget, count=count) for answer in run.answers]
+    categories = sorted({s.category for s in scored})
+    latencies = [answer.seconds * 1000 for answer in run.answers]
+    return {
+        "overall": _means(scored, ks),
+        "per_category": {c: _means([s for s in scored if s.category == c], ks) for c in categories},
+        "index_build_s": round(run.build_seconds, 3),
+        "query_ms": {
+            "p50": _ms(percentile(latencies, 0.5)),
+            "p95": _ms(percentile(latencies, 0.95)),
+        },
+        "indexed": dict(run.chunks),
+    }
+
+
+def score(answer: Answer, *, ks: Sequence[int], budget: int, count: Count) -> Scored:
+    evidence = frozenset(answer.question.evidence)
+    at_k = tuple(recall(evidence, [hit.turns for hit in answer.hits[:k]]) for k in ks)
+    used, tokens, covered = 0, 0, []
+    for hit in answer.hits:
+        size = count(hit.text)
+        if tokens + size <= budget:
+            used, tokens = used + 1, tokens + size
+            covered.append(hit.turns)
+    return Scored(answer.question.category, at_k, recall(evidence, covered), used, tokens)
+
+
+def recall(evidence: frozenset[str], covered: Sequence[frozenset[str]]) -> float:
+    """The share of `evidence` in the union of `covered`."""
+    if not evidence:
+        return 0.0
+    found: frozenset[str] = frozenset().union(*covered)
+    return len(evidence & found) / len(evidence)
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest rank: the smallest value with at least `share` of all values at or below it."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def _means(scored: Sequence[Scored], ks: Sequence[int]) -> dict[str, object]:
+    n = len(scored)
+    figures: dict[str, object] = {"questions": n}
+    for position, k in enumerate(ks):
+        figures[f"recall@{k}"] = _mean([s.at_k[position] for s in scored])
+    figures["recall@budget"] = _mean([s.at_budget for s in scored])
+    figures["budget_hits"] = _mean([s.budget_hits for s in scored], digits=1)
+    figures["budget_tokens"] = _mean([s.budget_tokens for s in scored], digits=0)
+    return figures
+
+
+def _mean(values: Sequence[float], *, digits: int = 3) -> float:
+    return round(sum(values) / len(values), digits) if values else 0.0
+
+
+def _ms(value: float) -> float:
+    return round(value, 2)

@@ -1,0 +1,93 @@
+"""Running the retrieval evaluation: each system answers every question with ranked hits.
+
+`mnemo` is the bot's own index: a fresh `MemoryIndex` in a temporary workspace, fed the
+dataset's exchanges (`add_exchanges`, as system 55 does) and its daily notes (`sync_files`),
+asked each question exactly as `memory_search` asks (`search(question, scopes=[the chat's],
+k=…)`). `bm25` is the baseline over single turns (`bot.eval.bm25`), one index per conversation.
+Both report what each hit shows and which turns it covers (`bot.eval.corpus`); the metrics are
+in `bot.eval.report`. Blocking.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.eval.bm25 import BM25
+from bot.eval.corpus import Corpus, build_corpus
+from bot.eval.dataset import Dataset, Question
+from bot.eval.report import Answer, Count, Retrieved, Run, summary
+from bot.index import Embedder, MemoryIndex
+from bot.storage.files import atomic_write_text
+from bot.storage.workspace import Workspace
+
+
+def evaluate(
+    dataset: Dataset,
+    *,
+    ks: Sequence[int],
+    budget_tokens: int,
+    embedder: Embedder | None,
+    baseline: bool,
+    count: Count,
+) -> dict[str, object]:
+    """The report: the dataset's size, the settings, and each system's figures."""
+    runs = [run_mnemo(dataset, k=max(ks), embedder=embedder)]
+    if baseline:
+        runs.append(run_bm25(dataset, k=max(ks)))
+    turns = [c.turns for c in dataset.conversations]
+    return {
+        "conversations": len(dataset.conversations),
+        "turns": sum(len(t) for t in turns),
+        "questions": len(dataset.questions),
+        "k": list(ks),
+        "budget_tokens": budget_tokens,
+        "embedder": embedder.name if embedder else "none",
+        **{run.system: summary(run, ks=ks, budget=budget_tokens, count=count) for run in runs},
+    }
+
+
+def run_mnemo(dataset: Dataset, *, k: int, embedder: Embedder | None) -> Run:
+    """The bot's index over the dataset, in a temporary workspace deleted afterwards."""
+    with tempfile.TemporaryDirectory(prefix="mnemo-eval-") as folder:
+        workspace = Workspace(Path(folder) / "workspace")
+        corpus = build_corpus(dataset, workspace)
+        for path, text in corpus.notes.items():
+            atomic_write_text(workspace.memory_root / path, text)
+        index = MemoryIndex(workspace.memory_root, workspace.root / "index", embedder=embedder)
+        try:
+            started = time.perf_counter()
+            index.add_exchanges(corpus.exchanges)
+            index.sync_files()
+            built = time.perf_counter() - started
+            answers = tuple(_ask(index, corpus, question, k) for question in dataset.questions)
+            return Run("mnemo", answers, built, index.stats().chunks)
+        finally:
+            index.close()
+
+
+def _ask(index: MemoryIndex, corpus: Corpus, question: Question, k: int) -> Answer:
+    scopes = [corpus.scopes[question.conversation]]
+    started = time.perf_counter()
+    hits = index.search(question.text, scopes=scopes, k=k)
+    seconds = time.perf_counter() - started
+    found = tuple(Retrieved(hit.text, corpus.covered(hit)) for hit in hits)
+    return Answer(question, found, seconds)
+
+
+def run_bm25(dataset: Dataset, *, k: int) -> Run:
+    """The baseline: each conversation's turns as documents, each hit one whole turn."""
+    started = time.perf_counter()
+    indexes = {c.id: (c.turns, BM25([t.text for t in c.turns])) for c in dataset.conversations}
+    built = time.perf_counter() - started
+    answers = []
+    for question in dataset.questions:
+        turns, bm25 = indexes[question.conversation]
+        started = time.perf_counter()
+        ranked = bm25.search(question.text, k=k)
+        seconds = time.perf_counter() - started
+        hits = tuple(Retrieved(turns[n].text, frozenset({turns[n].id})) for n, _ in ranked)
+        answers.append(Answer(question, hits, seconds))
+    return Run("bm25", tuple(answers), built, {"turn": sum(len(t) for t, _ in indexes.values())})

@@ -1,0 +1,121 @@
+"""`# Relevant Memory` (seeds 000, 004): the index's best hits for the user's message, cited.
+
+    # Relevant Memory
+    - [2026-11-20.md#L3-L5] the hit's snippet, on one line
+    - [sessions/telegram%3A1001#4f2a9c#L1-L2] User: … Assistant: …
+    (4 more via memory_search)
+
+Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). A hit whose
+every line the prompt's `# Memory` section already holds (a MEMORY.md chunk, a daily note shown
+today, an exchange whose note line is shown whole) is skipped. The rest are taken best first, at
+most `k`, while they fit `budget_tokens` (heading and notice included); a hit too long for the
+room left is passed over and the next may still fit. The notice counts the matches found but
+not shown, up to what one search returns (`probe`, 3 × k: enough to say "more", cheap enough
+for every turn). The search runs in a thread (`find`, beside the memory pack); a failure or a
+closed index means no section (logged), never a failed turn.
+
+A remote recall server (LightRAG) may add hits to the embedded index's: both are on the same
+Reciprocal Rank Fusion scale, so they are merged by score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import structlog
+
+from bot.index.remote import RemoteSearch
+from bot.index.search import Hit
+
+log = structlog.get_logger(__name__)
+
+HEADER = "# Relevant Memory"
+MORE = "({count} more via memory_search)"
+PROBE_PER_HIT = 3
+MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
+_CLOCK = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")
+Count = Callable[[str], int]
+
+
+class Searcher(Protocol):
+    """The embedded index's search (`IndexService`, `MemoryIndex`): blocking."""
+
+    def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]: ...
+
+
+class RelevantMemory:
+    def __init__(
+        self,
+        index: Searcher,
+        count: Count,
+        *,
+        k: int,
+        budget_tokens: int,
+        remote: RemoteSearch | None = None,
+    ) -> None:
+        self.index = index
+        self.count = count
+        self.k = k
+        self.budget_tokens = budget_tokens
+        self.probe = PROBE_PER_HIT * k
+        self.remote = remote
+
+    async def find(self, query: str, scopes: Sequence[str]) -> list[Hit]:
+        """The hits for `query`, best first; [] when off, blank, or failing (logged)."""
+        if self.k <= 0 or self.budget_tokens <= 0 or not query.strip():
+            return []
+        try:
+            return await self._search(query, scopes)
+        except Exception:  # recall is best-effort: the turn goes on without the section
+            log.warning("relevant_memory_failed", exc_info=True)
+            return []
+
+    def section(self, hits: Sequence[Hit], *, shown: str) -> str:
+        """The section ("" when no hit is new); `shown` is the prompt's `# Memory` text."""
+        held = flat(shown)
+        fresh = [hit for hit in hits if not already_shown(hit, held)]
+        return render_relevant(fresh, k=self.k, budget=self.budget_tokens, count=self.count)
+
+    async def _search(self, query: str, scopes: Sequence[str]) -> list[Hit]:
+        local = await asyncio.to_thread(self.index.search, query, scopes=scopes, k=self.probe)
+        if self.remote is None:
+            return local
+        remote = await self.remote.search(query, scopes=scopes, k=self.k)
+        return sorted([*local, *remote], key=lambda hit: -hit.score)
+
+
+def flat(text: str) -> str:
+    """`text` case-folded with its whitespace collapsed (how lines are compared)."""
+    return " ".join(text.casefold().split())
+
+
+def already_shown(hit: Hit, held: str) -> bool:
+    """True when every line of the hit's snippet is in `held` (a `flat` text); a daily note
+    line's `[HH:MM]` need not be (log compaction keeps the line without it)."""
+    lines = [flat(_CLOCK.sub("", line.strip().strip("…"))) for line in hit.text.splitlines()]
+    return all(line in held for line in lines if line)
+
+
+def hit_line(hit: Hit) -> str:
+    return f"- [{hit.citation}] {' '.join(hit.text.split())}"
+
+
+def render_relevant(hits: Sequence[Hit], *, k: int, budget: int, count: Count) -> str:
+    """The best hits, at most `k`, that fit `budget` tokens; "" when none does."""
+    room = budget - count(HEADER) - count(MORE.format(count=len(hits))) - 2
+    lines: list[str] = []
+    for hit in hits:
+        if len(lines) == k or room < MIN_LINE_TOKENS:
+            break
+        line = hit_line(hit)
+        cost = count(line) + 1
+        if cost <= room:
+            lines.append(line)
+            room -= cost
+    if not lines:
+        return ""
+    more = len(hits) - len(lines)
+    return "\n".join([HEADER, *lines, *([MORE.format(count=more)] if more else [])])

@@ -1,0 +1,298 @@
+"""System 20's memory: the markdown section and the memory pack under one `# Memory` header,
+the fallback to the markdown section, `# Relevant Memory`, and every budget."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+import structlog
+
+from bot import logs
+from bot.index import MemoryIndex
+from bot.index.service import IndexService
+from bot.llm.tokens import TokenCounter
+from bot.memory.item_store import ItemStore
+from bot.memory.item_writer import MemoryWriter
+from bot.memory.memory_prompt import MemoryPrompt, PackLimits, PromptMemory
+from bot.memory.recall import MemoryRecall
+from bot.memory.relevant import RelevantMemory
+from bot.memory.retrieval import MemoryRetriever, TopK
+from bot.memory.working import WorkingMemory
+from bot.models import GLOBAL_SCOPE, MemoryLayer
+from bot.settings import ItemSettings, MemorySettings, RagSettings
+from bot.storage.files import FileLocks
+from bot.storage.lines import LineReader
+from bot.storage.workspace import Workspace
+from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.harness import make_settings, started_app
+from tests.talk import memory_section, relevant_section, say, write
+
+NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))
+KEY = "telegram:1001"
+COUNT = TokenCounter().count
+MORE = re.compile(r"\((\d+) more via memory_search\)$")
+
+
+@dataclass
+class Parts:
+    workspace: Workspace
+    writer: MemoryWriter
+    index: IndexService
+
+    def prompt(
+        self,
+        *,
+        budget: int = 3500,
+        limits: PackLimits | None = None,
+        relevant: tuple[int, int] | None = None,  # (k, budget tokens)
+        count: Callable[[str], int] = COUNT,
+        with_pack: bool = True,
+    ) -> MemoryPrompt:
+        store = ItemStore(self.workspace, FileLocks())
+        working = WorkingMemory(self.workspace, FileLocks(), stale_days=7, now=lambda: NOW)
+        markdown = MemoryRecall(
+            self.workspace, LineReader(), working, COUNT, recent_days=3, budget_tokens=budget
+        )
+        retriever = MemoryRetriever(store, count, now=lambda: NOW)
+        k, tokens = relevant or (0, 0)
+        return MemoryPrompt(
+            markdown,
+            retriever=retriever if with_pack else None,
+            relevant=RelevantMemory(self.index, COUNT, k=k, budget_tokens=tokens),
+            limits=limits,
+        )
+
+    async def add(self, layer: MemoryLayer, text: str, **fields: float | str) -> None:
+        await self.writer.add(GLOBAL_SCOPE, layer, text, **fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def parts(tmp_path: Path) -> AsyncIterator[Parts]:
+    workspace = Workspace(tmp_path / "ws")
+    workspace.ensure()
+    writer = MemoryWriter(ItemStore(workspace, FileLocks()), now=lambda: NOW)
+    index = IndexService(lambda: MemoryIndex(workspace.memory_root, workspace.index_dir))
+    await index.start()
+    yield Parts(workspace, writer, index)
+    await index.stop()
+
+
+async def sections(prompt: MemoryPrompt, query: str = "tea") -> PromptMemory:
+    return await prompt.sections(GLOBAL_SCOPE, KEY, query, NOW)
+
+
+def note(root: Path, text: str, days_back: int = 0) -> None:
+    write(root, f"{(NOW.date() - timedelta(days=days_back)).isoformat()}.md", text)
+
+
+# ----------------------------------------------------------------------------- combining
+
+
+async def test_without_items_the_section_is_exactly_the_markdown_one(parts: Parts) -> None:
+    root = parts.workspace.root
+    write(root, "MEMORY.md", "# Pets\nThe cat is called Pixel.\n")
+    note(root, "[08:00] User: tea? | Assistant: Green tea.\n")
+    note(root, "[20:00] User: yesterday | Assistant: ok\n", days_back=1)
+
+    found = await sections(parts.prompt())
+    markdown = await sections(parts.prompt(with_pack=False))
+
+    assert found.memory == markdown.memory
+    assert found.memory.startswith("# Memory\n\n## Long-term Memory\n# Pets\n")
+    assert found.items == ()
+
+
+async def test_items_alone_make_the_section_with_their_own_headings(parts: Parts) -> None:
+    await parts.add(MemoryLayer.SEMANTIC, "Ann drinks green tea.")
+    await parts.add(MemoryLayer.PROCEDURAL, "make test", type="command")
+
+    found = await sections(parts.prompt())
+
+    assert found.memory == (
+        "# Memory\n\n## Remembered Facts\n- Ann drinks green tea.\n\n"
+        "## Procedures\n- command: `make test`"
+    )
+    assert [item.text for item in found.items] == ["Ann drinks green tea.", "make test"]
+
+
+async def test_markdown_first_then_items_under_one_header_and_the_notices_last(
+    parts: Parts,
+) -> None:
+    root = parts.workspace.root
+    write(root, "MEMORY.md", "".join(f"- Fact {n} about the garden shed.\n" for n in range(40)))
+    for n in range(12):
+        await parts.add(MemoryLayer.SEMANTIC, f"Ann's tea number {n} is a green tea.")
+    limits = PackLimits(top_k=TopK(semantic=12), soft_budget_tokens=80, max_budget_tokens=80)
+
+    text = (await sections(parts.prompt(budget=150, limits=limits))).memory
+
+    assert text.count("# Memory") == 1
+    head, facts = text.split("\n\n## Remembered Facts\n")
+    assert head.startswith("# Memory\n\n## Long-term Memory\n- Fact 0 about the garden shed.")
+    assert "not shown" not in head  # both notices moved to the end…
+    notices = re.search(
+        r"\n\n\(\d+ more lines not shown: [^)]*\)\n\n\((\d+) more memory items not shown: [^)]*\)$",
+        facts,
+    )
+    assert notices  # …the markdown part's first
+    assert int(notices[1]) + facts.count("- Ann's tea number") == 12
+
+
+async def test_an_item_repeating_a_shown_line_is_left_out(parts: Parts) -> None:
+    root = parts.workspace.root
+    write(root, "MEMORY.md", "## Remembered\n- Ann likes green tea\n")
+    note(root, "[08:00] User: pip? | Assistant: ```bash pip install rich ```\n")
+    await parts.add(MemoryLayer.SEMANTIC, "Ann likes green tea.")
+    await parts.add(MemoryLayer.SEMANTIC, "Bob likes black tea.")
+    await parts.add(MemoryLayer.EPISODIC, "User: pip? | Assistant: pip install rich", type="turn")
+
+    found = await sections(parts.prompt())
+
+    assert found.memory.count("likes green tea") == 1
+    assert "## Remembered Facts\n- Bob likes black tea." in found.memory
+    assert "Earlier Episodes" not in found.memory  # the turn is today's note, fences aside
+    assert [item.text for item in found.items] == ["Bob likes black tea."]
+
+
+async def test_a_failing_pack_falls_back_to_the_markdown_section(parts: Parts) -> None:
+    write(parts.workspace.root, "MEMORY.md", "The cat is called Pixel.\n")
+    await parts.add(MemoryLayer.SEMANTIC, "Ann likes green tea.")
+
+    def broken_tokenizer(text: str) -> int:
+        raise RuntimeError("the tokenizer is gone")
+
+    found = await sections(parts.prompt(count=broken_tokenizer))
+
+    assert found.memory == "# Memory\n\n## Long-term Memory\nThe cat is called Pixel."
+    assert found.items == ()
+
+
+# ----------------------------------------------------------------------------- budgets
+
+
+async def test_the_pack_keeps_to_its_soft_budget(parts: Parts) -> None:
+    for n in range(30):
+        await parts.add(MemoryLayer.SEMANTIC, f"Garden fact {n}: the shed roof needs tar paper.")
+    limits = PackLimits(top_k=TopK(semantic=30), soft_budget_tokens=120, max_budget_tokens=400)
+
+    text = (await sections(parts.prompt(limits=limits), query="")).memory
+
+    assert COUNT(text) <= 120
+    assert text.endswith("more memory items not shown: available via memory search)")
+
+
+async def test_relevant_memory_keeps_to_k_and_its_budget_and_counts_the_rest(
+    parts: Parts,
+) -> None:
+    for n in range(10):
+        note(
+            parts.workspace.root,
+            f"[08:00] User: kayak trip {n} on the lake | Assistant: ok\n",
+            20 + n,
+        )
+    parts.index.current.sync_files()  # type: ignore[union-attr]
+
+    few = relevant_lines((await sections(parts.prompt(relevant=(4, 800)), "kayak")).relevant)
+    one = relevant_lines((await sections(parts.prompt(relevant=(1, 800)), "kayak")).relevant)
+    tight = (await sections(parts.prompt(relevant=(10, 60)), "kayak")).relevant
+
+    assert len(few.hits) == 4 and few.more == 6  # all ten found (3 × k may be)
+    assert len(one.hits) == 1 and one.more == 2  # only 3 × k are looked for
+    assert all(
+        re.fullmatch(r"- \[\d{4}-\d\d-\d\d\.md#L1-L1\] \[08:00\] User: kayak .*", h)
+        for h in few.hits
+    )
+    assert COUNT(tight) <= 60
+    assert relevant_lines(tight).more == 10 - len(relevant_lines(tight).hits) > 0
+
+
+async def test_relevant_memory_skips_what_memory_already_shows(parts: Parts) -> None:
+    write(parts.workspace.root, "MEMORY.md", "# Boat\nThe kayak is blue.\n")
+    note(parts.workspace.root, "[08:00] User: kayak paddles? | Assistant: In the shed.\n", 30)
+    parts.index.current.sync_files()  # type: ignore[union-attr]
+
+    found = await sections(parts.prompt(relevant=(5, 800)), "kayak")
+
+    assert "The kayak is blue." in found.memory
+    assert found.relevant.startswith("# Relevant Memory\n- [")
+    assert "kayak paddles" in found.relevant and "The kayak is blue" not in found.relevant
+
+
+async def test_no_index_means_no_relevant_section(parts: Parts) -> None:
+    note(parts.workspace.root, "[08:00] User: kayak | Assistant: ok\n", 30)
+    await parts.index.stop()  # closed: nothing is open any more
+
+    found = await sections(parts.prompt(relevant=(5, 800)), "kayak")
+
+    assert found.relevant == ""
+
+
+async def test_a_broken_index_means_no_relevant_section_and_a_log_line(parts: Parts) -> None:
+    note(parts.workspace.root, "[08:00] User: kayak | Assistant: ok\n", 30)
+    parts.index.current.sync_files()  # type: ignore[union-attr]
+    parts.index.current.store.close()  # type: ignore[union-attr]  # the file went away under it
+
+    buffer = io.StringIO()
+    logs.configure(fmt="json", level="INFO", stream=buffer)
+    try:
+        found = await sections(parts.prompt(relevant=(5, 800)), "kayak")
+    finally:
+        logging.getLogger().handlers.clear()
+        structlog.reset_defaults()
+
+    assert found.relevant == ""
+    assert '"event": "relevant_memory_failed"' in buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class Lines:
+    hits: list[str]
+    more: int
+
+
+def relevant_lines(section: str) -> Lines:
+    lines = section.splitlines()
+    assert lines[0] == "# Relevant Memory"
+    more = MORE.search(lines[-1])
+    return Lines(
+        [line for line in lines[1:] if line.startswith("- [")], int(more[1]) if more else 0
+    )
+
+
+# ----------------------------------------------------------------------------- the running bot
+
+
+async def test_the_bots_prompt_holds_both_sections_within_the_settings_budgets(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    write(workspace, "MEMORY.md", "".join(f"- Fact {n}: the kayak is stored.\n" for n in range(80)))
+    today = datetime.now(UTC).date()
+    for days in range(9, 30):
+        write(
+            workspace, f"{today - timedelta(days=days)}.md", "[08:00] User: kayak | Assistant: ok\n"
+        )
+    memory = MemorySettings(
+        prompt_budget_tokens=300, items=ItemSettings(soft_budget_tokens=100, max_budget_tokens=100)
+    )
+    rag = RagSettings(relevant_k=4, relevant_budget_tokens=120)
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=memory, rag=rag)
+    async with started_app(settings) as app:
+        fake_openai.script(Reply("ok"), Reply("ok"))
+        await say(app, "I prefer kayaks over canoes.")
+        await say(app, "kayak?")
+        prompt = str(fake_openai.requests[-1]["messages"][0]["content"])
+
+    section, relevant = memory_section(prompt), relevant_section(prompt)
+    markdown, _, items = section.partition("\n\n## Earlier Episodes")
+    assert COUNT(markdown) <= 300 + 20  # the notices moved after the items
+    assert items and COUNT("## Earlier Episodes" + items) <= 100 + 40
+    assert COUNT(relevant.strip()) <= 120
+    assert relevant_lines(relevant.strip()).more > 0

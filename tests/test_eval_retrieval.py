@@ -1,0 +1,162 @@
+"""`python -m bot eval retrieval`: the shipped evalset end to end, hits → turns, the metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+from bot.eval.corpus import SourceText, Span, build_corpus, pairs
+from bot.eval.dataset import Conversation, Dataset, Question, Session, Turn
+from bot.eval.report import Answer, Retrieved, score
+from bot.index import Hit
+from bot.index.search import snippet
+from bot.storage.workspace import Workspace
+from tests.harness import REPO
+
+EVALSET = REPO / "tests" / "data" / "evalset.json"
+MODEL = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+RECALLS = ("recall@5", "recall@10", "recall@budget")
+
+
+def run_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
+    }
+    command = [sys.executable, "-m", "bot", "eval", "retrieval", *args]
+    return subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def check_figures(figures: dict[str, Any]) -> None:
+    assert figures["questions"] > 0
+    for name in RECALLS:
+        assert 0.0 <= figures[name] <= 1.0, name
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def test_on_the_shipped_evalset_mnemo_beats_bm25_on_recall_within_the_budget(
+    tmp_path: Path,
+) -> None:
+    done = run_eval(
+        tmp_path,
+        *(str(EVALSET), "--k", "5", "10", "--budget-tokens", "512", "--baseline", "bm25"),
+        *("--embedder", "model2vec", "--model2vec-path", str(MODEL)),
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["questions"] == 50 and report["conversations"] == 5
+    assert report["k"] == [5, 10] and report["budget_tokens"] == 512
+    assert report["embedder"].startswith("model2vec:")
+    for system in ("mnemo", "bm25"):
+        figures = report[system]
+        check_figures(figures["overall"])
+        assert len(figures["per_category"]) >= 3
+        for category in figures["per_category"].values():
+            check_figures(category)
+        assert figures["index_build_s"] >= 0
+        assert 0 <= figures["query_ms"]["p50"] <= figures["query_ms"]["p95"]
+    assert report["mnemo"]["indexed"].keys() == {"exchange", "note"}
+    assert report["mnemo"]["overall"]["recall@budget"] > report["bm25"]["overall"]["recall@budget"]
+
+
+def test_a_bad_dataset_is_one_line_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = tmp_path / "bad.json"
+    dataset.write_text(json.dumps({"conversations": [], "questions": []}))
+    assert main(["eval", "retrieval", str(dataset)]) == 2
+    assert capsys.readouterr().err == (
+        "error: conversations: expected a non-empty list, got an empty list\n"
+    )
+
+
+# ----------------------------------------------------------------------------- hits → turns
+
+
+def turn(turn_id: str, speaker: str, text: str) -> Turn:
+    return Turn(turn_id, "user" if speaker == "user" else "assistant", text)
+
+
+def test_turns_pair_into_exchanges_as_the_bot_sees_them() -> None:
+    turns = [
+        turn("a", "assistant", "Hello, I'm your assistant."),
+        turn("b", "user", "Remind me about the dentist."),
+        turn("c", "assistant", "Will do."),
+        turn("d", "user", "Also the car."),
+        turn("e", "user", "And the cat."),
+        turn("f", "assistant", "Noted both."),
+    ]
+    found = [tuple(t.id if t else None for t in pair) for pair in pairs(turns)]
+    assert found == [(None, "a"), ("b", "c"), ("d", None), ("e", "f")]
+
+
+def test_each_exchange_is_indexed_twice_and_maps_back_to_its_turns(tmp_path: Path) -> None:
+    session = Session(
+        "s1",
+        date(2026, 3, 2),
+        (turn("t1", "user", "Book the vet for Pixel."), turn("t2", "assistant", "Booked.")),
+    )
+    dataset = Dataset(
+        (Conversation("home", (session,)),), (Question("home", "vet?", ("t1",), "single-hop"),)
+    )
+    corpus = build_corpus(dataset, Workspace(tmp_path))
+    [exchange] = corpus.exchanges
+    assert (exchange.scope, exchange.session_key) == ("eval:home", "eval:home")
+    assert exchange.at == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    note = "[09:00] User: Book the vet for Pixel. | Assistant: Booked.\n"
+    assert corpus.notes == {"chats/eval%3Ahome/2026-03-02.md": note}
+    hit = Hit(exchange.path, 1, 2, exchange.text, 0.1, "exchange", "eval:home", exchange.at)
+    assert corpus.covered(hit) == {"t1", "t2"}
+
+
+def test_a_turn_counts_only_when_half_of_it_is_in_the_snippet() -> None:
+    lines = [f"[09:0{n}] User: {'question ' * 20}| Assistant: {'answer ' * 25}" for n in range(4)]
+    text = "\n".join(lines) + "\n"
+    spans = []
+    for n, line in enumerate(lines):
+        offset = sum(len(earlier) + 1 for earlier in lines[:n])
+        cut = line.index(" | Assistant: ")
+        spans.append(Span(offset + line.index("User: ") + 6, offset + cut, f"u{n}"))
+        spans.append(Span(offset + cut + 14, offset + len(line), f"a{n}"))
+    source = SourceText(text, tuple(spans))
+    shown = snippet(text.rstrip("\n"), ["question"], limit=520)  # line 1 ends at 382
+    assert shown.endswith("…")
+    assert source.covered(1, 4, shown) == {"u0", "a0", "u1"}  # u1: two thirds of it shown
+    assert source.covered(1, 4, "\n".join(lines)) == {f"{s}{n}" for s in "ua" for n in range(4)}
+    assert source.covered(1, 4, "text that is not there") == frozenset()
+
+
+# ----------------------------------------------------------------------------- the metrics
+
+
+def answer(*hits: tuple[str, set[str]]) -> Answer:
+    question = Question("c", "q", ("x", "y"), "single-hop")
+    found = tuple(Retrieved(text, frozenset(turns)) for text, turns in hits)
+    return Answer(question, found, 0.001)
+
+
+def test_recall_at_k_is_the_share_of_evidence_in_the_first_k_hits() -> None:
+    scored = score(
+        answer(("aa", {"x"}), ("bb", {"z"}), ("cc", {"y"})), ks=[1, 2, 3], budget=99, count=len
+    )
+    assert scored.at_k == (0.5, 0.5, 1.0)
+
+
+def test_recall_at_budget_passes_over_a_hit_too_big_and_takes_a_smaller_one_after_it() -> None:
+    hits = (("a" * 6, {"z"}), ("b" * 6, {"x"}), ("c" * 3, {"y"}))
+    scored = score(answer(*hits), ks=[3], budget=10, count=len)
+    assert (scored.at_budget, scored.budget_hits, scored.budget_tokens) == (0.5, 2, 9)
