@@ -1,0 +1,227 @@
+"""Composition of a turn: prompt accounting and compaction, the memory flush, the model's tools,
+LightRAG, and the ordered pipeline of systems. Part of the composition root (see `bot.app`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.app_memory import Memory, Recall, build_memory_prompt
+from bot.index.lightrag import LightRagBackend
+from bot.llm.meter import PromptMeter
+from bot.llm.openai_chat import OpenAIChat
+from bot.llm.windows import load_windows
+from bot.memory.compaction import Compactor
+from bot.memory.consolidation import Consolidator
+from bot.memory.flush import MemoryFlush
+from bot.memory.tag_store import TagStore
+from bot.memory.tags import TAG_INSTRUCTIONS
+from bot.pipeline import BestEffort, Pipeline
+from bot.settings import Settings
+from bot.storage.sessions import SessionStore
+from bot.storage.workspace import Workspace
+from bot.systems.compaction import AutoCompaction
+from bot.systems.context import ContextBuilding
+from bot.systems.flush import PreCompactionFlush, flush_trigger
+from bot.systems.indexing import RagIndexing
+from bot.systems.persist import MemoryPersist
+from bot.systems.tags import MemoryTags
+from bot.systems.tool_loop import ToolLoop
+from bot.tools.clock import CurrentTime
+from bot.tools.memory_get import MemoryGet
+from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
+from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
+from bot.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """Prompt accounting and session compaction: system 18, /compact, /status, the runner."""
+
+    meter: PromptMeter
+    compactor: Compactor
+    enabled: bool  # automatic compaction: system 18 and the overflow retry
+    keep: int  # messages kept by system 18 and /compact
+    overflow_keep: int  # after a context overflow the full `keep` was too much: half of it
+
+
+def build_compaction(
+    settings: Settings,
+    sessions: SessionStore,
+    llm: OpenAIChat,
+    memory: Memory,
+    now: Callable[[], datetime],
+) -> Compaction:
+    config = settings.compaction
+    # Until a turn has measured the real system prompt: persona, instructions, memory budget.
+    persona = memory.tokens.count(settings.persona) + memory.tokens.count(_instructions(settings))
+    meter = PromptMeter(
+        memory.tokens,
+        load_windows(config.models_file),
+        settings.llm.model,
+        system_tokens=persona + settings.memory.prompt_budget_tokens,
+    )
+    compactor = Compactor(
+        llm=llm,
+        model=settings.llm.fast_model or settings.llm.model,
+        sessions=sessions,
+        history=memory.history,
+        meter=meter,
+        now=now,
+        temperature=config.summary_temperature,
+        max_tokens=config.summary_max_tokens,
+        timeout=config.summary_timeout,
+        message_chars=config.message_chars,
+        checkpoint_chars=config.checkpoint_chars,
+    )
+    keep = config.keep_last_messages
+    return Compaction(
+        meter=meter,
+        compactor=compactor,
+        enabled=config.enabled,
+        keep=keep,
+        overflow_keep=max(2, keep // 2),
+    )
+
+
+def _build_flush(
+    settings: Settings,
+    sessions: SessionStore,
+    llm: OpenAIChat,
+    tags: TagStore,
+    compaction: Compaction,
+    now: Callable[[], datetime],
+) -> PreCompactionFlush | None:
+    config = settings.compaction
+    if not (config.enabled and config.flush_enabled):
+        return None
+    flush = MemoryFlush(
+        llm,
+        tags,
+        instructions=TAG_INSTRUCTIONS,
+        model=settings.llm.model,
+        timeout=settings.llm.timeout,
+    )
+    trigger = flush_trigger(
+        compaction.meter.window,
+        threshold=config.threshold,
+        reserve_floor=config.reserve_tokens_floor,
+        soft=config.soft_threshold_tokens,
+    )
+    return PreCompactionFlush(flush, compaction.meter, sessions, trigger=trigger, now=now)
+
+
+def build_lightrag(settings: Settings, now: Callable[[], datetime]) -> LightRagBackend | None:
+    """The LightRAG server when `rag.backend = "lightrag"`: it gets the owner's exchanges
+    (system 55) and adds hits to the owner's `# Relevant Memory` and `memory_search`; the
+    embedded index keeps running for memory files and every chat's scope."""
+    rag = settings.rag
+    if not (rag.enabled and rag.backend == "lightrag"):
+        return None
+    key = rag.lightrag_api_key.get_secret_value() if rag.lightrag_api_key else None
+    return LightRagBackend(
+        rag.lightrag_url,
+        api_key=key or None,
+        mode=rag.lightrag_mode,
+        timeout=rag.lightrag_timeout,
+        now=now,
+    )
+
+
+def build_tools(
+    settings: Settings,
+    workspace: Workspace,
+    recall: Recall,
+    now: Callable[[], datetime],
+    *,
+    lightrag: LightRagBackend | None,
+) -> ToolRegistry:
+    """The model's tools: the clock, reading memory files, the structured items, and — when
+    recall is on — `memory_search`."""
+    index = recall.indexer
+    search = MemorySearch(recall.index, default_k=settings.rag.search_k, remote=lightrag)
+    return ToolRegistry(
+        [
+            CurrentTime(now),
+            *([search] if settings.rag.enabled else []),
+            MemoryGet(workspace.memory_root),
+            MemoryAdd(recall.writer, index=index),
+            MemoryUpdate(recall.writer, index=index),
+            MemoryPromote(recall.writer, index=index),
+            MemoryForget(recall.writer, index=index),
+        ]
+    )
+
+
+def _instructions(settings: Settings) -> str:
+    """How to remember (tags) and, with `memory_search` offered, how to recall (seed 004)."""
+    if not settings.rag.enabled:
+        return TAG_INSTRUCTIONS
+    return f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"
+
+
+def build_pipeline(
+    settings: Settings,
+    sessions: SessionStore,
+    llm: OpenAIChat,
+    memory: Memory,
+    recall: Recall,
+    consolidator: Consolidator,
+    compaction: Compaction,
+    now: Callable[[], datetime],
+    *,
+    lightrag: LightRagBackend | None,
+    tools: ToolRegistry,
+) -> Pipeline:
+    tags = TagStore(memory.long_term, memory.working, recall.writer)
+    flush = _build_flush(settings, sessions, llm, tags, compaction, now)
+    context = ContextBuilding(
+        persona=settings.persona,
+        instructions=_instructions(settings),
+        memory=build_memory_prompt(settings, recall, memory.recall, memory.count, remote=lightrag),
+        now=now,
+    )
+    return Pipeline(
+        [
+            *([BestEffort(flush)] if flush else []),
+            BestEffort(_auto_compaction(settings, compaction)),
+            context,
+            ToolLoop(llm, tools, max_steps=settings.llm.max_tool_steps, now=now),
+            MemoryTags(tags),
+            _persist(settings, sessions, memory, recall, consolidator, compaction, now),
+            BestEffort(RagIndexing(index=recall.index, items=recall.indexer, remote=lightrag)),
+        ]
+    )
+
+
+def _auto_compaction(settings: Settings, compaction: Compaction) -> AutoCompaction:
+    return AutoCompaction(
+        compaction.compactor,
+        compaction.meter,
+        enabled=compaction.enabled,
+        threshold=settings.compaction.threshold,
+        keep=compaction.keep,
+    )
+
+
+def _persist(
+    settings: Settings,
+    sessions: SessionStore,
+    memory: Memory,
+    recall: Recall,
+    consolidator: Consolidator,
+    compaction: Compaction,
+    now: Callable[[], datetime],
+) -> MemoryPersist:
+    return MemoryPersist(
+        sessions,
+        memory.notes,
+        now=now,
+        consolidator=consolidator,
+        memory_window=settings.memory.memory_window,
+        keep_messages=settings.memory.keep_messages,
+        meter=compaction.meter,
+        recorder=recall.writer,
+        usage=recall.retriever,
+    )
