@@ -12,7 +12,6 @@ A note or a MEMORY.md that is not text is left where it is, untouched, with a wa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
@@ -20,8 +19,9 @@ from pathlib import Path
 
 import structlog
 
+from bot.memory.daily import DAILY, DailyOverScopes
 from bot.memory.long_term import LongTermMemory
-from bot.models import GLOBAL_SCOPE, MemoryScope
+from bot.models import MemoryScope
 from bot.storage.files import FileLocks, ensure_dir
 from bot.storage.lines import decode_text, safe_to_rewrite
 from bot.storage.workspace import Workspace
@@ -29,7 +29,6 @@ from bot.storage.workspace import Workspace
 log = structlog.get_logger(__name__)
 
 SECTION = "Compacted memories"
-DAILY = timedelta(days=1)
 _CLOCK = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")
 
 
@@ -42,7 +41,7 @@ def compacted_facts(day: date, text: str) -> list[str]:
     ]
 
 
-class LogCompaction:
+class LogCompaction(DailyOverScopes):
     def __init__(
         self,
         workspace: Workspace,
@@ -53,51 +52,16 @@ class LogCompaction:
         now: Callable[[], datetime],
         every: timedelta = DAILY,
     ) -> None:
-        self.workspace = workspace
+        super().__init__("log_compaction", self._compact_scope, workspace, every=every)
         self.long_term = long_term
         self.locks = locks
         self.retention_days = retention_days
         self.now = now
-        self.every = every
-        self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        """Compact once before the first message, then daily in an owned task."""
-        await self.run()
-        self._task = asyncio.create_task(self._daily(), name="log-compaction")
-
-    async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
-
-    async def run(self) -> int:
-        """One pass over every scope; returns how many notes were archived."""
+    async def _compact_scope(self, scope: MemoryScope) -> int:
+        """Fold and archive the scope's notes older than the retention period."""
         cutoff = self.now().date() - timedelta(days=self.retention_days)
-        try:
-            scopes = [GLOBAL_SCOPE, *await asyncio.to_thread(self.workspace.chat_scopes)]
-        except OSError:
-            log.warning("log_compaction_failed", scope="chats", exc_info=True)
-            scopes = [GLOBAL_SCOPE]
-        archived = 0
-        for scope in scopes:
-            try:
-                archived += await self._compact(scope, cutoff)
-            except Exception:  # the background boundary: one scope's failure spares the rest
-                log.warning(
-                    "log_compaction_failed", scope=scope.chat_key or "global", exc_info=True
-                )
-        if archived:
-            log.info("log_compaction", archived=archived, scopes=len(scopes))
-        return archived
-
-    async def _daily(self) -> None:
-        while True:
-            await asyncio.sleep(self.every.total_seconds())
-            await self.run()
+        return await self._compact(scope, cutoff)
 
     async def _compact(self, scope: MemoryScope, cutoff: date) -> int:
         notes = await asyncio.to_thread(self.workspace.daily_note_paths, scope)
