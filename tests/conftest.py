@@ -1,4 +1,4 @@
-"""Shared fixtures. Sections: fakes of external services; the app."""
+"""Shared fixtures. Sections: fakes of external services; the app; structured items."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
+from bot.memory.item_store import ItemStore
+from bot.storage.files import FileLocks
+from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import make_settings, started_app
@@ -43,3 +46,12 @@ async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
     """The real app (no Telegram) over `workspace`, its model the `fake_openai` server."""
     async with started_app(make_settings(workspace, telegram=None, openai=fake_openai)) as app:
         yield app
+
+
+# ----------------------------------------------------------------------------- structured items
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ItemStore:
+    """An item store over a bare workspace in `tmp_path`."""
+    return ItemStore(Workspace(tmp_path), FileLocks())

@@ -4,7 +4,6 @@ statements of a user's message that become episodic facts."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,6 @@ from bot.memory.item_writer import MemoryWriter
 from bot.memory.statements import find_statements
 from bot.memory.turn_items import TurnMemoryEvent
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer
-from bot.storage.files import FileLocks
-from bot.storage.workspace import Workspace
 
 AT = datetime(2026, 2, 7, 9, 0, tzinfo=UTC)
 TRACEBACK = """Running the app fails:
@@ -99,11 +96,6 @@ def test_a_success_or_a_mention_is_not_an_error(text: str) -> None:
 
 
 # ----------------------------------------------------------------------------- turns
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> ItemStore:
-    return ItemStore(Workspace(tmp_path), FileLocks())
 
 
 @pytest.fixture

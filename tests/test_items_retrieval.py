@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,7 @@ from bot.memory.retrieval import MemoryQuery, MemoryRetriever, TopK
 from bot.memory.section import MemoryView
 from bot.memory.working import WorkingNote
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks
-from bot.storage.workspace import Workspace
+from tests.clock import Clock
 
 NOW = datetime(2026, 2, 7, 12, 0, tzinfo=UTC)
 GROUP = MemoryScope(chat_key="telegram:-100123")
@@ -28,22 +26,9 @@ COUNTER = TokenCounter()
 FILLER = "the quick brown fox jumps over the lazy dog near the river bank at dawn"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.at = NOW
-
-    def __call__(self) -> datetime:
-        return self.at
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> ItemStore:
-    return ItemStore(Workspace(tmp_path), FileLocks())
+    return Clock(NOW)
 
 
 @pytest.fixture

@@ -14,29 +14,15 @@ from bot.memory.item_store import ItemStore
 from bot.memory.item_writer import MemoryWriter
 from bot.memory.turn_items import TurnMemoryEvent
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks
-from bot.storage.workspace import Workspace
+from tests.clock import Clock
 
 START = datetime(2026, 2, 7, 14, 15, tzinfo=ZoneInfo("Europe/Berlin"))
 GROUP = MemoryScope(chat_key="telegram:-100123")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.at = START
-
-    def __call__(self) -> datetime:
-        return self.at
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> ItemStore:
-    return ItemStore(Workspace(tmp_path), FileLocks())
+    return Clock(START)
 
 
 @pytest.fixture

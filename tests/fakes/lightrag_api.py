@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.local_server import LocalServer
 
 Json = dict[str, Any]
 MODES = ("local", "global", "hybrid", "naive", "mix", "bypass")
@@ -43,7 +44,7 @@ class Document:
     track_id: str
 
 
-class FakeLightRag:
+class FakeLightRag(LocalServer):
     def __init__(self, *, api_key: str | None = None) -> None:
         self.api_key = api_key
         self.chunk_content = True  # False: an older server, deaf to `include_chunk_content`
@@ -55,45 +56,23 @@ class FakeLightRag:
         self._hanging = False
         self._release = asyncio.Event()
         self._stored = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
+        super().__init__()
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    def build_app(self) -> web.Application:
         app = web.Application(middlewares=[self._faults])
         app.router.add_post("/documents/text", self._insert_text)
         app.router.add_post("/query", self._query)
         app.router.add_get("/health", self._health)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        return app
 
-    async def stop(self) -> None:
+    def on_stop(self) -> None:
         self.release()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @property
     def base_url(self) -> str:
-        if self._port is None:
-            raise RuntimeError("FakeLightRag is not started")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://127.0.0.1:{self.port}"
 
     # --- test-side API ---------------------------------------------------------------------
 

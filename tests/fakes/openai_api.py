@@ -23,10 +23,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.local_server import LocalServer
 
 Json = dict[str, Any]
 
@@ -204,7 +205,7 @@ def _embedding_inputs(value: Any) -> list[str]:
 # ----------------------------------------------------------------------------- the server
 
 
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     """A scripted OpenAI-compatible server; see the module docstring."""
 
     def __init__(
@@ -231,48 +232,19 @@ class FakeOpenAI:
         self._hanging = 0
         self._release = asyncio.Event()
         self._wakeup = asyncio.Event()
-        self._closing = False
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
+        super().__init__()
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._list_models)
-        self._closing = False
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        return app
 
-    async def stop(self) -> None:
-        self._closing = True
+    def on_stop(self) -> None:
         self.release()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("FakeOpenAI is not started")
-        return self._port
 
     @property
     def base_url(self) -> str:

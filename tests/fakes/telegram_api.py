@@ -23,10 +23,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.local_server import LocalServer
 
 Params = dict[str, Any]
 Predicate = Callable[[Params], bool]
@@ -350,7 +351,7 @@ def _checked_text(params: Params) -> tuple[str, list[dict[str, Any]] | None]:
 # ----------------------------------------------------------------------------- the server
 
 
-class FakeTelegram:
+class FakeTelegram(LocalServer):
     """A fake Bot API server; see the module docstring."""
 
     def __init__(self, token: str = DEFAULT_TOKEN, *, username: str = "mnemo_test_bot") -> None:
@@ -380,9 +381,7 @@ class FakeTelegram:
         self._poll_generation = 0
         self._polls_waiting = 0
         self._wakeup = asyncio.Event()
-        self._closing = False
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
+        super().__init__()
         self._methods: dict[str, Callable[[Params], Any]] = {
             "getMe": lambda _params: self.bot_user,
             "getUpdates": self._get_updates,
@@ -402,44 +401,17 @@ class FakeTelegram:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
-        self._closing = False
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        return app
 
-    async def stop(self) -> None:
-        self._closing = True
+    def on_stop(self) -> None:
         self._notify()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @property
     def token(self) -> str:
         return self._token
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("FakeTelegram is not started")
-        return self._port
 
     @property
     def base_url(self) -> str:
