@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 from bot.access import AccessPolicy
 from bot.chats import ChatLocks, RunningTurns
+from bot.errors import NotTextError
 from bot.llm.meter import PromptMeter
 from bot.memory.compaction import CompactionResult, Compactor
 from bot.memory.consolidation import ConsolidationQueue
-from bot.memory.edits import Forgotten, MemoryEdits, NotText
+from bot.memory.edits import Forgotten, MemoryEdits
 from bot.memory.history import HistoryLog
 from bot.memory.inventory import MemoryInventory
 from bot.memory.working import WorkingMemory
@@ -200,7 +201,7 @@ class Commands:
             return REMEMBER_USAGE
         try:
             saved = await self.edits.remember(self.access.scope_for(inbound), args)
-        except NotText:
+        except NotTextError:
             return NOT_TEXT
         return f"Saved to memory: {saved}" if saved else "I already had that."
 

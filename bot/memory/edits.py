@@ -21,7 +21,7 @@ from bot.memory.long_term import LongTermMemory, split_matching
 from bot.memory.recall import visible_scopes
 from bot.models import MemoryScope
 from bot.storage.files import FileLocks, atomic_write_bytes
-from bot.storage.lines import decode_text, safe_to_rewrite
+from bot.storage.lines import decode_text
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -41,9 +41,6 @@ class Forgotten:
     skipped: tuple[str, ...]  # files left alone because they are not text
 
 
-NotText = NotTextError  # the file is not text, so it is left alone rather than rewritten
-
-
 class MemoryEdits:
     def __init__(self, workspace: Workspace, long_term: LongTermMemory, locks: FileLocks) -> None:
         self.workspace = workspace
@@ -53,10 +50,7 @@ class MemoryEdits:
     async def remember(self, scope: MemoryScope, fact: str) -> str | None:
         """Add `fact` under `## Remembered`: the fact as saved, or None when it was there.
 
-        Raises `NotText` when MEMORY.md is not text (it is left as it is)."""
-        path = self.workspace.long_term_path(scope)
-        if not await asyncio.to_thread(safe_to_rewrite, path):
-            raise NotText(path.name)
+        Raises `NotTextError` when MEMORY.md is not text (it is left as it is)."""
         added = await self.long_term.append_facts(scope, [fact], section=REMEMBERED_SECTION)
         return added[0] if added else None
 
@@ -80,9 +74,9 @@ class MemoryEdits:
         """One scope's files, each group under the lock its other writers hold."""
         done: list[tuple[Path, list[str]]] = []
         memory = self.workspace.long_term_path(scope)
-        if await asyncio.to_thread(safe_to_rewrite, memory):
+        try:
             done.append((memory, await self.long_term.remove_lines(scope, needle)))
-        else:
+        except (NotTextError, OSError):  # not text, or unreadable: left exactly as it is
             skipped.append(memory)
         notes, history = await asyncio.to_thread(self._files, scope)
         archive = self.workspace.archive_note_dir(scope)  # log compaction's lock
@@ -116,14 +110,14 @@ class MemoryEdits:
                     done.append(
                         (path, await asyncio.to_thread(remove_matching_lines, path, needle))
                     )
-                except NotText:
+                except NotTextError:
                     skipped.append(path)
         return done
 
 
 def remove_matching_lines(path: Path, needle: str) -> list[str]:
     """Rewrite `path` without the lines containing `needle`; every other byte is kept.
-    The caller holds the file's lock. Raises `NotText` for a file that is not text."""
+    The caller holds the file's lock. Raises `NotTextError` for a file that is not text."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -131,7 +125,7 @@ def remove_matching_lines(path: Path, needle: str) -> list[str]:
     if needle.lower() not in data.decode("utf-8", errors="replace").lower():
         return []
     if decode_text(data) is None:
-        raise NotText(path.name)
+        raise NotTextError(path.name)
     kept, removed = split_matching(data.decode("utf-8", errors="surrogateescape"), needle)
     atomic_write_bytes(path, kept.encode("utf-8", errors="surrogateescape"))
     return [_printable(line) for line in removed]
