@@ -32,8 +32,8 @@ from pydantic import SecretStr
 from benchmarks.index_speed import MODEL, vocabulary
 from bot import logs
 from bot.app import App, build_app
-from bot.memory.item_format import encode
-from bot.memory.items import new_item
+from bot.memory.items.format import encode
+from bot.memory.items.rules import new_item
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, MemoryLayer, Session
 from bot.pipeline import System, TurnContext
 from bot.settings import LLMSettings, MemorySettings, RagSettings, Settings

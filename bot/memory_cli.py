@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.app import clock
-from bot.app_memory import Recall, build_recall
+from bot.app.memory import ItemsAndIndex, build_items_and_index
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import GLOBAL, kind_of
 from bot.index.sync import memory_files
@@ -58,15 +58,17 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
         return stats(recall, workspace, index, out)
 
 
-def _recall(settings: Settings, workspace: Workspace) -> Recall:
+def _recall(settings: Settings, workspace: Workspace) -> ItemsAndIndex:
     secret = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
     locks = FileLocks(workspace.locks_dir)
     now = clock(settings.timezone)
-    return build_recall(settings, workspace, locks, TokenCounter().count, now, api_key=secret)
+    return build_items_and_index(
+        settings, workspace, locks, TokenCounter().count, now, api_key=secret
+    )
 
 
 @contextmanager
-def _opened(recall: Recall) -> Iterator[MemoryIndex]:
+def _opened(recall: ItemsAndIndex) -> Iterator[MemoryIndex]:
     index = recall.index.open()
     try:
         recall.indexer.add_missing(index)
@@ -91,7 +93,7 @@ def _hit(number: int, hit: Hit) -> str:
     return f"{head}\n   {text}"
 
 
-def reindex(recall: Recall, out: Print) -> int:
+def reindex(recall: ItemsAndIndex, out: Print) -> int:
     started = time.perf_counter()
     opened = recall.index.open(sync=False)
     try:
@@ -105,7 +107,7 @@ def reindex(recall: Recall, out: Print) -> int:
     return 0
 
 
-def stats(recall: Recall, workspace: Workspace, index: MemoryIndex, out: Print) -> int:
+def stats(recall: ItemsAndIndex, workspace: Workspace, index: MemoryIndex, out: Print) -> int:
     found = index.stats()
     chunks = ", ".join(f"{kind} {n}" for kind, n in sorted(found.chunks.items())) or "none"
     out(f"index     {workspace.index_dir}  embedder: {found.embedder or 'none (keyword only)'}")
@@ -118,7 +120,7 @@ def stats(recall: Recall, workspace: Workspace, index: MemoryIndex, out: Print) 
     return 0
 
 
-def _item_lines(recall: Recall, workspace: Workspace) -> Iterator[str]:
+def _item_lines(recall: ItemsAndIndex, workspace: Workspace) -> Iterator[str]:
     """`items     global: episodic 3, semantic 1, procedural 0 (1 decayed, 2 forgotten)`"""
     for scope in [GLOBAL_SCOPE, *workspace.chat_scopes()]:
         layers = {layer: recall.items.items(scope, layer) for layer in MemoryLayer}

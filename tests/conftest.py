@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
-from bot.memory.item_store import ItemStore
+from bot.memory.items.store import ItemStore
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import FakeOpenAI

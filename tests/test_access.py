@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.access import LOCAL_USER_ID, AccessPolicy
 from bot.models import GLOBAL_SCOPE, ChatType, Inbound, MemoryScope
 from bot.tools.clock import CurrentTime
 from bot.tools.registry import ToolContext
+from bot.turn.access import LOCAL_USER_ID, AccessPolicy
 
 NOW = datetime(2026, 11, 21, 9, 5, tzinfo=UTC)
 

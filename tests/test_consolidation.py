@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bot.app import App
-from bot.memory.consolidation import Consolidator
+from bot.memory.upkeep.consolidation import Consolidator
 from bot.models import GLOBAL_SCOPE, ChatMessage
 from bot.settings import MemorySettings
 from bot.storage.jobs import JobStore, new_job

@@ -12,10 +12,10 @@ import pytest
 
 from bot.app import App
 from bot.llm.tokens import TokenCounter
-from bot.memory.memory_prompt import MemoryPrompt
-from bot.memory.recall import MemoryRecall
-from bot.memory.tags import TAG_INSTRUCTIONS
-from bot.memory.working import WorkingMemory
+from bot.memory.notes.tags import TAG_INSTRUCTIONS
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.recall.markdown import MarkdownMemory
+from bot.memory.recall.prompt import MemoryPrompt
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, Session
 from bot.pipeline import TurnContext
 from bot.storage.files import FileLocks
@@ -40,7 +40,7 @@ INSTRUCTIONS = f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"  # the app's: tags
 async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
     workspace = Workspace(root)
     working = WorkingMemory(workspace, FileLocks(), stale_days=7, now=lambda: NOW)
-    recall = MemoryRecall(
+    recall = MarkdownMemory(
         workspace,
         LineReader(),
         working,

@@ -19,13 +19,13 @@ from bot import logs
 from bot.index import MemoryIndex
 from bot.index.service import IndexService
 from bot.llm.tokens import TokenCounter
-from bot.memory.item_store import ItemStore
-from bot.memory.item_writer import MemoryWriter
-from bot.memory.memory_prompt import MemoryPrompt, PackLimits, PromptMemory
-from bot.memory.recall import MemoryRecall
-from bot.memory.relevant import RelevantMemory
-from bot.memory.retrieval import MemoryRetriever, TopK
-from bot.memory.working import WorkingMemory
+from bot.memory.items.store import ItemStore
+from bot.memory.items.writer import MemoryWriter
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.recall.markdown import MarkdownMemory
+from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory
+from bot.memory.recall.relevant import RelevantMemory
+from bot.memory.recall.retrieval import MemoryRetriever, TopK
 from bot.models import GLOBAL_SCOPE, MemoryLayer
 from bot.settings import ItemSettings, MemorySettings, RagSettings
 from bot.storage.files import FileLocks
@@ -58,7 +58,7 @@ class Parts:
     ) -> MemoryPrompt:
         store = ItemStore(self.workspace, FileLocks())
         working = WorkingMemory(self.workspace, FileLocks(), stale_days=7, now=lambda: NOW)
-        markdown = MemoryRecall(
+        markdown = MarkdownMemory(
             self.workspace, LineReader(), working, COUNT, recent_days=3, budget_tokens=budget
         )
         retriever = MemoryRetriever(store, count, now=lambda: NOW)

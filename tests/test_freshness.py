@@ -13,9 +13,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.app import App
-from bot.freshness import NO_SUMMARY, FreshnessPolicy, duration_phrase
-from bot.memory import compaction, consolidation
-from bot.memory.consolidation import Consolidator
+from bot.conversation import compaction
+from bot.conversation.renewal import NO_SUMMARY, FreshnessPolicy, duration_phrase
+from bot.memory.upkeep import consolidation
+from bot.memory.upkeep.consolidation import Consolidator
 from bot.models import ChatMessage, Session
 from bot.settings import SessionPolicySettings, Settings
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step

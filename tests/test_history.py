@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-from bot.memory.history import HistoryLog
+from bot.memory.notes.history import HistoryLog
 from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace

@@ -6,7 +6,8 @@ import itertools
 from datetime import UTC, datetime
 
 from bot.index.chunking import Chunk, Chunker
-from bot.index.sources import chunk_time, kind_of, scope_of, search_scopes
+from bot.index.sources import chunk_time, kind_of, scope_of
+from bot.memory.scopes import search_scopes
 from bot.models import GLOBAL_SCOPE, MemoryScope
 
 

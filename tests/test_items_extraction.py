@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.memory.code_extraction import find_code
-from bot.memory.item_store import ItemStore
-from bot.memory.item_writer import MemoryWriter
-from bot.memory.statements import find_statements
-from bot.memory.turn_items import TurnMemoryEvent
+from bot.memory.items.code import find_code
+from bot.memory.items.statements import find_statements
+from bot.memory.items.store import ItemStore
+from bot.memory.items.turn import TurnMemoryEvent
+from bot.memory.items.writer import MemoryWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer
 
 AT = datetime(2026, 2, 7, 9, 0, tzinfo=UTC)

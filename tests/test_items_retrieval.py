@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.llm.tokens import TokenCounter
-from bot.memory.item_store import ItemStore
-from bot.memory.item_writer import MemoryWriter
-from bot.memory.retrieval import MemoryQuery, MemoryRetriever, TopK
-from bot.memory.section import MemoryView
-from bot.memory.working import WorkingNote
+from bot.memory.items.store import ItemStore
+from bot.memory.items.writer import MemoryWriter
+from bot.memory.notes.working import WorkingNote
+from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever, TopK
+from bot.memory.recall.section import MemoryView
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
 from tests.clock import Clock
 

@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.memory.item_format import VERSION, ItemFormatError, decode, encode
-from bot.memory.item_store import ItemStore
-from bot.memory.items import fingerprint, new_item
+from bot.memory.items.format import VERSION, ItemFormatError, decode, encode
+from bot.memory.items.rules import fingerprint, new_item
+from bot.memory.items.store import ItemStore
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace

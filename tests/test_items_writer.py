@@ -9,10 +9,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.memory.item_format import decode
-from bot.memory.item_store import ItemStore
-from bot.memory.item_writer import MemoryWriter
-from bot.memory.turn_items import TurnMemoryEvent
+from bot.memory.items.format import decode
+from bot.memory.items.store import ItemStore
+from bot.memory.items.turn import TurnMemoryEvent
+from bot.memory.items.writer import MemoryWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
 from tests.clock import Clock
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bot.memory.llm_json import ConsolidationResult, parse_consolidation
+from bot.memory.upkeep.answers import ConsolidationResult, parse_consolidation
 
 ENTRY = "[2026-11-21 10:30] Ann planned a trip to Lisbon."
 MEMORY = "# Memory\n- Ann lives in Porto\n- Ann likes green tea"

@@ -11,8 +11,8 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from bot.app import App
-from bot.memory.log_compaction import LogCompaction
-from bot.memory.long_term import LongTermMemory
+from bot.memory.notes.long_term import LongTermMemory
+from bot.memory.upkeep.archiving import NoteArchive
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import FakeOpenAI
@@ -38,8 +38,8 @@ def files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-def compaction(app: App) -> LogCompaction:
-    [service] = [s for s in app.services if isinstance(s, LogCompaction)]
+def compaction(app: App) -> NoteArchive:
+    [service] = [s for s in app.services if isinstance(s, NoteArchive)]
     return service
 
 
@@ -162,7 +162,7 @@ async def test_a_memory_file_that_is_not_text_is_never_rewritten(
 
 async def test_it_runs_daily_until_stopped(workspace: Path) -> None:
     root = Workspace(workspace)
-    service = LogCompaction(
+    service = NoteArchive(
         root,
         LongTermMemory(root, FileLocks()),
         FileLocks(),

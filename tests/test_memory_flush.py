@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.app import App
-from bot.memory.flush import FLUSH_REQUEST
+from bot.conversation.flush import FLUSH_REQUEST
 from bot.systems.flush import flush_trigger
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import small_window_settings, started_app

@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.app import App
 from bot.index import Hit
-from bot.memory.consolidation import Consolidator
+from bot.memory.upkeep.consolidation import Consolidator
 from bot.settings import ItemSettings, MemorySettings, RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import make_settings, started_app

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bot.memory.tags import TAG_INSTRUCTIONS, ExtractedTags, extract_tags
+from bot.memory.notes.tags import TAG_INSTRUCTIONS, ExtractedTags, extract_tags
 
 
 def test_a_plain_reply_passes_untouched_apart_from_outer_whitespace() -> None:

@@ -15,7 +15,7 @@ from bot.app import App, build_app
 from bot.errors import ContextOverflow, LLMError, LLMRejected, LLMUnavailable
 from bot.storage.inbox import Inbox
 from bot.systems.tool_loop import EMPTY_REPLY
-from bot.turns import REFUSAL
+from bot.turn.runner import REFUSAL
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.memory.working import WorkingMemory, WorkingNote, age_phrase
+from bot.memory.notes.working import WorkingMemory, WorkingNote, age_phrase
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import TextIO
 
-from bot.access import LOCAL_USER_ID
 from bot.models import Inbound
-from bot.turns import TurnRunner
+from bot.turn.access import LOCAL_USER_ID
+from bot.turn.runner import TurnRunner
 
 CHANNEL = "console"
 PROMPT = "you> "

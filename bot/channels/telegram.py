@@ -32,10 +32,10 @@ from telegram.ext import (
 )
 
 from bot.channels.telegram_format import Chunk, render
-from bot.chats import ChatLocks
-from bot.commands import COMMANDS, parse_command
 from bot.models import ChatType, Inbound
-from bot.turns import TurnRunner
+from bot.turn.chats import ChatLocks
+from bot.turn.commands import COMMANDS, parse_command
+from bot.turn.runner import TurnRunner
 
 log = structlog.get_logger(__name__)
 # Opt in to PTB 23's `RetryAfter.retry_after` as a timedelta (AIORateLimiter reads it either way);

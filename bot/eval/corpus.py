@@ -4,7 +4,7 @@ hit to the turns it shows.
 Each conversation is one chat (scope key `eval:<conversation id>`, also its session key). Its
 turns are paired as system 55 sees them — a user turn and the assistant turn after it make one
 `Exchange` (a turn without its partner is an exchange alone) — and each exchange is also a
-daily-note line (`bot.memory.notes.note_line`, the bot's default fold lengths) in the chat's
+daily-note line (`bot.memory.notes.daily.note_line`, the bot's default fold lengths) in the chat's
 folder, `chats/<key>/<session date>.md`. Exchange `n` of a session is at 09:00 + 2n minutes.
 
 Every indexed text (a note file, an exchange) is a `SourceText`: the text and the character
@@ -20,7 +20,7 @@ from datetime import UTC, datetime, time, timedelta
 
 from bot.eval.dataset import Dataset, Session, Turn
 from bot.index import Exchange, Hit
-from bot.memory.notes import note_line
+from bot.memory.notes.daily import note_line
 from bot.models import MemoryScope
 from bot.storage.workspace import Workspace
 

@@ -43,7 +43,7 @@ from bot.index.chunking import Chunk, Chunker
 from bot.index.embedding import Embedder, Model2VecEmbedder
 from bot.index.memory_index import Document, IndexStats, MemoryIndex, SyncReport
 from bot.index.search import Hit
-from bot.index.sources import Exchange, scope_key, search_scopes
+from bot.index.sources import Exchange, scope_key
 
 __all__ = [
     "Chunk",
@@ -57,5 +57,4 @@ __all__ = [
     "Model2VecEmbedder",
     "SyncReport",
     "scope_key",
-    "search_scopes",
 ]

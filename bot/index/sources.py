@@ -29,14 +29,6 @@ def scope_key(scope: MemoryScope) -> str:
     return scope.chat_key or GLOBAL
 
 
-def search_scopes(scope: MemoryScope, session_key: str) -> tuple[str, ...]:
-    """The scope keys a chat may search (DESIGN §3): the owner's private chat sees global
-    memory and its own chat's; every other chat only its own."""
-    if scope.is_global:
-        return (GLOBAL, session_key)
-    return (scope_key(scope),)
-
-
 def scope_of(path: str) -> str:
     parts = path.split("/")
     if len(parts) >= 3 and parts[0] == "chats":

@@ -1,1 +1,13 @@
-"""The memory model: daily notes, long-term memory, and the `# Memory` prompt section."""
+"""The memory model: what the bot remembers, where it is true, and what is derived from it.
+
+Truth is what a person can open: the markdown under `memory/` (MEMORY.md, chat memory, daily
+notes and their archive, HISTORY, working memory) and the session files under `sessions/`
+(current and archived). Everything else is derived from them and rebuildable: the structured
+items under `memory/items/` cite the file line or session turn they came from, and the search
+index (`bot.index`) is made again from the files alone.
+
+    notes/    the markdown people edit: daily notes, MEMORY.md, HISTORY, working memory, tags
+    items/    structured items: their rules, JSONL format, store and item writer
+    recall/   the read side: the `# Memory` and `# Relevant Memory` sections, /memory
+    upkeep/   background work: consolidation, archiving old notes, item decay
+"""

@@ -17,8 +17,8 @@ from pathlib import Path
 import structlog
 
 from bot.errors import NotTextError
-from bot.memory.long_term import LongTermMemory, split_matching
-from bot.memory.recall import visible_scopes
+from bot.memory.notes.long_term import LongTermMemory, split_matching
+from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope
 from bot.storage.files import FileLocks, atomic_write_bytes
 from bot.storage.lines import decode_text

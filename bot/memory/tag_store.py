@@ -17,9 +17,9 @@ from typing import Protocol
 
 import structlog
 
-from bot.memory.long_term import LongTermMemory
-from bot.memory.tags import ExtractedTags
-from bot.memory.working import WorkingMemory
+from bot.memory.notes.long_term import LongTermMemory
+from bot.memory.notes.tags import ExtractedTags
+from bot.memory.notes.working import WorkingMemory
 from bot.models import MemoryItem, MemoryScope
 
 log = structlog.get_logger(__name__)

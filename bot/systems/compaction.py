@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import structlog
 
+from bot.conversation.compaction import Compactor
 from bot.llm.meter import PromptMeter
-from bot.memory.compaction import Compactor
 from bot.pipeline import TurnContext
 
 log = structlog.get_logger(__name__)

@@ -1,7 +1,7 @@
 """System 20, context building: the system prompt — persona, clock, how to remember, `# Memory`,
 `# Relevant Memory`.
 
-The memory sections come from `MemoryPrompt` (`bot.memory.memory_prompt`, where the markdown
+The memory sections come from `MemoryPrompt` (`bot.memory.recall.prompt`, where the markdown
 section and the memory pack are combined): fresh from the files every turn, within their token
 budgets, and only the memory this chat may see (DESIGN §3). The structured items shown are noted
 on the context for system 50 to mark used after the reply.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from bot.memory.memory_prompt import MemoryPrompt
+from bot.memory.recall.prompt import MemoryPrompt
 from bot.pipeline import TurnContext
 
 REMEMBERING = "# Remembering"

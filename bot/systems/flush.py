@@ -14,8 +14,8 @@ from datetime import datetime
 
 import structlog
 
+from bot.conversation.flush import MemoryFlush
 from bot.llm.meter import PromptMeter
-from bot.memory.flush import MemoryFlush
 from bot.pipeline import TurnContext
 from bot.storage.sessions import SessionStore
 

@@ -19,7 +19,7 @@ from bot.index.memory_index import MemoryIndex
 from bot.index.remote import ExchangeSink
 from bot.index.service import IndexService
 from bot.index.sources import Exchange, scope_key
-from bot.memory.item_index import ItemIndexer
+from bot.memory.items.indexing import ItemIndexer
 from bot.models import MemoryItem
 from bot.pipeline import TurnContext
 

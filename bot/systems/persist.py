@@ -19,11 +19,11 @@ from typing import Protocol
 
 import structlog
 
+from bot.conversation.compaction import cut_point as consolidation_cut
 from bot.llm.meter import PromptMeter
-from bot.memory.compaction import cut_point as consolidation_cut
-from bot.memory.consolidation import ConsolidationQueue
-from bot.memory.notes import DailyNotes
-from bot.memory.turn_items import TurnMemoryEvent
+from bot.memory.items.turn import TurnMemoryEvent
+from bot.memory.notes.daily import DailyNotes
+from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.models import MemoryItem
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job

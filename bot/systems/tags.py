@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from bot.memory.notes.tags import extract_tags
 from bot.memory.tag_store import TagStore
-from bot.memory.tags import extract_tags
 from bot.pipeline import TurnContext
 from bot.systems.tool_loop import EMPTY_REPLY
 

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bot.errors import ToolError
-from bot.memory.recall import visible_scopes
+from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope, ToolSpec
 from bot.storage.lines import decode_text
 from bot.storage.workspace import encode_key

@@ -18,8 +18,9 @@ from typing import Any, Protocol
 import structlog
 
 from bot.errors import ToolError
-from bot.index import Hit, search_scopes
+from bot.index import Hit
 from bot.index.remote import RemoteSearch
+from bot.memory.scopes import search_scopes
 from bot.models import ToolSpec
 from bot.tools import arguments
 from bot.tools.registry import ToolContext

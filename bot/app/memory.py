@@ -1,6 +1,6 @@
 """The composition root's memory half: the memory files (`Memory`), recall — the search index
-and its embedder, structured items (`Recall`) — and the prompt's memory sections. `bot.app`
-wires them into the app; the CLI's `memory` commands use `build_recall` alone (no model, no
+and its embedder, structured items (`ItemsAndIndex`) — and the prompt's memory sections. `bot.app`
+wires them into the app; the CLI's `memory` commands use `build_items_and_index` alone (no model, no
 Telegram).
 
 `rag.embedder` picks the index's embedder: "none" (keyword-only), "model2vec" (a local folder,
@@ -21,18 +21,18 @@ from bot.index.remote import RemoteSearch
 from bot.index.service import IndexService
 from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.tokens import LineTokens, TokenCounter
-from bot.memory.decay import ItemDecay
-from bot.memory.history import HistoryLog
-from bot.memory.item_index import ItemIndexer
-from bot.memory.item_store import ItemStore
-from bot.memory.item_writer import MemoryWriter
-from bot.memory.long_term import LongTermMemory
-from bot.memory.memory_prompt import MemoryPrompt, PackLimits
-from bot.memory.notes import DailyNotes
-from bot.memory.recall import MemoryRecall
-from bot.memory.relevant import RelevantMemory
-from bot.memory.retrieval import MemoryRetriever, TopK
-from bot.memory.working import WorkingMemory
+from bot.memory.items.indexing import ItemIndexer
+from bot.memory.items.store import ItemStore
+from bot.memory.items.writer import MemoryWriter
+from bot.memory.notes.daily import DailyNotes
+from bot.memory.notes.history import HistoryLog
+from bot.memory.notes.long_term import LongTermMemory
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.recall.markdown import MarkdownMemory
+from bot.memory.recall.prompt import MemoryPrompt, PackLimits
+from bot.memory.recall.relevant import RelevantMemory
+from bot.memory.recall.retrieval import MemoryRetriever, TopK
+from bot.memory.upkeep.decay import ItemDecay
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
@@ -45,7 +45,7 @@ COUNT_CACHE = 16384  # token counts of prompt lines: most lines are the same tur
 
 
 @dataclass(frozen=True)
-class Recall:
+class ItemsAndIndex:
     """Search and structured items: systems 20, 40, 50, 55, the memory tools and the CLI."""
 
     index: IndexService  # `.current`: the open `MemoryIndex` or None; `.search(...)` blocking
@@ -63,7 +63,7 @@ class Memory:
     long_term: LongTermMemory
     working: WorkingMemory
     notes: DailyNotes
-    recall: MemoryRecall
+    recall: MarkdownMemory
     history: HistoryLog
     reader: LineReader
     tokens: TokenCounter
@@ -78,7 +78,7 @@ def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], dat
     )
     tokens, reader = TokenCounter(), LineReader()
     count = cached_count(tokens.count)
-    recall = MemoryRecall(
+    recall = MarkdownMemory(
         workspace,
         reader,
         working,
@@ -109,7 +109,7 @@ def cached_count(count: Count) -> Count:
     return LineTokens(count, cache=COUNT_CACHE)
 
 
-def build_recall(
+def build_items_and_index(
     settings: Settings,
     workspace: Workspace,
     locks: FileLocks,
@@ -117,12 +117,12 @@ def build_recall(
     now: Callable[[], datetime],
     *,
     api_key: str | None,
-) -> Recall:
+) -> ItemsAndIndex:
     store = ItemStore(workspace, locks)
     config = settings.memory.items
     writer = _build_writer(settings, store, now)
     index = IndexService(_index_opener(settings, workspace, api_key=api_key))
-    return Recall(
+    return ItemsAndIndex(
         index=index,
         items=store,
         writer=writer,
@@ -195,8 +195,8 @@ def embedder_loader(
 
 def build_memory_prompt(
     settings: Settings,
-    recall: Recall,
-    markdown: MemoryRecall,
+    recall: ItemsAndIndex,
+    markdown: MarkdownMemory,
     count: Count,
     *,
     remote: RemoteSearch | None = None,

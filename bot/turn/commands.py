@@ -12,22 +12,22 @@ from dataclasses import dataclass
 from textwrap import shorten
 from typing import TYPE_CHECKING
 
-from bot.access import AccessPolicy
-from bot.chats import ChatLocks, RunningTurns
+from bot.conversation.compaction import CompactionResult, Compactor
 from bot.errors import NotTextError
 from bot.llm.meter import PromptMeter
-from bot.memory.compaction import CompactionResult, Compactor
-from bot.memory.consolidation import ConsolidationQueue
 from bot.memory.edits import Forgotten, MemoryEdits
-from bot.memory.history import HistoryLog
-from bot.memory.inventory import MemoryInventory
-from bot.memory.working import WorkingMemory
+from bot.memory.notes.history import HistoryLog
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.recall.inventory import MemoryInventory
+from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.models import Inbound
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
+from bot.turn.access import AccessPolicy
+from bot.turn.chats import ChatLocks, RunningTurns
 
 if TYPE_CHECKING:
-    from bot.turns import Replier
+    from bot.turn.runner import Replier
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from bot.memory.items import fingerprint
+from bot.memory.items.rules import fingerprint
 from bot.models import ItemStatus, MemoryItem, MemoryLayer
 
 VERSION = 1

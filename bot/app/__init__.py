@@ -8,32 +8,32 @@ from datetime import datetime
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from bot.access import AccessPolicy
-from bot.app_conversation import (
+from bot.app.conversation import (
     Compaction,
     build_compaction,
     build_lightrag,
     build_pipeline,
     build_tools,
 )
-from bot.app_memory import Memory, Recall, build_memory, build_recall
-from bot.chats import ChatLocks, RunningTurns
-from bot.commands import Commands
-from bot.freshness import FreshnessPolicy, SessionRenewal, Summarizer
+from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory
+from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.llm.openai_chat import OpenAIChat
-from bot.memory.consolidation import Consolidator
 from bot.memory.edits import MemoryEdits
-from bot.memory.inventory import MemoryInventory
-from bot.memory.item_index import IndexedFacts
-from bot.memory.log_compaction import LogCompaction
-from bot.memory.working import WorkingMemory
+from bot.memory.items.indexing import IndexedFacts
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.recall.inventory import MemoryInventory
+from bot.memory.upkeep.archiving import NoteArchive
+from bot.memory.upkeep.consolidation import Consolidator
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
-from bot.turns import TurnRunner
+from bot.turn.access import AccessPolicy
+from bot.turn.chats import ChatLocks, RunningTurns
+from bot.turn.commands import Commands
+from bot.turn.runner import TurnRunner
 
 
 class Service(Protocol):
@@ -51,7 +51,7 @@ class App:
     workspace: Workspace
     now: Callable[[], datetime]
     services: list[Service] = field(default_factory=list)
-    recall: Recall | None = None  # the index and structured items (tests, tools)
+    recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
 
     async def start(self) -> None:
         for service in self.services:
@@ -75,7 +75,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     sessions = SessionStore(workspace, now=now)
     llm = _build_llm(settings, api_key)
     memory = build_memory(settings, workspace, now)
-    recall = build_recall(
+    recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
     consolidator = _build_consolidator(settings, workspace, llm, memory, recall, now)
@@ -101,7 +101,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         recall.index,  # first: opened and synced before anything else starts
         recall.indexer,  # puts the items back into a rebuilt index
         *([recall.decay] if recall.decay else []),
-        _build_log_compaction(settings, workspace, memory, now),
+        _build_note_archive(settings, workspace, memory, now),
         consolidator,
         *([lightrag] if lightrag else []),
     ]
@@ -166,10 +166,10 @@ def _build_inventory(
     )
 
 
-def _build_log_compaction(
+def _build_note_archive(
     settings: Settings, workspace: Workspace, memory: Memory, now: Callable[[], datetime]
-) -> LogCompaction:
-    return LogCompaction(
+) -> NoteArchive:
+    return NoteArchive(
         workspace,
         memory.long_term,
         memory.file_locks,
@@ -195,7 +195,7 @@ def _build_consolidator(
     workspace: Workspace,
     llm: OpenAIChat,
     memory: Memory,
-    recall: Recall,
+    recall: ItemsAndIndex,
     now: Callable[[], datetime],
 ) -> Consolidator:
     return Consolidator(

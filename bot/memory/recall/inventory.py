@@ -12,9 +12,10 @@ from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 
-from bot.memory.history import HistoryLog
-from bot.memory.recall import MemoryRecall, chat_scope
-from bot.memory.working import WorkingMemory
+from bot.memory.notes.history import HistoryLog
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.recall.markdown import MarkdownMemory
+from bot.memory.scopes import chat_scope
 from bot.models import MemoryScope
 from bot.storage.lines import LineReader
 from bot.storage.workspace import Workspace
@@ -28,7 +29,7 @@ class MemoryInventory:
         self,
         workspace: Workspace,
         reader: LineReader,
-        recall: MemoryRecall,
+        recall: MarkdownMemory,
         history: HistoryLog,
         working: WorkingMemory,
         *,

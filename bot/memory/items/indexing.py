@@ -21,8 +21,8 @@ import structlog
 
 from bot.index import Document, MemoryIndex
 from bot.index.service import IndexService
-from bot.memory.item_store import ItemStore
-from bot.memory.item_writer import MemoryWriter
+from bot.memory.items.store import ItemStore
+from bot.memory.items.writer import MemoryWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.workspace import Workspace
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import structlog
 
-from bot.memory.item_format import ItemFormatError, decode, encode
-from bot.memory.items import episodic_day, used
+from bot.memory.items.format import ItemFormatError, decode, encode
+from bot.memory.items.rules import episodic_day, used
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.files import FileLocks, append_text, atomic_write_text, read_text
 from bot.storage.workspace import Workspace

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from bot.memory.working import WorkingNote
+from bot.memory.notes.working import WorkingNote
 from bot.storage.lines import FileLines
 
 HEADER = "# Memory"

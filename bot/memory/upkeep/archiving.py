@@ -19,8 +19,8 @@ from pathlib import Path
 
 import structlog
 
-from bot.memory.daily import DAILY, DailyOverScopes
-from bot.memory.long_term import LongTermMemory
+from bot.memory.notes.long_term import LongTermMemory
+from bot.memory.upkeep.schedule import DAILY, DailyOverScopes
 from bot.models import MemoryScope
 from bot.storage.files import FileLocks, ensure_dir
 from bot.storage.lines import decode_text, safe_to_rewrite
@@ -41,7 +41,7 @@ def compacted_facts(day: date, text: str) -> list[str]:
     ]
 
 
-class LogCompaction(DailyOverScopes):
+class NoteArchive(DailyOverScopes):
     def __init__(
         self,
         workspace: Workspace,

@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime
 from itertools import groupby
 from typing import Literal
 
-from bot.memory.section import HEADER, MemoryView
+from bot.memory.recall.section import HEADER, MemoryView
 from bot.models import MemoryItem, MemoryLayer
 
 Count = Callable[[str], int]

@@ -32,9 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from bot.memory.item_store import ItemStore
-from bot.memory.keywords import bm25
-from bot.memory.pack import (
+from bot.memory.items.keywords import bm25
+from bot.memory.items.store import ItemStore
+from bot.memory.notes.working import WorkingNote
+from bot.memory.recall.pack import (
     HEADINGS,
     PRIORITY,
     Budget,
@@ -46,7 +47,6 @@ from bot.memory.pack import (
     Score,
     build_pack,
 )
-from bot.memory.working import WorkingNote
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
 
 # An index plugged in: (query, scopes) -> {item id: score, higher is better}; called in a thread.

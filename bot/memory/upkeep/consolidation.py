@@ -24,10 +24,10 @@ import structlog
 
 from bot.errors import LLMError, NotTextError
 from bot.llm.client import LLM
-from bot.memory.history import HistoryLog
-from bot.memory.llm_json import ConsolidationResult, parse_consolidation
-from bot.memory.long_term import LongTermMemory, MemoryText
+from bot.memory.notes.history import HistoryLog
+from bot.memory.notes.long_term import LongTermMemory, MemoryText
 from bot.memory.tag_store import FactWriter
+from bot.memory.upkeep.answers import ConsolidationResult, parse_consolidation
 from bot.models import ChatMessage, MemoryScope
 from bot.storage.jobs import ConsolidationJob, JobStore
 

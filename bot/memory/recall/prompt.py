@@ -2,7 +2,7 @@
 
 How the markdown section and the memory pack combine (the decision):
 
-- The pack is always asked for, and the markdown section (`MemoryRecall`) is always kept:
+- The pack is always asked for, and the markdown section (`MarkdownMemory`) is always kept:
   MEMORY.md, chat memory, working memory, today's notes and the recent days are the user's own
   words, hand edits included. They come first, as they are, within `prompt_budget_tokens`.
 - The pack adds the structured items after them, under the same `# Memory` header, within its
@@ -29,13 +29,13 @@ from functools import lru_cache
 import structlog
 
 from bot.index.search import Hit
-from bot.index.sources import search_scopes
-from bot.memory import pack as packs
-from bot.memory import section
-from bot.memory.items import fingerprint
-from bot.memory.recall import MemoryRecall, visible_scopes
-from bot.memory.relevant import RelevantMemory
-from bot.memory.retrieval import MemoryQuery, MemoryRetriever, TopK
+from bot.memory.items.rules import fingerprint
+from bot.memory.recall import pack as packs
+from bot.memory.recall import section
+from bot.memory.recall.markdown import MarkdownMemory
+from bot.memory.recall.relevant import RelevantMemory
+from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever, TopK
+from bot.memory.scopes import search_scopes, visible_scopes
 from bot.models import MemoryItem, MemoryScope
 
 log = structlog.get_logger(__name__)
@@ -69,7 +69,7 @@ class PromptMemory:
 class MemoryPrompt:
     def __init__(
         self,
-        recall: MemoryRecall,
+        recall: MarkdownMemory,
         *,
         retriever: MemoryRetriever | None = None,
         relevant: RelevantMemory | None = None,

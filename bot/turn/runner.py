@@ -7,7 +7,7 @@ When the model says the prompt is over its context window, the session is compac
 the same turn runs again; if it still does not fit, the user is told so (seed 004).
 
 Before the pipeline, the chat hears (before the reply) that a damaged session file was set aside,
-and that a stale conversation was closed and a new one started (`bot.freshness`).
+and that a stale conversation was closed and a new one started (`bot.conversation.renewal`).
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from typing import Protocol
 
 import structlog
 
-from bot.access import AccessPolicy
-from bot.chats import ChatLocks, RunningTurns
-from bot.commands import Commands, parse_command
+from bot.conversation.compaction import Compactor
+from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
-from bot.freshness import SessionRenewal
-from bot.memory.compaction import Compactor
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.inbox import Inbox
 from bot.storage.sessions import RECOVERED_FROM, SessionStore
 from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
+from bot.turn.access import AccessPolicy
+from bot.turn.chats import ChatLocks, RunningTurns
+from bot.turn.commands import Commands, parse_command
 
 log = structlog.get_logger(__name__)
 

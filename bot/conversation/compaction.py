@@ -24,8 +24,8 @@ import structlog
 from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.llm.meter import PromptMeter
-from bot.memory.consolidation import conversation_lines
-from bot.memory.history import HistoryLog
+from bot.memory.notes.history import HistoryLog
+from bot.memory.upkeep.consolidation import conversation_lines
 from bot.models import ChatMessage, MemoryScope, Session
 from bot.storage.sessions import SessionStore
 

@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.memory.code_extraction import CodeFindings
-from bot.memory.items import new_item
-from bot.memory.statements import find_statements
+from bot.memory.items.code import CodeFindings
+from bot.memory.items.rules import new_item
+from bot.memory.items.statements import find_statements
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.workspace import encode_key
 

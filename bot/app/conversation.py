@@ -7,16 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.app_memory import Memory, Recall, build_memory_prompt
+from bot.app.memory import ItemsAndIndex, Memory, build_memory_prompt
+from bot.conversation.compaction import Compactor
+from bot.conversation.flush import MemoryFlush
 from bot.index.lightrag import LightRagBackend
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import load_windows
-from bot.memory.compaction import Compactor
-from bot.memory.consolidation import Consolidator
-from bot.memory.flush import MemoryFlush
+from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.memory.tag_store import TagStore
-from bot.memory.tags import TAG_INSTRUCTIONS
+from bot.memory.upkeep.consolidation import Consolidator
 from bot.pipeline import BestEffort, Pipeline
 from bot.settings import Settings
 from bot.storage.sessions import SessionStore
@@ -132,7 +132,7 @@ def build_lightrag(settings: Settings, now: Callable[[], datetime]) -> LightRagB
 def build_tools(
     settings: Settings,
     workspace: Workspace,
-    recall: Recall,
+    recall: ItemsAndIndex,
     now: Callable[[], datetime],
     *,
     lightrag: LightRagBackend | None,
@@ -166,7 +166,7 @@ def build_pipeline(
     sessions: SessionStore,
     llm: OpenAIChat,
     memory: Memory,
-    recall: Recall,
+    recall: ItemsAndIndex,
     consolidator: Consolidator,
     compaction: Compaction,
     now: Callable[[], datetime],
@@ -209,7 +209,7 @@ def _persist(
     settings: Settings,
     sessions: SessionStore,
     memory: Memory,
-    recall: Recall,
+    recall: ItemsAndIndex,
     consolidator: Consolidator,
     compaction: Compaction,
     now: Callable[[], datetime],

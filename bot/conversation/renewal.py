@@ -20,9 +20,9 @@ from typing import Protocol
 
 import structlog
 
-from bot.memory.compaction import summary_text
-from bot.memory.consolidation import ConsolidationQueue, conversation_lines
-from bot.memory.working import WorkingMemory
+from bot.conversation.compaction import summary_text
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.upkeep.consolidation import ConsolidationQueue, conversation_lines
 from bot.models import ChatMessage, MemoryScope, Session
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore

@@ -14,8 +14,8 @@ import structlog
 
 from bot.errors import LLMError
 from bot.llm.client import LLM
+from bot.memory.notes.tags import extract_tags
 from bot.memory.tag_store import TagStore
-from bot.memory.tags import extract_tags
 from bot.models import ChatMessage, MemoryItem, MemoryScope, Session
 
 log = structlog.get_logger(__name__)

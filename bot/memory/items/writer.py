@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import date, datetime, timedelta
 
-from bot.memory.code_extraction import find_code
-from bot.memory.item_store import ItemStore
-from bot.memory.items import (
+from bot.memory.items.code import find_code
+from bot.memory.items.rules import (
     can_promote,
     decayed,
     fingerprint,
@@ -30,8 +29,9 @@ from bot.memory.items import (
     reinforce,
     unit,
 )
-from bot.memory.statements import kind_of
-from bot.memory.turn_items import (
+from bot.memory.items.statements import kind_of
+from bot.memory.items.store import ItemStore
+from bot.memory.items.turn import (
     TurnMemoryEvent,
     command_items,
     episode,

@@ -1,4 +1,4 @@
-"""Recall: the `# Memory` section a chat's turn sees, read fresh from that chat's files.
+"""The markdown part of `# Memory`: what a chat's turn sees, read fresh from its files.
 
 Who sees what (DESIGN §3): the owner's private chat has the global scope and sees the global
 MEMORY.md and daily notes plus that chat's own chat memory; every other chat sees only its own
@@ -10,26 +10,15 @@ from __future__ import annotations
 import asyncio
 from datetime import date, timedelta
 
-from bot.memory.section import Count, MemorySnapshot, MemoryView, render_memory
-from bot.memory.working import WorkingMemory
+from bot.memory.notes.working import WorkingMemory
+from bot.memory.recall.section import Count, MemorySnapshot, MemoryView, render_memory
+from bot.memory.scopes import chat_scope
 from bot.models import MemoryScope
 from bot.storage.lines import FileLines, LineReader
 from bot.storage.workspace import Workspace
 
 
-def chat_scope(scope: MemoryScope, session_key: str) -> MemoryScope | None:
-    """The chat memory shown beside the global memory in the owner's private chat, else None
-    (in any other chat the scope already is the chat's own)."""
-    return MemoryScope(chat_key=session_key) if scope.is_global else None
-
-
-def visible_scopes(scope: MemoryScope, session_key: str) -> tuple[MemoryScope, ...]:
-    """Every scope whose files this chat sees, its own first."""
-    extra = chat_scope(scope, session_key)
-    return (scope,) if extra is None else (scope, extra)
-
-
-class MemoryRecall:
+class MarkdownMemory:
     def __init__(
         self,
         workspace: Workspace,

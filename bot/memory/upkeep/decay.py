@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Protocol
 
-from bot.memory.daily import DAILY, DailyOverScopes
+from bot.memory.upkeep.schedule import DAILY, DailyOverScopes
 from bot.models import MemoryScope
 from bot.storage.workspace import Workspace
 

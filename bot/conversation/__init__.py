@@ -1,0 +1,2 @@
+"""Keeping a conversation within its window and fresh: session compaction (a summary replaces
+old messages), the silent memory flush before it, and session renewal (freshness policy)."""

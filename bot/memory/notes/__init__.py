@@ -1,0 +1,2 @@
+"""The markdown people edit: daily notes, MEMORY.md (global and per chat), HISTORY and its
+monthly files, working memory, and the tag format the model writes them with."""
