@@ -117,3 +117,17 @@ async def test_nothing_set_aside_is_ever_overwritten(tmp_path: Path) -> None:
     assert "first" in archived[0] and "second" in archived[1]
     aside = sorted(p.read_text() for p in (tmp_path / "sessions").glob("*.corrupt-*"))
     assert aside == ["[1]", "{"]
+
+
+async def test_a_part_cut_from_a_session_is_archived_under_its_key(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path)
+    sessions = SessionStore(workspace, now=lambda: datetime(2026, 11, 24, 9, 0, tzinfo=UTC))
+    session = sessions.fresh("telegram:1")
+    part = (ChatMessage(role="user", content="the cut part"),)
+    path = await sessions.archive_part(session, part)
+    other = await sessions.archive_part(sessions.fresh("telegram:12"), part)
+    assert path is not None and other is not None
+    assert workspace.archived_session_paths("telegram:1") == [path]
+    saved, _ = decode_session(path.read_text())
+    assert saved.key == "telegram:1" and saved.messages == part
+    assert await sessions.archive_part(session, ()) is None

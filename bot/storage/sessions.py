@@ -4,14 +4,15 @@ On load, the messages are repaired (`transcript.repair`: what the provider would
 fixed, each fix logged); a message this code cannot read at all is dropped the same way. A file
 that cannot be parsed is moved aside as `<name>.corrupt-<time>` and a fresh session starts,
 marked with `RECOVERED_FROM` until a turn has told the user. `/new` archives the old file under
-`sessions/archive/` instead of deleting it.
+`sessions/archive/` instead of deleting it, and a part cut from a session (consolidation's trim,
+a compaction) is archived the same way (`archive_part`): no message a chat sent is ever deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from bot.storage.workspace import Workspace, encode_key
 
 FORMAT_VERSION = 1
 RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
+ARCHIVED_PART = "archived_part"  # metadata of an archive file holding a part cut from a session
 log = structlog.get_logger(__name__)
 
 
@@ -56,6 +58,23 @@ class SessionStore:
         await self.save(session)
         return session
 
+    async def archive_part(self, session: Session, messages: Sequence[ChatMessage]) -> Path | None:
+        """Keep `messages`, a part cut from `session`, as an archived session file of the same
+        key (None when there is nothing to keep)."""
+        if not messages:
+            return None
+        part = replace(session, messages=tuple(messages), metadata={ARCHIVED_PART: "true"})
+        return await asyncio.to_thread(self._archive_part, part)
+
+    def _archive_part(self, part: Session) -> Path:
+        target = _unused(self._archive_path(part.key))
+        atomic_write_text(target, encode_session(part))
+        return target
+
+    def _archive_path(self, key: str) -> Path:
+        stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
+        return ensure_dir(self.workspace.archive_dir) / f"{encode_key(key)}-{stamp}.json"
+
     def _load(self, key: str) -> Session:
         path = self.workspace.session_path(key)
         try:
@@ -80,9 +99,7 @@ class SessionStore:
         path = self.workspace.session_path(key)
         if not path.exists():
             return
-        stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
-        target = ensure_dir(self.workspace.archive_dir) / f"{encode_key(key)}-{stamp}.json"
-        path.replace(_unused(target))
+        path.replace(_unused(self._archive_path(key)))
 
 
 def _unused(path: Path) -> Path:

@@ -46,6 +46,11 @@ class Workspace:
     def session_path(self, key: str) -> Path:
         return self.sessions_dir / f"{encode_key(key)}.json"
 
+    def archived_session_paths(self, key: str) -> list[Path]:
+        """The archive files of one session key (closed by /new, or parts cut from it), oldest
+        first."""
+        return sorted(self.archive_dir.glob(f"{encode_key(key)}-*.json"))
+
     @property
     def memory_root(self) -> Path:
         return self.root / "memory"
