@@ -7,7 +7,7 @@ ago. A running bot follows the CLI's writes (the index notices another process's
 
     search "text" [--k N] [--chat KEY]   hits, best first, with citations and scores: the owner's
                                          global memory by default, only that chat's with --chat
-    reindex                              rebuild from the files, then add every item again
+    reindex                              rebuild from the files: memory, sessions and items
     stats                                the index (chunks per kind, files, vectors), the items
                                          per scope and layer, the markdown files by kind
 """
@@ -24,7 +24,7 @@ from bot.app import clock
 from bot.app.memory import ItemsAndIndex, build_items_and_index
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import GLOBAL, kind_of
-from bot.index.sync import memory_files
+from bot.index.sync import MarkdownSource, source_files
 from bot.llm.tokens import TokenCounter
 from bot.models import GLOBAL_SCOPE, MemoryLayer
 from bot.settings import Settings
@@ -71,7 +71,6 @@ def _recall(settings: Settings, workspace: Workspace) -> ItemsAndIndex:
 def _opened(recall: ItemsAndIndex) -> Iterator[MemoryIndex]:
     index = recall.index.open()
     try:
-        recall.indexer.add_missing(index)
         yield index
     finally:
         index.close()
@@ -98,7 +97,7 @@ def reindex(recall: ItemsAndIndex, out: Print) -> int:
     opened = recall.index.open(sync=False)
     try:
         report = opened.rebuild()
-        items = recall.indexer.add_all(opened)
+        items = opened.stats().chunks.get("item", 0)
     finally:
         opened.close()
     seconds = time.perf_counter() - started
@@ -115,7 +114,8 @@ def stats(recall: ItemsAndIndex, workspace: Workspace, index: MemoryIndex, out: 
     out(f"files     {found.files} indexed, {found.vectors} vectors")
     for line in _item_lines(recall, workspace):
         out(line)
-    kinds = Counter(kind_of(path) for path in memory_files(workspace.memory_root))
+    markdown = source_files([MarkdownSource(workspace.memory_root)])
+    kinds = Counter(kind_of(path) for path in markdown)
     out("markdown  " + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"))
     return 0
 

@@ -102,6 +102,7 @@ class ChatMessage:
     tool_call_id: str | None = None  # set on role="tool"
     name: str | None = None  # tool name on role="tool"
     at: datetime | None = None
+    turn: str | None = None  # the turn id, on the user message that began the turn
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def test_reindex_rebuilds_a_deleted_index_with_every_item(workspace: Path) -> No
     after = bot(workspace, "memory", "search", "oat")
 
     assert rebuilt.returncode == 0, rebuilt.stderr
-    assert re.fullmatch(r"reindexed 3 files and 2 items in \d+\.\d\d s\n", rebuilt.stdout)
+    assert re.fullmatch(r"reindexed 5 files and 2 items in \d+\.\d\d s\n", rebuilt.stdout)
     assert hits(after.stdout) == hits(before.stdout) != []
 
 
@@ -118,7 +118,7 @@ def test_stats_describe_the_index_the_items_and_the_files(workspace: Path) -> No
     assert lines[0] == f"index     {workspace / 'index'}  embedder: none (keyword only)"
     assert lines[1:] == [
         "chunks    item 2, memory 2, note 1  (5 in all)",
-        "files     3 indexed, 0 vectors",
+        "files     5 indexed, 0 vectors",
         "items     global: episodic 0, semantic 1, procedural 0",
         f"items     {CHAT}: episodic 0, semantic 1, procedural 0",
         "markdown  memory 2, note 1",
@@ -136,7 +136,7 @@ def test_the_local_embedder_is_used_when_configured(workspace: Path) -> None:
 
     assert found.returncode == 0, found.stderr
     assert "embedder: model2vec:minilm-m2v-256:256" in found.stdout
-    assert "files     3 indexed, 5 vectors" in found.stdout
+    assert "files     5 indexed, 5 vectors" in found.stdout
 
 
 def test_a_missing_model_or_key_is_named(workspace: Path) -> None:

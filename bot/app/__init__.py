@@ -99,7 +99,6 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts
-        recall.indexer,  # puts the items back into a rebuilt index
         *([recall.decay] if recall.decay else []),
         _build_note_archive(settings, workspace, memory, now),
         consolidator,
@@ -209,7 +208,7 @@ def _build_consolidator(
         timeout=settings.memory.consolidation_timeout,
         raw_fallback_messages=settings.memory.raw_fallback_messages,
         raw_fallback_chars=settings.memory.raw_fallback_chars,
-        facts=IndexedFacts(recall.writer, recall.indexer),
+        facts=IndexedFacts(recall.writer, recall.index),
     )
 
 

@@ -139,7 +139,7 @@ def build_tools(
 ) -> ToolRegistry:
     """The model's tools: the clock, reading memory files, the structured items, and — when
     recall is on — `memory_search`."""
-    index = recall.indexer
+    index = recall.index
     search = MemorySearch(recall.index, default_k=settings.rag.search_k, remote=lightrag)
     return ToolRegistry(
         [
@@ -190,7 +190,7 @@ def build_pipeline(
             ToolLoop(llm, tools, max_steps=settings.llm.max_tool_steps, now=now),
             MemoryTags(tags),
             _persist(settings, sessions, memory, recall, consolidator, compaction, now),
-            BestEffort(RagIndexing(index=recall.index, items=recall.indexer, remote=lightrag)),
+            BestEffort(RagIndexing(index=recall.index, remote=lightrag)),
         ]
     )
 

@@ -19,9 +19,10 @@ from bot.errors import ConfigError
 from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
 from bot.index.remote import RemoteSearch
 from bot.index.service import IndexService
+from bot.index.transcripts import TranscriptSource
 from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.tokens import LineTokens, TokenCounter
-from bot.memory.items.indexing import ItemIndexer
+from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
 from bot.memory.items.writer import MemoryWriter
 from bot.memory.notes.daily import DailyNotes
@@ -52,7 +53,6 @@ class ItemsAndIndex:
     items: ItemStore
     writer: MemoryWriter  # every change to items
     retriever: MemoryRetriever  # the memory pack
-    indexer: ItemIndexer  # items into the index: `await indexer.add(items)`
     decay: ItemDecay | None  # the daily decay service; None when decay is off
 
 
@@ -127,7 +127,6 @@ def build_items_and_index(
         items=store,
         writer=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
-        indexer=ItemIndexer(workspace, store, index),
         decay=ItemDecay(writer, workspace) if config.decay_enabled else None,
     )
 
@@ -166,6 +165,7 @@ def _index_opener(
             workspace.index_dir,
             embedder=load(timeout),
             min_similarity=rag.min_similarity,
+            readers=(TranscriptSource(workspace.sessions_dir), ItemSource(workspace.memory_root)),
         )
 
     return open_index

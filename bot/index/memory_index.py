@@ -28,11 +28,10 @@ from bot.index.sources import (
     Exchange,
     source_of_document,
     source_of_exchange,
-    source_of_file,
     valid_scopes,
 )
-from bot.index.store import IndexStore, SourceUpdate, Written
-from bot.index.sync import file_delta
+from bot.index.store import FileClaims, IndexStore, SourceUpdate, Written
+from bot.index.sync import FileDelta, MarkdownSource, SourceReader, file_delta
 from bot.index.vectors import VectorCache
 
 log = structlog.get_logger(__name__)
@@ -81,8 +80,12 @@ class MemoryIndex:
         embedder: Embedder | None = None,
         chunker: Chunker | None = None,
         min_similarity: float = 0.0,
+        readers: Sequence[SourceReader] = (),
     ) -> None:
+        """Indexes `memory_root`'s markdown, and what the other `readers` read (the app adds
+        the session files and the items' JSONL)."""
         self.memory_root = memory_root
+        self.readers: tuple[SourceReader, ...] = (MarkdownSource(memory_root), *readers)
         self.embedder = embedder
         self.chunker = chunker or Chunker()
         self.min_similarity = min_similarity
@@ -99,20 +102,16 @@ class MemoryIndex:
     # ------------------------------------------------------------------ writes
 
     def sync_files(self) -> SyncReport:
-        """Bring the index up to date with `memory/`: changed files re-chunked, deleted ones
-        dropped (see `bot.index.sync`)."""
+        """Bring the index up to date with the source files: changed files re-read, their
+        new or changed sources written, sources no file claims any more dropped (see
+        `bot.index.sync`)."""
         started = time.perf_counter()
         with self._lock:
             self._refresh()
-            delta = file_delta(self.memory_root, self.store.files(), self.chunker)
-            self._write(delta.updates)
-            self.store.record_files(delta.touched)
-            sources = [source_of_file(path) for path in delta.removed]
-            self._forget(self.store.remove_sources(sources, files=delta.removed))
-        changed = (update.source.removeprefix("file:") for update in delta.updates)
-        indexed = tuple(path for path in changed if path not in delta.skipped)
+            delta = file_delta(self.readers, self.store.files(), self.chunker)
+            self._apply(delta)
         return SyncReport(
-            indexed=indexed,
+            indexed=tuple(path for path in delta.paths if path not in delta.skipped),
             removed=delta.removed,
             skipped=delta.skipped,
             unchanged=delta.unchanged,
@@ -120,14 +119,28 @@ class MemoryIndex:
             seconds=time.perf_counter() - started,
         )
 
+    def _apply(self, delta: FileDelta) -> None:
+        claims = [FileClaims(c.signature, c.sources) for c in delta.changed]
+        orphans = self.store.claim(claims, gone=delta.removed)
+        self.store.record_files(delta.touched)
+        updates = {u.source: u for c in delta.changed for u in c.updates}
+        known = self.store.digests(list(updates))
+        self._write([u for s, u in updates.items() if known.get(s) != u.digest or not u.digest])
+        self._forget(self.store.remove_sources(orphans))
+
     def rebuild(self) -> SyncReport:
-        """Drop everything and index `memory/` again. Exchanges and documents are not in
-        files: whoever added documents adds them again (exchanges live on in daily notes)."""
+        """Drop everything and index the source files again: the same index a live sync
+        keeps, since both come from the files alone."""
         with self._lock:
             self.store.reset()
             if self._vectors is not None:
                 self._vectors.clear()
             return self.sync_files()
+
+    def scrub(self) -> None:
+        """Leave no trace of removed text in the index's files (after a forget)."""
+        with self._lock:
+            self.store.scrub()
 
     def add_exchange(self, exchange: Exchange) -> None:
         self.add_exchanges([exchange])

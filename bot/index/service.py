@@ -1,10 +1,11 @@
 """`IndexService`: the search index as one of the app's services, and its blocking search.
 
 The index is opened in a worker thread at start (an embedder and the vector cache take a moment
-to load) and brought up to date with the memory files (`sync_files`: a deleted `index/` folder
-is rebuilt right here). Until then, after a failed open and after stop, `current` is None and
-`search` finds nothing: recall is best-effort, and the bot answers without it. A `ConfigError`
-(a model folder that is not one) is the exception: it stops the start, with its one line.
+to load) and brought up to date with the source files (`sync_files`: a deleted `index/`
+folder is rebuilt right here, from the memory files, the session files and the items). Until
+then, after a failed open and after stop, `current` is None and `search` finds nothing: recall
+is best-effort, and the bot answers without it. A `ConfigError` (a model folder that is not
+one) is the exception: it stops the start, with its one line.
 """
 
 from __future__ import annotations
@@ -68,6 +69,25 @@ class IndexService:
             seconds=round(report.seconds, 3),
         )
         return index
+
+    async def sync(self) -> None:
+        """Bring the open index up to date with the files (after a write outside a turn's
+        system 55: a tool, a command, consolidation); best-effort, as recall is."""
+        index = self._index
+        if index is None:
+            return
+        try:
+            await asyncio.to_thread(index.sync_files)
+        except Exception:  # the index is derived: the next sync catches up
+            log.warning("index_sync_failed", exc_info=True)
+
+    async def scrub(self) -> None:
+        """Sync, then leave no trace of removed text in the index's files (after a forget)."""
+        index = self._index
+        if index is None:
+            return
+        await self.sync()
+        await asyncio.to_thread(index.scrub)
 
     def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]:
         """The open index's best `k` hits within `scopes`, or [] when none is open. Blocking:

@@ -2,16 +2,23 @@
 signatures of the files they came from.
 
     meta(key, value)            schema_version, embedder; a schema mismatch drops everything
-    files(path, mtime_ns, size, sha256)            what the last sync saw of each memory file
+    files(path, mtime_ns, size, sha256)            what the last sync saw of each source file
+    claims(path, source)                           which sources each file holds (sync.py)
+    sources(source, digest)                        the content digest each source was written at
     chunks(id, source, path, start_line, end_line, scope, kind, at, salience)
     chunks_fts(text, scope_tag)                    FTS5, rowid = chunks.id; porter + unicode61
     vectors(id, vector)                            float32 blobs, id = chunks.id
 
-A chunk belongs to one source ("file:<path>", "exchange:<path>", "doc:<id>"); writing a source
-replaces all its chunks. Scope isolation is enforced in SQL twice: the MATCH expression is
-ANDed with the allowed scopes' tags (so bm25 ranks only allowed rows) and the joined `chunks`
-row must have an allowed scope. One connection, guarded by a lock: every method is blocking and
-thread-safe (call it through `asyncio.to_thread`).
+A chunk belongs to one source ("file:<path>", "exchange:<path>", "item:<path>", "doc:<id>");
+writing a source replaces all its chunks. A source may move between files (an exchange cut from
+a session into its archive): it is deleted only when no file claims it any more. Deletes are
+secure (`secure_delete`), and `scrub` merges the FTS segments and truncates the WAL, so a
+forgotten text does not linger in free pages.
+
+Scope isolation is enforced in SQL twice: the MATCH expression is ANDed with the allowed scopes'
+tags (so bm25 ranks only allowed rows) and the joined `chunks` row must have an allowed scope.
+One connection, guarded by a lock: every method is blocking and thread-safe (call it through
+`asyncio.to_thread`).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from bot.storage.files import FILE_MODE, ensure_dir
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
@@ -46,11 +53,14 @@ CREATE TABLE chunks(id INTEGER PRIMARY KEY, source TEXT NOT NULL, path TEXT NOT 
                     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, scope TEXT NOT NULL,
                     kind TEXT NOT NULL, at REAL NOT NULL, salience REAL NOT NULL);
 CREATE INDEX chunks_source ON chunks(source);
+CREATE TABLE claims(path TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY(path, source));
+CREATE INDEX claims_source ON claims(source);
+CREATE TABLE sources(source TEXT PRIMARY KEY, digest TEXT NOT NULL);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     text, scope_tag, tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE vectors(id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 """
-_DROP = ("meta", "files", "chunks", "chunks_fts", "vectors")
+_DROP = ("meta", "files", "claims", "sources", "chunks", "chunks_fts", "vectors")
 
 
 @lru_cache(maxsize=4096)
@@ -91,6 +101,15 @@ class SourceUpdate:
     source: str
     chunks: tuple[Chunk, ...]
     file: FileSignature | None = None
+    digest: str = ""  # of the content the chunks were made from ("" for direct writes)
+
+
+@dataclass(frozen=True)
+class FileClaims:
+    """One file's sources after a sync: it is recorded with `signature` and claims `sources`."""
+
+    signature: FileSignature
+    sources: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -122,7 +141,13 @@ class IndexStore:
         os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, FILE_MODE))  # WAL, SHM copy it
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=5000"):
+            pragmas = (
+                "journal_mode=WAL",
+                "synchronous=NORMAL",
+                "busy_timeout=5000",
+                "secure_delete=ON",
+            )
+            for pragma in pragmas:
                 self._db.execute(f"PRAGMA {pragma}")
             self._ensure_schema()
         except sqlite3.DatabaseError:
@@ -210,6 +235,10 @@ class IndexStore:
                     zip(ids, (row.tobytes() for row in vectors), strict=True),
                 )
             self._record_files(db, [u.file for u in updates if u.file is not None])
+            db.executemany(
+                "INSERT OR REPLACE INTO sources(source, digest) VALUES (?, ?)",
+                [(u.source, u.digest) for u in updates],
+            )
             self._scope_counts.update(chunk.scope for _, chunk in rows)
         return Written(removed=removed, added=ids)
 
@@ -244,6 +273,7 @@ class IndexStore:
             for chunk_id, scope in rows:
                 found.append(int(chunk_id))
                 self._scope_counts[str(scope)] -= 1
+        db.executemany("DELETE FROM sources WHERE source = ?", [(s,) for s in sources])
         if found:
             pairs = [(i,) for i in found]
             db.executemany("DELETE FROM chunks WHERE id = ?", pairs)
@@ -262,6 +292,51 @@ class IndexStore:
             "INSERT OR REPLACE INTO files(path, mtime_ns, size, sha256) VALUES (?, ?, ?, ?)",
             [(f.path, f.mtime_ns, f.size, f.sha256) for f in files],
         )
+
+    def claim(self, files: Sequence[FileClaims], *, gone: Sequence[str]) -> tuple[str, ...]:
+        """Record what each file now claims and forget the files `gone`; the sources no file
+        claims any more (the caller removes them)."""
+        paths = [f.signature.path for f in files] + list(gone)
+        with self._transaction() as db:
+            before = self._claimed(db, paths)
+            db.executemany("DELETE FROM claims WHERE path = ?", [(p,) for p in paths])
+            db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+            db.executemany(
+                "INSERT OR IGNORE INTO claims(path, source) VALUES (?, ?)",
+                [(f.signature.path, s) for f in files for s in f.sources],
+            )
+            self._record_files(db, [f.signature for f in files])
+            return tuple(s for s in sorted(before) if not self._is_claimed(db, s))
+
+    @staticmethod
+    def _claimed(db: sqlite3.Connection, paths: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for batch in _batches(paths, 500):
+            marks = ",".join("?" * len(batch))
+            rows = db.execute(f"SELECT source FROM claims WHERE path IN ({marks})", batch)
+            found.update(str(row[0]) for row in rows)
+        return found
+
+    @staticmethod
+    def _is_claimed(db: sqlite3.Connection, source: str) -> bool:
+        row = db.execute("SELECT 1 FROM claims WHERE source = ? LIMIT 1", (source,)).fetchone()
+        return row is not None
+
+    def digests(self, sources: Sequence[str]) -> dict[str, str]:
+        """The digest each of `sources` was written at (absent: never written)."""
+        found: dict[str, str] = {}
+        with self._lock:
+            for batch in _batches(sources, 500):
+                marks = ",".join("?" * len(batch))
+                sql = f"SELECT source, digest FROM sources WHERE source IN ({marks})"
+                found.update({str(s): str(d) for s, d in self._db.execute(sql, batch)})
+        return found
+
+    def scrub(self) -> None:
+        """Leave no deleted text on disk: merge the FTS segments, checkpoint the WAL."""
+        with self._lock:
+            self._db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ reads
 

@@ -1,20 +1,23 @@
-"""File sync: which memory files changed since the index last saw them, as chunk updates.
+"""File sync: which source files changed since the index last saw them, as source updates.
 
-Every `*.md` under `memory/` is a source (MEMORY.md, daily notes, archive/, HISTORY*.md,
-chats/*/…, working/*.md); hidden files and folders (temp files of atomic writes) are not. A file
-is re-read only when its (mtime_ns, size) moved, and re-chunked only when its sha256 changed too
-(a touched but identical file is just re-recorded). A file that is not text is indexed as
-empty and remembered by its hash, so it is not re-read every sync. A file gone from disk loses
-its chunks. Blocking.
+The index holds nothing that is not in a file. Each `SourceReader` owns one kind of file under
+one root and turns a file's text into sources (`SourceUpdate`, each with a digest of what it was
+made from): the memory markdown (`MarkdownSource`, one source a file), the session files
+(`bot.index.transcripts`: one source an exchange) and the structured items' JSONL
+(`bot.memory.items.indexing`: one source an item). A root is walked once; hidden files and
+folders (temp files of atomic writes) are not sources. A file is re-read only when its
+(mtime_ns, size) moved, and re-parsed only when its sha256 changed too (a touched but identical
+file is just re-recorded). A file gone from disk gives up its sources. Blocking.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 
@@ -26,70 +29,152 @@ from bot.storage.lines import decode_text
 log = structlog.get_logger(__name__)
 
 
+class SourceReader(Protocol):
+    """One kind of source file: where it lives and what it holds."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def prefix(self) -> str:
+        """Its files' key in the index: `prefix` + the path relative to `root`."""
+        ...
+
+    def wants(self, relative: str) -> bool: ...
+
+    def sources(
+        self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker
+    ) -> list[SourceUpdate]:
+        """The file's sources; `text` is None when the file is not text."""
+        ...
+
+
+@dataclass(frozen=True)
+class MarkdownSource:
+    """Every `*.md` under `memory/` (MEMORY.md, daily notes, archive/, HISTORY*.md, chats/*/…,
+    working/*.md): one source a file, cut into line-numbered chunks. A file that is not text is
+    indexed as empty, so it is not re-read every sync."""
+
+    root: Path
+    prefix: str = ""
+
+    def wants(self, relative: str) -> bool:
+        return relative.endswith(".md") and not relative.startswith("sessions/")
+
+    def sources(
+        self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker
+    ) -> list[SourceUpdate]:
+        chunks = chunker.file(key, text or "", mtime=mtime)
+        return [SourceUpdate(source_of_file(key), tuple(chunks), digest=digest)]
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    signature: FileSignature
+    updates: tuple[SourceUpdate, ...]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(update.source for update in self.updates)
+
+
 @dataclass(frozen=True)
 class FileDelta:
-    updates: tuple[SourceUpdate, ...]  # changed or new files, with their new chunks
+    changed: tuple[ChangedFile, ...]  # new or changed files, with their sources now
     touched: tuple[FileSignature, ...]  # same content, new mtime: re-record only
-    removed: tuple[str, ...]  # paths gone from disk
+    removed: tuple[str, ...]  # file keys gone from disk
     unchanged: int
     skipped: tuple[str, ...]  # not text, or unreadable
 
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The changed files' keys."""
+        return tuple(changed.signature.path for changed in self.changed)
 
-def memory_files(root: Path) -> dict[str, os.stat_result]:
-    """Every markdown file under `root` by its POSIX path relative to it."""
-    found: dict[str, os.stat_result] = {}
+
+def source_files(readers: Sequence[SourceReader]) -> dict[str, tuple[SourceReader, Path, int, int]]:
+    """Every source file by its key: its reader, path, mtime_ns and size."""
+    found: dict[str, tuple[SourceReader, Path, int, int]] = {}
+    for root, group in _by_root(readers).items():
+        for relative, path, stat in _walk(root):
+            reader = next((r for r in group if r.wants(relative)), None)
+            if reader is not None:
+                found[reader.prefix + relative] = (reader, path, stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def _by_root(readers: Sequence[SourceReader]) -> dict[Path, list[SourceReader]]:
+    grouped: dict[Path, list[SourceReader]] = {}
+    for reader in readers:
+        grouped.setdefault(reader.root, []).append(reader)
+    return grouped
+
+
+def _walk(root: Path) -> list[tuple[str, Path, os.stat_result]]:
+    found: list[tuple[str, Path, os.stat_result]] = []
     if not root.is_dir():
         return found
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in names:
-            if name.startswith(".") or not name.endswith(".md"):
+            if name.startswith("."):
                 continue
             path = Path(folder, name)
             try:
                 stat = path.stat()
             except OSError:
                 continue
-            found[path.relative_to(root).as_posix()] = stat
+            found.append((path.relative_to(root).as_posix(), path, stat))
     return found
 
 
-def file_delta(root: Path, known: Mapping[str, FileSignature], chunker: Chunker) -> FileDelta:
-    on_disk = memory_files(root)
-    updates: list[SourceUpdate] = []
+def file_delta(
+    readers: Sequence[SourceReader], known: Mapping[str, FileSignature], chunker: Chunker
+) -> FileDelta:
+    on_disk = source_files(readers)
+    changed: list[ChangedFile] = []
     touched: list[FileSignature] = []
     skipped: list[str] = []
     unchanged = 0
-    for path, stat in sorted(on_disk.items()):
-        before = known.get(path)
-        if before and (before.mtime_ns, before.size) == (stat.st_mtime_ns, stat.st_size):
+    for key, (reader, path, mtime_ns, size) in sorted(on_disk.items()):
+        before = known.get(key)
+        if before and (before.mtime_ns, before.size) == (mtime_ns, size):
             unchanged += 1
             continue
-        read = _read(root / path, path, stat)
+        read = _read(path, key, mtime_ns)
         if read is None:
-            skipped.append(path)
+            skipped.append(key)
             continue
         signature, text = read
         if before and before.sha256 == signature.sha256:
             touched.append(signature)
             continue
         if text is None:
-            skipped.append(path)
-        chunks = chunker.file(path, text or "", mtime=stat.st_mtime_ns / 1e9)
-        updates.append(SourceUpdate(source_of_file(path), tuple(chunks), signature))
+            skipped.append(key)
+        updates = reader.sources(
+            key, text, digest=signature.sha256, mtime=mtime_ns / 1e9, chunker=chunker
+        )
+        changed.append(ChangedFile(signature, tuple(updates)))
     removed = tuple(sorted(set(known) - set(on_disk)))
-    return FileDelta(tuple(updates), tuple(touched), removed, unchanged, tuple(skipped))
+    return FileDelta(tuple(changed), tuple(touched), removed, unchanged, tuple(skipped))
 
 
-def _read(path: Path, name: str, stat: os.stat_result) -> tuple[FileSignature, str | None] | None:
+def _read(path: Path, key: str, mtime_ns: int) -> tuple[FileSignature, str | None] | None:
     """The file's signature and text (None when it is not text), or None when unreadable."""
     try:
         data = path.read_bytes()
     except OSError as exc:
-        log.warning("index_file_unreadable", path=name, error=type(exc).__name__)
+        log.warning("index_file_unreadable", path=key, error=type(exc).__name__)
         return None
-    signature = FileSignature(name, stat.st_mtime_ns, len(data), hashlib.sha256(data).hexdigest())
+    signature = FileSignature(key, mtime_ns, len(data), hashlib.sha256(data).hexdigest())
     text = decode_text(data)
     if text is None:
-        log.warning("index_file_not_text", path=name, size=len(data))
+        log.warning("index_file_not_text", path=key, size=len(data))
     return signature, text
+
+
+def digest_of(*parts: object) -> str:
+    """A short digest of what a source was made from (so an unchanged source is not
+    rewritten, nor re-embedded)."""
+    joined = "\x1f".join(str(part) for part in parts)
+    return hashlib.sha256(joined.encode("utf-8", errors="surrogateescape")).hexdigest()[:24]

@@ -27,6 +27,7 @@ from bot.storage.workspace import Workspace, encode_key
 
 FORMAT_VERSION = 1
 RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
+SCOPE = "memory_scope"  # metadata: whose memory the session's turns used ("" global, else a chat)
 ARCHIVED_PART = "archived_part"  # metadata of an archive file holding a part cut from a session
 log = structlog.get_logger(__name__)
 
@@ -63,7 +64,8 @@ class SessionStore:
         key (None when there is nothing to keep)."""
         if not messages:
             return None
-        part = replace(session, messages=tuple(messages), metadata={ARCHIVED_PART: "true"})
+        metadata = {**session.metadata, ARCHIVED_PART: "true"}
+        part = replace(session, messages=tuple(messages), metadata=metadata)
         return await asyncio.to_thread(self._archive_part, part)
 
     def _archive_part(self, part: Session) -> Path:
@@ -187,6 +189,8 @@ def encode_message(message: ChatMessage) -> dict[str, Any]:
         encoded["name"] = message.name
     if message.at is not None:
         encoded["at"] = message.at.isoformat()
+    if message.turn is not None:
+        encoded["turn"] = message.turn
     return encoded
 
 
@@ -205,4 +209,5 @@ def decode_message(raw: dict[str, Any]) -> ChatMessage:
         tool_call_id=raw.get("tool_call_id"),
         name=raw.get("name"),
         at=datetime.fromisoformat(raw["at"]) if raw.get("at") else None,
+        turn=str(raw["turn"]) if raw.get("turn") else None,
     )

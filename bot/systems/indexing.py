@@ -1,8 +1,8 @@
-"""System 55, RAG indexing: the finished turn into the embedded search index.
+"""System 55, RAG indexing: the embedded search index catches up with the files the turn wrote.
 
-In one worker thread: the exchange (`Exchange`, cited `sessions/<key>#<turn>`), then a delta
-sync of the memory files (today's note line from system 50 and any hand edit since the last
-turn), then the structured items the turn wrote (systems 17, 40, 50: `ctx.memory_items`).
+One delta sync in a worker thread (`MemoryIndex.sync_files`): the session file system 50 saved
+(the exchange, cited `sessions/<key>#<turn>`), today's note line, the items' JSONL and any hand
+edit since the last turn. The index is derived: this is the same sync a rebuild runs.
 
 With `rag.backend = "lightrag"` the exchange also goes to the LightRAG server (`remote`), which
 keeps only the owner's global-scope exchanges (`bot.index.lightrag`: it has no per-chat
@@ -13,14 +13,10 @@ its bounded timeout, never the reply.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
-from bot.index.memory_index import MemoryIndex
 from bot.index.remote import ExchangeSink
 from bot.index.service import IndexService
 from bot.index.sources import Exchange, scope_key
-from bot.memory.items.indexing import ItemIndexer
-from bot.models import MemoryItem
 from bot.pipeline import TurnContext
 
 
@@ -32,31 +28,20 @@ class RagIndexing:
         self,
         *,
         index: IndexService | None = None,
-        items: ItemIndexer | None = None,
         remote: ExchangeSink | None = None,
     ) -> None:
         self.index = index
-        self.items = items
         self.remote = remote
 
     async def process(self, ctx: TurnContext) -> None:
-        exchange = exchange_of(ctx)
-        index = self.index.current if self.index else None
+        current = self.index.current if self.index else None
         try:
-            if index is not None:
-                await asyncio.to_thread(self._index, index, exchange, tuple(ctx.memory_items))
+            if current is not None:
+                await asyncio.to_thread(current.sync_files)
         finally:  # the server gets the exchange even when the local index failed
+            exchange = exchange_of(ctx)
             if exchange is not None and self.remote is not None:
                 await self.remote.index_exchange(exchange)
-
-    def _index(
-        self, index: MemoryIndex, exchange: Exchange | None, items: Sequence[MemoryItem]
-    ) -> None:
-        if exchange is not None:
-            index.add_exchange(exchange)
-        index.sync_files()
-        if items and self.items is not None:
-            self.items.write(index, items)
 
 
 def exchange_of(ctx: TurnContext) -> Exchange | None:

@@ -20,6 +20,7 @@ from typing import Protocol
 import structlog
 
 from bot.conversation.compaction import cut_point as consolidation_cut
+from bot.index.sources import scope_key
 from bot.llm.meter import PromptMeter
 from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.notes.daily import DailyNotes
@@ -27,7 +28,7 @@ from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.models import MemoryItem
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
-from bot.storage.sessions import SessionStore
+from bot.storage.sessions import SCOPE, SessionStore
 
 log = structlog.get_logger(__name__)
 LAST_INBOUND = "last_inbound_id"
@@ -106,7 +107,12 @@ class MemoryPersist:
             total_prompt_tokens=session.total_prompt_tokens + sum(u.prompt_tokens for u in usages),
             total_completion_tokens=session.total_completion_tokens
             + sum(u.completion_tokens for u in usages),
-            metadata={**session.metadata, LAST_INBOUND: ctx.inbound.id, **self._calibration(ctx)},
+            metadata={
+                **session.metadata,
+                LAST_INBOUND: ctx.inbound.id,
+                SCOPE: scope_key(ctx.scope),
+                **self._calibration(ctx),
+            },
         )
         await self.sessions.save(ctx.session)
 

@@ -59,17 +59,17 @@ class ItemWriter(Protocol):
     async def forget(self, scope: MemoryScope, item_id: str) -> MemoryItem | None: ...
 
 
-class ItemSink(Protocol):
-    """Where changed items go to be searchable at once (`ItemIndexer`): a memory_search later
-    in the same turn finds them."""
+class IndexSync(Protocol):
+    """The search index catching up with the item files (`IndexService.sync`): a memory_search
+    later in the same turn finds a changed item."""
 
-    async def add(self, items: Sequence[MemoryItem]) -> int: ...
+    async def sync(self) -> None: ...
 
 
 class ItemTool:
     """What the four tools share: the writer, and indexing what they changed."""
 
-    def __init__(self, writer: ItemWriter, *, index: ItemSink | None = None) -> None:
+    def __init__(self, writer: ItemWriter, *, index: IndexSync | None = None) -> None:
         self.writer = writer
         self.index = index
 
@@ -79,7 +79,7 @@ class ItemTool:
         if item is None or self.index is None:
             return item
         try:
-            await self.index.add([item])
+            await self.index.sync()
         except Exception:
             log.warning("index_item_failed", item=item.id, exc_info=True)
         return item

@@ -132,7 +132,9 @@ class TurnRunner:
             turn_id=turn_id,
             scope=self.access.scope_for(inbound),
             session=session,
-            user_message=ChatMessage(role="user", content=inbound.text, at=inbound.received_at),
+            user_message=ChatMessage(
+                role="user", content=inbound.text, at=inbound.received_at, turn=turn_id
+            ),
         )
         log.info("turn_start", chars=len(inbound.text))
         async with replier.typing():

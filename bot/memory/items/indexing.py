@@ -1,125 +1,94 @@
-"""Structured items in the search index: one document per item, cited by the file that holds it.
+"""Structured items as index sources: each item of a JSONL file is one source, read from the file.
 
-An item's document is its text, under its own id, in its scope (the scope key: "" for the
-owner's global memory), at its `updated_at`, with its salience. Its citation path is its JSONL
-file relative to `memory/`, the id as a fragment — `items/semantic.jsonl#s-1a2b3c4d5e` — so a
-hit names both where the item lives and the id the memory tools take. A forgotten item leaves
-the index; a decayed one stays, with the salience it had when it was last indexed.
-
-The index never holds the only copy: `add_all` puts every item back after a rebuild. As an app
-service (started after the `IndexService`) it does so at start when the index holds no item
-(the index folder was deleted); `python -m bot memory reindex` always does.
+An item's source is its text, in its folder's scope ("" for the owner's global memory), at its
+`updated_at`, with its salience, cited by its file relative to `memory/` with the id as a
+fragment — `items/semantic.jsonl#s-1a2b3c4d5e` — so a hit names both where the item lives and
+the id the memory tools take. Forgotten items are not indexed; nor are episodic "turn" items,
+which are the exchanges the session files already give the index (one copy of each turn).
+The index learns of a changed item the way it learns of any changed file: by a sync.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 
-from bot.index import Document, MemoryIndex
-from bot.index.service import IndexService
-from bot.memory.items.store import ItemStore
+from bot.index.chunking import Chunker
+from bot.index.sources import scope_of
+from bot.index.store import SourceUpdate
+from bot.index.sync import digest_of
+from bot.memory.items.format import ItemFormatError, decode
 from bot.memory.items.writer import MemoryWriter
-from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.workspace import Workspace
+from bot.models import MemoryItem, MemoryScope
 
 log = structlog.get_logger(__name__)
 KIND = "item"
+SKIPPED_TYPES = frozenset({"turn"})
 
 
-class ItemIndexer:
-    def __init__(self, workspace: Workspace, store: ItemStore, index: IndexService) -> None:
-        self.workspace = workspace
-        self.store = store
-        self.index = index
+@dataclass(frozen=True)
+class ItemSource:
+    """The items' JSONL files under `memory/` (`items/…` and `chats/<key>/items/…`)."""
 
-    async def start(self) -> None:
-        index = self.index.current
-        if index is None:
-            return
-        try:
-            await asyncio.to_thread(self.add_missing, index)
-        except Exception:  # the service boundary: search works on, without the items
-            log.warning("index_items_restore_failed", exc_info=True)
+    root: Path
+    prefix: str = ""
 
-    async def stop(self) -> None:
-        return None
+    def wants(self, relative: str) -> bool:
+        parts = relative.split("/")
+        return relative.endswith(".jsonl") and "items" in parts[:-1]
 
-    async def add(self, items: Sequence[MemoryItem]) -> int:
-        """Index (or drop, when forgotten) `items` in the open index; how many were indexed.
-        Nothing happens when no index is open."""
-        index = self.index.current
-        if index is None or not items:
-            return 0
-        return await asyncio.to_thread(self.write, index, items)
+    def sources(
+        self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker
+    ) -> list[SourceUpdate]:
+        scope = scope_of(key)
+        items = (_item(line, key) for line in (text or "").splitlines() if line.strip())
+        return [_update(key, i, scope, chunker) for i in items if i is not None and _indexed(i)]
 
-    def write(self, index: MemoryIndex, items: Sequence[MemoryItem]) -> int:
-        """Blocking `add` into a given index."""
-        latest = {item.id: item for item in items}  # a reinforced item may come twice
-        for item in latest.values():
-            if item.status == "forgotten":
-                index.remove_document(item.id)
-        documents = [self.document(i) for i in latest.values() if i.status != "forgotten"]
-        index.add_documents(documents)
-        return len(documents)
 
-    def document(self, item: MemoryItem) -> Document:
-        return Document(
-            doc_id=item.id,
-            text=item.text,
-            scope=item.scope,
-            kind=KIND,
-            salience=item.salience,
-            at=item.updated_at,
-            path=f"{self.path(item)}#{item.id}",
-        )
+def _item(line: str, path: str) -> MemoryItem | None:
+    try:
+        return decode(line)
+    except ItemFormatError:
+        return None  # kept verbatim by the store, never indexed
 
-    def path(self, item: MemoryItem) -> str:
-        """The item's file, relative to `memory/` (POSIX)."""
-        found = self.store.path_of(item.memory_scope, item.id)
-        home = found or self.store.home_path(item.memory_scope, item.layer, item.created_at.date())
-        return Path(home).relative_to(self.workspace.memory_root).as_posix()
 
-    def add_all(self, index: MemoryIndex) -> int:
-        """Every item of every scope that is not forgotten, in one write per scope (blocking)."""
-        indexed = 0
-        for scope in [GLOBAL_SCOPE, *self.workspace.chat_scopes()]:
-            items = [
-                item
-                for layer in MemoryLayer
-                for item in self.store.items(scope, layer)
-                if item.status != "forgotten"
-            ]
-            indexed += self.write(index, items)
-        return indexed
+def _indexed(item: MemoryItem) -> bool:
+    return item.status != "forgotten" and item.type not in SKIPPED_TYPES
 
-    def add_missing(self, index: MemoryIndex) -> int:
-        """`add_all` when the index holds no item at all (it was deleted or is new)."""
-        if index.stats().chunks.get(KIND, 0):
-            return 0
-        indexed = self.add_all(index)
-        if indexed:
-            log.info("index_items_restored", items=indexed)
-        return indexed
+
+def _update(path: str, item: MemoryItem, scope: str, chunker: Chunker) -> SourceUpdate:
+    cited = f"{path}#{item.id}"
+    chunks = chunker.text(
+        item.text,
+        path=cited,
+        scope=scope,
+        kind=KIND,
+        at=item.updated_at.timestamp(),
+        salience=item.salience,
+    )
+    digest = digest_of(item.text, scope, item.salience, item.updated_at.isoformat())
+    return SourceUpdate(f"item:{cited}", tuple(chunks), digest=digest)
+
+
+class IndexSync(Protocol):
+    async def sync(self) -> None: ...
 
 
 class IndexedFacts:
-    """`add_facts` whose items are indexed at once: for writers outside a turn (consolidation),
-    whose items no system 55 will see."""
+    """`add_facts` whose items are searchable at once: for writers outside a turn
+    (consolidation), whose files no system 55 will sync."""
 
-    def __init__(self, writer: MemoryWriter, indexer: ItemIndexer) -> None:
+    def __init__(self, writer: MemoryWriter, index: IndexSync) -> None:
         self.writer = writer
-        self.indexer = indexer
+        self.index = index
 
     async def add_facts(
         self, scope: MemoryScope, facts: Iterable[str], *, source: str
     ) -> list[MemoryItem]:
         items = await self.writer.add_facts(scope, facts, source=source)
-        try:
-            await self.indexer.add(items)
-        except Exception:  # the index is rebuildable: the items are stored
-            log.warning("index_items_failed", source=source, exc_info=True)
+        await self.index.sync()
         return items
