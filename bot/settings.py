@@ -110,7 +110,6 @@ class CompactionSettings(_Section):
     summary_timeout: float = Field(default=15.0, gt=0)
     summary_temperature: float = Field(default=0.3, ge=0)
     message_chars: int = Field(default=300, gt=0)  # each message cut to this for the summary
-    checkpoint_chars: int = Field(default=20000, gt=0)  # verbatim copy in history, bounded
     # Pre-compaction memory flush (seed 004)
     flush_enabled: bool = True
     reserve_tokens_floor: int = Field(default=20000, ge=0)

@@ -1,9 +1,10 @@
 """Compaction through the real app: automatic past the threshold (system 18), the summary
 request, the fallback when the model fails, tool calls never parted from their results,
-chained summaries, and the verbatim checkpoint in history."""
+chained summaries, and the verbatim checkpoint in the session archive."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
@@ -249,11 +250,11 @@ async def test_summaries_chain_an_earlier_summary_is_summarised_in_full(
     assert summaries == [f"{SUMMARY}\nsecond summary"]
 
 
-async def test_the_checkpoint_keeps_the_old_messages_verbatim_in_history(
+async def test_the_checkpoint_keeps_the_old_messages_verbatim_in_the_session_archive(
     make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
-    long = "line one\n" + "z" * 1000
+    long = "line one\n## not a heading\n" + "z" * 1000
     fake_openai.script(Reply("long answer"))
     await say(app, long)
     await a_tool_conversation(app, fake_openai)
@@ -262,34 +263,18 @@ async def test_the_checkpoint_keeps_the_old_messages_verbatim_in_history(
     await say(app, "/compact 2")
 
     history = (workspace / "memory" / "HISTORY.md").read_text()
-    assert "[checkpoint] 8 messages before compaction (manual), verbatim:\n" in history
-    assert f"USER: {long}\n" in history
-    assert "→ current_time({})" in history
-    assert WEEKDAY.search(history)  # the tool's result, which the summary leaves out
+    match = re.search(
+        r"\[checkpoint\] 8 messages before compaction \(manual\), verbatim in (\S+)\n", history
+    )
+    assert match is not None
+    kept = json.loads((workspace / match[1]).read_text())
+    assert kept["key"] == f"telegram:{OWNER}" and len(kept["messages"]) == 8
+    assert kept["messages"][0]["content"] == long
+    assert any(m.get("tool_calls") for m in kept["messages"])
+    assert any(m["role"] == "tool" and WEEKDAY.search(m["content"]) for m in kept["messages"])
+    assert "## not a heading" not in history  # the messages are not copied into history
     monthly = workspace / "memory" / f"HISTORY-{app.now():%Y-%m}.md"
     assert monthly.read_text() == history
-
-
-async def test_the_checkpoint_is_bounded_and_says_what_was_cut(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
-) -> None:
-    app = await make_app(checkpoint_chars=300)
-    fake_openai.script(Reply("first answer " + "a" * 200), Reply("second answer"))
-    await say(app, "first question " + "q" * 500)
-    await say(app, "second question")
-    fake_openai.script(Reply("the summary"))
-
-    await say(app, "/compact 2")
-
-    entry = (workspace / "memory" / "HISTORY.md").read_text().split("\n", 1)[1].strip()
-    head, body = entry.split("\n", 1)
-    match = re.search(r"the first ([\d,]+) of ([\d,]+) characters are cut:$", head)
-    assert match is not None
-    cut, total = (int(group.replace(",", "")) for group in match.groups())
-    assert total - cut == 300
-    assert body.startswith("…") and len(body) == 301
-    assert body.endswith("ASSISTANT: first answer " + "a" * 200)
-    assert "first question" not in body  # the oldest part is the part cut
 
 
 async def test_in_a_group_the_checkpoint_goes_to_the_chat_history_only(
@@ -302,6 +287,8 @@ async def test_in_a_group_the_checkpoint_goes_to_the_chat_history_only(
 
     await say(app, "/compact 2", chat=GROUP)
 
-    assert "group secret" in (workspace / "memory" / GROUP_DIR / "HISTORY.md").read_text()
+    assert "[checkpoint]" in (workspace / "memory" / GROUP_DIR / "HISTORY.md").read_text()
     assert not (workspace / "memory" / "HISTORY.md").exists()
+    archived = list((workspace / "sessions" / "archive").glob(f"telegram%3A{GROUP}-*.json"))
+    assert len(archived) == 1 and "group secret" in archived[0].read_text()
     assert session(workspace, f"telegram:{GROUP}")["compactions"] == 1

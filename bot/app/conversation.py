@@ -73,7 +73,6 @@ def build_compaction(
         max_tokens=config.summary_max_tokens,
         timeout=config.summary_timeout,
         message_chars=config.message_chars,
-        checkpoint_chars=config.checkpoint_chars,
     )
     keep = config.keep_last_messages
     return Compaction(

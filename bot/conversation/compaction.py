@@ -1,7 +1,8 @@
 """Session compaction (seeds 000, 004): a session's old messages become one summary message.
 
     compact(session, keep=N) ─▶ cut before the last N messages, at a user message
-        ├─ checkpoint: the old messages verbatim (bounded) in the scope's history, first
+        ├─ checkpoint: the old messages kept whole as a session archive file, and a
+        │   `[checkpoint]` entry in the scope's history naming it, first
         ├─ summary by the fast model (timeout; tool results left out, each message cut short;
         │   an earlier summary is summarised with the rest, so summaries chain)
         └─ session = [system "[Conversation summary]\\n…", *the last messages], saved;
@@ -75,7 +76,6 @@ class Compactor:
         max_tokens: int,
         timeout: float,
         message_chars: int,
-        checkpoint_chars: int,
     ) -> None:
         self.llm = llm
         self.model = model
@@ -87,19 +87,18 @@ class Compactor:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.message_chars = message_chars
-        self.checkpoint_chars = checkpoint_chars
 
     async def compact(
         self, session: Session, *, keep: int, reason: str, scope: MemoryScope
     ) -> CompactionResult:
         """Summarise all but the last `keep` messages (or more, to cut at a user message)
-        into one system message, and save the session. The old messages go verbatim to the
-        history of `scope` first; if that write fails, nothing is compacted (it raises)."""
+        into one system message, and save the session. The old messages are archived first (and
+        the history of `scope` says where); if that fails, nothing is compacted (it raises)."""
         cut = cut_point(session.messages, keep=keep)
         old, kept = session.messages[:cut], session.messages[cut:]
         if not old or (len(old) == 1 and is_summary(old[0])):
             return self._result(session, session, "unchanged")
-        await self._checkpoint(scope, old, reason)
+        await self._checkpoint(scope, session, old, reason)
         summary = await self.summarize(old)
         if summary is None:
             head = old[:1] if is_summary(old[0]) else ()  # an earlier summary stays
@@ -151,10 +150,11 @@ class Compactor:
         return text
 
     async def _checkpoint(
-        self, scope: MemoryScope, messages: Sequence[ChatMessage], reason: str
+        self, scope: MemoryScope, session: Session, messages: Sequence[ChatMessage], reason: str
     ) -> None:
-        zone = self.now().tzinfo
-        entry = checkpoint_entry(messages, reason=reason, chars=self.checkpoint_chars, zone=zone)
+        kept = await self.sessions.archive_part(session, messages)
+        where = kept.relative_to(self.sessions.workspace.root).as_posix() if kept else "nowhere"
+        entry = checkpoint_entry(len(messages), reason=reason, where=where)
         await self.history.append(scope, entry, self.now())
 
     def _result(self, before: Session, after: Session, outcome: Outcome) -> CompactionResult:
@@ -201,23 +201,7 @@ def summary_prompt(
     ]
 
 
-def checkpoint_entry(
-    messages: Sequence[ChatMessage], *, reason: str, chars: int, zone: tzinfo | None
-) -> str:
-    """The history entry written before a compaction: the messages verbatim, tool calls and
-    results included; past `chars` characters only the most recent part, saying how much
-    was cut."""
-    body = "\n".join(_verbatim(message, zone) for message in messages)
-    head = f"{CHECKPOINT} {len(messages)} messages before compaction ({reason}), verbatim"
-    if len(body) > chars:
-        head += f"; the first {len(body) - chars:,} of {len(body):,} characters are cut"
-        body = "…" + body[len(body) - chars :]
-    return f"{head}:\n{body}"
-
-
-def _verbatim(message: ChatMessage, zone: tzinfo | None) -> str:
-    at = message.at.astimezone(zone) if message.at is not None and zone is not None else message.at
-    stamp = f"[{at:%Y-%m-%d %H:%M}] " if at is not None else ""
-    label = message.role.upper() + (f" {message.name}" if message.name else "")
-    calls = "".join(f"\n→ {call.name}({call.arguments})" for call in message.tool_calls)
-    return f"{stamp}{label}: {message.content or ''}{calls}"
+def checkpoint_entry(count: int, *, reason: str, where: str) -> str:
+    """The history entry written before a compaction: how many messages, why, and the session
+    archive file that keeps them verbatim (tool calls and results included)."""
+    return f"{CHECKPOINT} {count} messages before compaction ({reason}), verbatim in {where}"
