@@ -158,7 +158,7 @@ async def test_low_scores_stay_within_the_soft_budget_and_cuts_are_announced(
     writer: MemoryWriter, retriever: MemoryRetriever
 ) -> None:
     await add_many(writer, MemoryLayer.SEMANTIC, 6, FILLER * 3)
-    await add_many(writer, MemoryLayer.EPISODIC, 8, FILLER * 3, type="turn")
+    await add_many(writer, MemoryLayer.EPISODIC, 8, f"{FILLER * 3} episode", type="turn")
 
     pack = await retriever.pack(query("", soft_budget_tokens=300, max_budget_tokens=3000))
 
@@ -176,7 +176,7 @@ async def test_high_scores_may_stretch_to_the_max_budget_and_no_further(
     writer: MemoryWriter, retriever: MemoryRetriever
 ) -> None:
     await add_many(writer, MemoryLayer.SEMANTIC, 6, f"solar panel inverter {FILLER * 2}")
-    await add_many(writer, MemoryLayer.EPISODIC, 8, f"solar panel inverter {FILLER * 2}")
+    await add_many(writer, MemoryLayer.EPISODIC, 8, f"solar panel inverter episode {FILLER * 2}")
 
     pack = await retriever.pack(
         query("solar panel inverter", soft_budget_tokens=250, max_budget_tokens=600)

@@ -20,7 +20,7 @@ from bot.errors import RagUnavailable
 from bot.index.lightrag import HEADER, LightRagBackend, document_source, document_text
 from bot.index.sources import Exchange
 from bot.settings import RagSettings
-from tests.fakes.lightrag_api import FakeLightRag
+from tests.fakes.lightrag_api import Document, FakeLightRag
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import FRIEND, OWNER, make_settings, started_app
 from tests.talk import relevant_section, say
@@ -229,6 +229,9 @@ async def test_memory_search_in_the_owners_chat_includes_lightrag_hits(
         Reply("It is Marlin."),
     )
     await say(app, "Our boat is called Marlin")
+    await fake_lightrag.wait_for_documents(1)
+    source = f"sessions/telegram%3A{OWNER}/older"  # what the server alone holds
+    fake_lightrag.documents.append(Document("The Marlin boat was bought in Brest.", source, "t2"))
 
     assert await say(app, "What was the boat called?") == ["It is Marlin."]
 

@@ -20,6 +20,7 @@ from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import make_settings, started_app
 from tests.talk import GROUP, GROUP_DIR, memory_section, relevant_section, say, write
 
+CONSOLIDATED = '{"history_entry": "[2026-11-24 09:00] Where the key is.", "memory_update": null}'
 MODEL2VEC = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
 EXCHANGE_CITATION = re.compile(r"\[sessions/telegram%3A1001#[0-9a-f]{12}#L1-L2\]")
 
@@ -51,8 +52,9 @@ async def test_an_exchange_is_indexed_and_found_in_the_next_turns_relevant_memor
     app: App, fake_openai: FakeOpenAI
 ) -> None:
     long = "Some background first. " * 12 + "The spare key is under the blue ceramic frog."
-    fake_openai.script(Reply("Got it."))
+    fake_openai.script(Reply("Got it."), Reply(CONSOLIDATED))
     await say(app, long)
+    await say(app, "/new")  # out of the conversation the prompt carries: only recall has it
 
     prompt = await prompt_after(app, fake_openai, "where is the spare key, the ceramic frog?")
 
@@ -171,12 +173,17 @@ async def test_each_turn_writes_items_and_the_next_prompt_packs_them(
     assert [i["text"] for i in items(workspace, "procedural")] == ["pip install rich"]
 
     prompt = memory_section(await prompt_after(app, fake_openai, "tea or coffee? pip?"))
+    assert prompt.count("I prefer tea over coffee.") == 1  # today's note holds the statement
+    assert prompt.count("pip install rich") == 1 and "## Procedures" not in prompt
+
+    write(workspace, f"{app.now():%Y-%m-%d}.md", "")  # the note lines gone: the items remain
+    prompt = memory_section(await prompt_after(app, fake_openai, "tea or coffee? pip?"))
     assert prompt.count("# Memory") == 1
     assert "## Procedures\n- command: `pip install rich`" in prompt
     assert re.search(
         r"## Earlier Episodes\n### \d{4}-\d\d-\d\d\n.*preference: I prefer tea", prompt
     )
-    assert prompt.count("I prefer tea over coffee.") == 2  # today's note and the statement
+    assert prompt.count("I prefer tea over coffee.") == 1  # the statement, inside no turn
     shown = items(workspace, "procedural")[0]
     assert shown["last_used_at"] is not None  # marked used by system 50
 
@@ -287,6 +294,7 @@ async def test_with_recall_off_there_is_no_index_and_items_still_pack(
     async with started_app(settings) as app:
         fake_openai.script(Reply("Noted."))
         await say(app, "I prefer tea over coffee.")
+        write(workspace, f"{app.now():%Y-%m-%d}.md", "")  # the note line would hold it
         prompt = await prompt_after(app, fake_openai, "tea?")
         assert app.recall is not None and app.recall.index.current is None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from bot.index.transcripts import exchanges
 from bot.memory.recall.prompt import MemoryPrompt
 from bot.pipeline import TurnContext
 
@@ -38,7 +39,10 @@ class ContextBuilding:
     async def process(self, ctx: TurnContext) -> None:
         moment = self.now()
         query = ctx.user_message.content or ""
-        found = await self.memory.sections(ctx.scope, ctx.inbound.session_key, query, moment)
+        conversation = frozenset(e.path for e in exchanges(ctx.session))
+        found = await self.memory.sections(
+            ctx.scope, ctx.inbound.session_key, query, moment, conversation=conversation
+        )
         parts = [
             self.persona,
             f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}".strip(),

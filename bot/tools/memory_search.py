@@ -20,6 +20,7 @@ import structlog
 from bot.errors import ToolError
 from bot.index import Hit
 from bot.index.remote import RemoteSearch
+from bot.memory.recall.overlap import Shown
 from bot.memory.scopes import search_scopes
 from bot.models import ToolSpec
 from bot.tools import arguments
@@ -84,9 +85,9 @@ class MemorySearch:
         query = arguments.text(args, "query", max_chars=MAX_QUERY_CHARS)
         k = arguments.integer(args, "k", default=self.default_k, low=1, high=MAX_K)
         scopes = search_scopes(ctx.scope, ctx.session_key)
-        local = await self._local(query, scopes, k)  # milliseconds: no need to overlap them
+        local = await self._local(query, scopes, 2 * k)  # milliseconds: no need to overlap
         remote = await self._remote(query, scopes, k)
-        return render_hits(sorted([*local, *remote], key=lambda hit: -hit.score)[:k])
+        return render_hits(once(sorted([*local, *remote], key=lambda hit: -hit.score))[:k])
 
     async def _local(self, query: str, scopes: Sequence[str], k: int) -> list[Hit]:
         try:
@@ -100,6 +101,18 @@ class MemorySearch:
         if self.remote is None:
             return []
         return await self.remote.search(query, scopes=scopes, k=k)
+
+
+def once(hits: Sequence[Hit]) -> list[Hit]:
+    """Best first, without a hit whose text a better one already shows (`overlap`): one fact
+    told once is one hit, not a note line, an exchange and an item."""
+    shown = Shown()
+    found: list[Hit] = []
+    for hit in hits:
+        if not shown.holds(hit.text):
+            found.append(hit)
+            shown.add(hit.text)
+    return found
 
 
 def render_hits(hits: Sequence[Hit]) -> str:

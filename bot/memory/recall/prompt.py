@@ -9,8 +9,9 @@ How the markdown section and the memory pack combine (the decision):
   own soft/max budget and with headings of its own (`HEADINGS`): semantic items are
   "Remembered Facts", episodic ones "Earlier Episodes", so no heading appears twice. Working
   memory is the markdown part's (the pack is asked without it).
-- No item repeats a line the markdown part shows: items whose fingerprint matches a shown line
-  (a tag's fact in MEMORY.md, a turn in today's notes) are no candidates.
+- No item repeats what the markdown part shows (a tag's fact in MEMORY.md, a turn in today's
+  notes), nor another item; no hit of `# Relevant Memory` repeats either, nor a turn of the
+  conversation the prompt carries anyway (`overlap` owns the rule).
 - With no items to add the section is exactly the markdown one; with no markdown memory it is
   the pack alone. When the pack fails (logged) or there is no retriever, the markdown section
   is the fallback. The notices of what each part left out go last.
@@ -24,12 +25,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
 import structlog
 
 from bot.index.search import Hit
-from bot.memory.items.rules import fingerprint
 from bot.memory.recall import pack as packs
 from bot.memory.recall import section
 from bot.memory.recall.markdown import MarkdownMemory
@@ -81,7 +80,13 @@ class MemoryPrompt:
         self.limits = limits or PackLimits()
 
     async def sections(
-        self, scope: MemoryScope, session_key: str, query: str, moment: datetime
+        self,
+        scope: MemoryScope,
+        session_key: str,
+        query: str,
+        moment: datetime,
+        *,
+        conversation: frozenset[str] = frozenset(),  # the exchanges the prompt carries whole
     ) -> PromptMemory:
         view = await self.recall.view(scope, session_key, moment.date())
         pack, hits = await asyncio.gather(  # the pack's scoring beside the index's query
@@ -89,7 +94,11 @@ class MemoryPrompt:
             self._hits(scope, session_key, query),
         )
         memory = combine(view, pack)
-        relevant = self.relevant.section(hits, shown=memory) if self.relevant else ""
+        relevant = (
+            self.relevant.section(hits, shown=memory, conversation=conversation)
+            if self.relevant
+            else ""
+        )
         return PromptMemory(memory, relevant, pack.items if pack else ())
 
     async def _hits(self, scope: MemoryScope, session_key: str, query: str) -> list[Hit]:
@@ -112,7 +121,7 @@ class MemoryPrompt:
             top_k=self.limits.top_k,
             soft_budget_tokens=self.limits.soft_budget_tokens,
             max_budget_tokens=self.limits.max_budget_tokens,
-            shown=shown_fingerprints(view.text),
+            shown=view.text,
             headings=HEADINGS,
         )
         try:
@@ -120,18 +129,6 @@ class MemoryPrompt:
         except Exception:  # the pack is best-effort: the markdown section stands alone
             log.warning("memory_pack_failed", exc_info=True)
             return None
-
-
-def shown_fingerprints(text: str) -> frozenset[str]:
-    """The fingerprints of the section's lines, a daily note's `[HH:MM]` dropped, each also
-    without code fence markers (a turn's episode drops them where its note line keeps them)."""
-    return frozenset(f for line in text.splitlines() if line.strip() for f in _fingerprints(line))
-
-
-@lru_cache(maxsize=16384)
-def _fingerprints(line: str) -> tuple[str, str]:
-    bare = _CLOCK.sub("", line.strip())
-    return fingerprint(bare), fingerprint(_FENCE.sub(" ", bare))
 
 
 def combine(view: section.MemoryView, pack: packs.MemoryPack | None) -> str:

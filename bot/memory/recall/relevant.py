@@ -5,9 +5,10 @@
     - [sessions/telegram%3A1001#4f2a9c#L1-L2] User: … Assistant: …
     (4 more via memory_search)
 
-Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). A hit whose
-every line the prompt's `# Memory` section already holds (a MEMORY.md chunk, a daily note shown
-today, an exchange whose note line is shown whole) is skipped. The rest are taken best first, at
+Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). A hit the
+prompt already shows is skipped (`overlap`): held by `# Memory` (a MEMORY.md chunk, a daily note
+shown today, an exchange whose note line is shown whole) or by a better hit, or a turn of the
+conversation the prompt carries anyway. The rest are taken best first, at
 most `k`, while they fit `budget_tokens` (heading and notice included); a hit too long for the
 room left is passed over and the next may still fit. The notice counts the matches found but
 not shown, up to what one search returns (`probe`, 3 × k: enough to say "more", cheap enough
@@ -29,6 +30,7 @@ import structlog
 
 from bot.index.remote import RemoteSearch
 from bot.index.search import Hit
+from bot.memory.recall.overlap import Shown
 
 log = structlog.get_logger(__name__)
 
@@ -73,10 +75,18 @@ class RelevantMemory:
             log.warning("relevant_memory_failed", exc_info=True)
             return []
 
-    def section(self, hits: Sequence[Hit], *, shown: str) -> str:
-        """The section ("" when no hit is new); `shown` is the prompt's `# Memory` text."""
-        held = flat(shown)
-        fresh = [hit for hit in hits if not already_shown(hit, held)]
+    def section(
+        self, hits: Sequence[Hit], *, shown: str, conversation: frozenset[str] = frozenset()
+    ) -> str:
+        """The section ("" when no hit is new); `shown` is the prompt's `# Memory` text,
+        `conversation` the paths of the exchanges in the prompt's messages."""
+        held = Shown([shown])
+        fresh = []
+        for hit in hits:
+            if hit.path in conversation or held.holds(hit.text):
+                continue
+            fresh.append(hit)
+            held.add(hit.text)
         return render_relevant(fresh, k=self.k, budget=self.budget_tokens, count=self.count)
 
     async def _search(self, query: str, scopes: Sequence[str]) -> list[Hit]:
@@ -85,18 +95,6 @@ class RelevantMemory:
             return local
         remote = await self.remote.search(query, scopes=scopes, k=self.k)
         return sorted([*local, *remote], key=lambda hit: -hit.score)
-
-
-def flat(text: str) -> str:
-    """`text` case-folded with its whitespace collapsed (how lines are compared)."""
-    return " ".join(text.casefold().split())
-
-
-def already_shown(hit: Hit, held: str) -> bool:
-    """True when every line of the hit's snippet is in `held` (a `flat` text); a daily note
-    line's `[HH:MM]` need not be (log compaction keeps the line without it)."""
-    lines = [flat(_CLOCK.sub("", line.strip().strip("…"))) for line in hit.text.splitlines()]
-    return all(line in held for line in lines if line)
 
 
 def hit_line(hit: Hit) -> str:

@@ -2,8 +2,7 @@
 
 Candidates: the active items of the query's scopes and no other (DESIGN §3) — every semantic
 and procedural item, episodic ones from the last `episodic_days` — and the non-blank lines of
-the session's working memory, handed in with the query. An item whose fingerprint the query
-lists as `shown` (the prompt already holds its text, e.g. as a MEMORY.md line) is no candidate.
+the session's working memory, handed in with the query.
 
 Every part of a score lies in 0–1:
 
@@ -18,7 +17,9 @@ Every part of a score lies in 0–1:
   by relevance alone, and always scores at least `pack.HIGH_SCORE`.
 
 Each layer keeps its top k by score, the newer item first on a tie (the rest is cut as
-"top_k"), then the pack fills its budgets (`pack`). Items shown are marked used
+"top_k"), passing over an item the prompt already shows (`shown`: the markdown part's text) or
+that repeats an item kept before it (a statement and its promoted copy, a fact inside a turn;
+the rule is `overlap`'s). Then the pack fills its budgets (`pack`). Items shown are marked used
 (`last_used_at`), at most once per `touch_every` so that a busy chat does not rewrite its files
 every turn.
 """
@@ -26,7 +27,6 @@ every turn.
 from __future__ import annotations
 
 import asyncio
-import heapq
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +35,7 @@ from datetime import date, datetime, timedelta
 from bot.memory.items.keywords import bm25
 from bot.memory.items.store import ItemStore
 from bot.memory.notes.working import WorkingNote
+from bot.memory.recall.overlap import Shown
 from bot.memory.recall.pack import (
     HEADINGS,
     PRIORITY,
@@ -80,7 +81,7 @@ class MemoryQuery:
     top_k: TopK = field(default_factory=TopK)
     soft_budget_tokens: int = 1800
     max_budget_tokens: int = 3500
-    shown: frozenset[str] = frozenset()  # fingerprints of texts the prompt already holds
+    shown: str = ""  # the text the prompt already holds (the markdown part of `# Memory`)
     headings: Mapping[PackLayer, str] = field(default_factory=lambda: HEADINGS)
 
 
@@ -129,11 +130,9 @@ class MemoryRetriever:
     def build(self, query: MemoryQuery, now: datetime) -> MemoryPack:
         """The pack, without marking anything used (blocking: reads files)."""
         items = self._items(query.scopes, now.date())
-        if query.shown:
-            items = [item for item in items if item.fingerprint not in query.shown]
         lines = _working_lines(query.working)
         candidates = self._candidates(query, items, lines, now)
-        kept, cuts = top_k(candidates, query.top_k)
+        kept, cuts = top_k(candidates, query.top_k, shown=Shown([query.shown]))
         budget = Budget(query.soft_budget_tokens, query.max_budget_tokens, self.count)
         age = query.working.age if query.working else ""
         return build_pack(
@@ -193,19 +192,36 @@ class MemoryRetriever:
             await self.store.touch(scope, group, at)
 
 
-def top_k(candidates: Sequence[Candidate], k: TopK) -> tuple[list[Candidate], list[Cut]]:
-    """Each layer's best `k.of(layer)` candidates, and the rest as "top_k" cuts."""
+def top_k(
+    candidates: Sequence[Candidate], k: TopK, *, shown: Shown | None = None
+) -> tuple[list[Candidate], list[Cut]]:
+    """Each layer's best `k.of(layer)` candidates that `shown` does not hold yet (each kept
+    item is added to it), and the rest as "top_k" cuts."""
+    held = shown or Shown()
     kept: list[Candidate] = []
     cuts: list[Cut] = []
     for layer in PRIORITY:
         group = [c for c in candidates if c.layer == layer]
         if layer != "working":
             group.reverse()  # items come oldest file first: on a tie the newer wins
-        best = heapq.nsmallest(k.of(layer), group, key=_best_first)
+        best = _best_unshown(sorted(group, key=_best_first), k.of(layer), held)
         chosen = {id(c) for c in best}
         kept += best
         cuts += [Cut(c.key, layer, "top_k", c.score.total, 0) for c in group if id(c) not in chosen]
     return kept, cuts
+
+
+def _best_unshown(ranked: Sequence[Candidate], k: int, held: Shown) -> list[Candidate]:
+    best: list[Candidate] = []
+    for candidate in ranked:
+        if len(best) == k:
+            break
+        if candidate.item is not None and held.holds(candidate.item.text):
+            continue
+        best.append(candidate)
+        if candidate.item is not None:
+            held.add(candidate.item.text)
+    return best
 
 
 def _best_first(candidate: Candidate) -> float:

@@ -1,0 +1,59 @@
+"""One copy per prompt: when a text is already shown. The one owner of that rule.
+
+Texts are compared `flat`: case-folded, whitespace collapsed, with the forms memory writes the
+same words in made alike — a daily note's `[HH:MM]` and its ` | ` between user and assistant, a
+list bullet, code fence markers, an ellipsis where a text was cut, full stops at the end. A text
+is shown when its flat form lies within what is already held (a note line holds its exchange's
+words; a MEMORY.md line holds the item made of it), or when it holds a shown text whole (an
+exchange that holds an item already in the prompt). Texts shorter than `MIN_CHARS` once flat
+never count as shown (a "yes" is in every note).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+MIN_CHARS = 12
+_CLOCK = re.compile(r"(?m)^\s*\[\d{1,2}:\d{2}\]\s*")
+_BULLET = re.compile(r"(?m)^\s*(?:[-*•]|\d+[.)])\s+")
+_FENCE = re.compile(r"(?:```|~~~)[\w+-]*")
+_NOISE = re.compile(r"\s\|\s|…")
+
+
+@lru_cache(maxsize=16384)
+def flat(text: str) -> str:
+    """`text` as compared: see the module's docstring."""
+    text = _FENCE.sub(" ", _BULLET.sub("", _CLOCK.sub("", text)))
+    text = _NOISE.sub(" ", text)
+    return " ".join(text.casefold().split()).rstrip(". ")
+
+
+class Shown:
+    """What a prompt holds so far; texts are added as they are placed."""
+
+    def __init__(self, texts: Iterable[str] = ()) -> None:
+        self._held = ""
+        self._pieces: list[str] = []
+        for text in texts:
+            self.add(text)
+
+    def add(self, text: str) -> None:
+        for line in text.splitlines():
+            piece = flat(line)
+            if len(piece) >= MIN_CHARS:
+                self._pieces.append(piece)
+                self._held += "\n" + piece
+
+    def holds(self, text: str) -> bool:
+        """True when every substantial line of `text` is already shown, or `text` holds a
+        shown line whole."""
+        lines = [piece for line in text.splitlines() if (piece := flat(line))]
+        substantial = [piece for piece in lines if len(piece) >= MIN_CHARS]
+        if not substantial:
+            return False
+        if all(piece in self._held for piece in substantial):
+            return True
+        whole = " ".join(lines)
+        return any(piece in whole for piece in self._pieces if len(piece) >= 2 * MIN_CHARS)

@@ -1,0 +1,52 @@
+"""One copy per prompt: a told fact, its note line and its exchange each appear at most once
+across `# Memory`, the items beside it and `# Relevant Memory`; memory_search shows a text once."""
+
+from __future__ import annotations
+
+from bot.app import App
+from bot.memory.recall.overlap import Shown, flat
+from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.talk import say, tool_result
+
+FACT = "The spare key is under the blue pot."
+SAID = "My spare key is under the blue pot."
+CONSOLIDATED = '{"history_entry": "[2026-11-24 09:00] Where the key is.", "memory_update": null}'
+
+
+async def tell_and_start_over(app: App, fake: FakeOpenAI) -> None:
+    fake.script(Reply(f"Noted. <memory>{FACT}</memory>"), Reply(CONSOLIDATED))
+    await say(app, SAID)
+    await say(app, "/new")
+
+
+async def test_a_told_fact_its_note_line_and_its_exchange_are_each_shown_once(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    await tell_and_start_over(app, fake_openai)
+    fake_openai.script(Reply("Under the blue pot."))
+
+    await say(app, "where is my spare key? the blue pot?")
+
+    prompt = str(fake_openai.requests[-1]["messages"][0]["content"])
+    assert prompt.count(FACT.removesuffix(".")) == 1  # MEMORY.md, not again as an item or hit
+    assert prompt.count(SAID) == 1  # today's note line, not again as a statement or exchange
+    assert prompt.lower().count("blue pot") == 2
+
+
+async def test_memory_search_shows_each_text_once(app: App, fake_openai: FakeOpenAI) -> None:
+    await tell_and_start_over(app, fake_openai)
+
+    found = await tool_result(app, fake_openai, "memory_search", {"query": "spare key blue pot"})
+
+    assert found.count(FACT.removesuffix(".")) == 1
+    assert found.count(SAID.removesuffix(".")) == 1
+
+
+def test_texts_are_compared_as_memory_writes_them() -> None:
+    shown = Shown(["[09:15] User: My cat is called Pixel | Assistant: Nice name!"])
+
+    assert shown.holds("User: My cat is called Pixel\nAssistant: Nice name!")  # its exchange
+    assert shown.holds("- my cat is called pixel.")  # a statement made of it
+    assert not shown.holds("My dog is called Pixel")
+    assert not shown.holds("yes")  # too short to say
+    assert flat("```bash\npip install rich\n```") == "pip install rich"
