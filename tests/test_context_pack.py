@@ -20,7 +20,7 @@ from bot.index import MemoryIndex
 from bot.index.service import IndexService
 from bot.llm.tokens import TokenCounter
 from bot.memory.items.store import ItemStore
-from bot.memory.items.writer import MemoryWriter
+from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory
@@ -44,7 +44,7 @@ MORE = re.compile(r"\((\d+) more via memory_search\)$")
 @dataclass
 class Parts:
     workspace: Workspace
-    writer: MemoryWriter
+    writer: ItemWriter
     index: IndexService
 
     def prompt(
@@ -78,7 +78,7 @@ class Parts:
 async def parts(tmp_path: Path) -> AsyncIterator[Parts]:
     workspace = Workspace(tmp_path / "ws")
     workspace.ensure()
-    writer = MemoryWriter(ItemStore(workspace, FileLocks()), now=lambda: NOW)
+    writer = ItemWriter(ItemStore(workspace, FileLocks()), now=lambda: NOW)
     index = IndexService(lambda: MemoryIndex(workspace.memory_root, workspace.index_dir))
     await index.start()
     yield Parts(workspace, writer, index)

@@ -11,7 +11,7 @@ from bot.memory.items.code import find_code
 from bot.memory.items.statements import find_statements
 from bot.memory.items.store import ItemStore
 from bot.memory.items.turn import TurnMemoryEvent
-from bot.memory.items.writer import MemoryWriter
+from bot.memory.items.writer import ItemWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer
 
 AT = datetime(2026, 2, 7, 9, 0, tzinfo=UTC)
@@ -99,8 +99,8 @@ def test_a_success_or_a_mention_is_not_an_error(text: str) -> None:
 
 
 @pytest.fixture
-def writer(store: ItemStore) -> MemoryWriter:
-    return MemoryWriter(store, now=lambda: AT)
+def writer(store: ItemStore) -> ItemWriter:
+    return ItemWriter(store, now=lambda: AT)
 
 
 def turn(user: str, reply: str, *, n: int, session: str = "telegram:42") -> TurnMemoryEvent:
@@ -112,7 +112,7 @@ def procedures(store: ItemStore, kind: str) -> list[MemoryItem]:
 
 
 async def test_commands_in_a_reply_become_procedures_and_repeat_into_confidence(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     reply = "Restart it:\n```bash\nsudo systemctl restart nginx\n```"
 
@@ -129,7 +129,7 @@ async def test_commands_in_a_reply_become_procedures_and_repeat_into_confidence(
 
 
 async def test_an_error_then_a_fix_in_a_later_reply_makes_an_error_fix_item(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     await writer.record_turn(turn(TRACEBACK, "Which Python do you run?", n=1))
     await writer.record_turn(turn("3.11, in a venv", FIX, n=2))
@@ -142,7 +142,7 @@ async def test_an_error_then_a_fix_in_a_later_reply_makes_an_error_fix_item(
 
 
 async def test_a_fix_in_the_same_reply_as_the_error_counts(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     await writer.record_turn(turn(TRACEBACK, FIX, n=1))
 
@@ -151,7 +151,7 @@ async def test_a_fix_in_the_same_reply_as_the_error_counts(
 
 
 async def test_a_fix_answers_an_error_only_once_until_it_is_seen_again(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     await writer.record_turn(turn(TRACEBACK, FIX, n=1))
     await writer.record_turn(turn("and now?", "```bash\nls\n```", n=2))
@@ -165,7 +165,7 @@ async def test_a_fix_answers_an_error_only_once_until_it_is_seen_again(
 
 
 async def test_a_reply_that_shows_its_own_error_is_no_fix(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     await writer.record_turn(turn(TRACEBACK, "Let me look.", n=1))
     failing = "```console\n$ pip install requests\nERROR: Could not find a version\n```"
@@ -180,7 +180,7 @@ async def test_a_reply_that_shows_its_own_error_is_no_fix(
 
 
 async def test_an_error_in_another_session_is_not_fixed_here(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     await writer.record_turn(turn(TRACEBACK, "Odd.", n=1, session="telegram:7"))
 
@@ -190,7 +190,7 @@ async def test_an_error_in_another_session_is_not_fixed_here(
 
 
 async def test_code_aware_extraction_can_be_switched_off(store: ItemStore) -> None:
-    writer = MemoryWriter(store, now=lambda: AT, code_aware=False)
+    writer = ItemWriter(store, now=lambda: AT, code_aware=False)
 
     await writer.record_turn(turn(TRACEBACK, FIX, n=1))
 

@@ -12,7 +12,7 @@ import pytest
 from bot.memory.items.format import decode
 from bot.memory.items.store import ItemStore
 from bot.memory.items.turn import TurnMemoryEvent
-from bot.memory.items.writer import MemoryWriter
+from bot.memory.items.writer import ItemWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
 from tests.clock import Clock
 
@@ -26,8 +26,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def writer(store: ItemStore, clock: Clock) -> MemoryWriter:
-    return MemoryWriter(store, now=clock)
+def writer(store: ItemStore, clock: Clock) -> ItemWriter:
+    return ItemWriter(store, now=clock)
 
 
 def turn(user: str, reply: str = "Noted.", *, at: datetime = START, n: int = 1) -> TurnMemoryEvent:
@@ -49,7 +49,7 @@ def read(store: ItemStore, layer: MemoryLayer) -> list[MemoryItem]:
 
 
 async def test_a_turn_becomes_an_episodic_item_that_references_the_turn(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     event = TurnMemoryEvent(
         GLOBAL_SCOPE, "telegram:42", "abc", "What is the\nweather?", "Sunny.", START, ("clock",)
@@ -67,13 +67,13 @@ async def test_a_turn_becomes_an_episodic_item_that_references_the_turn(
 
 
 async def test_the_same_fact_in_other_case_and_spacing_reinforces_the_first(
-    writer: MemoryWriter, store: ItemStore, clock: Clock
+    writer: ItemWriter, store: ItemStore, clock: Clock
 ) -> None:
-    await writer.add_facts(GLOBAL_SCOPE, ["User lives in Berlin."], source="tag:memory")
+    await writer.add_facts(GLOBAL_SCOPE, ["User lives in Berlin."], sources=["tag:memory"])
     clock.at = START + timedelta(hours=3)
 
     (again,) = await writer.add_facts(
-        GLOBAL_SCOPE, ["  user LIVES in   berlin "], source="consolidation"
+        GLOBAL_SCOPE, ["  user LIVES in   berlin "], sources=["consolidation"]
     )
 
     (stored,) = read(store, MemoryLayer.SEMANTIC)
@@ -86,28 +86,28 @@ async def test_the_same_fact_in_other_case_and_spacing_reinforces_the_first(
 
 
 async def test_the_same_text_in_another_layer_or_scope_is_another_item(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
-    await writer.add_facts(GLOBAL_SCOPE, ["Uses vim"], source="tag:memory")
+    await writer.add_facts(GLOBAL_SCOPE, ["Uses vim"], sources=["tag:memory"])
     await writer.add(GLOBAL_SCOPE, MemoryLayer.PROCEDURAL, "uses vim", type="command")
-    await writer.add_facts(GROUP, ["Uses vim"], source="tag:memory")
+    await writer.add_facts(GROUP, ["Uses vim"], sources=["tag:memory"])
 
     assert len(on_disk(store, MemoryLayer.SEMANTIC)) == 1
     assert len(on_disk(store, MemoryLayer.PROCEDURAL)) == 1
     assert len(on_disk(store, MemoryLayer.SEMANTIC, GROUP)) == 1
 
 
-async def test_facts_are_typed_by_what_they_say(writer: MemoryWriter) -> None:
+async def test_facts_are_typed_by_what_they_say(writer: ItemWriter) -> None:
     facts = ["User prefers short answers", "Never deploy on Fridays", "The NAS is at 10.0.0.5"]
 
-    written = await writer.add_facts(GLOBAL_SCOPE, facts, source="tag:memory")
+    written = await writer.add_facts(GLOBAL_SCOPE, facts, sources=["tag:memory"])
 
     assert [i.type for i in written] == ["preference", "constraint", "fact"]
     assert {i.layer for i in written} == {MemoryLayer.SEMANTIC}
 
 
 async def test_a_statement_said_twice_reaches_075_and_is_promoted(
-    writer: MemoryWriter, store: ItemStore, clock: Clock
+    writer: ItemWriter, store: ItemStore, clock: Clock
 ) -> None:
     await writer.record_turn(turn("I prefer green tea in the morning."))
     assert on_disk(store, MemoryLayer.SEMANTIC) == []  # 0.5: not yet
@@ -125,7 +125,7 @@ async def test_a_statement_said_twice_reaches_075_and_is_promoted(
 
 
 async def test_below_the_threshold_nothing_is_promoted(store: ItemStore, clock: Clock) -> None:
-    writer = MemoryWriter(store, now=clock, promotion_min_confidence=0.8)
+    writer = ItemWriter(store, now=clock, promotion_min_confidence=0.8)
 
     await writer.record_turn(turn("I prefer green tea."))
     await writer.record_turn(turn("I prefer green tea.", n=2))
@@ -135,7 +135,7 @@ async def test_below_the_threshold_nothing_is_promoted(store: ItemStore, clock: 
 
 
 async def test_an_explicit_remember_is_promoted_at_once_and_turns_never_are(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     for n in range(3):
         await writer.record_turn(turn("hello there friend", "Hi!", n=n))
@@ -148,7 +148,7 @@ async def test_an_explicit_remember_is_promoted_at_once_and_turns_never_are(
 
 
 async def test_promotion_can_be_switched_off(store: ItemStore, clock: Clock) -> None:
-    writer = MemoryWriter(store, now=clock, promotion_min_confidence=None)
+    writer = ItemWriter(store, now=clock, promotion_min_confidence=None)
 
     await writer.record_turn(turn("Remember that the boiler code is 4711."))
 
@@ -156,11 +156,11 @@ async def test_promotion_can_be_switched_off(store: ItemStore, clock: Clock) -> 
 
 
 async def test_decay_halves_idle_items_and_never_deletes_them(
-    writer: MemoryWriter, store: ItemStore, clock: Clock
+    writer: ItemWriter, store: ItemStore, clock: Clock
 ) -> None:
-    (idle,) = await writer.add_facts(GLOBAL_SCOPE, ["Old fact"], source="x", salience=0.4)
+    (idle,) = await writer.add_facts(GLOBAL_SCOPE, ["Old fact"], sources=["x"], salience=0.4)
     clock.at = START + timedelta(days=20)
-    (fresh,) = await writer.add_facts(GLOBAL_SCOPE, ["New fact"], source="x", salience=0.4)
+    (fresh,) = await writer.add_facts(GLOBAL_SCOPE, ["New fact"], sources=["x"], salience=0.4)
 
     clock.at = START + timedelta(days=30)
     assert await writer.decay(GLOBAL_SCOPE) == 1
@@ -180,9 +180,9 @@ async def test_decay_halves_idle_items_and_never_deletes_them(
 
 
 async def test_decay_never_goes_below_the_floor(
-    writer: MemoryWriter, store: ItemStore, clock: Clock
+    writer: ItemWriter, store: ItemStore, clock: Clock
 ) -> None:
-    await writer.add_facts(GLOBAL_SCOPE, ["Faint fact"], source="x", salience=0.06)
+    await writer.add_facts(GLOBAL_SCOPE, ["Faint fact"], sources=["x"], salience=0.06)
     clock.at = START + timedelta(days=31)
 
     await writer.decay(GLOBAL_SCOPE)
@@ -192,9 +192,9 @@ async def test_decay_never_goes_below_the_floor(
 
 
 async def test_an_item_shown_recently_does_not_decay(
-    writer: MemoryWriter, store: ItemStore, clock: Clock
+    writer: ItemWriter, store: ItemStore, clock: Clock
 ) -> None:
-    (item,) = await writer.add_facts(GLOBAL_SCOPE, ["Shown fact"], source="x")
+    (item,) = await writer.add_facts(GLOBAL_SCOPE, ["Shown fact"], sources=["x"])
     await store.touch(GLOBAL_SCOPE, [item], START + timedelta(days=25))
     clock.at = START + timedelta(days=31)
 
@@ -206,14 +206,14 @@ async def test_an_item_shown_recently_does_not_decay(
 
 
 async def test_a_decayed_item_seen_again_is_active_again(
-    writer: MemoryWriter, store: ItemStore, clock: Clock
+    writer: ItemWriter, store: ItemStore, clock: Clock
 ) -> None:
-    await writer.add_facts(GLOBAL_SCOPE, ["Faded fact"], source="x", salience=0.1)
+    await writer.add_facts(GLOBAL_SCOPE, ["Faded fact"], sources=["x"], salience=0.1)
     clock.at = START + timedelta(days=31)
     await writer.decay(GLOBAL_SCOPE)
     assert read(store, MemoryLayer.SEMANTIC)[0].status == "decayed"
 
-    await writer.add_facts(GLOBAL_SCOPE, ["faded fact"], source="y")
+    await writer.add_facts(GLOBAL_SCOPE, ["faded fact"], sources=["y"])
 
     (stored,) = read(store, MemoryLayer.SEMANTIC)
     assert stored.status == "active"
@@ -221,8 +221,8 @@ async def test_a_decayed_item_seen_again_is_active_again(
 
 
 async def test_decay_switched_off_changes_nothing(store: ItemStore, clock: Clock) -> None:
-    writer = MemoryWriter(store, now=clock, decay_days=None)
-    await writer.add_facts(GLOBAL_SCOPE, ["Old fact"], source="x")
+    writer = ItemWriter(store, now=clock, decay_days=None)
+    await writer.add_facts(GLOBAL_SCOPE, ["Old fact"], sources=["x"])
     before = on_disk(store, MemoryLayer.SEMANTIC)
     clock.at = START + timedelta(days=365)
 
@@ -231,7 +231,7 @@ async def test_decay_switched_off_changes_nothing(store: ItemStore, clock: Clock
 
 
 async def test_forget_keeps_the_item_on_disk_and_a_new_twin_is_a_new_item(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Dislikes jazz")
 
@@ -244,7 +244,7 @@ async def test_forget_keeps_the_item_on_disk_and_a_new_twin_is_a_new_item(
 
 
 async def test_update_changes_text_and_fingerprint_in_place(
-    writer: MemoryWriter, store: ItemStore, clock: Clock
+    writer: ItemWriter, store: ItemStore, clock: Clock
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Lives in Bonn", tags=["home"])
     clock.at = START + timedelta(days=2)
@@ -259,7 +259,7 @@ async def test_update_changes_text_and_fingerprint_in_place(
 
 
 async def test_an_empty_text_is_refused_and_nothing_is_written(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     with pytest.raises(ValueError, match="text"):
         await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "  \n ")
@@ -267,11 +267,11 @@ async def test_an_empty_text_is_refused_and_nothing_is_written(
     with pytest.raises(ValueError, match="text"):
         await writer.update(GLOBAL_SCOPE, item.id, text=" ")
 
-    assert await writer.add_facts(GLOBAL_SCOPE, ["", "  "], source="x") == []
+    assert await writer.add_facts(GLOBAL_SCOPE, ["", "  "], sources=["x"]) == []
     assert read(store, MemoryLayer.SEMANTIC) == [item]
 
 
-async def test_tools_refuse_ids_of_another_scope_or_unknown_ones(writer: MemoryWriter) -> None:
+async def test_tools_refuse_ids_of_another_scope_or_unknown_ones(writer: ItemWriter) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Met Ana at the fair")
 
     assert await writer.forget(GROUP, item.id) is None
@@ -282,7 +282,7 @@ async def test_tools_refuse_ids_of_another_scope_or_unknown_ones(writer: MemoryW
 
 
 async def test_promote_copies_an_episodic_item_on_request(
-    writer: MemoryWriter, store: ItemStore
+    writer: ItemWriter, store: ItemStore
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Met Ana at the fair", type="turn")
 
@@ -299,15 +299,13 @@ async def test_promote_copies_an_episodic_item_on_request(
     assert await writer.promote(GLOBAL_SCOPE, semantic.id) is None  # only episodic items
 
 
-async def test_a_group_writes_only_into_its_own_folder(
-    writer: MemoryWriter, tmp_path: Path
-) -> None:
+async def test_a_group_writes_only_into_its_own_folder(writer: ItemWriter, tmp_path: Path) -> None:
     event = TurnMemoryEvent(
         GROUP, "telegram:-100123", "t1", "Remember that we meet at 6.", "Ok", START
     )
 
     await writer.record_turn(event)
-    await writer.add_facts(GROUP, ["Group fact"], source="tag:chat-memory")
+    await writer.add_facts(GROUP, ["Group fact"], sources=["tag:chat-memory"])
 
     assert jsonl_files(tmp_path) == [
         "memory/chats/telegram%3A-100123/items/episodic/2026-02-07.jsonl",

@@ -211,15 +211,15 @@ async def test_memory_tags_become_semantic_items_shown_once(
 
     [fact] = items(workspace, "semantic")
     [group_fact] = items(workspace, "semantic", GROUP_DIR)
-    assert (fact["text"], fact["references"], fact["type"]) == (
-        "Ann's birthday is 12 May",
-        ["tag:memory"],
-        "fact",
-    )
-    assert (group_fact["text"], group_fact["references"]) == (
-        "The group meets on Fridays",
-        ["tag:chat-memory"],
-    )
+    # each item cites its source: the MEMORY.md line it was written to, and the turn
+    assert (fact["text"], fact["type"]) == ("Ann's birthday is 12 May", "fact")
+    line, turn = fact["references"]
+    assert line == "MEMORY.md#L2"
+    memory_lines = (workspace / "memory" / "MEMORY.md").read_text().splitlines()
+    assert memory_lines[1] == "- Ann's birthday is 12 May"
+    assert re.fullmatch(r"sessions/telegram%3A1001#turn-[0-9a-f]{12}", turn)
+    assert group_fact["text"] == "The group meets on Fridays"
+    assert group_fact["references"][0] == f"{GROUP_DIR}/MEMORY.md#L2"
     prompt = await prompt_after(app, fake_openai, "when is Ann's birthday?")
     assert prompt.count("Ann's birthday is 12 May") == 1  # in MEMORY.md, not again as an item
 

@@ -15,15 +15,15 @@ from bot.app.conversation import (
     build_pipeline,
     build_tools,
 )
-from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory
+from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.llm.openai_chat import OpenAIChat
 from bot.memory.edits import MemoryEdits
 from bot.memory.items.indexing import IndexedFacts
-from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
+from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.inbox import Inbox
@@ -82,6 +82,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     compaction = build_compaction(settings, sessions, llm, memory, now)
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, lightrag=lightrag)
+    writer = build_writer(workspace, memory, recall)
     pipeline = build_pipeline(
         settings,
         sessions,
@@ -91,11 +92,12 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         consolidator,
         compaction,
         now,
+        writer=writer,
         lightrag=lightrag,
         tools=tools,
     )
     runner = _build_runner(
-        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now
+        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts
@@ -118,6 +120,7 @@ def _build_runner(
     consolidator: Consolidator,
     compaction: Compaction,
     now: Callable[[], datetime],
+    writer: MemoryWriter,
 ) -> TurnRunner:
     locks, running = ChatLocks(), RunningTurns()
     telegram = settings.telegram
@@ -132,7 +135,7 @@ def _build_runner(
         pipeline=pipeline.describe(),
         access=access,
         consolidator=active,
-        working=memory.working,
+        memory=writer,
         inventory=_build_inventory(workspace, memory, now),
         edits=MemoryEdits(workspace, memory.long_term, memory.file_locks),
         compactor=compaction.compactor,
@@ -151,9 +154,7 @@ def _build_runner(
         now=now,
         compactor=compaction.compactor if compaction.enabled else None,
         overflow_keep=compaction.overflow_keep,
-        renewal=_build_renewal(
-            settings, sessions, compaction.compactor, active, memory.working, now
-        ),
+        renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
     )
 
 
@@ -208,7 +209,7 @@ def _build_consolidator(
         timeout=settings.memory.consolidation_timeout,
         raw_fallback_messages=settings.memory.raw_fallback_messages,
         raw_fallback_chars=settings.memory.raw_fallback_chars,
-        facts=IndexedFacts(recall.writer, recall.index),
+        facts=IndexedFacts(recall.item_writer, recall.index),
     )
 
 
@@ -217,7 +218,7 @@ def _build_renewal(
     sessions: SessionStore,
     summarizer: Summarizer,
     consolidator: Consolidator | None,
-    working: WorkingMemory,
+    writer: MemoryWriter,
     now: Callable[[], datetime],
 ) -> SessionRenewal:
     policy = FreshnessPolicy(
@@ -230,6 +231,6 @@ def _build_renewal(
         sessions=sessions,
         summarizer=summarizer,
         consolidator=consolidator,
-        working=working,
+        memory=writer,
         now=now,
     )

@@ -15,8 +15,8 @@ from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import load_windows
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
-from bot.memory.tag_store import TagStore
 from bot.memory.upkeep.consolidation import Consolidator
+from bot.memory.writer import MemoryWriter
 from bot.pipeline import BestEffort, Pipeline
 from bot.settings import Settings
 from bot.storage.sessions import SessionStore
@@ -88,7 +88,7 @@ def _build_flush(
     settings: Settings,
     sessions: SessionStore,
     llm: OpenAIChat,
-    tags: TagStore,
+    writer: MemoryWriter,
     compaction: Compaction,
     now: Callable[[], datetime],
 ) -> PreCompactionFlush | None:
@@ -97,7 +97,7 @@ def _build_flush(
         return None
     flush = MemoryFlush(
         llm,
-        tags,
+        writer,
         instructions=TAG_INSTRUCTIONS,
         model=settings.llm.model,
         timeout=settings.llm.timeout,
@@ -145,10 +145,10 @@ def build_tools(
             CurrentTime(now),
             *([search] if settings.rag.enabled else []),
             MemoryGet(workspace.memory_root),
-            MemoryAdd(recall.writer, index=index),
-            MemoryUpdate(recall.writer, index=index),
-            MemoryPromote(recall.writer, index=index),
-            MemoryForget(recall.writer, index=index),
+            MemoryAdd(recall.item_writer, index=index),
+            MemoryUpdate(recall.item_writer, index=index),
+            MemoryPromote(recall.item_writer, index=index),
+            MemoryForget(recall.item_writer, index=index),
         ]
     )
 
@@ -170,11 +170,11 @@ def build_pipeline(
     compaction: Compaction,
     now: Callable[[], datetime],
     *,
+    writer: MemoryWriter,
     lightrag: LightRagBackend | None,
     tools: ToolRegistry,
 ) -> Pipeline:
-    tags = TagStore(memory.long_term, memory.working, recall.writer)
-    flush = _build_flush(settings, sessions, llm, tags, compaction, now)
+    flush = _build_flush(settings, sessions, llm, writer, compaction, now)
     context = ContextBuilding(
         persona=settings.persona,
         instructions=_instructions(settings),
@@ -187,8 +187,8 @@ def build_pipeline(
             BestEffort(_auto_compaction(settings, compaction)),
             context,
             ToolLoop(llm, tools, max_steps=settings.llm.max_tool_steps, now=now),
-            MemoryTags(tags),
-            _persist(settings, sessions, memory, recall, consolidator, compaction, now),
+            MemoryTags(writer),
+            _persist(settings, sessions, writer, consolidator, compaction, now),
             BestEffort(RagIndexing(index=recall.index, remote=lightrag)),
         ]
     )
@@ -207,20 +207,17 @@ def _auto_compaction(settings: Settings, compaction: Compaction) -> AutoCompacti
 def _persist(
     settings: Settings,
     sessions: SessionStore,
-    memory: Memory,
-    recall: ItemsAndIndex,
+    writer: MemoryWriter,
     consolidator: Consolidator,
     compaction: Compaction,
     now: Callable[[], datetime],
 ) -> MemoryPersist:
     return MemoryPersist(
         sessions,
-        memory.notes,
+        writer,
         now=now,
         consolidator=consolidator,
         memory_window=settings.memory.memory_window,
         keep_messages=settings.memory.keep_messages,
         meter=compaction.meter,
-        recorder=recall.writer,
-        usage=recall.retriever,
     )

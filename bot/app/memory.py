@@ -24,7 +24,7 @@ from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.tokens import LineTokens, TokenCounter
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
-from bot.memory.items.writer import MemoryWriter
+from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import LongTermMemory
@@ -34,6 +34,7 @@ from bot.memory.recall.prompt import MemoryPrompt, PackLimits
 from bot.memory.recall.relevant import RelevantMemory
 from bot.memory.recall.retrieval import MemoryRetriever, TopK
 from bot.memory.upkeep.decay import ItemDecay
+from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
@@ -51,7 +52,7 @@ class ItemsAndIndex:
 
     index: IndexService  # `.current`: the open `MemoryIndex` or None; `.search(...)` blocking
     items: ItemStore
-    writer: MemoryWriter  # every change to items
+    item_writer: ItemWriter  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
     decay: ItemDecay | None  # the daily decay service; None when decay is off
 
@@ -104,6 +105,19 @@ def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], dat
     )
 
 
+def build_writer(workspace: Workspace, memory: Memory, recall: ItemsAndIndex) -> MemoryWriter:
+    """The one writer over the memory files, the items and the index."""
+    return MemoryWriter(
+        workspace,
+        long_term=memory.long_term,
+        notes=memory.notes,
+        working=memory.working,
+        items=recall.item_writer,
+        usage=recall.retriever,
+        index=recall.index,
+    )
+
+
 def cached_count(count: Count) -> Count:
     """`count` line by line, remembered (tiktoken is the slow part of building a prompt)."""
     return LineTokens(count, cache=COUNT_CACHE)
@@ -125,17 +139,15 @@ def build_items_and_index(
     return ItemsAndIndex(
         index=index,
         items=store,
-        writer=writer,
+        item_writer=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
         decay=ItemDecay(writer, workspace) if config.decay_enabled else None,
     )
 
 
-def _build_writer(
-    settings: Settings, store: ItemStore, now: Callable[[], datetime]
-) -> MemoryWriter:
+def _build_writer(settings: Settings, store: ItemStore, now: Callable[[], datetime]) -> ItemWriter:
     config = settings.memory.items
-    return MemoryWriter(
+    return ItemWriter(
         store,
         now=now,
         promotion_min_confidence=(

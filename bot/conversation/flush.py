@@ -15,8 +15,8 @@ import structlog
 from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.memory.notes.tags import extract_tags
-from bot.memory.tag_store import TagStore
 from bot.models import ChatMessage, MemoryItem, MemoryScope, Session
+from bot.systems.tags import TagSink
 
 log = structlog.get_logger(__name__)
 
@@ -41,10 +41,10 @@ class FlushResult:
 
 class MemoryFlush:
     def __init__(
-        self, llm: LLM, store: TagStore, *, instructions: str, model: str, timeout: float
+        self, llm: LLM, memory: TagSink, *, instructions: str, model: str, timeout: float
     ) -> None:
         self.llm = llm
-        self.store = store
+        self.memory = memory
         self.instructions = instructions
         self.model = model
         self.timeout = timeout
@@ -63,7 +63,7 @@ class MemoryFlush:
             log.warning("memory_flush_failed", error=type(exc).__name__)
             return FlushResult(facts=0, working_memory=False, stored=False)
         tags = extract_tags(completion.content or "")
-        stored = await self.store.store(tags, scope=scope, session_key=session.key)
+        stored = await self.memory.store_tags(tags, scope=scope, session_key=session.key, turn=None)
         facts = len(tags.memories) + len(tags.chat_memories)
         log.info("memory_flush_done", facts=facts, working_memory=tags.working_memory is not None)
         return FlushResult(

@@ -21,7 +21,6 @@ from typing import Protocol
 import structlog
 
 from bot.conversation.compaction import summary_text
-from bot.memory.notes.working import WorkingMemory
 from bot.memory.upkeep.consolidation import ConsolidationQueue, conversation_lines
 from bot.models import ChatMessage, MemoryScope, Session
 from bot.storage.jobs import new_job
@@ -32,6 +31,12 @@ log = structlog.get_logger(__name__)
 CARRY_MESSAGES = 6  # when no summary: this many of the last user/assistant messages …
 CARRY_CHARS = 300  # … each cut to this many characters
 NO_SUMMARY = "No summary was available; the previous conversation ended with:"
+
+
+class WorkingReset(Protocol):
+    """Clears a session's working memory (`MemoryWriter.clear_working`)."""
+
+    async def clear_working(self, session_key: str) -> None: ...
 
 
 class Summarizer(Protocol):
@@ -97,14 +102,14 @@ class SessionRenewal:
         sessions: SessionStore,
         summarizer: Summarizer | None,  # None: carry the last messages instead
         consolidator: ConsolidationQueue | None,  # None: consolidation is off
-        working: WorkingMemory | None,
+        memory: WorkingReset | None,
         now: Callable[[], datetime],
     ) -> None:
         self.policy = policy
         self.sessions = sessions
         self.summarizer = summarizer
         self.consolidator = consolidator
-        self.working = working
+        self.memory = memory
         self.now = now
 
     def stale(self, session: Session) -> str | None:
@@ -122,8 +127,8 @@ class SessionRenewal:
         summary = ChatMessage(role="system", content=summary_text(carried), at=self.now())
         renewed = replace(fresh, messages=(summary,))
         await self.sessions.save(renewed)
-        if self.working is not None:
-            await self.working.clear(session.key)
+        if self.memory is not None:
+            await self.memory.clear_working(session.key)
         return Renewal(session=renewed, notice=renewal_notice(reason, summarized=summarized))
 
     async def _carried_text(self, messages: tuple[ChatMessage, ...]) -> tuple[str, bool]:

@@ -1,10 +1,9 @@
-"""System 50, memory persist: save the session with the exchange, then the daily note line,
-then the turn's structured memory items.
+"""System 50, memory persist: save the session with the exchange, then hand the turn to the
+memory writer (`MemoryWriter.record_turn`: the daily note line, then the turn's items).
 
-The session save must succeed (it is the conversation); the note and the items are best-effort:
-a failed write is logged and never costs the user the reply. The items (`record_turn`: an
-episode, the user's statements, code-aware procedures) go on the context for system 55 to
-index; the items the prompt showed (system 20) are marked used. Past `memory_window` messages
+The session save must succeed (it is the conversation); the writer's part is best-effort: a
+failed write is logged and never costs the user the reply. The items the prompt showed
+(system 20) are marked used. Past `memory_window` messages
 the older part goes to consolidation (made durable first) and the session keeps the recent
 part. The session's metadata also keeps what the prompt meter learnt from the turn
 (`bot.llm.meter`).
@@ -23,7 +22,6 @@ from bot.conversation.compaction import cut_point as consolidation_cut
 from bot.index.sources import scope_key
 from bot.llm.meter import PromptMeter
 from bot.memory.items.turn import TurnMemoryEvent
-from bot.memory.notes.daily import DailyNotes
 from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.models import MemoryItem
 from bot.pipeline import TurnContext
@@ -34,16 +32,12 @@ log = structlog.get_logger(__name__)
 LAST_INBOUND = "last_inbound_id"
 
 
-class TurnRecorder(Protocol):
-    """What system 50 needs of the item writer (`MemoryWriter`)."""
+class TurnMemory(Protocol):
+    """What system 50 hands the memory writer (`MemoryWriter`)."""
 
-    async def record_turn(self, event: TurnMemoryEvent) -> list[MemoryItem]: ...
+    async def record_turn(self, turn: TurnMemoryEvent) -> list[MemoryItem]: ...
 
-
-class UsageMarker(Protocol):
-    """What system 50 needs of retrieval (`MemoryRetriever`): mark shown items used."""
-
-    async def touch(self, items: Sequence[MemoryItem], at: datetime) -> None: ...
+    async def mark_used(self, items: Sequence[MemoryItem], at: datetime) -> None: ...
 
 
 class MemoryPersist:
@@ -53,49 +47,29 @@ class MemoryPersist:
     def __init__(
         self,
         sessions: SessionStore,
-        notes: DailyNotes,
+        memory: TurnMemory,
         *,
         now: Callable[[], datetime],
         consolidator: ConsolidationQueue | None = None,
         memory_window: int = 0,  # 0: never consolidate nor trim
         keep_messages: int = 10,
         meter: PromptMeter | None = None,  # calibrates the prompt estimate after each turn
-        recorder: TurnRecorder | None = None,  # structured items from each turn
-        usage: UsageMarker | None = None,  # items the prompt showed are marked used
     ) -> None:
         self.sessions = sessions
-        self.notes = notes
+        self.memory = memory
         self.now = now
         self.consolidator = consolidator
         self.memory_window = memory_window
         self.keep_messages = keep_messages
         self.meter = meter
-        self.recorder = recorder
-        self.usage = usage
 
     async def process(self, ctx: TurnContext) -> None:
         await self._save_session(ctx)
         await self._consolidate_overflow(ctx)
         if ctx.reply is None:
             return
-        try:
-            await self.notes.append(
-                ctx.scope, self.now(), ctx.user_message.content or "", ctx.reply
-            )
-        except OSError:
-            log.warning("daily_note_failed", exc_info=True)
-        await self._record_items(ctx, ctx.reply)
-
-    async def _record_items(self, ctx: TurnContext, reply: str) -> None:
-        """The turn's items (onto the context, for system 55) and the shown ones marked used;
-        best-effort: a failure is logged."""
-        try:
-            if self.recorder is not None:
-                ctx.memory_items += await self.recorder.record_turn(_event(ctx, reply, self.now()))
-            if self.usage is not None and ctx.memory_shown:
-                await self.usage.touch(ctx.memory_shown, self.now())
-        except Exception:  # items are extra memory: never cost the user the reply
-            log.warning("memory_items_failed", exc_info=True)
+        ctx.memory_items += await self.memory.record_turn(_event(ctx, ctx.reply, self.now()))
+        await self.memory.mark_used(ctx.memory_shown, self.now())
 
     async def _save_session(self, ctx: TurnContext) -> None:
         session, usages = ctx.session, ctx.usages

@@ -10,9 +10,11 @@ store is best-effort (logged), so a storage failure never costs the user the rep
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
-from bot.memory.notes.tags import extract_tags
-from bot.memory.tag_store import TagStore
+from bot.memory.notes.tags import ExtractedTags, extract_tags
+from bot.memory.writer import Stored
+from bot.models import MemoryScope
 from bot.pipeline import TurnContext
 from bot.systems.tool_loop import EMPTY_REPLY
 
@@ -20,12 +22,20 @@ ACKNOWLEDGEMENT = "Noted."
 NOT_SAVED = "Sorry, I couldn't save that to memory."
 
 
+class TagSink(Protocol):
+    """Where the tags go (`MemoryWriter.store_tags`)."""
+
+    async def store_tags(
+        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
+    ) -> Stored: ...
+
+
 class MemoryTags:
     order = 40
     name = "memory-tags"
 
-    def __init__(self, store: TagStore) -> None:
-        self.store = store
+    def __init__(self, memory: TagSink) -> None:
+        self.memory = memory
 
     async def process(self, ctx: TurnContext) -> None:
         if ctx.reply is None:
@@ -34,7 +44,9 @@ class MemoryTags:
         if tags.text == ctx.reply and not tags.found:
             return
         _show(ctx, tags.text or (ACKNOWLEDGEMENT if tags.found else EMPTY_REPLY))
-        stored = await self.store.store(tags, scope=ctx.scope, session_key=ctx.inbound.session_key)
+        stored = await self.memory.store_tags(
+            tags, scope=ctx.scope, session_key=ctx.inbound.session_key, turn=ctx.turn_id
+        )
         ctx.memory_items += stored.items
         if not tags.text and not stored.ok:
             _show(ctx, NOT_SAVED)

@@ -1,5 +1,5 @@
 """`memory_add`, `memory_update`, `memory_promote`, `memory_forget`: the model's own changes to
-structured memory items (seed 000's MemoryTool), through `MemoryWriter`.
+structured memory items (seed 000's MemoryTool), through `ItemWriter`.
 
 Every call acts in the calling chat's scope only: an id from another chat's items is answered
 "no item with that id here", exactly like an id that never existed. Each answer names the item
@@ -29,8 +29,8 @@ log = structlog.get_logger(__name__)
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-class ItemWriter(Protocol):
-    """What the tools need of `MemoryWriter`: each change returns None for an id the scope
+class ItemChanges(Protocol):
+    """What the tools need of `ItemWriter`: each change returns None for an id the scope
     does not hold."""
 
     async def add(
@@ -69,7 +69,7 @@ class IndexSync(Protocol):
 class ItemTool:
     """What the four tools share: the writer, and indexing what they changed."""
 
-    def __init__(self, writer: ItemWriter, *, index: IndexSync | None = None) -> None:
+    def __init__(self, writer: ItemChanges, *, index: IndexSync | None = None) -> None:
         self.writer = writer
         self.index = index
 

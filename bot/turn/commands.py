@@ -10,17 +10,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from textwrap import shorten
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bot.conversation.compaction import CompactionResult, Compactor
 from bot.errors import NotTextError
 from bot.llm.meter import PromptMeter
 from bot.memory.edits import Forgotten, MemoryEdits
 from bot.memory.notes.history import HistoryLog
-from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.consolidation import ConsolidationQueue
-from bot.models import Inbound
+from bot.models import Inbound, MemoryScope
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
@@ -70,6 +69,14 @@ COMPACT_USAGE = (
 )
 
 
+class CommandMemory(Protocol):
+    """What the commands write to memory (`MemoryWriter`)."""
+
+    async def remember(self, scope: MemoryScope, fact: str) -> str | None: ...
+
+    async def clear_working(self, session_key: str) -> None: ...
+
+
 def parse_command(text: str) -> Command | None:
     """`/name@bot args` → Command(name, args); anything else → None."""
     if not text.startswith("/") or len(text) < 2:
@@ -90,7 +97,7 @@ class Commands:
         pipeline: Sequence[str],
         access: AccessPolicy,
         consolidator: ConsolidationQueue | None = None,  # None: /new does not consolidate
-        working: WorkingMemory | None = None,
+        memory: CommandMemory,
         inventory: MemoryInventory,
         edits: MemoryEdits,
         compactor: Compactor,
@@ -105,7 +112,7 @@ class Commands:
         self.pipeline = pipeline
         self.access = access
         self.consolidator = consolidator
-        self.working = working
+        self.memory = memory
         self.inventory = inventory
         self.edits = edits
         self.compactor = compactor
@@ -150,8 +157,7 @@ class Commands:
                 saved = await self.consolidator.consolidate_now(job)
                 reply = NEW_SAVED if saved else NEW_RAW
             await self.sessions.archive(key)
-            if self.working is not None:
-                await self.working.clear(key)
+            await self.memory.clear_working(key)
         return reply
 
     async def _compact(self, inbound: Inbound, args: str) -> str:
@@ -200,7 +206,7 @@ class Commands:
         if not args:
             return REMEMBER_USAGE
         try:
-            saved = await self.edits.remember(self.access.scope_for(inbound), args)
+            saved = await self.memory.remember(self.access.scope_for(inbound), args)
         except NotTextError:
             return NOT_TEXT
         return f"Saved to memory: {saved}" if saved else "I already had that."

@@ -22,7 +22,7 @@ from bot.index.sources import scope_of
 from bot.index.store import SourceUpdate
 from bot.index.sync import digest_of
 from bot.memory.items.format import ItemFormatError, decode
-from bot.memory.items.writer import MemoryWriter
+from bot.memory.items.writer import ItemWriter
 from bot.models import MemoryItem, MemoryScope
 
 log = structlog.get_logger(__name__)
@@ -82,13 +82,13 @@ class IndexedFacts:
     """`add_facts` whose items are searchable at once: for writers outside a turn
     (consolidation), whose files no system 55 will sync."""
 
-    def __init__(self, writer: MemoryWriter, index: IndexSync) -> None:
+    def __init__(self, writer: ItemWriter, index: IndexSync) -> None:
         self.writer = writer
         self.index = index
 
     async def add_facts(
         self, scope: MemoryScope, facts: Iterable[str], *, source: str
     ) -> list[MemoryItem]:
-        items = await self.writer.add_facts(scope, facts, source=source)
+        items = await self.writer.add_facts(scope, facts, sources=[source])
         await self.index.sync()
         return items

@@ -1,4 +1,4 @@
-"""The memory item writer: every change to structured items goes through `MemoryWriter`.
+"""The memory item writer: every change to structured items goes through `ItemWriter`.
 
 - `record_turn`: a finished turn's items (`turn_items`), from system 50.
 - `add_facts`: SEMANTIC facts from memory tags and consolidation.
@@ -46,7 +46,7 @@ from bot.models import MemoryItem, MemoryLayer, MemoryScope
 Change = Callable[[MemoryItem], MemoryItem]
 
 
-class MemoryWriter:
+class ItemWriter:
     def __init__(
         self,
         store: ItemStore,
@@ -83,7 +83,7 @@ class MemoryWriter:
         scope: MemoryScope,
         facts: Iterable[str],
         *,
-        source: str,  # a reference: "tag:memory", "consolidation", "MEMORY.md#L12"
+        sources: Sequence[str],  # references: "MEMORY.md#L12", "sessions/<key>#turn-<id>"
         confidence: float = 0.7,
         salience: float = 0.7,
     ) -> list[MemoryItem]:
@@ -98,7 +98,7 @@ class MemoryWriter:
                 at=at,
                 confidence=confidence,
                 salience=salience,
-                references=[source],
+                references=sources,
             )
             for fact in facts
             if fact.strip()

@@ -1,0 +1,190 @@
+"""The one writer: every change to memory goes through `MemoryWriter`, in one direction —
+the markdown files first (the truth), then the structured items made of them (each citing its
+file line or session turn), then the search index (derived, synced from the files).
+
+    system 17, 40   store_tags        <memory> / <chat-memory> → MEMORY.md line → fact item
+                                      <working-memory> → the session's working memory
+    system 50       record_turn       the daily note line → the turn's items
+                    mark_used         the items the prompt showed
+    /remember       remember          MEMORY.md line → fact item → index
+    /new, renewal   clear_working     the session's working memory
+
+Systems, commands and tools hand it what happened; they do not write memory themselves. Within
+a turn the index is synced once, by system 55; outside a turn (a command) the writer syncs it.
+Each store is locked and atomic where it lives (`notes/`, `items/`); a failure of the items or
+the index is logged and never undoes the markdown, which is what counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+import structlog
+
+from bot.memory.items.turn import TurnMemoryEvent, turn_reference
+from bot.memory.items.writer import ItemWriter
+from bot.memory.notes.daily import DailyNotes
+from bot.memory.notes.long_term import LongTermMemory
+from bot.memory.notes.tags import ExtractedTags
+from bot.memory.notes.working import WorkingMemory
+from bot.models import MemoryItem, MemoryScope
+from bot.storage.workspace import Workspace
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+TAGGED_SECTION = "Remembered"  # where tags and /remember add MEMORY.md lines
+
+
+class IndexSync(Protocol):
+    """The search index catching up with the files (`IndexService.sync`)."""
+
+    async def sync(self) -> None: ...
+
+
+class UsageMarker(Protocol):
+    """Marks items used (`MemoryRetriever.touch`: at most once an hour each)."""
+
+    async def touch(self, items: Sequence[MemoryItem], at: datetime) -> None: ...
+
+
+@dataclass(frozen=True)
+class Stored:
+    ok: bool  # False if any store failed (it is logged)
+    items: tuple[MemoryItem, ...]  # the items written or reinforced
+
+
+class MemoryWriter:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        long_term: LongTermMemory,
+        notes: DailyNotes,
+        working: WorkingMemory,
+        items: ItemWriter | None = None,  # None: no structured items
+        usage: UsageMarker | None = None,
+        index: IndexSync | None = None,  # None: no search index
+    ) -> None:
+        self.workspace = workspace
+        self.long_term = long_term
+        self.notes = notes
+        self.working = working
+        self.items = items
+        self.usage = usage
+        self.index = index
+
+    # ------------------------------------------------------------------ a turn
+
+    async def record_turn(self, turn: TurnMemoryEvent) -> list[MemoryItem]:
+        """The turn's daily note line, then its items; both best-effort (logged)."""
+        try:
+            await self.notes.append(turn.scope, turn.at, turn.user_text, turn.reply)
+        except OSError:
+            log.warning("daily_note_failed", exc_info=True)
+        if self.items is None:
+            return []
+        return await _attempt("turn_items", self.items.record_turn(turn), default=[])
+
+    async def mark_used(self, items: Sequence[MemoryItem], at: datetime) -> None:
+        if self.usage is not None and items:
+            await _attempt("items_used", self.usage.touch(items, at), default=None)
+
+    async def store_tags(
+        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
+    ) -> Stored:
+        """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
+        owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory."""
+        ok, items = True, list[MemoryItem]()
+        chat = MemoryScope(chat_key=session_key)
+        found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
+        for tag, where, facts in found:
+            if facts:
+                stored = await self._facts(tag, where, facts, turn=(session_key, turn))
+                ok, items = ok and stored.ok, [*items, *stored.items]
+        if tags.working_memory is not None:
+            write = _done(self.working.write(session_key, tags.working_memory))
+            ok &= await _attempt("working-memory", write, default=False)
+        log.info(
+            "memory_tags",
+            memories=len(tags.memories),
+            chat_memories=len(tags.chat_memories),
+            working_memory=tags.working_memory is not None,
+            stored=ok,
+            items=len(items),
+        )
+        return Stored(ok, tuple(items))
+
+    # ------------------------------------------------------------------ a person's commands
+
+    async def remember(self, scope: MemoryScope, fact: str) -> str | None:
+        """Add `fact` to the scope's MEMORY.md: the fact as saved, or None when it was there.
+        Raises `NotTextError` when MEMORY.md is not text (it is left as it is)."""
+        added = await self.long_term.append_facts(scope, [fact], section=TAGGED_SECTION)
+        if added:
+            await self._fact_items(scope, added, extra=())
+            await self.sync_index()
+        return added[0] if added else None
+
+    async def clear_working(self, session_key: str) -> None:
+        await self.working.clear(session_key)
+
+    async def sync_index(self) -> None:
+        if self.index is not None:
+            await self.index.sync()
+
+    # ------------------------------------------------------------------ facts
+
+    async def _facts(
+        self, tag: str, scope: MemoryScope, facts: Sequence[str], *, turn: tuple[str, str | None]
+    ) -> Stored:
+        try:
+            added = await self.long_term.append_facts(scope, facts, section=TAGGED_SECTION)
+        except Exception:  # a best-effort boundary: logged, the reply still goes out
+            log.warning("memory_tag_store_failed", tag=tag, exc_info=True)
+            return Stored(False, ())
+        session_key, turn_id = turn
+        told = (turn_reference(session_key, turn_id),) if turn_id else ()
+        return Stored(True, tuple(await self._fact_items(scope, added, extra=told)))
+
+    async def _fact_items(
+        self, scope: MemoryScope, facts: Sequence[str], *, extra: Sequence[str]
+    ) -> list[MemoryItem]:
+        """The facts as semantic items, each citing its MEMORY.md line (and the turn)."""
+        if self.items is None or not facts:
+            return []
+        lines = self._lines_of(scope, facts)
+        written: list[MemoryItem] = []
+        for fact in facts:
+            sources = [*([lines[fact]] if fact in lines else []), *extra]
+            write = self.items.add_facts(scope, [fact], sources=sources)
+            written += await _attempt("fact_items", write, default=[])
+        return written
+
+    def _lines_of(self, scope: MemoryScope, facts: Sequence[str]) -> dict[str, str]:
+        """`MEMORY.md#L12` (from `memory/`) for each fact's line as it stands now."""
+        path = self.workspace.long_term_path(scope)
+        name = path.relative_to(self.workspace.memory_root).as_posix()
+        text = self.long_term.snapshot(scope).text
+        found: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            fact = line.strip().removeprefix("- ").strip()
+            if fact in facts and fact not in found:
+                found[fact] = f"{name}#L{number}"
+        return found
+
+
+async def _attempt(what: str, write: Awaitable[T], *, default: T) -> T:
+    """A best-effort boundary: a failed write is logged, never raised."""
+    try:
+        return await write
+    except Exception:
+        log.warning("memory_write_failed", what=what, exc_info=True)
+        return default
+
+
+async def _done(write: Awaitable[object]) -> bool:
+    await write
+    return True
