@@ -23,6 +23,7 @@ from bot.memory.items.indexing import IndexedFacts
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
+from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
 from bot.settings import Settings
@@ -101,7 +102,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts
-        *([recall.decay] if recall.decay else []),
+        *([ItemDecay(writer, workspace)] if settings.memory.items.decay_enabled else []),
         _build_note_archive(settings, workspace, memory, now),
         consolidator,
         *([lightrag] if lightrag else []),

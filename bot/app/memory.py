@@ -33,7 +33,6 @@ from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt, PackLimits
 from bot.memory.recall.relevant import RelevantMemory
 from bot.memory.recall.retrieval import MemoryRetriever, TopK
-from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.files import FileLocks
@@ -54,7 +53,6 @@ class ItemsAndIndex:
     items: ItemStore
     item_writer: ItemWriter  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
-    decay: ItemDecay | None  # the daily decay service; None when decay is off
 
 
 @dataclass(frozen=True)
@@ -141,7 +139,6 @@ def build_items_and_index(
         items=store,
         item_writer=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
-        decay=ItemDecay(writer, workspace) if config.decay_enabled else None,
     )
 
 

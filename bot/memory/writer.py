@@ -8,6 +8,7 @@ file line or session turn), then the search index (derived, synced from the file
                     mark_used         the items the prompt showed
     /remember       remember          MEMORY.md line → fact item → index
     /new, renewal   clear_working     the session's working memory
+    upkeep          decay             idle items lose salience → index
 
 Systems, commands and tools hand it what happened; they do not write memory themselves. Within
 a turn the index is synced once, by system 55; outside a turn (a command) the writer syncs it.
@@ -127,6 +128,17 @@ class MemoryWriter:
             await self._fact_items(scope, added, extra=())
             await self.sync_index()
         return added[0] if added else None
+
+    # ------------------------------------------------------------------ upkeep
+
+    async def decay(self, scope: MemoryScope) -> int:
+        """Lower the salience of the scope's idle items (the index follows)."""
+        if self.items is None:
+            return 0
+        lowered = await self.items.decay(scope)
+        if lowered:
+            await self.sync_index()
+        return lowered
 
     async def clear_working(self, session_key: str) -> None:
         await self.working.clear(session_key)

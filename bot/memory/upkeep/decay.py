@@ -1,5 +1,5 @@
 """Item decay as a service: at start-up and then once a day, the idle items of every scope lose
-salience (`ItemWriter.decay`: halved after `decay_days` unused, never deleted)."""
+salience (`MemoryWriter.decay`: halved after `decay_days` unused, never deleted)."""
 
 from __future__ import annotations
 
