@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from textwrap import shorten
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from bot.conversation.compaction import CompactionResult, Compactor
 from bot.errors import NotTextError
@@ -24,9 +24,6 @@ from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
-
-if TYPE_CHECKING:
-    from bot.turn.runner import Replier
 
 
 @dataclass(frozen=True)
@@ -132,12 +129,12 @@ class Commands:
             "forget": self._forget,
         }
 
-    async def run(self, command: Command, inbound: Inbound, replier: Replier) -> None:
+    async def run(self, command: Command, inbound: Inbound) -> str:
+        """What to answer: the handler's text, or a hint for an unknown command."""
         handler = self._handlers.get(command.name)
         if handler is None:
-            await replier.send(f"Unknown command /{command.name}. /help lists what I understand.")
-            return
-        await replier.send(await handler(inbound, command.args))
+            return f"Unknown command /{command.name}. /help lists what I understand."
+        return await handler(inbound, command.args)
 
     async def _start(self, inbound: Inbound, args: str) -> str:
         return GREETING

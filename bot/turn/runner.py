@@ -91,7 +91,7 @@ class TurnRunner:
                 await self._refuse(inbound, replier)
                 return
             if (command := parse_command(inbound.text)) is not None:
-                await self.commands.run(command, inbound, replier)
+                await replier.send(await self.commands.run(command, inbound))
                 return
             await self.inbox.accept(inbound)
             await self.process(inbound, replier)
