@@ -49,4 +49,10 @@ def test_texts_are_compared_as_memory_writes_them() -> None:
     assert shown.holds("- my cat is called pixel.")  # a statement made of it
     assert not shown.holds("My dog is called Pixel")
     assert not shown.holds("yes")  # too short to say
+    assert Shown(["- My cat is called Pixel"]).holds(
+        "User: My cat is called Pixel. | Assistant: Ok"
+    )
+    assert not Shown().holds("a new and rather short fact")
+    chunk = "## Pets\n- My cat is called Pixel\n- The dog is Rex, a terrier\n- The fish died"
+    assert not shown.holds(chunk)  # shares a line, and says more
     assert flat("```bash\npip install rich\n```") == "pip install rich"

@@ -3,10 +3,11 @@
 Texts are compared `flat`: case-folded, whitespace collapsed, with the forms memory writes the
 same words in made alike — a daily note's `[HH:MM]` and its ` | ` between user and assistant, a
 list bullet, code fence markers, an ellipsis where a text was cut, full stops at the end. A text
-is shown when its flat form lies within what is already held (a note line holds its exchange's
-words; a MEMORY.md line holds the item made of it), or when it holds a shown text whole (an
-exchange that holds an item already in the prompt). Texts shorter than `MIN_CHARS` once flat
-never count as shown (a "yes" is in every note).
+is shown when each of its lines lies within what is already held (a note line holds its
+exchange's words; a MEMORY.md line holds the item made of it), or when what it adds beyond the
+shown lines it holds whole is less than `MIN_CHARS` of letters and digits (a turn item that is a
+shown statement and "Noted."). Texts shorter than `MIN_CHARS` once flat never count as shown (a
+"yes" is in every note); a long chunk that shares one line with the prompt is not shown.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ _CLOCK = re.compile(r"(?m)^\s*\[\d{1,2}:\d{2}\]\s*")
 _BULLET = re.compile(r"(?m)^\s*(?:[-*•]|\d+[.)])\s+")
 _FENCE = re.compile(r"(?:```|~~~)[\w+-]*")
 _NOISE = re.compile(r"\s\|\s|…")
+_LABELS = re.compile(r"\b(?:user|assistant):")
+_LETTERS = re.compile(r"[^\w]|_")
 
 
 @lru_cache(maxsize=16384)
@@ -47,8 +50,7 @@ class Shown:
                 self._held += "\n" + piece
 
     def holds(self, text: str) -> bool:
-        """True when every substantial line of `text` is already shown, or `text` holds a
-        shown line whole."""
+        """True when `text` adds nothing substantial to what is shown (see above)."""
         lines = [piece for line in text.splitlines() if (piece := flat(line))]
         substantial = [piece for piece in lines if len(piece) >= MIN_CHARS]
         if not substantial:
@@ -56,4 +58,8 @@ class Shown:
         if all(piece in self._held for piece in substantial):
             return True
         whole = " ".join(lines)
-        return any(piece in whole for piece in self._pieces if len(piece) >= 2 * MIN_CHARS)
+        rest = whole
+        for piece in self._pieces:
+            if piece in rest:
+                rest = rest.replace(piece, " ")
+        return rest != whole and len(_LETTERS.sub("", _LABELS.sub("", rest))) < MIN_CHARS
