@@ -96,7 +96,7 @@ class MemorySettings(_Section):
     raw_fallback_chars: int = Field(default=200, gt=0)
     # Tags and working memory (seed 002)
     working_memory_stale_days: int = Field(default=7, ge=0)
-    retention_days: int = Field(default=30, ge=1)  # daily logs older than this are compacted
+    retention_days: int = Field(default=30, ge=1)  # older daily notes move to the archive
     items: ItemSettings = ItemSettings()
 
 

@@ -103,7 +103,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts
         *([ItemDecay(writer, workspace)] if settings.memory.items.decay_enabled else []),
-        _build_note_archive(settings, workspace, memory, now),
+        _build_note_archive(settings, workspace, writer, now),
         consolidator,
         *([lightrag] if lightrag else []),
     ]
@@ -168,15 +168,9 @@ def _build_inventory(
 
 
 def _build_note_archive(
-    settings: Settings, workspace: Workspace, memory: Memory, now: Callable[[], datetime]
+    settings: Settings, workspace: Workspace, writer: MemoryWriter, now: Callable[[], datetime]
 ) -> NoteArchive:
-    return NoteArchive(
-        workspace,
-        memory.long_term,
-        memory.file_locks,
-        retention_days=settings.memory.retention_days,
-        now=now,
-    )
+    return NoteArchive(writer, workspace, retention_days=settings.memory.retention_days, now=now)
 
 
 def _build_llm(settings: Settings, api_key: str) -> OpenAIChat:

@@ -107,6 +107,7 @@ def build_writer(workspace: Workspace, memory: Memory, recall: ItemsAndIndex) ->
     """The one writer over the memory files, the items and the index."""
     return MemoryWriter(
         workspace,
+        memory.file_locks,
         long_term=memory.long_term,
         notes=memory.notes,
         working=memory.working,

@@ -9,6 +9,7 @@ file line or session turn), then the search index (derived, synced from the file
     /remember       remember          MEMORY.md line → fact item → index
     /new, renewal   clear_working     the session's working memory
     upkeep          decay             idle items lose salience → index
+                    archive_notes     notes past retention → archive/ → index
 
 Systems, commands and tools hand it what happened; they do not write memory themselves. Within
 a turn the index is synced once, by system 55; outside a turn (a command) the writer syncs it.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol, TypeVar
 
 import structlog
@@ -31,7 +32,9 @@ from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
+from bot.memory.upkeep.archiving import archive_notes
 from bot.models import MemoryItem, MemoryScope
+from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -61,6 +64,7 @@ class MemoryWriter:
     def __init__(
         self,
         workspace: Workspace,
+        locks: FileLocks,
         *,
         long_term: LongTermMemory,
         notes: DailyNotes,
@@ -70,6 +74,7 @@ class MemoryWriter:
         index: IndexSync | None = None,  # None: no search index
     ) -> None:
         self.workspace = workspace
+        self.locks = locks
         self.long_term = long_term
         self.notes = notes
         self.working = working
@@ -139,6 +144,14 @@ class MemoryWriter:
         if lowered:
             await self.sync_index()
         return lowered
+
+    async def archive_notes(self, scope: MemoryScope, *, before: date) -> int:
+        """Move the scope's daily notes of days before `before` to its archive (the index
+        follows: they stay searchable)."""
+        moved = await archive_notes(self.workspace, self.locks, scope, before=before)
+        if moved:
+            await self.sync_index()
+        return moved
 
     async def clear_working(self, session_key: str) -> None:
         await self.working.clear(session_key)

@@ -1,106 +1,89 @@
-"""Log compaction (seed 002): daily notes past the retention period, folded into MEMORY.md.
+"""Archiving old notes (seed 002's retention): daily notes past `retention_days` move to the
+scope's `archive/` folder — out of the prompt's recent days, still searchable, never deleted.
 
-A background service. At start-up and then once a day, for the global scope and every chat's
-scope, each daily note older than `retention_days` has its lines appended to that scope's
-MEMORY.md under `## Compacted memories` as `- YYYY-MM-DD text` (the `[HH:mm] ` prefix dropped;
-entries already there, case-insensitively, are skipped), and is then moved into the scope's
-`archive/` folder: out of the prompt, never deleted. A second run finds nothing to do.
-
-A note or a MEMORY.md that is not text is left where it is, untouched, with a warning.
+A background service: at start-up and then once a day, for the global scope and every chat's
+scope. Nothing is folded into MEMORY.md: only curated facts enter it (tags, /remember,
+consolidation), and consolidation keeps it near its size. The work is one rename per note past
+retention, listed once; a second run finds nothing to do. A note that is not text stays where
+it is, untouched, with a warning; a name already taken in the archive gets a numbered twin.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 
-from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.upkeep.schedule import DAILY, DailyOverScopes
 from bot.models import MemoryScope
 from bot.storage.files import FileLocks, ensure_dir
-from bot.storage.lines import decode_text, safe_to_rewrite
+from bot.storage.lines import safe_to_rewrite
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
 
-SECTION = "Compacted memories"
-_CLOCK = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")
 
+class NoteArchiver(Protocol):
+    """Who moves the notes (`MemoryWriter.archive_notes`, so that the index follows)."""
 
-def compacted_facts(day: date, text: str) -> list[str]:
-    """`[14:15] User: … | Assistant: …` → `2026-02-07 User: … | Assistant: …`, one per line."""
-    return [
-        f"{day.isoformat()} {_CLOCK.sub('', line.strip())}"
-        for line in text.splitlines()
-        if line.strip()
-    ]
+    async def archive_notes(self, scope: MemoryScope, *, before: date) -> int: ...
 
 
 class NoteArchive(DailyOverScopes):
     def __init__(
         self,
+        memory: NoteArchiver,
         workspace: Workspace,
-        long_term: LongTermMemory,
-        locks: FileLocks,
         *,
         retention_days: int,
         now: Callable[[], datetime],
         every: timedelta = DAILY,
     ) -> None:
-        super().__init__("log_compaction", self._compact_scope, workspace, every=every)
-        self.long_term = long_term
-        self.locks = locks
+        super().__init__("note_archive", self._archive_scope, workspace, every=every)
+        self.memory = memory
         self.retention_days = retention_days
         self.now = now
 
-    async def _compact_scope(self, scope: MemoryScope) -> int:
-        """Fold and archive the scope's notes older than the retention period."""
+    async def _archive_scope(self, scope: MemoryScope) -> int:
         cutoff = self.now().date() - timedelta(days=self.retention_days)
-        return await self._compact(scope, cutoff)
-
-    async def _compact(self, scope: MemoryScope, cutoff: date) -> int:
-        notes = await asyncio.to_thread(self.workspace.daily_note_paths, scope)
-        old = [path for path in notes if date.fromisoformat(path.stem) < cutoff]
-        if not old:
-            return 0
-        memory = self.workspace.long_term_path(scope)
-        if not await asyncio.to_thread(safe_to_rewrite, memory):
-            log.warning("log_compaction_skipped", path=str(memory), reason="memory_not_text")
-            return 0
-        archive = self.workspace.archive_note_dir(scope)
-        archived = 0
-        async with self.locks.hold(archive):  # /forget rewrites notes under the same lock
-            for note in old:
-                archived += await self._fold(scope, note, archive)
-        return archived
-
-    async def _fold(self, scope: MemoryScope, note: Path, archive: Path) -> bool:
-        """Fold one note into MEMORY.md, then move it into the archive."""
-        try:
-            data = await asyncio.to_thread(note.read_bytes)
-        except OSError as exc:
-            log.warning("log_compaction_skipped", path=str(note), reason=type(exc).__name__)
-            return False
-        text = decode_text(data)
-        if text is None:
-            log.warning("log_compaction_skipped", path=str(note), reason="note_not_text")
-            return False
-        facts = compacted_facts(date.fromisoformat(note.stem), text)
-        if facts:
-            await self.long_term.append_facts(scope, facts, section=SECTION)
-        await asyncio.to_thread(_move_into, note, archive)
-        return True
+        return await self.memory.archive_notes(scope, before=cutoff)
 
 
-def _move_into(path: Path, folder: Path) -> None:
-    """Move `path` into `folder`, never over a file already there."""
-    ensure_dir(folder)
-    target, n = folder / path.name, 1
-    while target.exists():
-        target, n = folder / f"{path.stem}.{n}{path.suffix}", n + 1
-    path.replace(target)
+async def archive_notes(
+    workspace: Workspace, locks: FileLocks, scope: MemoryScope, *, before: date
+) -> int:
+    """Move the scope's notes of days before `before` into its archive; how many moved."""
+    notes = await asyncio.to_thread(workspace.daily_note_paths, scope)
+    old = [path for path in notes if date.fromisoformat(path.stem) < before]
+    if not old:
+        return 0
+    archive = workspace.archive_note_dir(scope)
+    async with locks.hold(archive):  # /forget rewrites notes under the same lock
+        return await asyncio.to_thread(_move_all, old, archive)
+
+
+def _move_all(notes: Sequence[Path], archive: Path) -> int:
+    ensure_dir(archive)
+    taken = {path.name for path in archive.iterdir()}
+    moved = 0
+    for note in notes:
+        if not safe_to_rewrite(note):
+            log.warning("note_archive_skipped", path=str(note), reason="not_text")
+            continue
+        target = _free_name(archive, note, taken)
+        note.replace(target)
+        taken.add(target.name)
+        moved += 1
+    return moved
+
+
+def _free_name(folder: Path, note: Path, taken: set[str]) -> Path:
+    """`folder/<note name>`, or `<stem>.1.md`, `.2` … when taken: never over a file."""
+    name, n = note.name, 1
+    while name in taken:
+        name, n = f"{note.stem}.{n}{note.suffix}", n + 1
+    return folder / name

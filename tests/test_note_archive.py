@@ -1,4 +1,5 @@
-"""Log compaction: old daily notes folded into MEMORY.md and archived, per scope, once."""
+"""Archiving old notes: daily notes past retention move to the archive, per scope, once;
+nothing is folded into MEMORY.md, and archived notes stay searchable."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from bot.app import App
-from bot.memory.notes.long_term import LongTermMemory
-from bot.memory.upkeep.archiving import NoteArchive
+from bot.memory.upkeep.archiving import NoteArchive, archive_notes
+from bot.models import MemoryScope
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import FakeOpenAI
 from tests.harness import make_settings, started_app
-from tests.talk import GROUP, GROUP_DIR, memory_section, prompt_of_turn, write
+from tests.talk import GROUP_DIR, memory_section, prompt_of_turn, tool_result, write
 
 TODAY = datetime.now(UTC).date()  # the app's clock runs in UTC here
 OLD = TODAY - timedelta(days=31)  # past the default retention of 30 days
@@ -38,43 +39,30 @@ def files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
-def compaction(app: App) -> NoteArchive:
+def archiving(app: App) -> NoteArchive:
     [service] = [s for s in app.services if isinstance(s, NoteArchive)]
     return service
 
 
-async def test_old_notes_are_folded_into_memory_and_archived_at_start(
+async def test_old_notes_are_archived_at_start_and_memory_is_left_alone(
     workspace: Path, fake_openai: FakeOpenAI
 ) -> None:
     memory = workspace / "memory"
-    write(
-        workspace,
-        "MEMORY.md",
-        f"# About Ann\n- Ann likes tea.\n- {OLD} User: hello | Assistant: hi\n",
-    )
+    write(workspace, "MEMORY.md", "# About Ann\n- Ann likes tea.\n")
     write(workspace, f"{OLD}.md", OLD_NOTE)
-    write(
-        workspace, f"{OLDER}.md", "[07:00] User: i MOVED to lisbon | Assistant: noted\nplain line\n"
-    )
+    write(workspace, f"{OLDER}.md", "[07:00] User: i MOVED to lisbon | Assistant: noted\n")
     write(workspace, f"{KEPT}.md", "[10:00] User: thirty days ago | Assistant: ok\n")
-    recent = write(
-        workspace, f"{TODAY - timedelta(days=2)}.md", "[10:00] User: recent | Assistant: ok\n"
-    )
+    write(workspace, f"archive/{OLDER}.md", "an older archive of the same day\n")
 
     async with app_over(workspace, fake_openai):
-        assert (memory / "MEMORY.md").read_text() == (
-            "# About Ann\n- Ann likes tea.\n"
-            f"- {OLD} User: hello | Assistant: hi\n\n"  # already there: skipped
-            "## Compacted memories\n"
-            f"- {OLDER} User: i MOVED to lisbon | Assistant: noted\n"
-            f"- {OLDER} plain line\n"
-            f"- {OLD} User: I moved to Lisbon | Assistant: noted\n"
-        )
+        assert (memory / "MEMORY.md").read_text() == "# About Ann\n- Ann likes tea.\n"
         assert (memory / "archive" / f"{OLD}.md").read_text() == OLD_NOTE
-        assert (memory / "archive" / f"{OLDER}.md").exists()
+        assert (
+            memory / "archive" / f"{OLDER}.md"
+        ).read_text() == "an older archive of the same day\n"
+        assert "lisbon" in (memory / "archive" / f"{OLDER}.1.md").read_text()  # never over a file
         assert not (memory / f"{OLD}.md").exists() and not (memory / f"{OLDER}.md").exists()
         assert (memory / f"{KEPT}.md").exists()
-        assert recent.read_text() == "[10:00] User: recent | Assistant: ok\n"
 
 
 async def test_a_second_run_changes_nothing(workspace: Path, fake_openai: FakeOpenAI) -> None:
@@ -83,46 +71,35 @@ async def test_a_second_run_changes_nothing(workspace: Path, fake_openai: FakeOp
     async with app_over(workspace, fake_openai) as app:
         after_start = files(workspace / "memory")
 
-        assert await compaction(app).run() == 0
+        assert await archiving(app).run() == 0
 
         assert files(workspace / "memory") == after_start
-    async with app_over(workspace, fake_openai):  # and at the next start
-        assert files(workspace / "memory") == after_start
-    assert "Compacted memories" in after_start["MEMORY.md"].decode()
+    assert f"archive/{OLD}.md" in after_start and f"{GROUP_DIR}/archive/{OLD}.md" in after_start
+    assert "MEMORY.md" not in after_start
 
 
-async def test_each_chat_folds_into_its_own_memory_only(
+async def test_each_chat_archives_into_its_own_folder_only(
     workspace: Path, fake_openai: FakeOpenAI
 ) -> None:
     group = workspace / "memory" / GROUP_DIR
-    write(workspace, f"{GROUP_DIR}/MEMORY.md", "# Group\n")
-    write(
-        workspace,
-        f"{GROUP_DIR}/{OLD}.md",
-        "[12:00] User: the group meets on Fridays | Assistant: ok\n",
-    )
+    write(workspace, f"{GROUP_DIR}/{OLD}.md", "[12:00] User: we meet on Fridays | Assistant: ok\n")
 
     async with app_over(workspace, fake_openai):
-        assert (group / "MEMORY.md").read_text() == (
-            "# Group\n\n## Compacted memories\n"
-            f"- {OLD} User: the group meets on Fridays | Assistant: ok\n"
-        )
         assert (group / "archive" / f"{OLD}.md").exists()
-        assert not (workspace / "memory" / "MEMORY.md").exists()
+        assert not (workspace / "memory" / "archive").exists()
 
 
-async def test_compacted_lines_reach_the_prompt_as_long_term_memory(
+async def test_an_archived_note_leaves_the_prompt_and_stays_searchable(
     workspace: Path, fake_openai: FakeOpenAI
 ) -> None:
-    write(workspace, f"{GROUP_DIR}/{OLD}.md", "[12:00] User: we use Rust | Assistant: ok\n")
+    write(workspace, f"{OLD}.md", "[21:40] User: the gate code is 7319 | Assistant: noted\n")
 
     async with app_over(workspace, fake_openai) as app:
-        section = memory_section(await prompt_of_turn(app, fake_openai, chat=GROUP))
+        section = memory_section(await prompt_of_turn(app, fake_openai))
+        found = await tool_result(app, fake_openai, "memory_search", {"query": "gate code"})
 
-    assert section.startswith(
-        "# Memory\n\n## Long-term Memory\n## Compacted memories\n"
-        f"- {OLD} User: we use Rust | Assistant: ok"
-    )
+    assert "7319" not in section
+    assert f"archive/{OLD}.md#L1-L1" in found and "7319" in found
 
 
 async def test_a_note_that_is_not_text_stays_where_it_is_untouched(
@@ -137,35 +114,16 @@ async def test_a_note_that_is_not_text_stays_where_it_is_untouched(
 
     assert broken.read_bytes() == b"\x00\x01binary\xff\xfe" * 100
     assert (workspace / "memory" / "archive" / f"{OLD}.md").exists()
-    assert "binary" not in (workspace / "memory" / "MEMORY.md").read_text()
-    [warning] = [e for e in logs if e["event"] == "log_compaction_skipped"]
-    assert warning["reason"] == "note_not_text" and warning["log_level"] == "warning"
-
-
-async def test_a_memory_file_that_is_not_text_is_never_rewritten(
-    workspace: Path, fake_openai: FakeOpenAI
-) -> None:
-    binary = bytes(range(256)) * 8
-    memory = write(workspace, "MEMORY.md", binary)
-    note = write(workspace, f"{OLD}.md", OLD_NOTE)
-    write(workspace, f"{GROUP_DIR}/{OLD}.md", OLD_NOTE)
-
-    with capture_logs() as logs:
-        async with app_over(workspace, fake_openai):
-            pass
-
-    assert memory.read_bytes() == binary
-    assert note.read_text() == OLD_NOTE  # not archived either: it was not folded
-    assert (workspace / "memory" / GROUP_DIR / "archive" / f"{OLD}.md").exists()  # others go on
-    assert any(e.get("reason") == "memory_not_text" for e in logs)
+    [warning] = [e for e in logs if e["event"] == "note_archive_skipped"]
+    assert warning["reason"] == "not_text" and warning["log_level"] == "warning"
 
 
 async def test_it_runs_daily_until_stopped(workspace: Path) -> None:
     root = Workspace(workspace)
+    mover = Mover(root)
     service = NoteArchive(
+        mover,
         root,
-        LongTermMemory(root, FileLocks()),
-        FileLocks(),
         retention_days=30,
         now=lambda: datetime.now(UTC),
         every=timedelta(seconds=0.05),
@@ -179,6 +137,16 @@ async def test_it_runs_daily_until_stopped(workspace: Path) -> None:
     write(workspace, f"{OLDER}.md", OLD_NOTE)
 
     assert not await archived_within(workspace, OLDER, seconds=0.3)
+
+
+class Mover:
+    """Moves notes as the writer does, without an index to follow."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    async def archive_notes(self, scope: MemoryScope, *, before: date) -> int:
+        return await archive_notes(self.workspace, FileLocks(), scope, before=before)
 
 
 async def archived_within(workspace: Path, day: date, *, seconds: float) -> bool:
