@@ -93,7 +93,8 @@ def small_window_settings(
         telegram=None,
         openai=openai,
         fast_model="fake-fast",
-        memory=MemorySettings(memory_window=0, prompt_budget_tokens=200),
+        # no consolidation, and no trim before compaction has its say
+        memory=MemorySettings(memory_window=0, keep_messages=1000, prompt_budget_tokens=200),
         compaction=CompactionSettings(**{**config, **compaction}),
     )
 

@@ -515,12 +515,13 @@ async def test_a_group_consolidates_into_its_own_memory_only(
     ]
 
 
-async def test_a_window_of_zero_never_consolidates_nor_trims(
+async def test_a_window_of_zero_trims_to_the_last_messages_and_never_consolidates(
     fake_openai: FakeOpenAI, workspace: Path, memory: Path
 ) -> None:
-    async with consolidating(workspace, fake_openai, memory_window=0) as app:
+    async with consolidating(workspace, fake_openai, memory_window=0, keep_messages=10) as app:
         await talk(app, fake_openai, 1, 6)
-        assert len(session_messages(workspace)) == 12
+        kept = session_messages(workspace)
+        assert [content for _, content in kept] == [f"{x}{n}" for n in range(2, 7) for x in "mr"]
 
         assert await say(app, "/new") == ["Started a new conversation. Your memory files are kept."]
 
@@ -528,6 +529,8 @@ async def test_a_window_of_zero_never_consolidates_nor_trims(
     assert consolidations(fake_openai) == []
     assert not (memory / "HISTORY.md").exists()
     assert job_files(workspace) == []
+    archived = "".join(p.read_text() for p in (workspace / "sessions" / "archive").glob("*"))
+    assert all(f'"m{n}"' in archived and f'"r{n}"' in archived for n in range(1, 7))
 
 
 def strip_times(prompt: str) -> list[str]:
@@ -580,3 +583,14 @@ def test_the_cut_leaves_at_least_keep_messages_starting_at_a_user_message() -> N
     assert consolidation_cut(chat("suauaua"), keep=3) == 3
     assert consolidation_cut(chat("uatatatata"), keep=2) == 0  # one long tool loop: no cut
     assert consolidation_cut(chat("ua"), keep=10) == 0
+
+
+async def test_the_part_consolidation_cuts_is_archived_whole(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    await talk(app, fake_openai, 1, 4, answer())
+    await settle(app)
+
+    [archived] = (workspace / "sessions" / "archive").glob(f"telegram%3A{OWNER}-*.json")
+    kept = json.loads(archived.read_text())
+    assert [m["content"] for m in kept["messages"]] == ["m1", "r1", "m2", "r2", "m3", "r3"]

@@ -51,7 +51,7 @@ class MemoryPersist:
         *,
         now: Callable[[], datetime],
         consolidator: ConsolidationQueue | None = None,
-        memory_window: int = 0,  # 0: never consolidate nor trim
+        memory_window: int = 0,  # 0: no consolidation, the session keeps `keep_messages`
         keep_messages: int = 10,
         meter: PromptMeter | None = None,  # calibrates the prompt estimate after each turn
     ) -> None:
@@ -65,7 +65,7 @@ class MemoryPersist:
 
     async def process(self, ctx: TurnContext) -> None:
         await self._save_session(ctx)
-        await self._consolidate_overflow(ctx)
+        await self._trim(ctx)
         if ctx.reply is None:
             return
         ctx.memory_items += await self.memory.record_turn(_event(ctx, ctx.reply, self.now()))
@@ -101,20 +101,26 @@ class MemoryPersist:
             reported=ctx.usages[0].prompt_tokens if ctx.usages else None,
         )
 
-    async def _consolidate_overflow(self, ctx: TurnContext) -> None:
-        """Past the window: the older messages go to consolidation (durable before anything
-        else), then the session is saved with the rest."""
+    async def _trim(self, ctx: TurnContext) -> None:
+        """Past `memory_window` messages the older ones go to consolidation (the job durable
+        before anything else); with a window of 0 there is no consolidation and the session
+        just keeps its last `keep_messages` (seed 001). Either way the cut part is archived
+        as a session file before the session is saved with the rest: no message is lost."""
         messages = ctx.session.messages
-        if self.consolidator is None or not 0 < self.memory_window < len(messages):
+        consolidating = self.consolidator is not None and self.memory_window > 0
+        limit = self.memory_window if consolidating else self.keep_messages
+        if len(messages) <= limit:
             return
         cut = consolidation_cut(messages, keep=self.keep_messages)
         if cut == 0:
             return
-        job = new_job(ctx.scope, ctx.session.key, messages[:cut], at=self.now())
-        await self.consolidator.submit(job)
+        if consolidating and self.consolidator is not None:
+            job = new_job(ctx.scope, ctx.session.key, messages[:cut], at=self.now())
+            await self.consolidator.submit(job)
+        await self.sessions.archive_part(ctx.session, messages[:cut])
         ctx.session = replace(ctx.session, messages=messages[cut:])
         await self.sessions.save(ctx.session)
-        log.info("session_trimmed", consolidated=cut, kept=len(messages) - cut)
+        log.info("session_trimmed", cut=cut, kept=len(messages) - cut, consolidated=consolidating)
 
 
 def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
