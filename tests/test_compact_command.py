@@ -161,7 +161,7 @@ async def test_help_lists_compact(app: App) -> None:
     assert "/compact — " in text
 
 
-async def test_status_shows_prompt_window_compactions_and_last_consolidation(
+async def test_status_shows_prompt_window_and_tells_compaction_from_consolidation(
     app: App, fake_openai: FakeOpenAI
 ) -> None:
     await talk(app, fake_openai, 2)
@@ -175,6 +175,6 @@ async def test_status_shows_prompt_window_compactions_and_last_consolidation(
     assert lines[0] == "Messages: 5"
     assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 3,000 tokens", lines[1])
     assert lines[2] == "Last prompt (reported): 777 / 3,000 tokens"
-    assert lines[3] == "Compactions: 1"
-    assert re.fullmatch(rf"Last consolidation: {app.now():%Y-%m-%d} \d\d:\d\d", lines[4])
+    assert re.fullmatch(rf"Compactions: 1 \(last {app.now():%Y-%m-%d} \d\d:\d\d\)", lines[3])
+    assert lines[4] == "Last consolidation: none yet"  # a compaction is not a consolidation
     assert lines[5] == "Model: fake-model"

@@ -78,9 +78,9 @@ async def test_concurrent_appends_never_interleave(tmp_path: Path) -> None:
         )
 
 
-async def test_last_entry_time_is_the_last_heading(tmp_path: Path) -> None:
+async def test_the_last_consolidation_is_the_last_heading_of_one(tmp_path: Path) -> None:
     log = history(tmp_path)
-    assert log.last_entry_time(GLOBAL_SCOPE) is None
+    assert log.last_consolidation(GLOBAL_SCOPE) is None
     plus_two = timezone(timedelta(hours=2))
 
     await log.append(GLOBAL_SCOPE, "first", NOW)
@@ -88,13 +88,23 @@ async def test_last_entry_time_is_the_last_heading(tmp_path: Path) -> None:
         GLOBAL_SCOPE, "## not a time\nbody", NOW.astimezone(plus_two) + timedelta(hours=1)
     )
 
-    found = log.last_entry_time(GLOBAL_SCOPE)
+    found = log.last_consolidation(GLOBAL_SCOPE)
     assert found == NOW + timedelta(hours=1)
     assert found is not None and found.utcoffset() == timedelta(hours=2)
-    assert log.last_entry_time(MemoryScope(chat_key="telegram:5")) is None
+    assert log.last_consolidation(MemoryScope(chat_key="telegram:5")) is None
 
 
-def test_last_entry_time_reads_a_seed_style_heading_and_finds_it_in_a_long_file(
+async def test_a_compaction_checkpoint_is_no_consolidation(tmp_path: Path) -> None:
+    log = history(tmp_path)
+    await log.append(GLOBAL_SCOPE, "[raw-fallback] The model could not consolidate", NOW)
+    later = NOW + timedelta(hours=3)
+    await log.append(GLOBAL_SCOPE, "[checkpoint] 8 messages before compaction (auto)", later)
+
+    assert log.last_consolidation(GLOBAL_SCOPE) == NOW
+    assert log.last_compaction(GLOBAL_SCOPE) == later
+
+
+def test_a_seed_style_heading_is_read_and_found_in_a_long_file(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "memory" / "HISTORY.md"
@@ -102,6 +112,6 @@ def test_last_entry_time_reads_a_seed_style_heading_and_finds_it_in_a_long_file(
     long_entry = "x" * 100_000
     path.write_text(f"## 2026-02-27T14:30:00.000Z\n{long_entry}\n\n")
 
-    assert history(tmp_path).last_entry_time(GLOBAL_SCOPE) == datetime(
+    assert history(tmp_path).last_consolidation(GLOBAL_SCOPE) == datetime(
         2026, 2, 27, 14, 30, tzinfo=UTC
     )

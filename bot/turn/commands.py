@@ -173,14 +173,16 @@ class Commands:
         estimate = self.meter.estimate(session)
         window, reported = estimate.window, session.last_prompt_tokens
         scope = self.access.scope_for(inbound)
-        consolidated = await asyncio.to_thread(self.history.last_entry_time, scope)
+        consolidated = await asyncio.to_thread(self.history.last_consolidation, scope)
+        compacted = await asyncio.to_thread(self.history.last_compaction, scope)
         lines = [
             f"Messages: {len(session.messages)}",
             f"Prompt (estimated): ~{estimate.tokens:,} / {window:,} tokens",
             f"Last prompt (reported): {reported:,} / {window:,} tokens"
             if reported
             else "Last prompt: none yet",
-            f"Compactions: {session.compactions}",
+            f"Compactions: {session.compactions}"
+            + (f" (last {compacted:%Y-%m-%d %H:%M})" if compacted else ""),
             f"Last consolidation: {consolidated:%Y-%m-%d %H:%M}"
             if consolidated
             else "Last consolidation: none yet",

@@ -1,7 +1,9 @@
 """The consolidation history: `HISTORY.md` plus its monthly `HISTORY-YYYY-MM.md`, append-only.
 
 Each entry is headed by its ISO timestamp (seed 003) and written to both files: the main file
-for all time, the monthly one so that grep stays fast. Nothing is ever rewritten.
+for all time, the monthly one so that grep stays fast. Nothing is ever rewritten. An entry that
+starts with `[checkpoint]` marks a compaction (its messages are in a session archive file);
+every other entry is a consolidation (a `[raw-fallback]` one included).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from bot.storage.files import FileLocks, append_text
 from bot.storage.workspace import Workspace
 
 HEADING = "## "
+CHECKPOINT = "[checkpoint]"
 TAIL_BYTES = 64 * 1024  # enough to hold the last entry; the whole file is read only if not
 
 
@@ -37,14 +40,21 @@ class HistoryLog:
             await asyncio.to_thread(append_text, main, text)
             await asyncio.to_thread(append_text, monthly, text)
 
-    def last_entry_time(self, scope: MemoryScope) -> datetime | None:
-        """When the last entry was written (the last consolidation), or None if never."""
+    def last_consolidation(self, scope: MemoryScope) -> datetime | None:
+        """When the last consolidation entry was written, or None if never."""
+        return self._last(scope, checkpoint=False)
+
+    def last_compaction(self, scope: MemoryScope) -> datetime | None:
+        """When the last compaction checkpoint was written, or None if never."""
+        return self._last(scope, checkpoint=True)
+
+    def _last(self, scope: MemoryScope, *, checkpoint: bool) -> datetime | None:
         path = self.workspace.history_path(scope)
         try:
             size = path.stat().st_size
-            found = _last_heading_time(_read_from(path, max(0, size - TAIL_BYTES)))
+            found = _last_time(_read_from(path, max(0, size - TAIL_BYTES)), checkpoint)
             if found is None and size > TAIL_BYTES:
-                found = _last_heading_time(_read_from(path, 0))
+                found = _last_time(_read_from(path, 0), checkpoint)
         except OSError:
             return None
         return found
@@ -56,12 +66,17 @@ def _read_from(path: Path, offset: int) -> str:
         return handle.read().decode("utf-8", errors="replace")
 
 
-def _last_heading_time(text: str) -> datetime | None:
-    for line in reversed(text.splitlines()):
-        if not line.startswith(HEADING):
+def _last_time(text: str, checkpoint: bool) -> datetime | None:
+    """The time of the last entry of the kind asked for (a heading, then the entry's text)."""
+    lines = text.splitlines()
+    for at in range(len(lines) - 1, -1, -1):
+        if not lines[at].startswith(HEADING):
             continue
         try:
-            return datetime.fromisoformat(line[len(HEADING) :].strip())
+            moment = datetime.fromisoformat(lines[at][len(HEADING) :].strip())
         except ValueError:
             continue
+        first = lines[at + 1] if at + 1 < len(lines) else ""
+        if first.startswith(CHECKPOINT) == checkpoint:
+            return moment
     return None

@@ -65,10 +65,13 @@ class MemoryInventory:
         chat = chat_scope(scope, session_key)
         notes = len(self.workspace.daily_note_paths(scope))
         today_size = _size(self.workspace.daily_note_path(scope, today))
-        last = self.history.last_entry_time(scope)
+        last = self.history.last_consolidation(scope)
         consolidated = (
             f"last consolidation {last:%Y-%m-%d %H:%M}" if last else "no consolidation yet"
         )
+        compacted = self.history.last_compaction(scope)
+        if compacted is not None:
+            consolidated += f"; last compaction {compacted:%Y-%m-%d %H:%M}"
         working = self.working.read_fresh(session_key)
         lines = [f"Memory: {whose}", self._file("MEMORY.md", self.workspace.long_term_path(scope))]
         if chat is not None:
