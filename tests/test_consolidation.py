@@ -46,8 +46,10 @@ async def talk(
         assert await say(app, f"m{n}", **where) == [f"r{n}"]
 
 
-def answer(entry: str | None = ENTRY, memory: str | None = None) -> Reply:
-    fields = {"history_entry": entry, "memory_update": memory}
+def answer(
+    entry: str | None = ENTRY, memory: str | None = None, removed: list[str] | None = None
+) -> Reply:
+    fields = {"history_entry": entry, "memory_update": memory, "removed": removed}
     return Reply(json.dumps({k: v for k, v in fields.items() if v is not None}))
 
 
@@ -361,7 +363,8 @@ async def test_a_job_left_on_disk_is_done_at_the_next_start(
     )
     job = new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
     await JobStore(workspace / "state" / "consolidation").save(job)
-    fake_openai.script(answer(memory="# Memory\n- Ann lives in Lisbon\n"))
+    moved = answer(memory="# Memory\n- Ann lives in Lisbon\n", removed=["- Ann lives in Porto"])
+    fake_openai.script(moved)
 
     async with consolidating(workspace, fake_openai) as app:
         await settle(app)
@@ -594,3 +597,38 @@ async def test_the_part_consolidation_cuts_is_archived_whole(
     [archived] = (workspace / "sessions" / "archive").glob(f"telegram%3A{OWNER}-*.json")
     kept = json.loads(archived.read_text())
     assert [m["content"] for m in kept["messages"]] == ["m1", "r1", "m2", "r2", "m3", "r3"]
+
+
+async def test_a_line_the_update_drops_without_saying_so_is_kept(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    (memory / "MEMORY.md").write_text(
+        "# Family\n- Ann is my sister\n- Tom is my son\n\n# Home\n- Porto\n"
+    )
+    update = "# Family\n- Ann is my sister\n- Ann moved to Lisbon\n\n# Home\n- Lisbon\n"
+    await talk(app, fake_openai, 1, 4, answer(memory=update, removed=["- Porto"]))
+    await settle(app)
+
+    assert (memory / "MEMORY.md").read_text() == (
+        "# Family\n- Ann is my sister\n- Ann moved to Lisbon\n- Tom is my son\n\n# Home\n- Lisbon\n"
+    )
+
+
+async def test_fenced_and_list_shaped_answers_are_stored_clean(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    fenced = json.dumps(
+        {
+            "history_entry": ["[2026-02-07 10:00] Talked about Porto.", "Ann visits in May."],
+            "memory_update": "```markdown\n# About me\n- Lives in Porto\n```",
+        }
+    )
+    await talk(app, fake_openai, 1, 4, Reply(f"```json\n{fenced}\n```\nDone!"))
+    await settle(app)
+
+    assert (memory / "MEMORY.md").read_text() == (
+        "# About me\n- Lives in Porto\n\n# Memory\n- Ann lives in Porto\n"  # the old line kept
+    )
+    history = (memory / "HISTORY.md").read_text()
+    assert "Talked about Porto.\nAnn visits in May." in history
+    assert "```" not in history and "[raw-fallback]" not in history

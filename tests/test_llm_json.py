@@ -87,8 +87,8 @@ def test_an_unterminated_value_is_not_taken() -> None:
     assert parse_consolidation(text) == ConsolidationResult("Ann left.", None)
 
 
-@pytest.mark.parametrize("value", [42, None, ["- a fact"], {"facts": ["a"]}, "", "   "], ids=repr)
-def test_non_string_or_empty_values_are_ignored(value: object) -> None:
+@pytest.mark.parametrize("value", [42, None, [], {}, "", "   ", "```\n```"], ids=repr)
+def test_non_text_or_empty_values_are_ignored(value: object) -> None:
     text = json.dumps({"history_entry": ENTRY, "memory_update": value})
 
     assert parse_consolidation(text) == ConsolidationResult(ENTRY, None)
@@ -109,3 +109,61 @@ def test_prose_or_foreign_json_gives_nothing(text: str) -> None:
 
     assert result == ConsolidationResult(None, None)
     assert result.is_empty
+
+
+# ----------------------------------------------------------------------------- real models' shapes
+# What Qwen2.5 1.5B answered when run through the bot: a fenced memory_update, a list entry.
+
+
+def test_a_fence_inside_memory_update_never_reaches_the_text() -> None:
+    update = "```markdown\n# About me\n- Lives in Porto\n```"
+    text = "```json\n" + json.dumps({"history_entry": ENTRY, "memory_update": update}) + "\n```"
+
+    result = parse_consolidation(text)
+
+    assert result == ConsolidationResult(ENTRY, "# About me\n- Lives in Porto")
+
+
+def test_a_list_is_its_items_one_a_line() -> None:
+    text = (
+        json.dumps(
+            {
+                "history_entry": ["[2026-11-24 09:00] Met Ann.", "Planned a trip."],
+                "memory_update": ["Lives in Porto", "- Likes tea"],
+            }
+        )
+        + "\nHope this helps!"
+    )
+
+    result = parse_consolidation(text)
+
+    assert result.history_entry == "[2026-11-24 09:00] Met Ann.\nPlanned a trip."
+    assert result.memory_update == "- Lives in Porto\n- Likes tea"
+
+
+def test_an_object_is_its_keys_as_headings() -> None:
+    text = json.dumps(
+        {"history_entry": ENTRY, "memory_update": {"People": ["Ann is my sister"], "Home": "Porto"}}
+    )
+
+    assert parse_consolidation(text).memory_update == (
+        "## People\n- Ann is my sister\n\n## Home\nPorto"
+    )
+
+
+def test_the_lines_the_model_drops_on_purpose_are_named() -> None:
+    text = json.dumps(
+        {
+            "history_entry": ENTRY,
+            "memory_update": "- Lives in Porto",
+            "removed": ["- Lives in Lyon"],
+        }
+    )
+
+    assert parse_consolidation(text).removed == ("- Lives in Lyon",)
+
+
+def test_a_fenced_value_found_field_by_field_is_unfenced() -> None:
+    text = '{"history_entry": "' + ENTRY + '", "memory_update": "```\\n- Lives in Porto\\n```" oops'
+
+    assert parse_consolidation(text).memory_update == "- Lives in Porto"

@@ -4,8 +4,12 @@
 2. Else parse the first balanced `{…}` block that is a JSON object (strings respected).
 3. Else pick out the `"history_entry"` / `"memory_update"` string values one by one.
 
-Only non-empty string values count: a number, a list or `""` is treated as missing, so a
-malformed answer can never blank out `MEMORY.md`.
+Real small models answer loosely, so the values are read loosely too, and always end as plain
+text: a list is its items one a line (as `- item` lines for `memory_update`), an object its keys
+as `## key` headings over their values, and fence lines (```` ```markdown ````) inside a value
+are dropped — a fence never reaches MEMORY.md or HISTORY. A number, `null` or an empty value is
+missing, so a malformed answer can never blank out `MEMORY.md`. `removed` (optional) lists the
+MEMORY.md lines the model means to drop; consolidation keeps any other line it leaves out.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 
 FIELDS = ("history_entry", "memory_update")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_FENCE_LINE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_MARKED = ("#", "- ", "* ", "+ ")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
 
 
@@ -26,6 +32,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\
 class ConsolidationResult:
     history_entry: str | None
     memory_update: str | None
+    removed: tuple[str, ...] = ()  # MEMORY.md lines the model says it drops on purpose
 
     @property
     def is_empty(self) -> bool:
@@ -88,12 +95,36 @@ def _block_end(text: str, start: int) -> int | None:
 
 
 def _result(document: dict[str, Any]) -> ConsolidationResult:
-    entry, update = (_text(document.get(name)) for name in FIELDS)
-    return ConsolidationResult(history_entry=entry, memory_update=update)
+    entry = _text(document.get("history_entry"), bullets=False)
+    update = _text(document.get("memory_update"), bullets=True)
+    removed = _text(document.get("removed"), bullets=False) or ""
+    return ConsolidationResult(entry, update, tuple(removed.splitlines()) if update else ())
 
 
-def _text(value: object) -> str | None:
-    return (value.strip() or None) if isinstance(value, str) else None
+def _text(value: object, *, bullets: bool) -> str | None:
+    """`value` as plain text (see the module's docstring), or None when it holds none."""
+    return _unfenced(_lines(value, bullets=bullets))
+
+
+def _lines(value: object, *, bullets: bool) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        items = (_lines(item, bullets=bullets).strip() for item in value)
+        return "\n".join(_bullet(item) if bullets else item for item in items if item)
+    if isinstance(value, dict):
+        parts = [f"## {key}\n{_lines(inner, bullets=True).strip()}" for key, inner in value.items()]
+        return "\n\n".join(parts)
+    return ""
+
+
+def _bullet(item: str) -> str:
+    return item if item.startswith(_MARKED) else f"- {item}"
+
+
+def _unfenced(text: str) -> str | None:
+    kept = [line for line in text.splitlines() if not _FENCE_LINE.match(line)]
+    return "\n".join(kept).strip() or None
 
 
 def _field(text: str, name: str) -> str | None:
@@ -101,7 +132,7 @@ def _field(text: str, name: str) -> str | None:
     match = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.)*)"', text, re.DOTALL)
     if match is None:
         return None
-    return _unescape(match[1]).strip() or None
+    return _unfenced(_unescape(match[1]))
 
 
 def _unescape(raw: str) -> str:
