@@ -13,6 +13,8 @@ from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.harness import FRIEND, OWNER
 from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, prompt_of_turn, say, write
 
+UNDO = "/undo within 10 minutes puts it back; after that it is gone."
+
 
 def files(workspace: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in (workspace / "memory").rglob("*.md") if p.is_file()}
@@ -139,13 +141,15 @@ async def test_forget_removes_matching_lines_everywhere_and_lists_them(
     [receipt] = await say(app, "/forget tea")
 
     assert receipt.splitlines() == [
-        "Forgot 6 lines containing “tea”:",
+        "Forgot 6 lines containing “tea” "
+        "(MEMORY.md 1, chat memory 1, daily notes 1, archived notes 1, history 2):",
         "MEMORY.md: - Ann likes green TEA",
         f"{today}.md: [08:00] User: tea? | Assistant: yes",
         "archive/2026-01-01.md: [10:00] User: more tea | Assistant: ok",
         "HISTORY-2026-11.md: Talked about tea.",
         "HISTORY.md: Talked about tea.",
         f"{OWNER_CHAT_DIR}/MEMORY.md: - tea time is at five",
+        UNDO,
     ]
     memory = workspace / "memory"
     assert (memory / "MEMORY.md").read_text() == "# Ann\n- Ann hates coffee\n"
@@ -163,7 +167,10 @@ async def test_forget_reaches_the_chats_working_memory_too(
     [receipt] = await say(app, "/forget tea party", chat=GROUP)
     prompt = await prompt_of_turn(app, fake_openai, chat=GROUP)
 
-    assert receipt.splitlines()[1:] == [f"working/telegram%3A{GROUP}.md: - Topic: the tea party"]
+    assert receipt.splitlines()[1:] == [
+        f"working/telegram%3A{GROUP}.md: - Topic: the tea party",
+        UNDO,
+    ]
     assert "tea party" not in prompt and "- Pending: cake" in prompt
 
 
@@ -181,7 +188,7 @@ async def test_forget_waits_for_the_chats_running_turn_so_its_note_is_kept(
     fake_openai.release()
 
     assert await turn == ["done"]
-    assert (await forget)[0].startswith("Forgot 1 line containing “tea?”:")
+    assert (await forget)[0].startswith("Forgot 1 line containing “tea?” (daily notes 1):")
     assert waited
     assert note.read_text().endswith("User: hello | Assistant: done\n")
     assert "tea?" not in note.read_text()
@@ -198,7 +205,7 @@ async def test_forget_keeps_every_other_byte_of_a_hand_edited_file(
 
     [receipt] = await say(app, "/forget SECRET")
 
-    assert receipt.startswith("Forgot 1 line containing “SECRET”:")
+    assert receipt.startswith("Forgot 1 line containing “SECRET” (daily notes 1):")
     assert note.read_bytes() == b"caf\xe9 written in latin-1\r\n\tindented  \n"
 
 
@@ -210,7 +217,11 @@ async def test_forget_in_a_group_touches_only_the_groups_memory(app: App, worksp
 
     [receipt] = await say(app, "/forget tea", user=OWNER, chat=GROUP)
 
-    assert receipt == "Forgot 1 line containing “tea”:\nMEMORY.md: - the group likes tea"
+    assert receipt.splitlines() == [
+        "Forgot 1 line containing “tea” (MEMORY.md 1):",
+        "MEMORY.md: - the group likes tea",
+        UNDO,
+    ]
     assert {p: b for p, b in files(workspace).items() if GROUP_DIR not in str(p)} == owners
     assert (workspace / "memory" / GROUP_DIR / "MEMORY.md").read_text() == "- and cake\n"
 
@@ -242,9 +253,9 @@ async def test_a_long_receipt_is_capped(app: App, workspace: Path) -> None:
     [receipt] = await say(app, "/forget tea fact")
 
     lines = receipt.splitlines()
-    assert lines[0] == "Forgot 45 lines containing “tea fact”:"
+    assert lines[0] == "Forgot 45 lines containing “tea fact” (MEMORY.md 45):"
     assert lines[1:31] == [f"MEMORY.md: - tea fact {i}" for i in range(30)]
-    assert lines[31:] == ["… and 15 more"]
+    assert lines[31:] == ["… and 15 more", UNDO]
     assert (workspace / "memory" / "MEMORY.md").read_text() == "- keep\n"
 
 

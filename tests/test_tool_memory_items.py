@@ -94,16 +94,17 @@ async def test_promote_copies_an_episodic_item_to_semantic_memory(
     assert f"item:{episodic_id}" in stored["references"]
 
 
-async def test_forget_keeps_the_item_on_disk_marked_forgotten(
+async def test_forget_forgets_the_items_text_everywhere_as_forget_does(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     item_id = first_id(await tool_result(app, fake_openai, "memory_add", {"text": "Old phone"}))
 
     answer = await tool_result(app, fake_openai, "memory_forget", {"id": item_id})
 
-    assert answer.startswith(f"forgot {item_id} (semantic fact") and "forgotten" in answer
-    [stored] = items(workspace)
-    assert stored["status"] == "forgotten"
+    assert answer.startswith("Forgot 1 line and ") and "containing “Old phone” (items 1" in answer
+    assert "items/semantic.jsonl: Old phone" in answer
+    assert answer.endswith("/undo within 10 minutes puts it back; after that it is gone.")
+    assert items(workspace) == []  # the line is gone, not marked
 
 
 async def test_a_group_works_on_its_own_items_and_cannot_touch_the_owners(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -18,7 +18,6 @@ from bot.app.conversation import (
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.llm.openai_chat import OpenAIChat
-from bot.memory.edits import MemoryEdits
 from bot.memory.items.indexing import IndexedFacts
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.archiving import NoteArchive
@@ -30,6 +29,7 @@ from bot.settings import Settings
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
 from bot.storage.sessions import SessionStore
+from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
@@ -82,8 +82,11 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     consolidator = _build_consolidator(settings, workspace, llm, memory, recall, now)
     compaction = build_compaction(settings, sessions, llm, memory, now)
     lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, lightrag=lightrag)
-    writer = build_writer(workspace, memory, recall)
+    undo = UndoStore(
+        workspace.undo_dir, keep=timedelta(minutes=settings.memory.undo_minutes), now=now
+    )
+    writer = build_writer(workspace, memory, recall, undo)
+    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
     pipeline = build_pipeline(
         settings,
         sessions,
@@ -105,6 +108,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         *([ItemDecay(writer, workspace)] if settings.memory.items.decay_enabled else []),
         _build_note_archive(settings, workspace, writer, now),
         consolidator,
+        undo,
         *([lightrag] if lightrag else []),
     ]
     return App(
@@ -138,7 +142,7 @@ def _build_runner(
         consolidator=active,
         memory=writer,
         inventory=_build_inventory(workspace, memory, now),
-        edits=MemoryEdits(workspace, memory.long_term, memory.file_locks),
+        undo_minutes=settings.memory.undo_minutes,
         compactor=compaction.compactor,
         meter=compaction.meter,
         history=memory.history,

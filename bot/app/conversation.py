@@ -134,21 +134,21 @@ def build_tools(
     recall: ItemsAndIndex,
     now: Callable[[], datetime],
     *,
+    writer: MemoryWriter,
     lightrag: LightRagBackend | None,
 ) -> ToolRegistry:
     """The model's tools: the clock, reading memory files, the structured items, and — when
     recall is on — `memory_search`."""
-    index = recall.index
     search = MemorySearch(recall.index, default_k=settings.rag.search_k, remote=lightrag)
     return ToolRegistry(
         [
             CurrentTime(now),
             *([search] if settings.rag.enabled else []),
             MemoryGet(workspace.memory_root),
-            MemoryAdd(recall.item_writer, index=index),
-            MemoryUpdate(recall.item_writer, index=index),
-            MemoryPromote(recall.item_writer, index=index),
-            MemoryForget(recall.item_writer, index=index),
+            MemoryAdd(writer),
+            MemoryUpdate(writer),
+            MemoryPromote(writer),
+            MemoryForget(writer, undo_minutes=settings.memory.undo_minutes),
         ]
     )
 

@@ -22,6 +22,7 @@ from bot.index.service import IndexService
 from bot.index.transcripts import TranscriptSource
 from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.tokens import LineTokens, TokenCounter
+from bot.memory.forgetting import Forgetting
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
 from bot.memory.items.writer import ItemWriter
@@ -37,6 +38,7 @@ from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
+from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 
 Count = Callable[[str], int]
@@ -103,7 +105,9 @@ def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], dat
     )
 
 
-def build_writer(workspace: Workspace, memory: Memory, recall: ItemsAndIndex) -> MemoryWriter:
+def build_writer(
+    workspace: Workspace, memory: Memory, recall: ItemsAndIndex, undo: UndoStore
+) -> MemoryWriter:
     """The one writer over the memory files, the items and the index."""
     return MemoryWriter(
         workspace,
@@ -114,6 +118,7 @@ def build_writer(workspace: Workspace, memory: Memory, recall: ItemsAndIndex) ->
         items=recall.item_writer,
         usage=recall.retriever,
         index=recall.index,
+        forgetting=Forgetting(workspace, memory.file_locks, undo),
     )
 
 

@@ -7,6 +7,9 @@ file line or session turn), then the search index (derived, synced from the file
     system 50       record_turn       the daily note line → the turn's items
                     mark_used         the items the prompt showed
     /remember       remember          MEMORY.md line → fact item → index
+    /forget, /undo, forget, undo      every place a text is (files, items, sessions) → index
+    memory_forget                     (scrubbed); undo puts it back within minutes
+    memory_add/update/promote         items → index
     /new, renewal   clear_working     the session's working memory
     upkeep          decay             idle items lose salience → index
                     archive_notes     notes past retention → archive/ → index
@@ -26,6 +29,7 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot.memory.forgetting import Forgetting, Forgotten, Undone
 from bot.memory.items.turn import TurnMemoryEvent, turn_reference
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes
@@ -33,7 +37,7 @@ from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.upkeep.archiving import archive_notes
-from bot.models import MemoryItem, MemoryScope
+from bot.models import MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 
@@ -46,6 +50,8 @@ class IndexSync(Protocol):
     """The search index catching up with the files (`IndexService.sync`)."""
 
     async def sync(self) -> None: ...
+
+    async def scrub(self) -> None: ...
 
 
 class UsageMarker(Protocol):
@@ -72,6 +78,7 @@ class MemoryWriter:
         items: ItemWriter | None = None,  # None: no structured items
         usage: UsageMarker | None = None,
         index: IndexSync | None = None,  # None: no search index
+        forgetting: Forgetting | None = None,  # None: /forget finds nothing
     ) -> None:
         self.workspace = workspace
         self.locks = locks
@@ -81,6 +88,7 @@ class MemoryWriter:
         self.items = items
         self.usage = usage
         self.index = index
+        self.forgetting = forgetting
 
     # ------------------------------------------------------------------ a turn
 
@@ -152,6 +160,73 @@ class MemoryWriter:
         if moved:
             await self.sync_index()
         return moved
+
+    async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten:
+        """Remove `needle` from every place this chat's memory holds it (`forgetting`), then
+        from the index, leaving no trace in its files."""
+        if self.forgetting is None:
+            return Forgotten({}, (), ())
+        forgotten = await self.forgetting.forget(scope, session_key, needle)
+        if forgotten.total and self.index is not None:
+            await self.index.scrub()
+        return forgotten
+
+    async def undo(self, session_key: str) -> tuple[Undone | None, bool]:
+        """Put back what this chat's last forget removed: (what was done, whether it was too
+        late)."""
+        if self.forgetting is None:
+            return None, False
+        if await self.forgetting.expired(session_key):
+            return None, True
+        undone = await self.forgetting.restore(session_key)
+        if undone is not None:
+            await self.sync_index()
+        return undone, False
+
+    # ------------------------------------------------------------------ the model's item tools
+
+    async def add_item(
+        self,
+        scope: MemoryScope,
+        layer: MemoryLayer,
+        text: str,
+        *,
+        type: str = "fact",
+        tags: Sequence[str] = (),
+    ) -> MemoryItem:
+        item = await self._item_writer().add(scope, layer, text, type=type, tags=tags)
+        await self.sync_index()
+        return item
+
+    async def update_item(
+        self,
+        scope: MemoryScope,
+        item_id: str,
+        *,
+        text: str | None = None,
+        confidence: float | None = None,
+        salience: float | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> MemoryItem | None:
+        item = await self._item_writer().update(
+            scope, item_id, text=text, confidence=confidence, salience=salience, tags=tags
+        )
+        await self.sync_index()
+        return item
+
+    async def promote_item(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
+        item = await self._item_writer().promote(scope, item_id)
+        await self.sync_index()
+        return item
+
+    def _item_writer(self) -> ItemWriter:
+        if self.items is None:
+            raise RuntimeError("structured items are off")
+        return self.items
+
+    def find(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
+        """The scope's item with this id (blocking; for `memory_forget`)."""
+        return self.items.store.find(scope, item_id) if self.items is not None else None
 
     async def clear_working(self, session_key: str) -> None:
         await self.working.clear(session_key)

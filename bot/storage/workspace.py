@@ -124,6 +124,11 @@ class Workspace:
         return self.state_dir / "inbox"
 
     @property
+    def undo_dir(self) -> Path:
+        """What /forget removed, kept for /undo for a few minutes (`bot.storage.undo`)."""
+        return self.state_dir / "undo"
+
+    @property
     def locks_dir(self) -> Path:
         """Lock files for read-modify-write, kept out of the folders people edit."""
         return self.state_dir / "locks"

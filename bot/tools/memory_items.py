@@ -1,5 +1,6 @@
 """`memory_add`, `memory_update`, `memory_promote`, `memory_forget`: the model's own changes to
-structured memory items (seed 000's MemoryTool), through `ItemWriter`.
+structured memory items (seed 000's MemoryTool), through the memory writer; `memory_forget`
+forgets a text everywhere, as /forget does.
 
 Every call acts in the calling chat's scope only: an id from another chat's items is answered
 "no item with that id here", exactly like an id that never existed. Each answer names the item
@@ -8,6 +9,7 @@ id, so the model can refer to the item later.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -15,6 +17,7 @@ from typing import Any, Protocol
 import structlog
 
 from bot.errors import ToolError
+from bot.memory.forgetting import FORGET_MIN_CHARS, Forgotten, forget_receipt
 from bot.models import MemoryItem, MemoryLayer, MemoryScope, ToolSpec
 from bot.tools import arguments
 from bot.tools.registry import ToolContext
@@ -30,10 +33,11 @@ _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class ItemChanges(Protocol):
-    """What the tools need of `ItemWriter`: each change returns None for an id the scope
-    does not hold."""
+    """What the tools need of the memory writer (`MemoryWriter`: the item, then the index, so
+    a memory_search later in the same turn finds it); each change returns None for an id the
+    scope does not hold."""
 
-    async def add(
+    async def add_item(
         self,
         scope: MemoryScope,
         layer: MemoryLayer,
@@ -43,7 +47,7 @@ class ItemChanges(Protocol):
         tags: Sequence[str] = ...,
     ) -> MemoryItem: ...
 
-    async def update(
+    async def update_item(
         self,
         scope: MemoryScope,
         item_id: str,
@@ -54,35 +58,14 @@ class ItemChanges(Protocol):
         tags: Sequence[str] | None = ...,
     ) -> MemoryItem | None: ...
 
-    async def promote(self, scope: MemoryScope, item_id: str) -> MemoryItem | None: ...
-
-    async def forget(self, scope: MemoryScope, item_id: str) -> MemoryItem | None: ...
-
-
-class IndexSync(Protocol):
-    """The search index catching up with the item files (`IndexService.sync`): a memory_search
-    later in the same turn finds a changed item."""
-
-    async def sync(self) -> None: ...
+    async def promote_item(self, scope: MemoryScope, item_id: str) -> MemoryItem | None: ...
 
 
 class ItemTool:
-    """What the four tools share: the writer, and indexing what they changed."""
+    """What the three item tools share: the writer."""
 
-    def __init__(self, writer: ItemChanges, *, index: IndexSync | None = None) -> None:
-        self.writer = writer
-        self.index = index
-
-    async def indexed(self, item: MemoryItem | None) -> MemoryItem | None:
-        """`item`, once it is in the index. The index is rebuildable and the item is stored:
-        a failure here is logged, never the tool's answer."""
-        if item is None or self.index is None:
-            return item
-        try:
-            await self.index.sync()
-        except Exception:
-            log.warning("index_item_failed", item=item.id, exc_info=True)
-        return item
+    def __init__(self, memory: ItemChanges) -> None:
+        self.memory = memory
 
 
 def describe(item: MemoryItem) -> str:
@@ -160,8 +143,7 @@ class MemoryAdd(ItemTool):
         layer = arguments.choice(args, "layer", options=LAYERS, default="semantic")
         kind = arguments.choice(args, "type", options=TYPES, default="fact")
         tags = _tags(args) or ()
-        item = await self.writer.add(ctx.scope, MemoryLayer(layer), text, type=kind, tags=tags)
-        await self.indexed(item)
+        item = await self.memory.add_item(ctx.scope, MemoryLayer(layer), text, type=kind, tags=tags)
         verb = "stored" if item.created_at == item.updated_at else "reinforced"
         return f"{verb} {describe(item)}"
 
@@ -211,10 +193,8 @@ class MemoryUpdate(ItemTool):
         tags = _tags(args)
         if text is None and confidence is None and salience is None and tags is None:
             raise ToolError("nothing to change: give text, confidence, salience or tags")
-        item = await self.indexed(
-            await self.writer.update(
-                ctx.scope, target, text=text, confidence=confidence, salience=salience, tags=tags
-            )
+        item = await self.memory.update_item(
+            ctx.scope, target, text=text, confidence=confidence, salience=salience, tags=tags
         )
         return NOT_HERE if item is None else f"updated {describe(item)}"
 
@@ -234,23 +214,59 @@ class MemoryPromote(ItemTool):
         target = item_id(args)
         if not target.startswith("e"):
             raise ToolError("only episodic items (ids starting with e) can be promoted")
-        item = await self.indexed(await self.writer.promote(ctx.scope, target))
+        item = await self.memory.promote_item(ctx.scope, target)
         if item is None:
             return f"{NOT_HERE} (or it was forgotten)"
         return f"promoted {target} to {describe(item)}"
 
 
-class MemoryForget(ItemTool):
+class Forgetter(Protocol):
+    """What `memory_forget` needs: the item's text, and forgetting it everywhere (the same
+    path as /forget: `MemoryWriter.forget`)."""
+
+    def find(self, scope: MemoryScope, item_id: str) -> MemoryItem | None: ...
+
+    async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
+
+
+class MemoryForget:
     spec = ToolSpec(
         name="memory_forget",
         description=(
-            "Forget a memory item of this chat by its id: it is no longer shown or recalled "
-            "(kept on disk, so a person can restore it)."
+            "Forget something everywhere memory keeps it — MEMORY.md, notes, history, items and "
+            "past conversations — given an item id or the text itself. The user can /undo it "
+            "for a few minutes."
         ),
-        parameters=_id_schema("The item's id."),
+        parameters={
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "An item's id.", "minLength": 1},
+                "text": {
+                    "type": "string",
+                    "description": f"The text to forget ({FORGET_MIN_CHARS} characters or more).",
+                    "minLength": FORGET_MIN_CHARS,
+                    "maxLength": MAX_TEXT_CHARS,
+                },
+            },
+            "additionalProperties": False,
+        },
     )
 
+    def __init__(self, memory: Forgetter, *, undo_minutes: int) -> None:
+        self.memory = memory
+        self.undo_minutes = undo_minutes
+
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        arguments.only(args, ("id",))
-        item = await self.indexed(await self.writer.forget(ctx.scope, item_id(args)))
-        return NOT_HERE if item is None else f"forgot {describe(item)}"
+        arguments.only(args, ("id", "text"))
+        needle = arguments.optional_text(args, "text", max_chars=MAX_TEXT_CHARS)
+        if needle is None and "id" not in args:
+            raise ToolError("give the id of an item, or the text to forget")
+        if needle is None:
+            item = await asyncio.to_thread(self.memory.find, ctx.scope, item_id(args))
+            if item is None:
+                return NOT_HERE
+            needle = item.text
+        if len(needle.strip()) < FORGET_MIN_CHARS:
+            raise ToolError(f"the text to forget needs {FORGET_MIN_CHARS} characters or more")
+        forgotten = await self.memory.forget(ctx.scope, ctx.session_key, needle.strip())
+        return forget_receipt(needle.strip(), forgotten, undo_minutes=self.undo_minutes)

@@ -9,13 +9,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from textwrap import shorten
 from typing import Protocol
 
 from bot.conversation.compaction import CompactionResult, Compactor
 from bot.errors import NotTextError
 from bot.llm.meter import PromptMeter
-from bot.memory.edits import Forgotten, MemoryEdits
+from bot.memory.forgetting import (
+    FORGET_MIN_CHARS,
+    Forgotten,
+    Undone,
+    forget_receipt,
+    undo_receipt,
+)
 from bot.memory.notes.history import HistoryLog
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.consolidation import ConsolidationQueue
@@ -42,7 +47,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("stop", "Stop the answer in progress"),
     ("memory", "What I remember about this chat"),
     ("remember", "Save a fact to this chat's memory"),
-    ("forget", "Remove the memory lines that contain a text"),
+    ("forget", "Forget a text everywhere I keep it (/undo puts it back)"),
+    ("undo", "Put back what the last /forget removed (for a few minutes)"),
 )
 
 HELP = (
@@ -55,10 +61,10 @@ NEW_EMPTY = "Started a new conversation. Your memory files are kept."
 NEW_SAVED = "Started a new conversation. I saved what mattered to memory."
 NEW_RAW = "Started a new conversation; the model was unavailable, so I kept a raw note in history."
 REMEMBER_USAGE = "Usage: /remember <text> — I save it to this chat's memory."
-FORGET_USAGE = "Usage: /forget <text> (3 characters or more) — I remove memory lines containing it."
-FORGET_MIN_CHARS = 3
-RECEIPT_LINES = 30
-RECEIPT_CHARS = 200
+FORGET_USAGE = (
+    "Usage: /forget <text> (3 characters or more) — I remove it from everything I keep: "
+    "memory, notes, history, items and our conversations."
+)
 NOT_TEXT = "MEMORY.md is not readable as text, so I left it alone. Fix or move it, then try again."
 COMPACT_USAGE = (
     "Usage: /compact [N] — summarise all but the last N messages (N a positive whole number; "
@@ -72,6 +78,10 @@ class CommandMemory(Protocol):
     async def remember(self, scope: MemoryScope, fact: str) -> str | None: ...
 
     async def clear_working(self, session_key: str) -> None: ...
+
+    async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
+
+    async def undo(self, session_key: str) -> tuple[Undone | None, bool]: ...
 
 
 def parse_command(text: str) -> Command | None:
@@ -96,11 +106,11 @@ class Commands:
         consolidator: ConsolidationQueue | None = None,  # None: /new does not consolidate
         memory: CommandMemory,
         inventory: MemoryInventory,
-        edits: MemoryEdits,
         compactor: Compactor,
         meter: PromptMeter,
         history: HistoryLog,
         keep_last_messages: int,  # /compact without N
+        undo_minutes: int = 10,  # how long a /forget can be undone
     ) -> None:
         self.sessions = sessions
         self.locks = locks
@@ -111,11 +121,11 @@ class Commands:
         self.consolidator = consolidator
         self.memory = memory
         self.inventory = inventory
-        self.edits = edits
         self.compactor = compactor
         self.meter = meter
         self.history = history
         self.keep_last_messages = keep_last_messages
+        self.undo_minutes = undo_minutes
         self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str]]] = {
             "start": self._start,
             "help": self._help,
@@ -127,6 +137,7 @@ class Commands:
             "memory": self._memory,
             "remember": self._remember,
             "forget": self._forget,
+            "undo": self._undo,
         }
 
     async def run(self, command: Command, inbound: Inbound) -> str:
@@ -215,8 +226,13 @@ class Commands:
             return FORGET_USAGE
         scope, key = self.access.scope_for(inbound), inbound.session_key
         async with self.locks.hold(key):  # no note is appended meanwhile
-            forgotten = await self.edits.forget(scope, key, args)
-        return forget_receipt(args, forgotten)
+            forgotten = await self.memory.forget(scope, key, args)
+        return forget_receipt(args, forgotten, undo_minutes=self.undo_minutes)
+
+    async def _undo(self, inbound: Inbound, args: str) -> str:
+        async with self.locks.hold(inbound.session_key):
+            undone, expired = await self.memory.undo(inbound.session_key)
+        return undo_receipt(undone, expired=expired, undo_minutes=self.undo_minutes)
 
 
 def keep_count(args: str, *, default: int) -> int | None:
@@ -246,21 +262,3 @@ def compact_receipt(result: CompactionResult, *, keep: int) -> str:
         f"~{result.tokens_before:,} → ~{result.tokens_after:,} tokens. "
         f"{how}; a verbatim copy is in the history."
     )
-
-
-def forget_receipt(needle: str, forgotten: Forgotten) -> str:
-    """Each removed line with its file, at most `RECEIPT_LINES` of them."""
-    removed = forgotten.removed
-    if removed:
-        lines = [
-            f"Forgot {len(removed)} line{'' if len(removed) == 1 else 's'} containing “{needle}”:"
-        ]
-    else:
-        lines = [f"Nothing in this chat's memory contains “{needle}”."]
-    for item in removed[:RECEIPT_LINES]:
-        lines.append(f"{item.file}: {shorten(item.line, RECEIPT_CHARS, placeholder=' …')}")
-    if len(removed) > RECEIPT_LINES:
-        lines.append(f"… and {len(removed) - RECEIPT_LINES} more")
-    if forgotten.skipped:
-        lines.append(f"Left alone (not text): {', '.join(forgotten.skipped)}")
-    return "\n".join(lines)

@@ -1,0 +1,168 @@
+"""Undo data: what a /forget rewrote, kept under `state/undo/` for a short while, then deleted.
+
+One folder per chat (`state/undo/<encoded chat key>/`) holds the last forget only: a manifest
+(versioned JSON: when, and for each file rewritten its path, kind, the digest of what forget
+wrote) and each file's original bytes beside it. Past `keep` it is expired: `load` finds
+nothing and `purge` deletes it — from then on the removed text is gone from disk. As a service
+it purges at start and then every minute. Folders 0700, files 0600, every write atomic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.storage.files import atomic_write_bytes, atomic_write_text, ensure_dir
+from bot.storage.workspace import encode_key
+
+log = structlog.get_logger(__name__)
+VERSION = 1
+MANIFEST = "manifest.json"
+PURGE_EVERY = 60.0  # seconds
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One file a forget rewrote."""
+
+    path: Path
+    kind: str  # "lines" (markdown, JSONL) or "messages" (a session or job document)
+    original: bytes
+    written: str  # digest of what forget wrote
+
+
+@dataclass(frozen=True)
+class Undo:
+    at: datetime
+    needle: str
+    files: tuple[Kept, ...]
+
+
+class UndoStore:
+    def __init__(self, folder: Path, *, keep: timedelta, now: Callable[[], datetime]) -> None:
+        self.folder = folder
+        self.keep = keep
+        self.now = now
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ writes (blocking)
+
+    def begin(self, chat: str, needle: str) -> None:
+        """Start a new undo for `chat`, replacing the one before."""
+        folder = self._folder(chat)
+        shutil.rmtree(folder, ignore_errors=True)
+        ensure_dir(folder)
+        self._save(folder, {"at": self.now().isoformat(), "needle": needle, "files": []})
+
+    def keep_file(
+        self, chat: str, path: Path, *, kind: str, original: bytes, written: bytes
+    ) -> None:
+        """Keep `path`'s original bytes before forget writes `written` over them."""
+        folder = self._folder(chat)
+        manifest = self._read(folder)
+        if manifest is None:
+            return
+        blob = f"{len(manifest['files'])}.orig"
+        atomic_write_bytes(folder / blob, original)
+        entry = {"path": str(path), "kind": kind, "blob": blob, "written": digest(written)}
+        manifest["files"].append(entry)
+        self._save(folder, manifest)
+
+    def drop(self, chat: str) -> None:
+        shutil.rmtree(self._folder(chat), ignore_errors=True)
+
+    def purge(self) -> int:
+        """Delete every expired undo; how many."""
+        if not self.folder.is_dir():
+            return 0
+        expired = [f for f in self.folder.iterdir() if f.is_dir() and self._expired(f)]
+        for folder in expired:
+            shutil.rmtree(folder, ignore_errors=True)
+        return len(expired)
+
+    # ------------------------------------------------------------------ reads (blocking)
+
+    def load(self, chat: str) -> Undo | None:
+        """The chat's undo, or None when there is none or it expired (then it is deleted)."""
+        folder = self._folder(chat)
+        manifest = self._read(folder)
+        if manifest is None:
+            return None
+        at = datetime.fromisoformat(manifest["at"])
+        if self.now() - at > self.keep:
+            self.drop(chat)
+            return None
+        files = tuple(
+            Kept(Path(e["path"]), e["kind"], (folder / e["blob"]).read_bytes(), e["written"])
+            for e in manifest["files"]
+        )
+        return Undo(at=at, needle=str(manifest["needle"]), files=files)
+
+    def expired(self, chat: str) -> bool:
+        """True when the chat had an undo that has expired (it is deleted now)."""
+        folder = self._folder(chat)
+        if not folder.is_dir() or not self._expired(folder):
+            return False
+        self.drop(chat)
+        return True
+
+    # ------------------------------------------------------------------ the service
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self.purge)
+        self._task = asyncio.create_task(self._every_minute(), name="undo-purge")
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def _every_minute(self) -> None:
+        while True:
+            await asyncio.sleep(PURGE_EVERY)
+            try:
+                await asyncio.to_thread(self.purge)
+            except OSError:  # the background boundary: tried again next minute
+                log.warning("undo_purge_failed", exc_info=True)
+
+    # ------------------------------------------------------------------ files
+
+    def _folder(self, chat: str) -> Path:
+        return self.folder / encode_key(chat)
+
+    def _expired(self, folder: Path) -> bool:
+        manifest = self._read(folder)
+        if manifest is None:
+            return True
+        return self.now() - datetime.fromisoformat(manifest["at"]) > self.keep
+
+    @staticmethod
+    def _read(folder: Path) -> dict[str, Any] | None:
+        try:
+            document = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return (
+            document if isinstance(document, dict) and document.get("version") == VERSION else None
+        )
+
+    @staticmethod
+    def _save(folder: Path, manifest: dict[str, Any]) -> None:
+        atomic_write_text(folder / MANIFEST, json.dumps({**manifest, "version": VERSION}))
