@@ -29,6 +29,7 @@ from bot.systems.persist import MemoryPersist
 from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
 from bot.tools.clock import CurrentTime
+from bot.tools.memory_edit import MemoryEdit
 from bot.tools.memory_get import MemoryGet
 from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
 from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
@@ -149,6 +150,7 @@ def build_tools(
             MemoryUpdate(writer),
             MemoryPromote(writer),
             MemoryForget(writer, undo_minutes=settings.memory.undo_minutes),
+            MemoryEdit(writer),
         ]
     )
 

@@ -10,6 +10,7 @@ file line or session turn), then the search index (derived, synced from the file
     /forget, /undo, forget, undo      every place a text is (files, items, sessions) → index
     memory_forget                     (scrubbed); undo puts it back within minutes
     memory_add/update/promote         items → index
+    memory_edit     edit_line         a MEMORY.md line replaced or deleted → its items → index
     /new, renewal   clear_working     the session's working memory
     upkeep          decay             idle items lose salience → index
                     archive_notes     notes past retention → archive/ → index
@@ -33,7 +34,7 @@ from bot.memory.forgetting import Forgetting, Forgotten, Undone
 from bot.memory.items.turn import TurnMemoryEvent, turn_reference
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes
-from bot.memory.notes.long_term import LongTermMemory
+from bot.memory.notes.long_term import LineEdit, LongTermMemory
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.upkeep.archiving import archive_notes
@@ -223,6 +224,21 @@ class MemoryWriter:
         if self.items is None:
             raise RuntimeError("structured items are off")
         return self.items
+
+    async def edit_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
+        """The model's correction of MEMORY.md (or chat memory): one line replaced or deleted
+        under the same lock as every other change (a hand edit is never overwritten); the
+        items made of that line follow, then the index. `NotTextError` for a file that is
+        not text."""
+        edit = await self.long_term.replace_line(scope, old, new)
+        if edit.before is None:
+            return edit
+        if self.items is not None:
+            await _attempt(
+                "edited_items", self.items.retext(scope, edit.before, edit.after), default=0
+            )
+        await self.sync_index()
+        return edit
 
     def find(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
         """The scope's item with this id (blocking; for `memory_forget`)."""

@@ -170,6 +170,21 @@ class ItemWriter:
             return None
         return (await self._put(promoted(item, self.now())))[0]
 
+    async def retext(self, scope: MemoryScope, before: str, after: str | None) -> int:
+        """The semantic items made of the line `before` now say `after` (forgotten when the
+        line was deleted); how many changed."""
+        old = fingerprint(before)
+        items = await asyncio.to_thread(self.store.items, scope, MemoryLayer.SEMANTIC)
+        changed = 0
+        for item in (i for i in items if i.fingerprint == old and i.status != "forgotten"):
+            if after is None:
+                changed += await self.forget(scope, item.id) is not None
+            else:
+                changed += (
+                    await self.update(scope, item.id, text=after.strip().lstrip("-*+ ")) is not None
+                )
+        return changed
+
     async def forget(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
         """Mark an item forgotten (kept on disk, never shown); None when there is no such item."""
         return await self._change(

@@ -81,6 +81,45 @@ class LongTermMemory:
                 await asyncio.to_thread(atomic_write_text, path, kept)
             return removed
 
+    async def replace_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
+        """Replace the one line holding `old` (case-insensitive) with `new`, or delete it when
+        `new` is blank; nothing changes unless exactly one line matches. `NotTextError` when
+        the file is not text."""
+        path = self.workspace.long_term_path(scope)
+        async with self.locks.hold(path):
+            current = await asyncio.to_thread(_text_to_change, path) or ""
+            lines = current.splitlines(keepends=True)
+            found = [i for i, line in enumerate(lines) if old.casefold() in line.casefold()]
+            if len(found) != 1:
+                return LineEdit(before=None, after=None, matches=tuple(lines[i] for i in found))
+            at = found[0]
+            before = lines[at].rstrip("\r\n")
+            after = _keeping_shape(before, new) if new.strip() else None
+            lines[at] = "" if after is None else after + _ending(lines[at])
+            await asyncio.to_thread(atomic_write_text, path, "".join(lines))
+            return LineEdit(before=before, after=after, matches=(before,))
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    before: str | None  # the line changed, None when nothing was (no match, or several)
+    after: str | None  # its new text, None when it was deleted (or nothing changed)
+    matches: tuple[str, ...]  # the lines that held the text
+
+
+def _keeping_shape(line: str, new: str) -> str:
+    """`new` written as the line was: its indent and list bullet kept unless `new` has one."""
+    stripped = new.strip()
+    indent = line[: len(line) - len(line.lstrip())]
+    bullet = next((b for b in ("- ", "* ", "+ ") if line.lstrip().startswith(b)), "")
+    if stripped.startswith(("- ", "* ", "+ ", "#")):
+        bullet = ""
+    return f"{indent}{bullet}{stripped}"
+
+
+def _ending(line: str) -> str:
+    return line[len(line.rstrip("\r\n")) :]
+
 
 def _text_to_change(path: Path) -> str | None:
     """The file's text before a change (None if missing); `NotTextError` if it is not text."""

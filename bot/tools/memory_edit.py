@@ -1,0 +1,103 @@
+"""`memory_edit`: the model corrects long-term memory — one line of MEMORY.md or of this chat's
+own memory, found by its text, replaced or deleted (seed 000 lets the model edit the file).
+
+It goes through the memory writer, under the same lock as every other change, so a person's
+hand edit is never overwritten. Privacy (DESIGN §3): "memory" is the turn's own scope (global
+only in an owner's private chat), "chat" this chat's own memory; nothing else is reachable.
+No line or several lines holding the text change nothing: the answer says so and lists them.
+"""
+
+from __future__ import annotations
+
+from textwrap import shorten
+from typing import Any, Protocol
+
+from bot.errors import NotTextError, ToolError
+from bot.memory.notes.long_term import LineEdit
+from bot.models import MemoryScope, ToolSpec
+from bot.tools import arguments
+from bot.tools.registry import ToolContext
+
+MAX_CHARS = 2000
+SHOWN = 5
+
+
+class LineEditor(Protocol):
+    async def edit_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit: ...
+
+
+class MemoryEdit:
+    spec = ToolSpec(
+        name="memory_edit",
+        description=(
+            "Correct long-term memory: replace one line of MEMORY.md (where=memory) or of this "
+            "chat's memory (where=chat), found by its text, with new text; leave new out (or "
+            "empty) to delete the line. The text must match exactly one line."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "old": {
+                    "type": "string",
+                    "description": "The line's text, or a part of it found in no other line.",
+                    "minLength": 3,
+                    "maxLength": MAX_CHARS,
+                },
+                "new": {
+                    "type": "string",
+                    "description": "What the line should say; empty or absent to delete it.",
+                    "maxLength": MAX_CHARS,
+                },
+                "where": {
+                    "type": "string",
+                    "enum": ["memory", "chat"],
+                    "description": "Default memory.",
+                },
+            },
+            "required": ["old"],
+            "additionalProperties": False,
+        },
+    )
+
+    def __init__(self, memory: LineEditor) -> None:
+        self.memory = memory
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        arguments.only(args, ("old", "new", "where"))
+        old = arguments.text(args, "old", max_chars=MAX_CHARS)
+        new = _new(args)
+        where = arguments.choice(args, "where", options=("memory", "chat"), default="memory")
+        scope = ctx.scope if where == "memory" else MemoryScope(chat_key=ctx.session_key)
+        name = "MEMORY.md" if where == "memory" else "this chat's memory"
+        try:
+            edit = await self.memory.edit_line(scope, old, new)
+        except NotTextError as exc:
+            raise ToolError(f"{name} is not readable as text; it was left alone") from exc
+        return _answer(edit, name, old)
+
+
+def _new(args: dict[str, Any]) -> str:
+    value = args.get("new")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ToolError("`new` is the line's new text, a string")
+    if len(value) > MAX_CHARS or "\n" in value.strip():
+        raise ToolError(f"`new` is one line of at most {MAX_CHARS} characters")
+    return value
+
+
+def _answer(edit: LineEdit, name: str, old: str) -> str:
+    if edit.before is None and not edit.matches:
+        raise ToolError(f"no line of {name} holds {old!r}; nothing was changed")
+    if edit.before is None:
+        lines = "; ".join(
+            shorten(line.strip(), 120, placeholder=" …") for line in edit.matches[:SHOWN]
+        )
+        raise ToolError(
+            f"{len(edit.matches)} lines of {name} hold {old!r} ({lines}); give more of the "
+            "line's text so that it matches one; nothing was changed"
+        )
+    if edit.after is None:
+        return f"deleted from {name}: {edit.before.strip()}"
+    return f"changed in {name}: {edit.before.strip()} → {edit.after.strip()}"
