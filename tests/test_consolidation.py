@@ -16,13 +16,14 @@ from typing import Any
 import pytest
 
 from bot.app import App
+from bot.llm.tokens import TokenCounter
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.models import GLOBAL_SCOPE, ChatMessage
-from bot.settings import MemorySettings
+from bot.settings import CompactionSettings, MemorySettings
 from bot.storage.jobs import JobStore, new_job
 from bot.systems.persist import consolidation_cut
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step, ToolCalls
-from tests.harness import FRIEND, OWNER, make_settings, started_app
+from tests.harness import FRIEND, OWNER, make_settings, models_file, started_app
 from tests.talk import say as say_at
 from tests.talk import session
 
@@ -632,3 +633,53 @@ async def test_fenced_and_list_shaped_answers_are_stored_clean(
     history = (memory / "HISTORY.md").read_text()
     assert "Talked about Porto.\nAnn visits in May." in history
     assert "```" not in history and "[raw-fallback]" not in history
+
+
+# ----------------------------------------------------------------------------- within the window
+
+
+def model_answers(request: dict[str, Any]) -> Reply:
+    """A consolidation answer for a conversation, a compressed half for a part of memory."""
+    system, user = (m["content"] for m in request["messages"][:2])
+    if system.startswith("You compress"):
+        part = user.split("\n", 1)[1].splitlines()
+        return Reply(json.dumps({"memory_update": "\n".join(part[: len(part) // 2])}))
+    return Reply(
+        json.dumps({"history_entry": "[2026-02-07 10:00] More talk.", "memory_update": None})
+    )
+
+
+async def test_no_request_exceeds_the_models_window_and_nothing_is_lost(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path, tmp_path: Path
+) -> None:
+    window = 2000
+    big = "# Facts\n" + "".join(
+        f"- fact number {n}: the quick brown fox jumps\n" for n in range(150)
+    )
+    (memory / "MEMORY.md").write_text(big)
+    fake_openai.answer_all(model_answers)
+    compaction = CompactionSettings(models_file=models_file(tmp_path, window=window))
+    settings = make_settings(
+        workspace,
+        telegram=None,
+        openai=fake_openai,
+        memory=MemorySettings(memory_window=6, keep_messages=2),
+        compaction=compaction,
+    )
+    async with started_app(settings) as app:
+        for n in range(1, 5):
+            fake_openai.script(Reply(f"r{n}"))
+            await say(app, f"m{n} " + "long words here " * 120)
+        await settle(app)
+
+    counter = TokenCounter()
+    upkeep = (ROLE, "You compress")
+    asked = [r for r in fake_openai.requests if r["messages"][0]["content"].startswith(upkeep)]
+    sizes = [sum(counter.count(m["content"] or "") for m in r["messages"]) for r in asked]
+    assert max(sizes) <= window
+    consolidations_asked = consolidations(fake_openai)
+    assert len(consolidations_asked) >= 2  # the conversation went in parts
+    assert any(r["messages"][0]["content"].startswith("You compress") for r in asked)
+    assert len((memory / "MEMORY.md").read_text()) < len(big)
+    history = (memory / "HISTORY.md").read_text()
+    assert history.count("More talk.") == len(consolidations_asked)

@@ -248,10 +248,11 @@ async def test_consolidation_facts_become_indexed_semantic_items(
         hits = search(app, "harbour office", [""])
 
     [fact] = items(workspace, "semantic")
-    assert (fact["text"], fact["references"]) == (
-        "Ann works at the harbour office.",
-        ["consolidation"],
-    )
+    [line] = fact["references"]  # its source: the MEMORY.md line consolidation wrote
+    number = int(line.removeprefix("MEMORY.md#L"))
+    memory = (workspace / "memory" / "MEMORY.md").read_text().splitlines()
+    assert fact["text"] == "Ann works at the harbour office."
+    assert memory[number - 1].endswith("Ann works at the harbour office.")
     assert any(h.kind == "item" and h.path == f"items/semantic.jsonl#{fact['id']}" for h in hits)
 
 

@@ -18,7 +18,7 @@ from bot.app.conversation import (
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.llm.openai_chat import OpenAIChat
-from bot.memory.items.indexing import IndexedFacts
+from bot.llm.windows import load_windows
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
@@ -35,6 +35,8 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Commands
 from bot.turn.runner import TurnRunner
+
+OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
 
 class Service(Protocol):
@@ -79,13 +81,13 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
-    consolidator = _build_consolidator(settings, workspace, llm, memory, recall, now)
-    compaction = build_compaction(settings, sessions, llm, memory, now)
-    lightrag = build_lightrag(settings, now)
     undo = UndoStore(
         workspace.undo_dir, keep=timedelta(minutes=settings.memory.undo_minutes), now=now
     )
     writer = build_writer(workspace, memory, recall, undo)
+    consolidator = _build_consolidator(settings, workspace, llm, writer, memory.tokens.count, now)
+    compaction = build_compaction(settings, sessions, llm, memory, writer, now)
+    lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
     pipeline = build_pipeline(
         settings,
@@ -193,22 +195,24 @@ def _build_consolidator(
     settings: Settings,
     workspace: Workspace,
     llm: OpenAIChat,
-    memory: Memory,
-    recall: ItemsAndIndex,
+    writer: MemoryWriter,
+    count: Callable[[str], int],
     now: Callable[[], datetime],
 ) -> Consolidator:
+    model = settings.llm.fast_model or settings.llm.model
+    window = load_windows(settings.compaction.models_file).for_model(model)
     return Consolidator(
         llm=llm,
-        model=settings.llm.fast_model or settings.llm.model,
-        long_term=memory.long_term,
-        history=memory.history,
+        model=model,
+        memory=writer,
         jobs=JobStore(workspace.consolidation_dir),
         now=now,
         max_memory_size=settings.memory.max_memory_size,
         timeout=settings.memory.consolidation_timeout,
         raw_fallback_messages=settings.memory.raw_fallback_messages,
         raw_fallback_chars=settings.memory.raw_fallback_chars,
-        facts=IndexedFacts(recall.item_writer, recall.index),
+        count=count,
+        request_tokens=window - min(OUTPUT_RESERVE, window // 4),
     )
 
 

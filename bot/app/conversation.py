@@ -52,6 +52,7 @@ def build_compaction(
     sessions: SessionStore,
     llm: OpenAIChat,
     memory: Memory,
+    writer: MemoryWriter,
     now: Callable[[], datetime],
 ) -> Compaction:
     config = settings.compaction
@@ -67,7 +68,7 @@ def build_compaction(
         llm=llm,
         model=settings.llm.fast_model or settings.llm.model,
         sessions=sessions,
-        history=memory.history,
+        history=writer,
         meter=meter,
         now=now,
         temperature=config.summary_temperature,

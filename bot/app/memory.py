@@ -113,6 +113,7 @@ def build_writer(
         workspace,
         memory.file_locks,
         long_term=memory.long_term,
+        history=memory.history,
         notes=memory.notes,
         working=memory.working,
         items=recall.item_writer,

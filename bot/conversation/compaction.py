@@ -18,15 +18,14 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
-from typing import Literal
+from typing import Literal, Protocol
 
 import structlog
 
 from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.llm.meter import PromptMeter
-from bot.memory.notes.history import HistoryLog
-from bot.memory.upkeep.consolidation import conversation_lines
+from bot.memory.upkeep.requests import conversation_lines
 from bot.models import ChatMessage, MemoryScope, Session
 from bot.storage.sessions import SessionStore
 
@@ -62,6 +61,12 @@ class CompactionResult:
         return self.outcome == "summary"
 
 
+class HistoryWriter(Protocol):
+    """Where the checkpoint goes: the scope's history, through the memory writer."""
+
+    async def append_history(self, scope: MemoryScope, entry: str, at: datetime) -> None: ...
+
+
 class Compactor:
     def __init__(
         self,
@@ -69,7 +74,7 @@ class Compactor:
         llm: LLM,
         model: str,  # the fast tier
         sessions: SessionStore,
-        history: HistoryLog,
+        history: HistoryWriter,
         meter: PromptMeter,
         now: Callable[[], datetime],
         temperature: float,
@@ -155,7 +160,7 @@ class Compactor:
         kept = await self.sessions.archive_part(session, messages)
         where = kept.relative_to(self.sessions.workspace.root).as_posix() if kept else "nowhere"
         entry = checkpoint_entry(len(messages), reason=reason, where=where)
-        await self.history.append(scope, entry, self.now())
+        await self.history.append_history(scope, entry, self.now())
 
     def _result(self, before: Session, after: Session, outcome: Outcome) -> CompactionResult:
         return CompactionResult(

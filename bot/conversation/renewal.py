@@ -21,7 +21,8 @@ from typing import Protocol
 import structlog
 
 from bot.conversation.compaction import summary_text
-from bot.memory.upkeep.consolidation import ConsolidationQueue, conversation_lines
+from bot.memory.upkeep.consolidation import ConsolidationQueue
+from bot.memory.upkeep.requests import conversation_lines
 from bot.models import ChatMessage, MemoryScope, Session
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore

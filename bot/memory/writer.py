@@ -12,6 +12,10 @@ file line or session turn), then the search index (derived, synced from the file
     memory_add/update/promote         items → index
     memory_edit     edit_line         a MEMORY.md line replaced or deleted → its items → index
     /new, renewal   clear_working     the session's working memory
+    consolidation   replace_memory    MEMORY.md rewritten if unchanged → items of new lines → index
+                    merge_facts       new lines appended → items → index
+    consolidation,  append_history    an entry (or a compaction's checkpoint) in HISTORY
+    compaction
     upkeep          decay             idle items lose salience → index
                     archive_notes     notes past retention → archive/ → index
 
@@ -34,7 +38,8 @@ from bot.memory.forgetting import Forgetting, Forgotten, Undone
 from bot.memory.items.turn import TurnMemoryEvent, turn_reference
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes
-from bot.memory.notes.long_term import LineEdit, LongTermMemory
+from bot.memory.notes.history import HistoryLog
+from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText, new_lines
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.upkeep.archiving import archive_notes
@@ -74,6 +79,7 @@ class MemoryWriter:
         locks: FileLocks,
         *,
         long_term: LongTermMemory,
+        history: HistoryLog,
         notes: DailyNotes,
         working: WorkingMemory,
         items: ItemWriter | None = None,  # None: no structured items
@@ -84,6 +90,7 @@ class MemoryWriter:
         self.workspace = workspace
         self.locks = locks
         self.long_term = long_term
+        self.history = history
         self.notes = notes
         self.working = working
         self.items = items
@@ -142,6 +149,37 @@ class MemoryWriter:
             await self._fact_items(scope, added, extra=())
             await self.sync_index()
         return added[0] if added else None
+
+    # ------------------------------------------------------------------ consolidation, compaction
+
+    def snapshot(self, scope: MemoryScope) -> MemoryText:
+        """MEMORY.md as it is now, with its digest (blocking)."""
+        return self.long_term.snapshot(scope)
+
+    async def replace_memory(self, scope: MemoryScope, seen: MemoryText, text: str) -> bool:
+        """Consolidation's rewrite of MEMORY.md, applied only if the file is still what the
+        model saw (a hand edit is never overwritten): False when it changed. The lines it adds
+        become items. `NotTextError` for a file that is not text."""
+        if not await self.long_term.replace_if_unchanged(scope, seen.digest, text):
+            return False
+        added = new_lines(text, seen=seen.text, current=seen.text)
+        await self._fact_items(scope, added, extra=())
+        await self.sync_index()
+        return True
+
+    async def merge_facts(
+        self, scope: MemoryScope, facts: Sequence[str], *, section: str
+    ) -> list[str]:
+        """Facts appended under `## section` (those not there yet), then their items."""
+        added = await self.long_term.append_facts(scope, facts, section=section)
+        if added:
+            await self._fact_items(scope, added, extra=())
+            await self.sync_index()
+        return added
+
+    async def append_history(self, scope: MemoryScope, entry: str, at: datetime) -> None:
+        """A consolidation's entry, or a compaction's checkpoint, in HISTORY (and its month)."""
+        await self.history.append(scope, entry, at)
 
     # ------------------------------------------------------------------ upkeep
 

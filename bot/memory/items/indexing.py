@@ -10,10 +10,8 @@ The index learns of a changed item the way it learns of any changed file: by a s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import structlog
 
@@ -22,8 +20,7 @@ from bot.index.sources import scope_of
 from bot.index.store import SourceUpdate
 from bot.index.sync import digest_of
 from bot.memory.items.format import ItemFormatError, decode
-from bot.memory.items.writer import ItemWriter
-from bot.models import MemoryItem, MemoryScope
+from bot.models import MemoryItem
 
 log = structlog.get_logger(__name__)
 KIND = "item"
@@ -72,23 +69,3 @@ def _update(path: str, item: MemoryItem, scope: str, chunker: Chunker) -> Source
     )
     digest = digest_of(item.text, scope, item.salience, item.updated_at.isoformat())
     return SourceUpdate(f"item:{cited}", tuple(chunks), digest=digest)
-
-
-class IndexSync(Protocol):
-    async def sync(self) -> None: ...
-
-
-class IndexedFacts:
-    """`add_facts` whose items are searchable at once: for writers outside a turn
-    (consolidation), whose files no system 55 will sync."""
-
-    def __init__(self, writer: ItemWriter, index: IndexSync) -> None:
-        self.writer = writer
-        self.index = index
-
-    async def add_facts(
-        self, scope: MemoryScope, facts: Iterable[str], *, source: str
-    ) -> list[MemoryItem]:
-        items = await self.writer.add_facts(scope, facts, sources=[source])
-        await self.index.sync()
-        return items

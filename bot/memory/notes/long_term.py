@@ -172,3 +172,23 @@ def _insert(current: str, lines: list[str], section: str | None) -> str:
 
 def _with_newline(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
+
+
+def new_lines(update: str, *, seen: str, current: str) -> list[str]:
+    """Lines the model added: in `update` but neither in what it saw nor in the file now (so a
+    fact deleted by hand meanwhile is not brought back). Headings and bullets are dropped."""
+    known = {bare_line(line) for line in (seen + "\n" + current).splitlines()}
+    found: list[str] = []
+    for line in update.splitlines():
+        fact = bare_line(line)
+        if fact and not fact.startswith("#") and fact not in known and fact not in found:
+            found.append(fact)
+    return found
+
+
+def bare_line(line: str) -> str:
+    stripped = line.strip()
+    for bullet in ("- ", "* ", "+ "):
+        if stripped.startswith(bullet):
+            return stripped[len(bullet) :].strip()
+    return stripped
