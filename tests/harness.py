@@ -27,6 +27,7 @@ from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 
 REPO = Path(__file__).resolve().parents[1]
+SMALL_MODEL2VEC = REPO / "tests" / "data" / "minilm-m2v-small"  # see tests/data/small_model.py
 OWNER = 1001
 FRIEND = 2002
 STRANGER = 3003

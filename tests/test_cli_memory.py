@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import REPO
+from tests.harness import REPO, SMALL_MODEL2VEC
 from tests.talk import GROUP, GROUP_DIR, write
 
-MODEL2VEC = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+MODEL2VEC = SMALL_MODEL2VEC
 CHAT = f"telegram:{GROUP}"
 AT = "2026-11-20T09:00:00+00:00"
 
@@ -135,7 +135,7 @@ def test_the_local_embedder_is_used_when_configured(workspace: Path) -> None:
     )
 
     assert found.returncode == 0, found.stderr
-    assert "embedder: model2vec:minilm-m2v-256:256" in found.stdout
+    assert "embedder: model2vec:minilm-m2v-small:256" in found.stdout
     assert "files     5 indexed, 5 vectors" in found.stdout
 
 

@@ -19,10 +19,10 @@ from bot.eval.report import Answer, Retrieved, score
 from bot.index import Hit
 from bot.index.search import snippet
 from bot.storage.workspace import Workspace
-from tests.harness import REPO
+from tests.harness import REPO, SMALL_MODEL2VEC
 
 EVALSET = REPO / "tests" / "data" / "evalset.json"
-MODEL = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+MODEL = SMALL_MODEL2VEC
 RECALLS = ("recall@5", "recall@10", "recall@budget")
 
 

@@ -16,8 +16,9 @@ from bot.index.memory_index import INDEX_FILE
 from bot.llm.embeddings import OpenAIEmbedder
 from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import EMBEDDING_DIMENSIONS, FakeOpenAI
+from tests.harness import SMALL_MODEL2VEC
 
-MODEL = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+MODEL = SMALL_MODEL2VEC
 
 
 def openai_embedder(fake: FakeOpenAI, api_key: str = "sk-test") -> OpenAIEmbedder:

@@ -13,8 +13,9 @@ from bot.index import Exchange, MemoryIndex, Model2VecEmbedder
 from bot.index.vectors import VectorCache
 from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.storage.workspace import Workspace
+from tests.harness import SMALL_MODEL2VEC
 
-MODEL = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+MODEL = SMALL_MODEL2VEC
 GROUP, OTHER, TOPIC = "telegram:-100", "telegram:-200", "telegram:-100:7"
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 

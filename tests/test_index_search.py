@@ -13,8 +13,9 @@ from bot.index.keyword import KeywordSearch
 from bot.index.query import fts_expression, query_terms
 from bot.index.search import SNIPPET_CHARS, fuse
 from bot.storage.workspace import Workspace
+from tests.harness import SMALL_MODEL2VEC
 
-MODEL = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+MODEL = SMALL_MODEL2VEC
 NOW = datetime.now(UTC)
 FACTS = [
     "Mia practises the violin every evening before dinner.",

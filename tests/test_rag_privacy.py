@@ -12,10 +12,10 @@ import pytest
 from bot.app import App
 from bot.settings import RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.harness import FRIEND, make_settings, started_app
+from tests.harness import FRIEND, SMALL_MODEL2VEC, make_settings, started_app
 from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, relevant_section, say, write
 
-MODEL2VEC = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+MODEL2VEC = SMALL_MODEL2VEC
 OTHER_GROUP = -100777
 OTHER_GROUP_DIR = f"chats/telegram%3A{OTHER_GROUP}"
 FRIEND_DIR = f"chats/telegram%3A{FRIEND}"

@@ -17,11 +17,11 @@ from bot.index import Hit
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.settings import ItemSettings, MemorySettings, RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.harness import make_settings, started_app
+from tests.harness import SMALL_MODEL2VEC, make_settings, started_app
 from tests.talk import GROUP, GROUP_DIR, memory_section, relevant_section, say, write
 
 CONSOLIDATED = '{"history_entry": "[2026-11-24 09:00] Where the key is.", "memory_update": null}'
-MODEL2VEC = Path(__file__).resolve().parents[2] / "shared/models/minilm-m2v-256"
+MODEL2VEC = SMALL_MODEL2VEC
 EXCHANGE_CITATION = re.compile(r"\[sessions/telegram%3A1001#[0-9a-f]{12}#L1-L2\]")
 
 
