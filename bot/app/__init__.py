@@ -81,9 +81,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
-    undo = UndoStore(
-        workspace.undo_dir, keep=timedelta(minutes=settings.memory.undo_minutes), now=now
-    )
+    undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     writer = build_writer(workspace, memory, recall, undo)
     consolidator = _build_consolidator(settings, workspace, llm, writer, memory.tokens.count, now)
     compaction = build_compaction(settings, sessions, llm, memory, writer, now)
@@ -105,17 +103,24 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     runner = _build_runner(
         settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer
     )
-    services: list[Service] = [
-        recall.index,  # first: opened and synced before anything else starts
-        *([ItemDecay(writer, workspace)] if settings.memory.items.decay_enabled else []),
-        _build_note_archive(settings, workspace, writer, now),
-        consolidator,
-        undo,
-        *([lightrag] if lightrag else []),
-    ]
+    upkeep = _build_upkeep(settings, workspace, writer, now)
+    services = [recall.index, *upkeep, consolidator, undo, *([lightrag] if lightrag else [])]
     return App(
         runner=runner, llm=llm, workspace=workspace, now=now, services=services, recall=recall
-    )
+    )  # the index first: opened and synced before anything else starts
+
+
+def minutes(count: int) -> timedelta:
+    return timedelta(minutes=count)
+
+
+def _build_upkeep(
+    settings: Settings, workspace: Workspace, writer: MemoryWriter, now: Callable[[], datetime]
+) -> list[Service]:
+    """The daily upkeep of memory: item decay (when on) and archiving old notes."""
+    archive = NoteArchive(writer, workspace, retention_days=settings.memory.retention_days, now=now)
+    decaying = settings.memory.items.decay_enabled
+    return [*([ItemDecay(writer, workspace)] if decaying else []), archive]
 
 
 def _build_runner(
@@ -171,12 +176,6 @@ def _build_inventory(
     return MemoryInventory(
         workspace, memory.reader, memory.recall, memory.history, memory.working, now=now
     )
-
-
-def _build_note_archive(
-    settings: Settings, workspace: Workspace, writer: MemoryWriter, now: Callable[[], datetime]
-) -> NoteArchive:
-    return NoteArchive(writer, workspace, retention_days=settings.memory.retention_days, now=now)
 
 
 def _build_llm(settings: Settings, api_key: str) -> OpenAIChat:

@@ -1,0 +1,143 @@
+"""A file without a text, and with it again: the byte-level rewrites `Forgetting` makes.
+
+Markdown and JSONL files lose every line holding the text (every other byte kept); a session
+or job document marks every message holding it (`MARKER`). Putting back: a file as forget left
+it gets its original bytes; one that only grew since gets the original plus what was added; a
+document gets its messages' contents back where the marker still stands; any other change keeps
+the file and adds the removed lines at its end. Pure functions over bytes, blocking I/O only in
+`put_back`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from bot.storage.files import atomic_write_bytes
+from bot.storage.lines import decode_text
+from bot.storage.undo import Kept, digest
+
+MARKER = "[forgotten]"
+FORGET_MIN_CHARS = 3  # a shorter text would match too much
+
+
+def without_lines(data: bytes, needle: str) -> tuple[bytes, list[str]] | None:
+    if decode_text(data) is None:
+        return None
+    text = data.decode("utf-8", errors="surrogateescape")
+    lowered = needle.casefold()
+    kept: list[str] = []
+    removed: list[str] = []
+    for line in text.splitlines(keepends=True):
+        (removed if lowered in line.casefold() else kept).append(line)
+    printable = [_shown(_printable(line.rstrip("\r\n"))) for line in removed]
+    return "".join(kept).encode("utf-8", errors="surrogateescape"), printable
+
+
+def without_messages(data: bytes, needle: str) -> tuple[bytes, list[str]] | None:
+    document = document_of(data)
+    if document is None:
+        return None
+    lowered, removed = needle.casefold(), []
+    for message in document["messages"]:
+        if isinstance(message, dict) and lowered in _said(message).casefold():
+            removed.append(str(message.get("content") or "")[:200])
+            message["content"] = MARKER
+            for call in message.get("tool_calls") or ():
+                call["arguments"] = "{}"
+    return _encode(document), removed
+
+
+def _said(message: dict[str, Any]) -> str:
+    calls = " ".join(str(c.get("arguments", "")) for c in message.get("tool_calls") or ())
+    return f"{message.get('content') or ''} {calls}"
+
+
+def put_back(kept: Kept, needle: str) -> Literal["restored", "changed", "missing"]:
+    try:
+        current = kept.path.read_bytes()
+    except FileNotFoundError:
+        return "missing"
+    if digest(current) == kept.written:
+        atomic_write_bytes(kept.path, kept.original)
+        return "restored"
+    if kept.kind == "messages":
+        return _put_back_messages(kept, current)
+    return _put_back_lines(kept, current, needle)
+
+
+def _put_back_lines(kept: Kept, current: bytes, needle: str) -> Literal["restored", "changed"]:
+    done = without_lines(kept.original, needle)  # what forget wrote, made again
+    written = done[0] if done is not None and digest(done[0]) == kept.written else None
+    if written is not None and current.startswith(written):  # only appended to since
+        atomic_write_bytes(kept.path, kept.original + current[len(written) :])
+        return "restored"
+    original = kept.original.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    now = current.decode("utf-8", errors="surrogateescape")
+    lines = set(now.splitlines(keepends=True))
+    back = "".join(line for line in original if line not in lines)
+    joined = now if not now or now.endswith("\n") else now + "\n"
+    atomic_write_bytes(kept.path, (joined + back).encode("utf-8", errors="surrogateescape"))
+    return "changed"
+
+
+def _put_back_messages(kept: Kept, current: bytes) -> Literal["restored", "changed", "missing"]:
+    before, now = document_of(kept.original), document_of(current)
+    if before is None or now is None:
+        return "missing"
+    marked = [m for m in now["messages"] if isinstance(m, dict) and m.get("content") == MARKER]
+    for old in before["messages"]:
+        twin = next((m for m in marked if _same(m, old)), None)
+        if twin is not None and isinstance(old, dict):
+            twin["content"] = old.get("content")
+            if old.get("tool_calls"):
+                twin["tool_calls"] = old["tool_calls"]
+            marked.remove(twin)
+    atomic_write_bytes(kept.path, _encode(now))
+    return "restored"
+
+
+def _same(message: dict[str, Any], old: object) -> bool:
+    if not isinstance(old, dict) or old.get("content") == MARKER:
+        return False
+    keys = ("role", "at", "turn", "tool_call_id")
+    return all(message.get(key) == old.get(key) for key in keys)
+
+
+# ----------------------------------------------------------------------------- documents
+
+
+def document_of(data: bytes) -> dict[str, Any] | None:
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("messages"), list):
+        return None
+    return document
+
+
+def _encode(document: dict[str, Any]) -> bytes:
+    return (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def job_of(path: Path) -> str | None:
+    document = document_of(path.read_bytes()) if path.is_file() else None
+    return None if document is None else str(document.get("session_key"))
+
+
+def _shown(line: str) -> str:
+    """How a removed line reads in the receipt: an item's JSONL line as its text."""
+    if not line.startswith("{"):
+        return line
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return line
+    text = item.get("text") if isinstance(item, dict) else None
+    return text if isinstance(text, str) else line
+
+
+def _printable(line: str) -> str:
+    return line.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
