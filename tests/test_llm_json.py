@@ -167,3 +167,10 @@ def test_a_fenced_value_found_field_by_field_is_unfenced() -> None:
     text = '{"history_entry": "' + ENTRY + '", "memory_update": "```\\n- Lives in Porto\\n```" oops'
 
     assert parse_consolidation(text).memory_update == "- Lives in Porto"
+
+
+def test_a_heading_of_the_request_echoed_back_is_dropped() -> None:
+    update = "## Current Long-term Memory\n# About me\n- My name is Dana."
+    text = json.dumps({"history_entry": ENTRY, "memory_update": update})
+
+    assert parse_consolidation(text).memory_update == "# About me\n- My name is Dana."

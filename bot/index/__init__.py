@@ -1,7 +1,8 @@
 """The embedded search index (system 55, `memory_search`, `# Relevant Memory`): SQLite FTS5
-always, vectors when an embedder is configured. Never the source of truth: delete
-`workspace/index/` and `MemoryIndex.rebuild()` (or the first `sync_files()`) makes it again
-from `memory/`.
+always, vectors when an embedder is configured. Never the source of truth: it is derived from
+the files alone — the memory markdown, the session files (current and archived) and the items'
+JSONL — by one delta sync (`sync_files`, after every turn and at start); delete
+`workspace/index/` and the next sync makes the same index again.
 
     sources.py       a memory path's scope, kind and time; `Exchange`; scope keys
     chunking.py      `Chunk`, `Chunker`: ~400-token chunks, line numbers, ~15% overlap
@@ -11,7 +12,8 @@ from `memory/`.
     vectors.py       `VectorCache`: the vectors in memory, one float32 block per scope
     embedding.py     `Embedder` protocol, `Model2VecEmbedder` (`OpenAIEmbedder`: bot.llm)
     search.py        `Hit`; fusion, tie-breaks, diversity, snippets
-    sync.py          memory files → chunk updates, by (mtime, size) then sha256
+    sync.py          source files → source updates, by (mtime, size) then sha256; markdown
+    transcripts.py   session files → one source per exchange
     memory_index.py  `MemoryIndex`: the one object the app uses (blocking, thread-safe)
     service.py       `IndexService`: the index as an app service, opened and synced at start
     remote.py        `ExchangeSink`, `RemoteSearch`: the seams to a recall server

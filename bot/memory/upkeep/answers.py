@@ -7,9 +7,11 @@
 Real small models answer loosely, so the values are read loosely too, and always end as plain
 text: a list is its items one a line (as `- item` lines for `memory_update`), an object its keys
 as `## key` headings over their values, and fence lines (```` ```markdown ````) inside a value
-are dropped — a fence never reaches MEMORY.md or HISTORY. A number, `null` or an empty value is
-missing, so a malformed answer can never blank out `MEMORY.md`. `removed` (optional) lists the
-MEMORY.md lines the model means to drop; consolidation keeps any other line it leaves out.
+are dropped — a fence never reaches MEMORY.md or HISTORY; nor does a heading of the request
+echoed back (`## Current Long-term Memory`, as Qwen2.5 1.5B did). A number, `null` or an empty
+value is missing, so a malformed answer can never blank out `MEMORY.md`. `removed` (optional)
+lists the MEMORY.md lines the model means to drop; consolidation keeps any other line it leaves
+out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from bot.memory.upkeep.requests import PROMPT_HEADINGS
 
 FIELDS = ("history_entry", "memory_update")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -123,7 +127,11 @@ def _bullet(item: str) -> str:
 
 
 def _unfenced(text: str) -> str | None:
-    kept = [line for line in text.splitlines() if not _FENCE_LINE.match(line)]
+    kept = [
+        line
+        for line in text.splitlines()
+        if not _FENCE_LINE.match(line) and line.strip() not in PROMPT_HEADINGS
+    ]
     return "\n".join(kept).strip() or None
 
 

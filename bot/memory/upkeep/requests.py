@@ -20,6 +20,9 @@ Count = Callable[[str], int]
 MEMORY_SHARE = 0.5  # of a request's budget, at most, for MEMORY.md
 OVERHEAD_TOKENS = 64  # headings, the compression sentence, the chat format's own tokens
 RAW_FALLBACK = "[raw-fallback]"
+MEMORY_HEADING = "## Current Long-term Memory"
+CONVERSATION_HEADING = "## Conversation to Process"
+PROMPT_HEADINGS = frozenset({MEMORY_HEADING, CONVERSATION_HEADING})  # a model may echo them
 ROLE = (
     "You are a memory consolidation agent. Return JSON with history_entry (2-5 sentences "
     "starting with a [YYYY-MM-DD HH:MM] timestamp, one string) and memory_update (the full "
@@ -50,10 +53,10 @@ def consolidation_prompt(
     """The seed-003 prompt: current memory, the conversation, and compression when too big
     (or, with `partial` memory shown, a request for new facts only)."""
     parts = [
-        "## Current Long-term Memory",
+        MEMORY_HEADING,
         memory.strip() or "(empty)",
         "",
-        "## Conversation to Process",
+        CONVERSATION_HEADING,
         *conversation_lines(messages, zone=zone),
     ]
     if partial:
