@@ -35,6 +35,7 @@ class TurnContext:
     model: str = ""  # 30: the model that answered
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
     memory_items: list[MemoryItem] = field(default_factory=list)  # 17, 40, 50 add; 55 indexes
+    forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
 
 
 class System(Protocol):

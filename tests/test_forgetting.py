@@ -19,7 +19,7 @@ from bot.storage.files import FileLocks
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from tests.clock import Clock
-from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import make_settings, started_app
 from tests.talk import say, tool_result
 
@@ -91,6 +91,30 @@ async def test_forget_leaves_no_trace_and_undo_puts_it_all_back(
     sessions = "".join(p.read_text() for p in (workspace / "sessions").rglob("*.json"))
     assert SAID in sessions and "Remind me, the spare key is where?" in sessions
     assert await say(told, "/undo") == ["Nothing to undo."]
+
+
+async def test_the_models_forget_reaches_the_turn_it_runs_in_and_undo_puts_it_back(
+    told: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    """The turn's session was loaded before the tool forgot: what it saves must not bring the
+    text back, nor its own messages (the request, the receipt, the reply) carry it."""
+    fake_openai.script(
+        ToolCalls([("memory_forget", {"text": "Spare Key"})]),
+        Reply("Done: I no longer know where the spare key is."),
+    )
+
+    [reply] = await say(told, "Please forget where my spare key is.")
+
+    assert reply == "Done: I no longer know where the spare key is."
+    assert holding(workspace / "memory") == []
+    assert holding(workspace / "sessions") == []
+    assert holding(workspace / "index") == []
+    session = "".join(p.read_text() for p in (workspace / "sessions").glob("*.json"))
+    assert session.count(MARKER) >= 5  # 2 earlier messages, the request, the call, the reply
+    [undone] = await say(told, "/undo")
+    assert undone.startswith("Put back what the last /forget removed")
+    sessions = "".join(p.read_text() for p in (workspace / "sessions").rglob("*.json"))
+    assert SAID in sessions and "Remind me, the spare key is where?" in sessions
 
 
 async def test_after_the_undo_window_the_text_is_gone_from_disk(

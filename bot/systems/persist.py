@@ -6,7 +6,8 @@ failed write is logged and never costs the user the reply. The items the prompt 
 (system 20) are marked used. Past `memory_window` messages
 the older part goes to consolidation (made durable first) and the session keeps the recent
 part. The session's metadata also keeps what the prompt meter learnt from the turn
-(`bot.llm.meter`).
+(`bot.llm.meter`). What the model forgot during the turn (`memory_forget`) is saved as forget
+leaves it on disk (`unsaid`): the session it loaded before would bring it back.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import structlog
 from bot.conversation.compaction import cut_point as consolidation_cut
 from bot.index.sources import scope_key
 from bot.llm.meter import PromptMeter
+from bot.memory.forgetting import unsaid
 from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.upkeep.consolidation import ConsolidationQueue
-from bot.models import MemoryItem
+from bot.models import ChatMessage, MemoryItem
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SCOPE, SessionStore
@@ -73,9 +75,10 @@ class MemoryPersist:
 
     async def _save_session(self, ctx: TurnContext) -> None:
         session, usages = ctx.session, ctx.usages
+        messages = (*session.messages, ctx.user_message, *ctx.new_messages)
         ctx.session = replace(
             session,
-            messages=(*session.messages, ctx.user_message, *ctx.new_messages),
+            messages=tuple(unsaid(m, ctx.forgotten) for m in messages),
             updated_at=self.now(),
             last_prompt_tokens=usages[-1].prompt_tokens if usages else session.last_prompt_tokens,
             total_prompt_tokens=session.total_prompt_tokens + sum(u.prompt_tokens for u in usages),
@@ -125,12 +128,14 @@ class MemoryPersist:
 
 def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
     tools = (call.name for message in ctx.new_messages for call in message.tool_calls)
+    said = unsaid(ctx.user_message, ctx.forgotten).content
+    answered = unsaid(ChatMessage(role="assistant", content=reply), ctx.forgotten).content
     return TurnMemoryEvent(
         scope=ctx.scope,
         session_key=ctx.inbound.session_key,
         turn_id=ctx.turn_id,
-        user_text=ctx.user_message.content or "",
-        reply=reply,
+        user_text=said or "",
+        reply=answered or "",
         at=at,
         tool_names=tuple(tools),
     )

@@ -34,7 +34,9 @@ class ToolLoop:
             *ctx.session.messages,
             ctx.user_message,
         ]
-        tool_ctx = ToolContext(session_key=ctx.inbound.session_key, scope=ctx.scope)
+        tool_ctx = ToolContext(
+            session_key=ctx.inbound.session_key, scope=ctx.scope, forgotten=ctx.forgotten
+        )
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()
             completion = await self.llm.complete([*prompt, *ctx.new_messages], tools=offered)

@@ -269,4 +269,5 @@ class MemoryForget:
         if len(needle.strip()) < FORGET_MIN_CHARS:
             raise ToolError(f"the text to forget needs {FORGET_MIN_CHARS} characters or more")
         forgotten = await self.memory.forget(ctx.scope, ctx.session_key, needle.strip())
+        ctx.forgotten.append(needle.strip())
         return forget_receipt(needle.strip(), forgotten, undo_minutes=self.undo_minutes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
@@ -25,6 +25,7 @@ class ToolContext:
 
     session_key: str
     scope: MemoryScope
+    forgotten: list[str] = field(default_factory=list)  # memory_forget adds what it forgot
 
 
 class Tool(Protocol):

@@ -13,7 +13,8 @@ other byte kept); a message that holds it (in its text or a tool call's argument
 content replaced by `MARKER`. Each file is rewritten atomically under the lock its other
 writers hold, after its original bytes went to the undo store (`bot.storage.undo`). A file
 that is not text, or a JSON document that is not one, is left alone and reported. The caller
-holds the chat's lock (no turn runs meanwhile) and makes the index follow.
+holds the chat's lock and makes the index follow. A forget inside a turn (the model's
+`memory_forget`) also reaches the turn's messages not saved yet: system 50 saves them `unsaid`.
 
 Undo puts back what this chat's last forget removed: a file as forget left it gets its original
 bytes; one that only grew since (notes, history) gets the original plus what was added; a
@@ -25,7 +26,7 @@ change keeps the file as it is and adds the removed lines back at its end (and s
     receipts.py  what /forget and /undo answer
 """
 
-from bot.memory.forgetting.files import FORGET_MIN_CHARS, MARKER
+from bot.memory.forgetting.files import FORGET_MIN_CHARS, MARKER, unsaid
 from bot.memory.forgetting.forget import Forgetting, Forgotten, Target, Undone
 from bot.memory.forgetting.receipts import forget_receipt, undo_receipt
 
@@ -38,4 +39,5 @@ __all__ = [
     "Undone",
     "forget_receipt",
     "undo_receipt",
+    "unsaid",
 ]

@@ -11,9 +11,12 @@ the file and adds the removed lines at its end. Pure functions over bytes, block
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.models import ChatMessage
 from bot.storage.files import atomic_write_bytes
 from bot.storage.lines import decode_text
 from bot.storage.undo import Kept, digest
@@ -52,6 +55,15 @@ def without_messages(data: bytes, needle: str) -> tuple[bytes, list[str]] | None
 def _said(message: dict[str, Any]) -> str:
     calls = " ".join(str(c.get("arguments", "")) for c in message.get("tool_calls") or ())
     return f"{message.get('content') or ''} {calls}"
+
+
+def unsaid(message: ChatMessage, needles: Sequence[str]) -> ChatMessage:
+    """A message not yet saved, as `without_messages` would leave it in its session file."""
+    said = " ".join([message.content or "", *(call.arguments for call in message.tool_calls)])
+    if not any(needle.casefold() in said.casefold() for needle in needles):
+        return message
+    calls = tuple(replace(call, arguments="{}") for call in message.tool_calls)
+    return replace(message, content=MARKER, tool_calls=calls)
 
 
 def put_back(kept: Kept, needle: str) -> Literal["restored", "changed", "missing"]:
