@@ -3,6 +3,8 @@
     MnemoError
     ├── ConfigError            settings missing or invalid; one line for the user
     │   └── DatasetError       an evaluation dataset is malformed; names the bad field
+    ├── StartupError           the bot cannot start or go on (token rejected, Telegram or the
+    │                          model unreachable): one line that says what to fix, no secret
     ├── StorageError           a workspace file could not be read or written
     │   └── NotTextError       a memory file is not text: it is left exactly as it is
     ├── LLMError               the model could not answer; the user gets a short notice
@@ -27,6 +29,10 @@ class ConfigError(MnemoError):
 
 
 class DatasetError(ConfigError):
+    pass
+
+
+class StartupError(MnemoError):
     pass
 
 
