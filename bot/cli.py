@@ -17,7 +17,7 @@ from bot import logs, memory_cli
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel
 from bot.channels.telegram import TelegramChannel, check_token
-from bot.errors import ConfigError
+from bot.errors import ConfigError, StartupError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
 from bot.index import Embedder, Model2VecEmbedder
@@ -50,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
@@ -65,6 +68,8 @@ async def run_telegram(settings: Settings) -> int:
         base_url=settings.telegram.base_url,
         poll_timeout=settings.telegram.poll_timeout,
         typing_interval=settings.telegram.typing_interval,
+        state_path=app.workspace.channel_state_path("telegram"),
+        shutdown_grace=settings.telegram.shutdown_grace,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -14,6 +14,7 @@
     ├── RagUnavailable         the LightRAG server did not answer (network, timeout, 5xx,
     │                          refused key); recall goes on from the embedded index
     ├── ToolError              a tool failed; its text goes back to the model
+    ├── SendFailed             a channel could not send a reply: retried later unless permanent
     └── PipelineError          the pipeline is wired wrong (duplicate orders)
 
 `StopTurn` (in `bot.pipeline`) is control flow, not an error.
@@ -66,6 +67,16 @@ class RagUnavailable(MnemoError):
 
 class ToolError(MnemoError):
     pass
+
+
+class SendFailed(MnemoError):
+    """A reply (part) did not go out. `permanent`: it never will (the user blocked the bot, the
+    chat is gone); otherwise try again, after `retry_after` seconds when the channel said so."""
+
+    def __init__(self, reason: str, *, permanent: bool, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.permanent = permanent
+        self.retry_after = retry_after
 
 
 class PipelineError(MnemoError):

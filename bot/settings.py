@@ -45,6 +45,7 @@ class TelegramSettings(_Section):
     poll_timeout: int = Field(default=30, ge=0)
     typing_interval: float = Field(default=4.0, gt=0)
     max_message_length: int = Field(default=4096, gt=0, le=4096)
+    shutdown_grace: float = Field(default=8.0, ge=0)  # seconds running turns get on SIGTERM
 
 
 class LLMSettings(_Section):

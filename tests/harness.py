@@ -121,6 +121,8 @@ async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterat
         base_url=telegram.base_url,
         poll_timeout=settings.telegram.poll_timeout,
         typing_interval=settings.telegram.typing_interval,
+        state_path=app.workspace.channel_state_path("telegram"),
+        shutdown_grace=settings.telegram.shutdown_grace,
     )
     await app.start()
     stop = asyncio.Event()

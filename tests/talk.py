@@ -30,8 +30,12 @@ class RecordingReplier:
         self.sent: list[str] = []
         self.typing_entries = 0
 
-    async def send(self, text: str) -> None:
-        self.sent.append(text)
+    def parts(self, text: str) -> list[str]:
+        return [text]
+
+    async def send_part(self, part: object) -> None:
+        assert isinstance(part, str)
+        self.sent.append(part)
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:

@@ -1,7 +1,9 @@
-"""The inbox journal: accept, done, pending in arrival order, unreadable entries set aside."""
+"""The inbox journal: accept (once per id), the reply and its parts recorded, done, pending in
+arrival order, unreadable entries set aside."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,8 +33,42 @@ async def test_pending_returns_unfinished_entries_in_arrival_order(tmp_path: Pat
     for n in (5, 3, 9):
         await inbox.accept(inbound(n))
     await inbox.done("telegram:update:3")
-    assert [i.id for i in await inbox.pending()] == ["telegram:update:5", "telegram:update:9"]
-    assert (await inbox.pending())[0] == inbound(5)
+    pending = await inbox.pending()
+    assert [e.inbound.id for e in pending] == ["telegram:update:5", "telegram:update:9"]
+    assert pending[0].inbound == inbound(5)
+    assert (pending[0].reply, pending[0].sent) == (None, 0)
+
+
+async def test_an_id_already_journaled_is_not_taken_again(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path)
+    first = await inbox.accept_all([inbound(1), inbound(2)])
+
+    again = await inbox.accept_all([inbound(2), inbound(3)])
+
+    assert [e.inbound.id for e in first] == ["telegram:update:1", "telegram:update:2"]
+    assert [e.inbound.id for e in again] == ["telegram:update:3"]
+    assert len(await inbox.pending()) == 3
+
+
+async def test_the_reply_and_the_parts_sent_survive_a_restart(tmp_path: Path) -> None:
+    entry = await Inbox(tmp_path).accept(inbound(1))
+    assert entry is not None
+    entry = await Inbox(tmp_path).answered(entry, "a long answer")
+    await Inbox(tmp_path).part_sent(entry, 2)
+
+    [again] = await Inbox(tmp_path).pending()
+
+    assert (again.inbound, again.reply, again.sent) == (inbound(1), "a long answer", 2)
+
+
+async def test_an_entry_of_the_first_format_is_still_answered(tmp_path: Path) -> None:
+    old = {"version": 1, "seq": 7, "id": "telegram:update:4", "channel": "telegram", "chat_id": 5}
+    old |= {"user_id": 5, "text": "hi", "received_at": NOW.isoformat()}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+
+    [entry] = await Inbox(tmp_path).pending()
+
+    assert (entry.inbound.text, entry.reply, entry.sent) == ("hi", None, 0)
 
 
 async def test_done_is_idempotent(tmp_path: Path) -> None:
@@ -47,5 +83,5 @@ async def test_unreadable_entry_is_set_aside_not_lost(tmp_path: Path) -> None:
     inbox = Inbox(tmp_path)
     await inbox.accept(inbound(1))
     (tmp_path / "broken.json").write_text("{not json")
-    assert [i.id for i in await inbox.pending()] == ["telegram:update:1"]
+    assert [e.inbound.id for e in await inbox.pending()] == ["telegram:update:1"]
     assert (tmp_path / "broken.json.unreadable").read_text() == "{not json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.channels.telegram_format import TELEGRAM_LIMIT, render, utf16_len
+from bot.channels.telegram.format import TELEGRAM_LIMIT, render, utf16_len
 
 # ----------------------------------------------------------------------------- render
 

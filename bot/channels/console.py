@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import TextIO
 
@@ -21,8 +21,11 @@ class ConsoleReplier:
     def __init__(self, out: TextIO) -> None:
         self.out = out
 
-    async def send(self, text: str) -> None:
-        self.out.write(f"mnemo> {text}\n")
+    def parts(self, text: str) -> Sequence[str]:
+        return [text]
+
+    async def send_part(self, part: object) -> None:
+        self.out.write(f"mnemo> {part}\n")
         self.out.flush()
 
     @contextlib.asynccontextmanager

@@ -1,15 +1,25 @@
-"""The durable inbox: every accepted message is journaled before the model is called.
+"""The durable inbox: the journal every accepted message is written to at receipt, which is also
+the queue the chats are answered from, and the outbound ledger of each reply.
 
-An entry is one small JSON file in `state/inbox/`, written atomically on accept and removed
-once the reply has been sent. Entries still there at start-up are turns a crash interrupted;
-they are replayed in the order they arrived.
+An entry is one small JSON file in `state/inbox/`, keyed by the message's id (a Telegram
+update id), written atomically before the channel confirms the message to its source and before
+it waits for anything. Its life:
+
+    accepted ──answered (the reply text recorded)──▶ parts sent: 1, 2 … ──▶ done (file removed)
+
+A restart answers what is still there, in arrival order per chat: an entry with a recorded reply
+is only sent (from the first part not recorded as sent), never made again. Accepting an id that
+is already journaled does nothing, so a message delivered twice is answered once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, get_args
@@ -20,39 +30,104 @@ from bot.models import ChatType, Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.workspace import encode_key
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: no reply, no sent count
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Entry:
+    inbound: Inbound
+    seq: int  # arrival order
+    reply: str | None = None  # recorded once made; None: not answered yet
+    sent: int = 0  # parts of the reply the channel confirmed sent
 
 
 class Inbox:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._last_seq = 0
+        self._seq_lock = threading.Lock()
 
-    async def accept(self, inbound: Inbound) -> None:
-        document = {"version": FORMAT_VERSION, "seq": time.time_ns(), **_encode(inbound)}
-        text = json.dumps(document, ensure_ascii=False)
-        await asyncio.to_thread(atomic_write_text, self._path(inbound.id), text)
+    async def accept(self, inbound: Inbound) -> Entry | None:
+        """Journal one message; None when it already was."""
+        accepted = await self.accept_all([inbound])
+        return accepted[0] if accepted else None
+
+    async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]:
+        """Journal messages in the order given (one thread hop); the ones not journaled before."""
+        return await asyncio.to_thread(self._accept_all, inbounds)
+
+    async def answered(self, entry: Entry, reply: str) -> Entry:
+        """Record the reply before any of it is sent."""
+        answered = Entry(entry.inbound, entry.seq, reply, 0)
+        await asyncio.to_thread(self._write, answered)
+        return answered
+
+    async def part_sent(self, entry: Entry, sent: int) -> Entry:
+        """Record that the first `sent` parts of the reply went out."""
+        updated = Entry(entry.inbound, entry.seq, entry.reply, sent)
+        await asyncio.to_thread(self._write, updated)
+        return updated
 
     async def done(self, inbound_id: str) -> None:
         await asyncio.to_thread(self._path(inbound_id).unlink, missing_ok=True)
 
-    async def pending(self) -> list[Inbound]:
+    async def pending(self) -> list[Entry]:
+        """Every entry still here, in arrival order."""
         return await asyncio.to_thread(self._pending)
+
+    # ------------------------------------------------------------------ blocking
+
+    def _accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]:
+        accepted: list[Entry] = []
+        for inbound in inbounds:
+            if self._path(inbound.id).exists():
+                log.info("inbox_duplicate", inbound=inbound.id)
+                continue
+            entry = Entry(inbound, self._next_seq())
+            self._write(entry)
+            accepted.append(entry)
+        return accepted
+
+    def _next_seq(self) -> int:
+        with self._seq_lock:
+            self._last_seq = max(time.time_ns(), self._last_seq + 1)
+            return self._last_seq
+
+    def _write(self, entry: Entry) -> None:
+        document = {
+            "version": FORMAT_VERSION,
+            "seq": entry.seq,
+            **_encode(entry.inbound),
+            "reply": entry.reply,
+            "sent": entry.sent,
+        }
+        atomic_write_text(self._path(entry.inbound.id), json.dumps(document, ensure_ascii=False))
 
     def _path(self, inbound_id: str) -> Path:
         return self.folder / f"{encode_key(inbound_id)}.json"
 
-    def _pending(self) -> list[Inbound]:
-        entries: list[tuple[int, Inbound]] = []
+    def _pending(self) -> list[Entry]:
+        entries: list[Entry] = []
         for path in self.folder.glob("*.json"):
             try:
-                document = json.loads(path.read_text(encoding="utf-8"))
-                entries.append((int(document["seq"]), _decode(document)))
+                entries.append(_entry(json.loads(path.read_text(encoding="utf-8"))))
             except (ValueError, KeyError, TypeError) as exc:
                 aside = path.with_name(path.name + ".unreadable")
                 path.replace(aside)
                 log.warning("inbox_entry_unreadable", path=str(aside), reason=str(exc))
-        return [inbound for _, inbound in sorted(entries, key=lambda e: e[0])]
+        entries.sort(key=lambda entry: entry.seq)
+        if entries:
+            with self._seq_lock:
+                self._last_seq = max(self._last_seq, entries[-1].seq)
+        return entries
+
+
+def _entry(document: dict[str, Any]) -> Entry:
+    reply = document.get("reply")
+    if reply is not None and not isinstance(reply, str):
+        raise TypeError("reply is not text")
+    return Entry(_decode(document), int(document["seq"]), reply, int(document.get("sent", 0)))
 
 
 def _encode(inbound: Inbound) -> dict[str, Any]:

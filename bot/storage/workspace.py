@@ -123,6 +123,10 @@ class Workspace:
     def inbox_dir(self) -> Path:
         return self.state_dir / "inbox"
 
+    def channel_state_path(self, channel: str) -> Path:
+        """What a channel keeps between runs (Telegram: the next update id to fetch)."""
+        return self.state_dir / f"{channel}.json"
+
     @property
     def undo_dir(self) -> Path:
         """What /forget removed, kept for /undo for a few minutes (`bot.storage.undo`)."""

@@ -1,7 +1,14 @@
-"""The turn runner: access, commands, the inbox journal, one chat's turns in order, the reply.
+"""The turn runner: access, commands, one chat's turns in order, the reply through the ledger.
 
-channel ──Inbound──▶ TurnRunner.handle ─▶ access ─▶ command? ─▶ inbox.accept
-                     ─▶ chat lock ─▶ pipeline (as a task /stop can cancel) ─▶ reply ─▶ inbox.done
+channel ──Inbound──▶ a stranger, or /stop? ── answered at once (`answer_at_once`)
+                     └─▶ inbox.accept (the journal) ─▶ `answer`: the reply made (a command, or
+                         the pipeline under the chat lock, as a task /stop can cancel), recorded
+                         in the entry, delivered part by part (`Delivery`), the entry closed
+
+An entry whose reply is recorded is only delivered again, never made again; one whose turn was
+saved but not recorded takes the reply from the session (`LAST_INBOUND`): the model is called at
+most once for a message whose answer was saved. A channel that polls (Telegram) queues entries
+per chat (`bot.turn.intake`); one that answers in line (the console, tests) calls `handle`.
 
 When the model says the prompt is over its context window, the session is compacted once and
 the same turn runs again; if it still does not fit, the user is told so (seed 004).
@@ -15,10 +22,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
-from typing import Protocol
 
 import structlog
 
@@ -27,17 +32,19 @@ from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
-from bot.storage.inbox import Inbox
+from bot.storage.inbox import Entry, Inbox
 from bot.storage.sessions import RECOVERED_FROM, SessionStore
 from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Commands, parse_command
+from bot.turn.delivery import Delivery, Replier
 
 log = structlog.get_logger(__name__)
 
 REFUSAL = "Sorry, this is a private assistant. Ask its owner for access."
+SORRY = "Sorry, something went wrong on my side. Please try again."
 TOO_LONG = (
     "This conversation is too long for the model even after compacting it. Use /new to start fresh."
 )
@@ -45,14 +52,6 @@ DAMAGED_SESSION = (
     "I couldn't read our previous conversation (the file was damaged); I set it aside and "
     "started fresh. Your memory is intact."
 )
-
-
-class Replier(Protocol):
-    """How a channel answers one chat."""
-
-    async def send(self, text: str) -> None: ...
-
-    def typing(self) -> AbstractAsyncContextManager[None]: ...
 
 
 class TurnRunner:
@@ -70,6 +69,7 @@ class TurnRunner:
         compactor: Compactor | None = None,  # None: no compaction and retry after an overflow
         overflow_keep: int = 10,  # messages the overflow compaction keeps
         renewal: SessionRenewal | None = None,  # None: sessions never go stale
+        delivery: Delivery | None = None,  # default: `Delivery(inbox)`
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -82,44 +82,74 @@ class TurnRunner:
         self.compactor = compactor
         self.overflow_keep = overflow_keep
         self.renewal = renewal
+        self.delivery = delivery or Delivery(inbox)
         self._refused: set[int] = set()
 
-    async def handle(self, inbound: Inbound, replier: Replier) -> None:
-        """Everything that happens to one accepted message."""
+    def jumps_queue(self, inbound: Inbound) -> bool:
+        """A stranger's message (refused) and /stop are answered at once, never journaled."""
+        if not self.access.allows(inbound.user_id):
+            return True
+        command = parse_command(inbound.text)
+        return command is not None and command.name == "stop"
+
+    async def answer_at_once(self, inbound: Inbound, replier: Replier) -> None:
         with structlog.contextvars.bound_contextvars(chat=inbound.session_key):
             if not self.access.allows(inbound.user_id):
                 await self._refuse(inbound, replier)
                 return
-            if (command := parse_command(inbound.text)) is not None:
-                await replier.send(await self.commands.run(command, inbound))
-                return
-            await self.inbox.accept(inbound)
-            await self.process(inbound, replier)
+            command = parse_command(inbound.text)
+            if command is not None:
+                await self.delivery.notice(await self.commands.run(command, inbound), replier)
+
+    async def handle(self, inbound: Inbound, replier: Replier) -> None:
+        """A message from a channel that answers in line: at once, or journaled and answered."""
+        if self.jumps_queue(inbound):
+            await self.answer_at_once(inbound, replier)
+            return
+        entry = await self.inbox.accept(inbound)
+        if entry is not None:
+            await self.answer(entry, replier)
 
     async def replay(self, replier_for: Callable[[Inbound], Replier], *, channel: str) -> int:
-        """Answer the channel's messages a crash left unanswered, in arrival order."""
-        pending = [i for i in await self.inbox.pending() if i.channel == channel]
-        for inbound in pending:
-            log.info("inbox_replay", inbound=inbound.id, chat=inbound.session_key)
-            await self.process(inbound, replier_for(inbound))
+        """Answer the channel's journaled messages a stop left unanswered, in arrival order."""
+        pending = [e for e in await self.inbox.pending() if e.inbound.channel == channel]
+        for entry in pending:
+            await self.answer(entry, replier_for(entry.inbound))
         return len(pending)
 
-    async def process(self, inbound: Inbound, replier: Replier) -> None:
-        """Run a journaled message's turn under its chat lock, reply, and close the entry."""
+    async def answer(self, entry: Entry, replier: Replier) -> None:
+        """A journaled message's life: its reply made unless recorded, recorded, delivered, the
+        entry closed. Cancelled (shutting down), the entry stays for the next start."""
+        inbound = entry.inbound
+        with structlog.contextvars.bound_contextvars(chat=inbound.session_key):
+            if entry.reply is None:
+                entry = await self.inbox.answered(entry, await self._reply(inbound, replier))
+            else:
+                log.info("inbox_resend", inbound=inbound.id, parts_sent=entry.sent)
+            if entry.reply:
+                await self.delivery.deliver(entry, replier)
+            await self.inbox.done(inbound.id)
+
+    async def _reply(self, inbound: Inbound, replier: Replier) -> str:
+        """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
+        try:
+            if (command := parse_command(inbound.text)) is not None:
+                return await self.commands.run(command, inbound)
+            return await self._locked_turn(inbound, replier)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("turn_failed", inbound=inbound.id)
+            return SORRY
+
+    async def _locked_turn(self, inbound: Inbound, replier: Replier) -> str:
+        """The turn under its chat lock, as a task /stop can cancel ("" when it did)."""
         turn_id = uuid.uuid4().hex[:12]
         key = inbound.session_key
-        with structlog.contextvars.bound_contextvars(chat=key, turn=turn_id):
+        with structlog.contextvars.bound_contextvars(turn=turn_id):
             async with self.locks.hold(key):
-                try:
-                    reply = await self.running.run(key, self._turn(inbound, turn_id, replier))
-                    if reply:
-                        await replier.send(reply)
-                except asyncio.CancelledError:
-                    raise  # shutting down: the entry stays and is replayed at start
-                except Exception:
-                    await self.inbox.done(inbound.id)
-                    raise
-            await self.inbox.done(inbound.id)
+                reply = await self.running.run(key, self._turn(inbound, turn_id, replier))
+        return reply or ""
 
     async def _turn(self, inbound: Inbound, turn_id: str, replier: Replier) -> str:
         session = await self.sessions.load(inbound.session_key)
@@ -192,14 +222,14 @@ class TurnRunner:
             metadata = {k: v for k, v in session.metadata.items() if k != RECOVERED_FROM}
             session = replace(session, metadata=metadata)
             await self.sessions.save(session)  # told once, even if this turn fails
-            await replier.send(DAMAGED_SESSION)
+            await self.delivery.notice(DAMAGED_SESSION, replier)
         if self.renewal is None or (reason := self.renewal.stale(session)) is None:
             return session
         async with replier.typing():
             renewal = await self.renewal.renew(
                 session, self.access.scope_for(inbound), reason=reason
             )
-        await replier.send(renewal.notice)
+        await self.delivery.notice(renewal.notice, replier)
         return renewal.session
 
     async def _refuse(self, inbound: Inbound, replier: Replier) -> None:
@@ -207,7 +237,7 @@ class TurnRunner:
         if inbound.user_id in self._refused:
             return
         self._refused.add(inbound.user_id)
-        await replier.send(REFUSAL)
+        await self.delivery.notice(REFUSAL, replier)
 
 
 def _last_reply(session: Session) -> str:

@@ -1,0 +1,13 @@
+"""The Telegram channel: the only package that imports python-telegram-bot.
+
+polling.py   `TelegramChannel`: start, our own long polling (journal first, then confirm),
+             outages, shutdown
+inbound.py   an update as an `Inbound` (groups: only what addresses the bot)
+replies.py   `TelegramReplier`: pieces, fallbacks (plain text, halves), `SendFailed`
+format.py    LLM markdown → text + entities, split under the limit
+"""
+
+from bot.channels.telegram.inbound import CHANNEL, to_inbound
+from bot.channels.telegram.polling import TelegramChannel, check_token
+
+__all__ = ["CHANNEL", "TelegramChannel", "check_token", "to_inbound"]

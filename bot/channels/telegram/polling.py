@@ -1,0 +1,225 @@
+"""`TelegramChannel`: long polling of our own, so that no update is confirmed before it is
+journaled.
+
+Telegram drops an update once a `getUpdates` call asks for a later offset. The loop asks for the
+next batch only after the last one is in the journal (`Intake.receive`) and the next offset is
+saved in `state/` (so a restart does not take a journaled or answered update again). Everything
+else happens in the chats' workers, never in this loop.
+
+Outages: a failing poll is tried again with backoff and logged once per outage (one warning when
+it starts, one line when it is over, no tracebacks). A token Telegram keeps rejecting ends the
+run with a `StartupError` (one line; a supervisor restarts the process), as it does at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+from telegram import Bot, BotCommand, Update
+from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
+from telegram.ext import AIORateLimiter, ExtBot
+
+from bot.channels.telegram.inbound import CHANNEL, is_private_non_text, to_inbound
+from bot.channels.telegram.replies import TelegramReplier
+from bot.errors import StartupError
+from bot.models import Inbound
+from bot.storage.files import atomic_write_text
+from bot.turn.commands import COMMANDS
+from bot.turn.intake import Intake
+from bot.turn.runner import TurnRunner
+
+log = structlog.get_logger(__name__)
+
+ALLOWED = ["message"]  # the updates we ask for: new messages (not edits, not channel posts)
+TEXT_ONLY = "I can only read text messages for now."
+BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the last repeats
+REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
+TOKEN_REJECTED = "Telegram rejected the bot token (BOT_TELEGRAM__TOKEN): check it with @BotFather"
+
+
+class TelegramChannel:
+    def __init__(
+        self,
+        runner: TurnRunner,
+        *,
+        token: str,
+        base_url: str,
+        poll_timeout: int,
+        typing_interval: float,
+        state_path: Path,
+        shutdown_grace: float = 8.0,
+    ) -> None:
+        self.runner = runner
+        self.token = token
+        self.base_url = base_url
+        self.poll_timeout = poll_timeout
+        self.typing_interval = typing_interval
+        self.offset = Offset(state_path)
+        self.shutdown_grace = shutdown_grace
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Start, answer what a stop left in the journal, poll until `stop` is set, then give
+        the running turns `shutdown_grace` seconds (what is left stays journaled)."""
+        bot = ExtBot(
+            self.token,
+            base_url=self.base_url,
+            base_file_url=_file_url(self.base_url),
+            rate_limiter=AIORateLimiter(max_retries=3),
+        )
+        await _started(bot, self.base_url)
+        try:
+            intake = Intake(self.runner, lambda i: self._replier(bot, i), channel=CHANNEL)
+            replayed = await intake.start()
+            log.info("telegram_started", bot=bot.username, replayed=replayed)
+            try:
+                await self._poll(bot, intake, stop)
+            finally:
+                log.info("telegram_stopping", backlog=intake.backlog())
+                await intake.close(self.shutdown_grace)
+        finally:
+            with contextlib.suppress(TelegramError):
+                await bot.shutdown()
+
+    async def _poll(self, bot: Bot, intake: Intake, stop: asyncio.Event) -> None:
+        offset = await asyncio.to_thread(self.offset.load)
+        outage = Outage()
+        while not stop.is_set():
+            fetch = asyncio.ensure_future(
+                bot.get_updates(offset=offset, timeout=self.poll_timeout, allowed_updates=ALLOWED)
+            )
+            if not await _first(fetch, stop):
+                return
+            try:
+                updates = fetch.result()
+            except TelegramError as exc:
+                await _pause(outage.failed(exc), stop)
+                continue
+            outage.over()
+            if updates:
+                await self._take(bot, intake, updates)
+                offset = updates[-1].update_id + 1
+                await asyncio.to_thread(self.offset.save, offset)
+
+    async def _take(self, bot: Bot, intake: Intake, updates: Sequence[Update]) -> None:
+        inbounds: list[Inbound] = []
+        for update in updates:
+            inbound = to_inbound(update, bot_username=bot.username)
+            if inbound is not None:
+                inbounds.append(inbound)
+            elif is_private_non_text(update) and update.effective_chat is not None:
+                replier = TelegramReplier(bot, update.effective_chat.id, None, typing_interval=4)
+                intake.aside(self.runner.delivery.notice(TEXT_ONLY, replier))
+        await intake.receive(inbounds)
+
+    def _replier(self, bot: Bot, inbound: Inbound) -> TelegramReplier:
+        return TelegramReplier(
+            bot, inbound.chat_id, inbound.thread_id, typing_interval=self.typing_interval
+        )
+
+
+class Offset:
+    """The next update id to ask Telegram for, in a small JSON file under `state/`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> int | None:
+        try:
+            return int(json.loads(self.path.read_text(encoding="utf-8"))["next_update_id"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("telegram_offset_unreadable", path=str(self.path), reason=str(exc))
+            return None
+
+    def save(self, next_update_id: int) -> None:
+        atomic_write_text(self.path, json.dumps({"next_update_id": next_update_id}))
+
+
+class Outage:
+    """A run of failing polls: one warning when it starts, one line when it ends, the backoff
+    in between; a token rejected `REJECTED_POLLS` times in a row is a `StartupError`."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.rejected = 0
+        self.since = 0.0
+
+    def failed(self, exc: TelegramError) -> float:
+        """Seconds to wait before the next poll."""
+        self.rejected = self.rejected + 1 if isinstance(exc, InvalidToken) else 0
+        if self.rejected >= REJECTED_POLLS:
+            raise StartupError(TOKEN_REJECTED)
+        if self.failures == 0:
+            self.since = time.monotonic()
+            event = "telegram_conflict" if isinstance(exc, Conflict) else "telegram_unreachable"
+            log.warning(event, error=type(exc).__name__, detail=str(exc)[:200])
+        self.failures += 1
+        if isinstance(exc, RetryAfter):
+            after = exc.retry_after
+            return after.total_seconds() if isinstance(after, timedelta) else float(after)
+        return BACKOFF[min(self.failures - 1, len(BACKOFF) - 1)]
+
+    def over(self) -> None:
+        if self.failures:
+            down = round(time.monotonic() - self.since, 1)
+            log.info("telegram_reachable_again", failed_polls=self.failures, down_s=down)
+        self.failures = self.rejected = 0
+
+
+async def _started(bot: Bot, base_url: str) -> None:
+    """Initialise the bot (getMe) and set its command menu; a `StartupError` when that fails."""
+    try:
+        await bot.initialize()
+        await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
+    except InvalidToken:
+        raise StartupError(TOKEN_REJECTED) from None
+    except TelegramError as exc:
+        raise StartupError(
+            f"Telegram is unreachable at {_host(base_url)} ({type(exc).__name__}): check the "
+            "network, or BOT_TELEGRAM__BASE_URL"
+        ) from None
+
+
+async def _first(fetch: asyncio.Future[tuple[Update, ...]], stop: asyncio.Event) -> bool:
+    """Wait for the poll or the stop; False (the poll cancelled) when the stop came first."""
+    stopping = asyncio.ensure_future(stop.wait())
+    either: list[asyncio.Future[Any]] = [fetch, stopping]
+    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if fetch.done():
+        return True
+    fetch.cancel()
+    with contextlib.suppress(asyncio.CancelledError, TelegramError):
+        await fetch
+    return False
+
+
+async def _pause(seconds: float, stop: asyncio.Event) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+def _host(base_url: str) -> str:
+    head, _, _ = base_url.rstrip("/").rpartition("/bot")
+    return head or base_url
+
+
+async def check_token(token: str, base_url: str) -> str:
+    """The bot's @username, proving the token and base URL work."""
+    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url))
+    async with bot:
+        return f"@{bot.username}"
+
+
+def _file_url(base_url: str) -> str:
+    head, sep, _ = base_url.rstrip("/").rpartition("/bot")
+    return f"{head}/file/bot" if sep else base_url

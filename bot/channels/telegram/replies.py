@@ -1,0 +1,111 @@
+"""`TelegramReplier`: answers one chat (and forum topic) in rendered pieces, with fallbacks.
+
+A piece whose entities Telegram cannot parse goes again as plain text; one Telegram finds too
+long is split in two (plain) and sent as both halves. Failures become `SendFailed`: permanent
+when the message can never go out (the bot was blocked, the chat is gone, a request Telegram
+refuses as such), otherwise to be tried again (network, 5xx, flood control beyond
+`AIORateLimiter`'s own retries).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+
+import structlog
+from telegram import Bot, MessageEntity
+from telegram.constants import ChatAction
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    RetryAfter,
+    TelegramError,
+)
+
+from bot.channels.telegram.format import Chunk, render
+from bot.errors import SendFailed
+
+log = structlog.get_logger(__name__)
+
+
+class TelegramReplier:
+    def __init__(
+        self, bot: Bot, chat_id: int, thread_id: int | None, *, typing_interval: float
+    ) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.thread_id = thread_id
+        self.typing_interval = typing_interval
+
+    def parts(self, text: str) -> Sequence[Chunk]:
+        return render(text)
+
+    async def send_part(self, part: object) -> None:
+        assert isinstance(part, Chunk)
+        try:
+            await self._send_chunk(part)
+        except RetryAfter as exc:
+            raise SendFailed(str(exc), permanent=False, retry_after=_seconds(exc)) from None
+        except (Forbidden, ChatMigrated) as exc:
+            raise SendFailed(str(exc), permanent=True) from None
+        except BadRequest as exc:
+            raise SendFailed(exc.message, permanent=True) from None
+        except TelegramError as exc:  # network, 5xx, a token rejected mid-run: try again
+            raise SendFailed(f"{type(exc).__name__}: {exc}", permanent=False) from None
+
+    @contextlib.asynccontextmanager
+    async def typing(self) -> AsyncIterator[None]:
+        task = asyncio.create_task(self._keep_typing())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _send_chunk(self, chunk: Chunk) -> None:
+        entities = [MessageEntity(**entity) for entity in chunk.entities]
+        try:
+            await self.bot.send_message(
+                self.chat_id, chunk.text, entities=entities, message_thread_id=self.thread_id
+            )
+        except BadRequest as exc:
+            reason = exc.message.lower()
+            if "can't parse entities" in reason:
+                log.warning("entities_rejected_sending_plain", detail=exc.message[:200])
+                await self._send_plain(chunk.text)
+            elif "too long" in reason:
+                log.warning("message_too_long_splitting", chars=len(chunk.text))
+                await self._send_plain(chunk.text)
+            else:
+                raise
+
+    async def _send_plain(self, text: str) -> None:
+        """Plain text, halved (at a line break when there is one) while Telegram says too long."""
+        try:
+            await self.bot.send_message(self.chat_id, text, message_thread_id=self.thread_id)
+        except BadRequest as exc:
+            if "too long" not in exc.message.lower() or len(text) < 2:
+                raise
+            cut = text.rfind("\n", 0, len(text) // 2 + 1) + 1 or len(text) // 2
+            for half in (text[:cut], text[cut:]):
+                if half.strip():
+                    await self._send_plain(half)
+
+    async def _keep_typing(self) -> None:
+        while True:
+            try:
+                await self.bot.send_chat_action(
+                    self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id
+                )
+            except TelegramError as exc:
+                log.debug("typing_failed", detail=str(exc)[:200])
+            await asyncio.sleep(self.typing_interval)
+
+
+def _seconds(exc: RetryAfter) -> float:
+    after = exc.retry_after
+    return after.total_seconds() if isinstance(after, timedelta) else float(after)

@@ -1,0 +1,95 @@
+"""Getting a reply out: the `Replier` a channel gives for one chat, and `Delivery`, which sends a
+journaled reply part by part and records each part sent in the inbox (the outbound ledger).
+
+A part that fails is tried again with backoff (`BACKOFF`, or the channel's own `retry_after`):
+only this chat waits, and the reply is never dropped for a passing failure. It is given up
+only when the channel says it can never go out (`SendFailed.permanent`: the user blocked the
+bot) or after `UNEXPECTED_TRIES` failures nobody expected (a bug must not stall a chat forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+import structlog
+
+from bot.errors import SendFailed
+from bot.storage.inbox import Entry, Inbox
+
+log = structlog.get_logger(__name__)
+
+BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)  # seconds before each retry; the last repeats
+UNEXPECTED_TRIES = 3
+
+
+class Replier(Protocol):
+    """How a channel answers one chat."""
+
+    def parts(self, text: str) -> Sequence[object]:
+        """The pieces `text` goes out in: the same pieces every time, so a restart can resume."""
+        ...
+
+    async def send_part(self, part: object) -> None:
+        """Send one piece; `SendFailed` when it did not go out."""
+        ...
+
+    def typing(self) -> AbstractAsyncContextManager[None]: ...
+
+
+class Delivery:
+    def __init__(
+        self,
+        inbox: Inbox,
+        *,
+        backoff: Sequence[float] = BACKOFF,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.inbox = inbox
+        self.backoff = backoff
+        self.sleep = sleep
+
+    async def deliver(self, entry: Entry, replier: Replier) -> None:
+        """Send the entry's recorded reply from its first part not recorded as sent."""
+        parts = replier.parts(entry.reply or "")
+        for index in range(entry.sent, len(parts)):
+            if not await self._send(parts[index], replier):
+                return
+            entry = await self.inbox.part_sent(entry, index + 1)
+
+    async def notice(self, text: str, replier: Replier) -> None:
+        """A short message outside the ledger (a notice before the reply, a refusal)."""
+        for part in replier.parts(text):
+            if not await self._send(part, replier):
+                return
+
+    async def _send(self, part: object, replier: Replier) -> bool:
+        """True once the part went out; False when it never will."""
+        failures = 0
+        while True:
+            try:
+                await replier.send_part(part)
+            except SendFailed as exc:
+                if exc.permanent:
+                    log.warning("reply_undeliverable", reason=str(exc)[:200])
+                    return False
+                wait = exc.retry_after or self._wait(failures)
+                reason = str(exc)[:200]
+            except Exception:
+                if failures + 1 >= UNEXPECTED_TRIES:
+                    log.exception("reply_send_crashed")
+                    return False
+                wait, reason = self._wait(failures), "unexpected error"
+            else:
+                if failures:
+                    log.info("reply_sent_after_retry", tries=failures + 1)
+                return True
+            if failures == 0:
+                log.warning("reply_send_failed_retrying", reason=reason, wait_s=wait)
+            failures += 1
+            await self.sleep(wait)
+
+    def _wait(self, failures: int) -> float:
+        return self.backoff[min(failures, len(self.backoff) - 1)]

@@ -1,0 +1,109 @@
+"""`Intake`: the journal as the queue for a channel that polls (Telegram).
+
+Each batch a channel receives is journaled (`Inbox.accept_all`) before the channel confirms it
+to its source; then every chat with entries has one worker answering them in arrival order. A
+chat's backlog holds only its own worker: another chat's message is answered as soon as it
+arrives. A stranger's message and /stop never wait (`TurnRunner.jumps_queue`).
+
+At start the entries a stop or crash left are queued first, in arrival order per chat. `close`
+stops taking entries, gives the running ones a grace period and cancels the rest: whatever is
+not finished stays in the journal for the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import structlog
+
+from bot.models import Inbound
+from bot.storage.inbox import Entry
+from bot.turn.delivery import Replier
+from bot.turn.runner import TurnRunner
+
+log = structlog.get_logger(__name__)
+
+
+class Intake:
+    def __init__(
+        self, runner: TurnRunner, replier_for: Callable[[Inbound], Replier], *, channel: str
+    ) -> None:
+        self.runner = runner
+        self.replier_for = replier_for
+        self.channel = channel
+        self._queues: dict[str, deque[Entry]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._at_once: set[asyncio.Task[None]] = set()
+        self._closing = False
+
+    async def start(self) -> int:
+        """Queue the entries a stop left behind; how many."""
+        pending = await self.runner.inbox.pending()
+        left = [entry for entry in pending if entry.inbound.channel == self.channel]
+        for entry in left:
+            self._queue(entry)
+        return len(left)
+
+    async def receive(self, inbounds: Sequence[Inbound]) -> None:
+        """Journal a batch (returning only once it is on disk) and queue it."""
+        journaled: list[Inbound] = []
+        for inbound in inbounds:
+            if self.runner.jumps_queue(inbound):
+                self.aside(self.runner.answer_at_once(inbound, self.replier_for(inbound)))
+            else:
+                journaled.append(inbound)
+        for entry in await self.runner.inbox.accept_all(journaled):
+            self._queue(entry)
+
+    def backlog(self) -> int:
+        return sum(len(queue) for queue in self._queues.values())
+
+    async def close(self, grace: float) -> None:
+        """Take no more entries; wait up to `grace` seconds for the ones running, cancel the
+        rest (they stay journaled)."""
+        self._closing = True
+        tasks = [*self._workers.values(), *self._at_once]
+        if not tasks:
+            return
+        _, running = await asyncio.wait(tasks, timeout=grace)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        log.info("intake_closed", cancelled=len(running), left=self.backlog())
+
+    def _queue(self, entry: Entry) -> None:
+        key = entry.inbound.session_key
+        self._queues.setdefault(key, deque()).append(entry)
+        if key not in self._workers and not self._closing:
+            self._workers[key] = asyncio.create_task(self._work(key), name=f"chat {key}")
+
+    async def _work(self, key: str) -> None:
+        queue = self._queues[key]
+        try:
+            while queue and not self._closing:
+                entry = queue[0]
+                await self.runner.answer(entry, self.replier_for(entry.inbound))
+                queue.popleft()
+        except Exception:
+            log.exception("chat_worker_failed", chat=key, left=len(queue))
+        finally:
+            del self._workers[key]
+            if not queue:
+                del self._queues[key]
+
+    def aside(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run an answer that waits for no queue (a refusal, /stop, a notice); `close` waits
+        for it like for the workers."""
+        task = asyncio.create_task(_logged(work))
+        self._at_once.add(task)
+        task.add_done_callback(self._at_once.discard)
+
+
+async def _logged(work: Coroutine[Any, Any, None]) -> None:
+    try:
+        await work
+    except Exception:
+        log.exception("answer_failed")
