@@ -7,6 +7,12 @@ replies.py   `TelegramReplier`: pieces, fallbacks (plain text, halves), `SendFai
 format.py    LLM markdown → text + entities, split under the limit
 """
 
+import os
+
+# Opt in to PTB 23's `RetryAfter.retry_after` as a timedelta (AIORateLimiter reads it either way);
+# without this every 429 raises a PTBDeprecationWarning. Set before PTB is imported below.
+os.environ.setdefault("PTB_TIMEDELTA", "true")
+
 from bot.channels.telegram.inbound import CHANNEL, to_inbound
 from bot.channels.telegram.polling import TelegramChannel, check_token
 
