@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,5 @@ async def test_a_chat_with_hundreds_queued_does_not_delay_another_chat(
     assert waited < 3, f"the owner waited {waited:.1f} s behind another chat"
 
 
-def _now():  # noqa: ANN202 - a datetime, as `message` takes it
-    from datetime import UTC, datetime
-
+def _now() -> datetime:
     return datetime.now(UTC)

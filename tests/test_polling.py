@@ -30,7 +30,11 @@ async def refused_polls(telegram: FakeTelegram, count: int) -> None:
 
 @pytest.mark.parametrize(("code", "description"), [(401, "Unauthorized"), (404, "Not Found")])
 async def test_one_refused_poll_does_not_stop_the_bot_listening(
-    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI, code: int, description: str
+    tmp_path: Path,
+    fake_telegram: FakeTelegram,
+    fake_openai: FakeOpenAI,
+    code: int,
+    description: str,
 ) -> None:
     fake_openai.script(Reply("still here"))
     settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
@@ -51,7 +55,9 @@ async def test_an_outage_is_one_warning_and_one_line_when_it_is_over(
     settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
     async with running_bot(settings, fake_telegram):
         with capture_logs() as logs:
-            fake_telegram.fail_next("getUpdates", error_code=502, description="Bad Gateway", times=3)
+            fake_telegram.fail_next(
+                "getUpdates", error_code=502, description="Bad Gateway", times=3
+            )
             await refused_polls(fake_telegram, 3)
             fake_telegram.push_text(OWNER, OWNER, "hello")
             await fake_telegram.wait_for_messages(OWNER, 1, timeout=20)
