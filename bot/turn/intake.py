@@ -39,13 +39,13 @@ class Intake:
         self._at_once: set[asyncio.Task[None]] = set()
         self._closing = False
 
-    async def start(self) -> int:
-        """Queue the entries a stop left behind; how many."""
+    async def start(self) -> list[Entry]:
+        """Queue the entries a stop left behind (and say which)."""
         pending = await self.runner.inbox.pending()
         left = [entry for entry in pending if entry.inbound.channel == self.channel]
         for entry in left:
             self._queue(entry)
-        return len(left)
+        return left
 
     async def receive(self, inbounds: Sequence[Inbound]) -> None:
         """Journal a batch (returning only once it is on disk) and queue it."""

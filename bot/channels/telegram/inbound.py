@@ -31,7 +31,7 @@ def to_inbound(update: Update, *, bot_username: str | None) -> Inbound | None:
             return None
         text = addressed
     return Inbound(
-        id=f"{CHANNEL}:update:{update.update_id}",
+        id=f"{CHANNEL}:update:{update.update_id}",  # `update_id_of` reads it back
         channel=CHANNEL,
         chat_id=chat.id,
         user_id=user.id,
@@ -45,6 +45,13 @@ def to_inbound(update: Update, *, bot_username: str | None) -> Inbound | None:
         else None,
         user_name=user.username or user.first_name,
     )
+
+
+def update_id_of(inbound_id: str) -> int | None:
+    """The Telegram update id in an `Inbound.id` made by `to_inbound`."""
+    prefix = f"{CHANNEL}:update:"
+    tail = inbound_id.removeprefix(prefix)
+    return int(tail) if inbound_id.startswith(prefix) and tail.isdigit() else None
 
 
 def is_private_non_text(update: Update) -> bool:

@@ -27,7 +27,12 @@ from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, ExtBot
 
-from bot.channels.telegram.inbound import CHANNEL, is_private_non_text, to_inbound
+from bot.channels.telegram.inbound import (
+    CHANNEL,
+    is_private_non_text,
+    to_inbound,
+    update_id_of,
+)
 from bot.channels.telegram.replies import TelegramReplier
 from bot.errors import StartupError
 from bot.models import Inbound
@@ -78,9 +83,10 @@ class TelegramChannel:
         try:
             intake = Intake(self.runner, lambda i: self._replier(bot, i), channel=CHANNEL)
             replayed = await intake.start()
-            log.info("telegram_started", bot=bot.username, replayed=replayed)
+            log.info("telegram_started", bot=bot.username, replayed=len(replayed))
+            journaled = (update_id_of(entry.inbound.id) for entry in replayed)
             try:
-                await self._poll(bot, intake, stop)
+                await self._poll(bot, intake, stop, after=max(filter(None, journaled), default=0))
             finally:
                 log.info("telegram_stopping", backlog=intake.backlog())
                 await intake.close(self.shutdown_grace)
@@ -88,8 +94,11 @@ class TelegramChannel:
             with contextlib.suppress(TelegramError):
                 await bot.shutdown()
 
-    async def _poll(self, bot: Bot, intake: Intake, stop: asyncio.Event) -> None:
-        offset = await asyncio.to_thread(self.offset.load)
+    async def _poll(self, bot: Bot, intake: Intake, stop: asyncio.Event, *, after: int) -> None:
+        """Fetch, journal, confirm, until `stop`. Updates up to `after` are in the journal
+        already (a stop came between journaling them and saving the offset)."""
+        saved = await asyncio.to_thread(self.offset.load)
+        offset = max(saved or 0, after + 1) if after else saved
         outage = Outage()
         while not stop.is_set():
             fetch = asyncio.ensure_future(

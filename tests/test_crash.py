@@ -1,0 +1,26 @@
+"""No message lost, none answered twice, none asked of the model again once its answer was
+saved: bursts from several chats with SIGKILL and SIGTERM at random points (`tests/crash.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.crash import crash_run
+
+
+@pytest.mark.timeout(240)
+async def test_kills_and_terms_at_random_points_lose_nothing_and_repeat_nothing(
+    tmp_path: Path,
+) -> None:
+    figures = await crash_run(tmp_path, chats=3, messages=45, stops=6, sigterm_every=3, seed=7)
+
+    assert (figures.kills, figures.terms) == (4, 2)
+    assert figures.lost == 0, figures.line()
+    assert figures.duplicated == 0, figures.line()
+    assert figures.recalled == 0, figures.line()
+    assert figures.extra_calls <= figures.kills * figures.chats, figures.line()
+    assert figures.broken_files == []
+    assert figures.history_problems == []
+    assert figures.term_exit_codes == [0, 0, 0]
