@@ -129,7 +129,9 @@ async def test_past_the_window_old_messages_become_history_and_memory(
     assert COMPRESS not in prompt
     request = fake_openai.requests[-1]
     assert (request["model"], request["temperature"]) == ("fake-model", 0.3)
-    heading = re.compile(r"## \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d\n")
+    heading = re.compile(
+        r"## \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d <!-- consolidation \w+\.0 -->\n"
+    )
     for name in ("HISTORY.md", f"HISTORY-{app.now():%Y-%m}.md"):
         text = (memory / name).read_text()
         assert heading.fullmatch(text.removesuffix(f"{ENTRY}\n\n")), name
@@ -394,7 +396,7 @@ async def test_times_in_the_prompt_are_in_the_users_time_zone(
     assert "[2026-11-21 19:30] USER: good night" in prompt
     history = (workspace / "memory" / "HISTORY.md").read_text()
     assert "[2026-11-21 19:30] USER: good night" in history
-    assert re.search(r"^## \S+\+09:00$", history, re.MULTILINE)
+    assert re.search(r"^## \S+\+09:00 <!-- consolidation \w+\.0 -->$", history, re.MULTILINE)
 
 
 async def test_a_consolidation_cut_short_by_shutdown_resumes_after_restart(
@@ -416,6 +418,36 @@ async def test_a_consolidation_cut_short_by_shutdown_resumes_after_restart(
     assert first == again
     assert (memory / "MEMORY.md").read_text() == UPDATED
     assert (memory / "HISTORY.md").read_text().count(ENTRY) == 1
+    assert job_files(workspace) == []
+
+
+@pytest.mark.parametrize("cut", ["job-not-removed", "monthly-not-written"])
+async def test_a_job_run_again_after_a_crash_writes_each_history_file_once(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path, cut: str
+) -> None:
+    """A crash after the entry was written but before the job was removed (or, worse, between
+    HISTORY.md and the monthly file): the job runs again at the next start, asks the model
+    nothing, and each history file holds the entry once, the same text in both."""
+    messages = (ChatMessage(role="user", content="m1", at=NOW),)
+    job = new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
+    jobs = JobStore(workspace / "state" / "consolidation")
+    await jobs.save(job)
+    fake_openai.script(answer(ENTRY, UPDATED))
+    async with consolidating(workspace, fake_openai) as app:
+        await settle(app)
+    monthly = memory / "HISTORY-2026-11.md"
+    written = (memory / "HISTORY.md").read_text()
+    assert written == monthly.read_text() and written.count(ENTRY) == 1
+    await jobs.save(job)  # the crash: the job file is back
+    if cut == "monthly-not-written":
+        monthly.write_text("")
+
+    async with consolidating(workspace, fake_openai) as app:
+        await settle(app)
+
+    assert len(consolidations(fake_openai)) == 1
+    assert (memory / "HISTORY.md").read_text() == written
+    assert monthly.read_text() == written
     assert job_files(workspace) == []
 
 

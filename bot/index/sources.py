@@ -83,7 +83,8 @@ def _note_time(day: date, line: str) -> float:
 
 def _heading_time(line: str, fallback: float) -> float:
     try:
-        at = datetime.fromisoformat(line[len(_HISTORY_HEADING) :].strip())
+        # a consolidation's key follows as an HTML comment (`bot.memory.notes.history`)
+        at = datetime.fromisoformat(line[len(_HISTORY_HEADING) :].split("<!--", 1)[0].strip())
     except ValueError:
         return fallback
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()

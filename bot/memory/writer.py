@@ -177,9 +177,16 @@ class MemoryWriter:
             await self.sync_index()
         return added
 
-    async def append_history(self, scope: MemoryScope, entry: str, at: datetime) -> None:
-        """A consolidation's entry, or a compaction's checkpoint, in HISTORY (and its month)."""
-        await self.history.append(scope, entry, at)
+    async def append_history(
+        self, scope: MemoryScope, entry: str, at: datetime, *, key: str | None = None
+    ) -> None:
+        """A consolidation's entry, or a compaction's checkpoint, in HISTORY (and its month);
+        an entry with a `key` is written to each file once, however often it is appended."""
+        await self.history.append(scope, entry, at, key=key)
+
+    async def history_entry(self, scope: MemoryScope, key: str) -> str | None:
+        """The text of the HISTORY.md entry written under `key`, if there is one."""
+        return await self.history.entry(scope, key)
 
     # ------------------------------------------------------------------ upkeep
 

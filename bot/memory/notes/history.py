@@ -4,6 +4,11 @@ Each entry is headed by its ISO timestamp (seed 003) and written to both files: 
 for all time, the monthly one so that grep stays fast. Nothing is ever rewritten. An entry that
 starts with `[checkpoint]` marks a compaction (its messages are in a session archive file);
 every other entry is a consolidation (a `[raw-fallback]` one included).
+
+A consolidation's entry carries its key in the heading, as an HTML comment a reader does not
+see (`## 2026-11-24T10:00:00+00:00 <!-- consolidation 1a2b3c.0 -->`): appending it again — a
+job run again after a crash — adds it only to a file that lacks it, so each file holds it once
+and the main and monthly files agree.
 """
 
 from __future__ import annotations
@@ -20,10 +25,26 @@ from bot.storage.workspace import Workspace
 HEADING = "## "
 CHECKPOINT = "[checkpoint]"
 TAIL_BYTES = 64 * 1024  # enough to hold the last entry; the whole file is read only if not
+KEY_TAIL_BYTES = 1024 * 1024  # where an entry appended again after a crash is looked for
 
 
-def format_entry(entry: str, at: datetime) -> str:
-    return f"{HEADING}{at.isoformat(timespec='seconds')}\n{entry.strip()}\n\n"
+def format_entry(entry: str, at: datetime, key: str | None = None) -> str:
+    mark = f" {_mark(key)}" if key else ""
+    return f"{HEADING}{at.isoformat(timespec='seconds')}{mark}\n{entry.strip()}\n\n"
+
+
+def heading_time(line: str) -> datetime | None:
+    """The time of an entry's heading line; None when the line is not one."""
+    if not line.startswith(HEADING):
+        return None
+    try:
+        return datetime.fromisoformat(line[len(HEADING) :].split("<!--", 1)[0].strip())
+    except ValueError:
+        return None
+
+
+def _mark(key: str) -> str:
+    return f"<!-- {key} -->"
 
 
 class HistoryLog:
@@ -31,14 +52,22 @@ class HistoryLog:
         self.workspace = workspace
         self.locks = locks
 
-    async def append(self, scope: MemoryScope, entry: str, at: datetime) -> None:
-        """Append one entry to the scope's `HISTORY.md` and to the month's file."""
+    async def append(
+        self, scope: MemoryScope, entry: str, at: datetime, *, key: str | None = None
+    ) -> None:
+        """Append one entry to the scope's `HISTORY.md` and to the month's file; with a `key`,
+        only to a file that does not hold it yet."""
         main = self.workspace.history_path(scope)
         monthly = self.workspace.monthly_history_path(scope, at.date())
-        text = format_entry(entry, at)
+        text = format_entry(entry, at, key)
         async with self.locks.hold(main):
-            await asyncio.to_thread(append_text, main, text)
-            await asyncio.to_thread(append_text, monthly, text)
+            for path in (main, monthly):
+                if key is None or not await asyncio.to_thread(_holds, path, key):
+                    await asyncio.to_thread(append_text, path, text)
+
+    async def entry(self, scope: MemoryScope, key: str) -> str | None:
+        """The text of the entry of this key in the scope's `HISTORY.md`; None if it has none."""
+        return await asyncio.to_thread(_entry, self.workspace.history_path(scope), key)
 
     def last_consolidation(self, scope: MemoryScope) -> datetime | None:
         """When the last consolidation entry was written, or None if never."""
@@ -60,6 +89,26 @@ class HistoryLog:
         return found
 
 
+def _holds(path: Path, key: str) -> bool:
+    return _entry(path, key) is not None
+
+
+def _entry(path: Path, key: str) -> str | None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    lines = _read_from(path, max(0, size - KEY_TAIL_BYTES)).splitlines()
+    mark = _mark(key)
+    start = next(
+        (n for n, line in enumerate(lines) if line.startswith(HEADING) and mark in line), None
+    )
+    if start is None:
+        return None
+    end = next((n for n in range(start + 1, len(lines)) if heading_time(lines[n])), len(lines))
+    return "\n".join(lines[start + 1 : end]).strip()
+
+
 def _read_from(path: Path, offset: int) -> str:
     with path.open("rb") as handle:
         handle.seek(offset, os.SEEK_SET)
@@ -70,11 +119,8 @@ def _last_time(text: str, checkpoint: bool) -> datetime | None:
     """The time of the last entry of the kind asked for (a heading, then the entry's text)."""
     lines = text.splitlines()
     for at in range(len(lines) - 1, -1, -1):
-        if not lines[at].startswith(HEADING):
-            continue
-        try:
-            moment = datetime.fromisoformat(lines[at][len(HEADING) :].strip())
-        except ValueError:
+        moment = heading_time(lines[at])
+        if moment is None:
             continue
         first = lines[at + 1] if at + 1 < len(lines) else ""
         if first.startswith(CHECKPOINT) == checkpoint:

@@ -8,8 +8,14 @@
                                                      │   ├─ ask the fast model (timeout)
                                                      │   ├─ MEMORY.md: replace if unchanged,
                                                      │   │   else redo once, else merge new lines
-                                                     │   └─ HISTORY entry (raw fallback on failure)
+                                                     │   └─ HISTORY entry (raw fallback on failure),
+                                                     │       keyed by job and part: written last,
+                                                     │       it marks the part done
                                                      └─ job file removed
+
+A job run again after a crash does not ask the model again for a part whose entry is in
+HISTORY.md already (it only copies the entry to the monthly file if a crash left that without
+it), and every entry goes to each history file once (`HistoryLog.append`'s key).
 
 Every write goes through the memory writer (`ConsolidationMemory`: the files, then the items of
 new lines, then the index). A hand edit of `MEMORY.md` is never overwritten: the model's rewrite
@@ -67,7 +73,11 @@ class ConsolidationMemory(Protocol):
         self, scope: MemoryScope, facts: Sequence[str], *, section: str
     ) -> list[str]: ...
 
-    async def append_history(self, scope: MemoryScope, entry: str, at: datetime) -> None: ...
+    async def append_history(
+        self, scope: MemoryScope, entry: str, at: datetime, *, key: str | None = None
+    ) -> None: ...
+
+    async def history_entry(self, scope: MemoryScope, key: str) -> str | None: ...
 
 
 class ConsolidationQueue(Protocol):
@@ -190,24 +200,33 @@ class Consolidator:
         await self._fit_memory(job.scope)
         zone = self.now().tzinfo
         done = True
-        for part in conversation_parts(job.messages, room=self.room, count=self.count, zone=zone):
-            done &= await self._consolidate_part(replace(job, messages=part))
+        parts = conversation_parts(job.messages, room=self.room, count=self.count, zone=zone)
+        for index, part in enumerate(parts):
+            key = f"consolidation {job.id}.{index}"
+            written = await self.memory.history_entry(job.scope, key)
+            if written is not None:  # done by a run a crash cut short: the month's file may lack it
+                log.info("consolidation_part_done_before", part=index)
+                await self._record(job, written, key)
+                continue
+            done &= await self._consolidate_part(replace(job, messages=part), key)
         return done
 
-    async def _consolidate_part(self, job: ConsolidationJob) -> bool:
+    async def _consolidate_part(self, job: ConsolidationJob, key: str) -> bool:
+        """The part's memory update, then its HISTORY entry (under `key`: written last, it
+        says the part is done)."""
         deadline = asyncio.get_running_loop().time() + self.timeout
         snapshot = await self._snapshot(job.scope)
         shown = head_that_fits(snapshot.text, tokens=self.memory_tokens, count=self.count)
         whole = shown.strip() == snapshot.text.strip()
         result = await self._ask(job, shown, deadline, partial=not whole)
         if result is None:
-            await self._record(job, None)
+            await self._record(job, None, key)
             return False
         if not whole:
             await self._merge(job.scope, result.memory_update or "", seen=shown)
         elif not await self._store(job.scope, snapshot, result):
             result = await self._redo(job, result, snapshot, deadline)
-        await self._record(job, result.history_entry)
+        await self._record(job, result.history_entry, key)
         return True
 
     async def _redo(
@@ -322,7 +341,9 @@ class Consolidator:
             return
         log.info("consolidation_merged", facts=len(added))
 
-    async def _record(self, job: ConsolidationJob, entry: str | None) -> None:
+    async def _record(self, job: ConsolidationJob, entry: str | None, key: str) -> None:
+        """The part's entry, headed by the job's time (the same in a run after a crash, so the
+        entry goes to the same monthly file)."""
         if entry is None:
             log.warning("consolidation_raw_fallback", messages=len(job.messages))
             entry = raw_fallback_entry(
@@ -331,4 +352,5 @@ class Consolidator:
                 chars=self.raw_fallback_chars,
                 zone=self.now().tzinfo,
             )
-        await self.memory.append_history(job.scope, entry, self.now())
+        at = job.created_at.astimezone(self.now().tzinfo)
+        await self.memory.append_history(job.scope, entry, at, key=key)
