@@ -2,8 +2,9 @@
 `<working-memory>` tags and strip them from what the user sees (seed 002).
 
 Only the model's final reply is parsed: tags in the user's message or in tool results are data
-(DESIGN §3). `<memory>` goes to the turn's scope, which is the global memory only in an owner's
-private chat; `<chat-memory>` goes to this chat's own memory. The tags are stripped first; each
+(DESIGN §3), and a tag that only repeats their words is not stored (`without_echoes`).
+`<memory>` goes to the turn's scope, which is the global memory only in an owner's private
+chat; `<chat-memory>` goes to this chat's own memory. The tags are stripped first; each
 store is best-effort (logged), so a storage failure never costs the user the reply.
 """
 
@@ -12,12 +13,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from bot.memory.notes.tags import ExtractedTags, extract_tags
+import structlog
+
+from bot.memory.notes.tags import ExtractedTags, extract_tags, without_echoes
 from bot.memory.writer import Stored
 from bot.models import MemoryScope
 from bot.pipeline import TurnContext
 from bot.systems.tool_loop import EMPTY_REPLY
 
+log = structlog.get_logger(__name__)
 ACKNOWLEDGEMENT = "Noted."
 NOT_SAVED = "Sorry, I couldn't save that to memory."
 
@@ -44,12 +48,23 @@ class MemoryTags:
         if tags.text == ctx.reply and not tags.found:
             return
         _show(ctx, tags.text or (ACKNOWLEDGEMENT if tags.found else EMPTY_REPLY))
+        tags, echoes = without_echoes(tags, _supplied(ctx))
+        if echoes:
+            log.info("memory_tag_echo_dropped", tags=echoes)
+        if not tags.found:
+            return
         stored = await self.memory.store_tags(
             tags, scope=ctx.scope, session_key=ctx.inbound.session_key, turn=ctx.turn_id
         )
         ctx.memory_items += stored.items
         if not tags.text and not stored.ok:
             _show(ctx, NOT_SAVED)
+
+
+def _supplied(ctx: TurnContext) -> list[str]:
+    """What others said in this turn: the user's message and the tool results."""
+    tools = [m.content or "" for m in ctx.new_messages if m.role == "tool"]
+    return [ctx.user_message.content or "", *tools]
 
 
 def _show(ctx: TurnContext, text: str) -> None:

@@ -5,6 +5,9 @@ Lenient by design, because models are sloppy and output gets cut off: tag names 
 case-insensitive (`chat_memory` works too), openers may carry attributes, nested tags fold into
 their outer one, an unclosed tag runs to the end, stray closers vanish, and a truncated opener
 at the very end (`<memo`) is dropped. Whatever happens, no raw tag reaches the user.
+
+Echoes are not memory (`without_echoes`): a tag whose text the user or a tool supplied verbatim
+in the same turn — typed as a tag or not — is someone else's words repeated, and is not stored.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MEMORY = "memory"
 CHAT_MEMORY = "chatmemory"
@@ -72,6 +75,32 @@ class _Token:
 class _Block:
     kind: str
     content: str
+
+
+def without_echoes(tags: ExtractedTags, supplied: Iterable[str]) -> tuple[ExtractedTags, int]:
+    """The tags minus those whose text appears in `supplied` (the user's message and the tool
+    results of the turn), compared casefolded with spaces collapsed; and how many went."""
+    said = [_plain(text) for text in supplied if text]
+
+    def echoed(fact: str) -> bool:
+        plain = _plain(fact)
+        return bool(plain) and any(plain in text for text in said)
+
+    kept = replace(
+        tags,
+        memories=tuple(f for f in tags.memories if not echoed(f)),
+        chat_memories=tuple(f for f in tags.chat_memories if not echoed(f)),
+        working_memory=None
+        if tags.working_memory is not None and echoed(tags.working_memory)
+        else tags.working_memory,
+    )
+    dropped = len(tags.memories) + len(tags.chat_memories) + (tags.working_memory is not None)
+    dropped -= len(kept.memories) + len(kept.chat_memories) + (kept.working_memory is not None)
+    return kept, dropped
+
+
+def _plain(text: str) -> str:
+    return " ".join(_BULLET.sub("", text).casefold().split()).strip(" .!?")
 
 
 def extract_tags(reply: str) -> ExtractedTags:
