@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def run_telegram(settings: Settings) -> int:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    _configure_logs(settings, token, api_key)
+    _configure_logs(settings)
     app = build_app(settings, api_key=api_key)
     channel = TelegramChannel(
         app.runner,
@@ -85,7 +85,7 @@ async def run_telegram(settings: Settings) -> int:
 
 async def run_console(settings: Settings) -> int:
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    _configure_logs(settings, api_key)
+    _configure_logs(settings)
     app = build_app(settings, api_key=api_key)
     try:
         await app.start()
@@ -123,17 +123,20 @@ async def _check_model(settings: Settings) -> str:
         await app.aclose()
 
 
-def _configure_logs(settings: Settings, *secrets: str) -> None:
-    lightrag_key = settings.rag.lightrag_api_key  # sent in a header only; redacted all the same
-    extra = (lightrag_key.get_secret_value(),) if lightrag_key else ()
-    logs.configure(fmt=settings.log.format, level=settings.log.level, secrets=(*secrets, *extra))
+def _configure_logs(settings: Settings) -> None:
+    """Logs that never show a configured secret, whatever the command (`doctor` included: a
+    provider may echo the key back in an error)."""
+    logs.configure(fmt=settings.log.format, level=settings.log.level, secrets=_secrets(settings))
+
+
+def _secrets(settings: Settings) -> list[str]:
+    """The bot token and the API keys (the LightRAG key too: sent in a header only)."""
+    values = (settings.telegram.token, settings.llm.api_key, settings.rag.lightrag_api_key)
+    return [value.get_secret_value() for value in values if value and value.get_secret_value()]
 
 
 def _redact(settings: Settings, text: str) -> str:
-    for secret in (settings.telegram.token, settings.llm.api_key, settings.rag.lightrag_api_key):
-        if secret is not None and secret.get_secret_value():
-            text = text.replace(secret.get_secret_value(), logs.REDACTED)
-    return text
+    return logs.scrub(text, _secrets(settings))
 
 
 def _add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -6,11 +6,13 @@ the final rendered text, so neither a URL logged by httpx nor a traceback can le
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
 from collections.abc import Iterable
 from typing import Any, Literal
+from urllib.parse import quote
 
 import structlog
 from structlog.types import EventDict, Processor, WrappedLogger
@@ -32,11 +34,15 @@ class Redacting:
         return self.scrub(self.renderer(logger, name, event_dict))
 
     def scrub(self, text: Any) -> Any:
-        if not isinstance(text, str):
-            return text
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return _TOKEN_SHAPE.sub(REDACTED, text)
+        return scrub(text, self.secrets) if isinstance(text, str) else text
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """`text` without any of the secrets (also JSON- or URL-escaped) or a bot token's shape."""
+    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+        for form in {secret, json.dumps(secret)[1:-1], quote(secret, safe="")}:
+            text = text.replace(form, REDACTED)
+    return _TOKEN_SHAPE.sub(REDACTED, text)
 
 
 def configure(

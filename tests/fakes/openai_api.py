@@ -335,7 +335,9 @@ class FakeOpenAI(LocalServer):
     def _auth_error(self, request: web.Request) -> web.Response | None:
         if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
             return None
-        return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+        presented = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        # as a real provider does: the key sent is echoed back in the error body
+        return _error(401, f"Incorrect API key provided: {presented}.", code="invalid_api_key")
 
     def _record(self, request: web.Request, body: Json) -> None:
         self.calls += 1
