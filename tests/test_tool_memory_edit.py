@@ -78,7 +78,7 @@ async def test_the_items_made_of_the_line_follow_it(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     fake_openai.script(Reply("Noted. <memory>Ann's birthday is 12 May</memory>"))
-    await say(app, "Ann's birthday is 12 May")
+    await say(app, "Remember: Ann, birthday 12 May")
 
     await tool_result(
         app, fake_openai, "memory_edit", {"old": "12 May", "new": "Ann's birthday is 14 May"}
