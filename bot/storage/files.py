@@ -1,9 +1,11 @@
 """Atomic, locked file I/O: the only way the bot writes to the workspace.
 
 Writes go to a temp file in the same folder, are fsynced and swapped in with `os.replace`;
-the folder is fsynced after. Read-modify-write holds `FileLocks.hold(path)`: an asyncio lock
-within the process plus a `filelock` on a sibling `.lock` file across processes (a separate
-file, because `os.replace` swaps the inode). Folders are 0700, files 0600.
+the folder is fsynced after. A symlink (a MEMORY.md kept in a synced folder) is followed: its
+target is written that way, beside itself, and the link stays a link. Read-modify-write holds
+`FileLocks.hold(path)`: an asyncio lock within the process plus a `filelock` on a sibling
+`.lock` file across processes (a separate file, because `os.replace` swaps the inode).
+Folders are 0700, files 0600.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def ensure_dir(path: Path) -> Path:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    if path.is_symlink():
+        path = path.resolve()
     ensure_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

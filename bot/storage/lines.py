@@ -2,14 +2,17 @@
 
 - Read fresh after any change (a hand edit included), not at all when nothing changed: parsed
   lines are cached by the file's stat signature (inode, size, mtime_ns, ctime_ns).
-- A file that is not text (NUL bytes, or mostly undecodable) is refused with a warning, and so
-  is an unreadable one (no permission, a folder in its place). Nothing here ever writes.
+- A file that is not text (mostly NUL bytes or undecodable) is refused with a warning, and so
+  is an unreadable one (no permission, a folder in its place). A stray NUL or other control
+  character in a line of a text file is cleaned out of that line (`printable`); the rest of
+  the file reads as usual and line numbers stay. Nothing here ever writes.
 - A huge file is read only in a window, its head (MEMORY.md) or its tail (daily notes); the
   lines outside the window are counted, not parsed, so a caller can say what it left out.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ NOT_TEXT_SHARE = 0.1  # above this share of undecodable characters a file is not
 _CHUNK = 1024 * 1024
 
 Signature = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
+_ODD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # control characters but tab and line ends
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,17 @@ class FileLines:
 
 
 def decode_text(data: bytes) -> str | None:
-    """The bytes as text (a stray bad byte replaced), or None when they are not text."""
-    if b"\x00" in data:
-        return None
+    """The bytes as text (a stray bad byte replaced, control characters cleaned out), or None
+    when they are not text."""
     text = data.decode("utf-8", errors="replace")
-    if text.count("\ufffd") > NOT_TEXT_SHARE * len(text):
+    if text.count("\ufffd") + text.count("\x00") > NOT_TEXT_SHARE * len(text):
         return None
-    return text
+    return printable(text)
+
+
+def printable(text: str) -> str:
+    """`text` without NUL and other control characters (tabs and line ends stay)."""
+    return _ODD.sub("", text) if _ODD.search(text) else text
 
 
 def safe_to_rewrite(path: Path) -> bool:

@@ -65,7 +65,10 @@ FORGET_USAGE = (
     "Usage: /forget <text> (3 characters or more) — I remove it from everything I keep: "
     "memory, notes, history, items and our conversations."
 )
-NOT_TEXT = "MEMORY.md is not readable as text, so I left it alone. Fix or move it, then try again."
+NOT_TEXT = (
+    "MEMORY.md is not UTF-8 text, so I left it alone. Save it as UTF-8 (or move it), then try "
+    "again."
+)
 COMPACT_USAGE = (
     "Usage: /compact [N] — summarise all but the last N messages (N a positive whole number; "
     "{keep} when left out)."

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from bot.models import MemoryScope
 from bot.storage.files import append_text
+from bot.storage.lines import printable
 from bot.storage.workspace import Workspace
 
 
@@ -18,7 +19,7 @@ def note_line(
 
 
 def _fold(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(printable(text).split())  # a NUL in a reply never reaches a note
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 

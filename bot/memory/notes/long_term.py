@@ -1,9 +1,11 @@
 """Long-term memory: `MEMORY.md`, hand-editable, read fresh every turn, never clobbered.
 
 Every change is a locked read-modify-write. An LLM rewrite (consolidation) is applied only if the
-file is unchanged since it was read (`replace_if_unchanged`); appends (tags, /remember, log
-compaction) re-read under the lock, so a hand edit made a moment before is kept. A file that is
-not text (binary, another encoding) is never rewritten: changes raise `NotTextError`.
+file is unchanged since it was read (`replace_if_unchanged`); appends (tags, /remember) re-read
+under the lock, so a hand edit made a moment before is kept, and facts that go at the end are
+written with one O_APPEND write, so a line a person appends meanwhile is kept too. A file that
+is not UTF-8 text (binary, Latin-1, a NUL byte) is never rewritten: changes raise
+`NotTextError` with what to do. A file with CRLF line endings keeps them (`_write`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ import structlog
 
 from bot.errors import NotTextError
 from bot.models import MemoryScope
-from bot.storage.files import FileLocks, atomic_write_text, read_text
-from bot.storage.lines import decode_text
+from bot.storage.files import FileLocks, append_text, atomic_write_text, read_text
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -52,7 +53,7 @@ class LongTermMemory:
             if digest_of(current) != expected:
                 log.info("memory_changed_underneath", path=str(path))
                 return False
-            await asyncio.to_thread(atomic_write_text, path, _with_newline(new_text))
+            await asyncio.to_thread(_write, path, _with_newline(new_text), current)
             return True
 
     async def append_facts(
@@ -66,7 +67,11 @@ class LongTermMemory:
             added = _new_facts(current, facts)
             if added:
                 updated = _insert(current, [f"- {fact}" for fact in added], section)
-                await asyncio.to_thread(atomic_write_text, path, updated)
+                if updated.startswith(current):  # only added at the end: append, never replace
+                    tail = _endings_like(updated[len(current) :], current)
+                    await asyncio.to_thread(append_text, path, tail)
+                else:
+                    await asyncio.to_thread(_write, path, updated, current)
             return added
 
     async def remove_lines(self, scope: MemoryScope, needle: str) -> list[str]:
@@ -78,7 +83,7 @@ class LongTermMemory:
                 return []
             kept, removed = split_matching(current, needle)
             if removed:
-                await asyncio.to_thread(atomic_write_text, path, kept)
+                await asyncio.to_thread(_write, path, kept, current)
             return removed
 
     async def replace_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
@@ -96,7 +101,7 @@ class LongTermMemory:
             before = lines[at].rstrip("\r\n")
             after = _keeping_shape(before, new) if new.strip() else None
             lines[at] = "" if after is None else after + _ending(lines[at])
-            await asyncio.to_thread(atomic_write_text, path, "".join(lines))
+            await asyncio.to_thread(_write, path, "".join(lines), current)
             return LineEdit(before=before, after=after, matches=(before,))
 
 
@@ -122,15 +127,34 @@ def _ending(line: str) -> str:
 
 
 def _text_to_change(path: Path) -> str | None:
-    """The file's text before a change (None if missing); `NotTextError` if it is not text."""
+    """The file's text before a change (None if missing); `NotTextError` unless it is UTF-8
+    text without NUL bytes (rewriting anything else would garble it)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
-    text = decode_text(data)
-    if text is None:
-        raise NotTextError(f"{path.name} is not text; it was left as it is")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        log.warning("memory_file_not_utf8_text", path=str(path))
+        raise NotTextError(
+            f"{path.name} is not UTF-8 text, so I left it as it is; save it as UTF-8 (without "
+            "NUL characters) to let me change it"
+        )
     return text
+
+
+def _write(path: Path, text: str, like: str | None) -> None:
+    atomic_write_text(path, _endings_like(text, like))
+
+
+def _endings_like(text: str, like: str | None) -> str:
+    """`text` with CRLF line endings when the file had them (`like`: its text before)."""
+    if not like or "\r\n" not in like:
+        return text
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 def split_matching(text: str, needle: str) -> tuple[str, list[str]]:
