@@ -1,5 +1,10 @@
 """Command line: `python -m bot run | chat | doctor | memory … | eval retrieval`. Thin: parse,
-load settings, hand over."""
+load settings, hand over.
+
+Failures end here, never as a raw traceback and never with a secret: a `ConfigError` or a
+`StartupError` (a rejected token, Telegram out of reach) is one `error: …` line on stderr, exit
+2 or 1; anything else is a bug, logged with its traceback through the scrubbing log, exit 1.
+Every line we print ourselves goes through `bot.logs.Scrubber` as the log does."""
 
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from bot import logs, memory_cli
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel
 from bot.channels.telegram import TelegramChannel, check_token
-from bot.errors import ConfigError, StartupError
+from bot.channels.telegram.errors import is_network_error, startup_error
+from bot.errors import ConfigError, MnemoError, StartupError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
 from bot.index import Embedder, Model2VecEmbedder
@@ -27,6 +33,7 @@ from bot.settings import Settings, load_settings, require_secret
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
+DOCTOR_TIMEOUT = 20
 log = structlog.get_logger(__name__)
 
 
@@ -39,28 +46,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_eval_parser(sub)
     memory_cli.add_parser(sub)
     args = parser.parse_args(argv)
+    scrub = logs.Scrubber(())
     try:
         settings = load_settings()
+        scrub = _configure_logs(settings)  # before anything else can log or fail
         if args.command == "eval":
             return eval_retrieval(settings, args)
         if args.command == "memory":
-            _configure_logs(settings)
             return memory_cli.run(settings, args)
         return asyncio.run(_COMMANDS[args.command](settings))
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 2
     except StartupError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception:  # a bug: its traceback goes through the scrubbing log, never raw
+        log.exception("stopped_on_error")
+        print("error: stopped on an unexpected error (logged above)", file=sys.stderr)
+        return 1
 
 
 async def run_telegram(settings: Settings) -> int:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    _configure_logs(settings)
     app = build_app(settings, api_key=api_key)
     channel = TelegramChannel(
         app.runner,
@@ -78,6 +89,11 @@ async def run_telegram(settings: Settings) -> int:
     try:
         await app.start()
         await channel.run(stop)
+    except Exception as exc:  # PTB's errors at start, as the line that says what to fix
+        stopped = startup_error(exc, base_url=settings.telegram.base_url)
+        if stopped is None or stopped is exc:
+            raise
+        raise stopped from exc
     finally:
         await app.aclose()
     return 0
@@ -85,7 +101,6 @@ async def run_telegram(settings: Settings) -> int:
 
 async def run_console(settings: Settings) -> int:
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    _configure_logs(settings)
     app = build_app(settings, api_key=api_key)
     try:
         await app.start()
@@ -96,21 +111,28 @@ async def run_console(settings: Settings) -> int:
 
 
 async def doctor(settings: Settings) -> int:
-    """Check each part and say what is wrong, one line each."""
-    _configure_logs(settings)
+    """Check each part and say what is wrong, one line each, no secret."""
+    scrub = logs.Scrubber(_secrets(settings))
     problems = 0
     for name, check in (("telegram", _check_telegram), ("model", _check_model)):
         try:
-            print(f"ok    {name}: {await check(settings)}")
+            print(f"ok    {name}: {scrub(await check(settings))}")
         except Exception as exc:
             problems += 1
-            print(f"FAIL  {name}: {type(exc).__name__}: {_redact(settings, str(exc))[:200]}")
+            print(f"FAIL  {name}: {scrub(_what_failed(exc, settings))[:300]}")
     return 1 if problems else 0
 
 
 async def _check_telegram(settings: Settings) -> str:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
-    return await asyncio.wait_for(check_token(token, settings.telegram.base_url), timeout=20)
+    base_url = settings.telegram.base_url
+    try:
+        return await asyncio.wait_for(check_token(token, base_url), timeout=DOCTOR_TIMEOUT)
+    except TimeoutError:
+        raise StartupError(
+            f"Telegram did not answer within {DOCTOR_TIMEOUT} s at {base_url}: check the "
+            "network and BOT_TELEGRAM__BASE_URL"
+        ) from None
 
 
 async def _check_model(settings: Settings) -> str:
@@ -123,20 +145,39 @@ async def _check_model(settings: Settings) -> str:
         await app.aclose()
 
 
-def _configure_logs(settings: Settings) -> None:
-    """Logs that never show a configured secret, whatever the command (`doctor` included: a
-    provider may echo the key back in an error)."""
-    logs.configure(fmt=settings.log.format, level=settings.log.level, secrets=_secrets(settings))
+def _what_failed(exc: Exception, settings: Settings) -> str:
+    """A failed check as one line: what to fix when we know, else the error's type and text."""
+    known = startup_error(exc, base_url=settings.telegram.base_url)
+    if known is not None or isinstance(exc, MnemoError):
+        return str(known or exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
-def _secrets(settings: Settings) -> list[str]:
-    """The bot token and the API keys (the LightRAG key too: sent in a header only)."""
-    values = (settings.telegram.token, settings.llm.api_key, settings.rag.lightrag_api_key)
-    return [value.get_secret_value() for value in values if value and value.get_secret_value()]
+def _configure_logs(settings: Settings) -> logs.Scrubber:
+    """Logs scrubbed of every secret in the settings; the scrubber, for what we print."""
+    return logs.configure(
+        fmt=settings.log.format,
+        level=settings.log.level,
+        secrets=_secrets(settings),
+        transient=_transient,
+    )
 
 
-def _redact(settings: Settings, text: str) -> str:
-    return logs.scrub(text, _secrets(settings))
+def _secrets(settings: Settings) -> tuple[str, ...]:
+    """The bot token, the model's key, the embedding model's and LightRAG's keys (sent in a
+    header only; cut all the same), whichever are set."""
+    rag = settings.rag
+    values = (
+        settings.telegram.token,
+        settings.llm.api_key,
+        rag.embedding_api_key,
+        rag.lightrag_api_key,
+    )
+    return tuple(v.get_secret_value() for v in values if v is not None and v.get_secret_value())
+
+
+def _transient(exc: BaseException) -> bool:
+    return logs.is_transport_error(exc) or is_network_error(exc)
 
 
 def _add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -161,7 +202,6 @@ def _add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def eval_retrieval(settings: Settings, args: argparse.Namespace) -> int:
     """Print the retrieval evaluation's JSON report (`bot.eval`)."""
     dataset = load_dataset(args.dataset)
-    _configure_logs(settings)
     report = evaluate(
         dataset,
         ks=sorted(set(args.k)),

@@ -1,7 +1,18 @@
-"""Logging: structlog for our lines and the libraries' (PTB, httpx), JSON or console, redacted.
+"""Logging and scrubbing: structlog for our lines and the libraries' (PTB, httpx), JSON or
+console, with every secret cut out.
 
-Every line carries the bound `chat` and `turn`; secrets (the bot token, API keys) are cut out of
-the final rendered text, so neither a URL logged by httpx nor a traceback can leak them.
+`Scrubber` is the one owner of scrubbing: the log renderer runs every rendered line through it,
+and the command line runs every line it prints itself through it too (`python -m bot doctor`,
+`error: …`). It cuts each known secret (the bot token, the model's API key, the LightRAG key) as
+written, JSON-escaped, URL-encoded and, for a bot token, its secret part alone; and any
+token-shaped, `sk-` key-shaped or partly masked (`sk-ab****yz`) text, known or not, so a secret a
+server echoes back in an error body is cut as well.
+
+A network error (connection refused, timeout, a Bot API 5xx) logged with its traceback by a
+library or by us becomes one line: `TransientErrors` drops the traceback and keeps
+`error="ConnectError: …"`. An outage then writes one warning per retry, not a screen of
+tracebacks per retry. Which exceptions count is the caller's `transient` predicate
+(`bot.channels.telegram.errors.is_network_error` adds PTB's own `NetworkError`).
 """
 
 from __future__ import annotations
@@ -9,40 +20,113 @@ from __future__ import annotations
 import json
 import logging
 import re
+import socket
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
+import httpx
 import structlog
 from structlog.types import EventDict, Processor, WrappedLogger
 
 REDACTED = "[REDACTED]"
-# A Telegram bot token anywhere (URLs like /bot<id>:<secret>/sendMessage).
-_TOKEN_SHAPE = re.compile(r"\d{5,}:[A-Za-z0-9_-]{20,}")
+_MIN_SECRET = 4
+_SHAPES = re.compile(
+    r"\d{5,}(?::|%3A)[A-Za-z0-9_-]{20,}"  # a Telegram bot token, as in /bot<id>:<secret>/getMe
+    r"|\bsk-[A-Za-z0-9_-]{16,}"  # an OpenAI-style API key
+    r"|[A-Za-z0-9_-]{2,}[*•]{4,}[A-Za-z0-9_-]*|[*•]{4,}[A-Za-z0-9_-]{2,}",  # a masked key
+    re.IGNORECASE,
+)
 _NOISY = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "telegram.ext.Updater")
+
+Transient = Callable[[BaseException], bool]
+_TRANSPORT = (ConnectionError, TimeoutError, socket.gaierror, httpx.TransportError)
+
+
+class Scrubber:
+    """Cuts secrets out of text: known ones in every spelling, and anything shaped like one."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        forms = {form for secret in secrets for form in _spellings(secret)}
+        ordered = sorted((f for f in forms if len(f) >= _MIN_SECRET), key=len, reverse=True)
+        self._known = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def __call__(self, text: str) -> str:
+        if self._known is not None:
+            text = self._known.sub(REDACTED, text)
+        return _SHAPES.sub(REDACTED, text)
+
+
+def _spellings(secret: str) -> set[str]:
+    """The secret as it may appear in a log or an error body: raw, JSON- and URL-escaped; a bot
+    token's secret part (after the colon) on its own as well."""
+    parts = [secret.strip()]
+    if ":" in parts[0]:
+        parts.append(parts[0].split(":", 1)[1])
+    forms: set[str] = set()
+    for part in parts:
+        escaped = json.dumps(part)[1:-1]
+        forms |= {part, escaped, escaped.replace("/", "\\/"), repr(part)[1:-1]}
+        forms |= {quote(part, safe=""), quote(part), quote_plus(part)}
+    return forms
 
 
 class Redacting:
-    """Wraps a renderer and removes every secret from what it renders."""
+    """Wraps a renderer and scrubs its input (before JSON or `repr` escapes a secret out of
+    recognition) and its output (a traceback the console renderer formats)."""
 
-    def __init__(self, renderer: Processor, secrets: Iterable[str]) -> None:
+    def __init__(self, renderer: Processor, scrub: Scrubber) -> None:
         self.renderer = renderer
-        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self.scrub = scrub
 
     def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> Any:
-        return self.scrub(self.renderer(logger, name, event_dict))
+        rendered = self.renderer(logger, name, self._scrubbed(event_dict))
+        return self.scrub(rendered) if isinstance(rendered, str) else rendered
 
-    def scrub(self, text: Any) -> Any:
-        return scrub(text, self.secrets) if isinstance(text, str) else text
+    def _scrubbed(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, dict):
+            return {key: self._scrubbed(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._scrubbed(item) for item in value]
+        return value  # an exc_info tuple stays one; its text is scrubbed once rendered
 
 
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """`text` without any of the secrets (also JSON- or URL-escaped) or a bot token's shape."""
-    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        for form in {secret, json.dumps(secret)[1:-1], quote(secret, safe="")}:
-            text = text.replace(form, REDACTED)
-    return _TOKEN_SHAPE.sub(REDACTED, text)
+class TransientErrors:
+    """A network error's traceback becomes one field: `error="ConnectError: …"`."""
+
+    def __init__(self, transient: Transient) -> None:
+        self.transient = transient
+
+    def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
+        exc = _exception(event_dict.get("exc_info"))
+        if exc is not None and self.transient(exc):
+            del event_dict["exc_info"]
+            event_dict["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        return event_dict
+
+
+def _exception(exc_info: Any) -> BaseException | None:
+    if isinstance(exc_info, BaseException):
+        return exc_info
+    if isinstance(exc_info, tuple) and len(exc_info) == 3:
+        return exc_info[1] if isinstance(exc_info[1], BaseException) else None
+    return sys.exc_info()[1] if exc_info is True else None
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """A connection that failed or timed out, here or anywhere in the chain of causes (not
+    every `OSError`: a disk error keeps its traceback)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain is short; a cycle is not followed
+        if seen is None:
+            return False
+        if isinstance(seen, _TRANSPORT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def configure(
@@ -51,8 +135,11 @@ def configure(
     level: str = "INFO",
     secrets: Iterable[str] = (),
     stream: Any = None,
-) -> None:
-    """Route structlog and stdlib logging through one redacting renderer."""
+    transient: Transient = is_transport_error,
+) -> Scrubber:
+    """Route structlog and stdlib logging through one scrubbing renderer; the `Scrubber` it
+    uses, for what the caller prints itself."""
+    scrub = Scrubber(secrets)
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -64,15 +151,17 @@ def configure(
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ]
-    else:
-        final = [structlog.dev.ConsoleRenderer(colors=False)]
+    else:  # a plain traceback: rich's would show locals, cut and wrapped past any redaction
+        plain = structlog.dev.plain_traceback
+        final = [structlog.dev.ConsoleRenderer(colors=False, exception_formatter=plain)]
     *pre, renderer = final
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            TransientErrors(transient),
             *pre,
-            Redacting(renderer, secrets),
+            Redacting(renderer, scrub),
         ],
     )
     handler = logging.StreamHandler(stream or sys.stderr)
@@ -88,3 +177,4 @@ def configure(
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
+    return scrub

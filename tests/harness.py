@@ -169,3 +169,39 @@ def start_bot_process(env: dict[str, str], cwd: Path, log_path: Path) -> subproc
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+
+
+def quiet_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` logging as a user's default does (console, INFO), with the real models file: what a
+    user would see on the terminal."""
+    return env | {
+        "BOT_LOG__FORMAT": "console",
+        "BOT_LOG__LEVEL": "INFO",
+        "BOT_COMPACTION__MODELS_FILE": str(REPO / "config" / "models.json"),
+    }
+
+
+async def run_bot_command(
+    env: dict[str, str], cwd: Path, *args: str, within: float = 10.0
+) -> tuple[int, str]:
+    """`python -m bot <args>` to its end (the fakes keep serving meanwhile): its exit code and
+    its stdout and stderr together."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), within)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
+    assert process.returncode is not None
+    return process.returncode, output.decode()

@@ -6,13 +6,12 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from bot.storage.workspace import encode_key
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.fakes.telegram_api import FakeTelegram
-from tests.harness import API_KEY, OWNER, REPO, bot_env, start_bot_process
+from tests.harness import API_KEY, OWNER, bot_env, start_bot_process
 
 
 async def stop_process(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
@@ -76,68 +75,3 @@ async def test_secrets_never_reach_the_logs(
     token_secret = fake_telegram.token.split(":", 1)[1]
     assert fake_telegram.token not in text and token_secret not in text
     assert API_KEY not in text
-
-
-async def run_to_exit(env: dict[str, str], tmp_path: Path, *command: str) -> tuple[int, str]:
-    """`python -m bot <command>` to its end: the exit code and everything it printed."""
-    process = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "bot", *command],
-        cwd=REPO,  # as `make run` starts it
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    return process.returncode, (process.stdout + process.stderr).decode()
-
-
-def loud_lines(printed: str) -> list[str]:
-    """What a person reads: every line but the debug and info log lines."""
-    quiet = ('"level": "debug"', '"level": "info"')
-    return [line for line in printed.splitlines() if not any(q in line for q in quiet)]
-
-
-async def test_a_rejected_token_at_start_is_one_line_without_the_token(
-    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
-) -> None:
-    revoked = "987654:" + "R" * 35
-    env = bot_env(tmp_path / "ws", fake_telegram, fake_openai) | {"BOT_TELEGRAM__TOKEN": revoked}
-
-    code, printed = await run_to_exit(env, tmp_path, "run")
-
-    assert code == 1
-    problems = loud_lines(printed)
-    assert problems == [
-        "error: Telegram rejected the bot token (BOT_TELEGRAM__TOKEN): check it with @BotFather"
-    ]
-    assert "Traceback" not in printed and revoked.split(":")[1] not in printed
-
-
-async def test_telegram_unreachable_at_start_is_one_line(
-    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
-) -> None:
-    closed = "http://127.0.0.1:9/bot"  # the discard port: nothing listens there
-    env = bot_env(tmp_path / "ws", fake_telegram, fake_openai) | {"BOT_TELEGRAM__BASE_URL": closed}
-
-    code, printed = await run_to_exit(env, tmp_path, "run")
-
-    assert code == 1
-    problems = loud_lines(printed)
-    assert len(problems) == 1 and problems[0].startswith("error: Telegram is unreachable at")
-    assert "Traceback" not in printed and fake_telegram.token not in printed
-
-
-async def test_doctor_never_prints_the_key_a_provider_echoes_back(
-    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
-) -> None:
-    fake_openai.api_key = "sk-the-right-key-000000"
-    env = bot_env(tmp_path / "ws", fake_telegram, fake_openai)
-
-    code, printed = await run_to_exit(env, tmp_path, "doctor")
-
-    assert code == 1
-    assert "FAIL  model:" in printed and "Incorrect API key provided" in printed
-    assert API_KEY not in printed and API_KEY[3:] not in printed
-    assert fake_telegram.token not in printed

@@ -228,7 +228,7 @@ async def test_over_call_and_unused_steps_fail_assert_done() -> None:
 
 async def test_wrong_api_key_is_rejected() -> None:
     async with FakeOpenAI(api_key="sk-right") as fake, client_for(fake, "sk-wrong") as bad:
-        with pytest.raises(openai.AuthenticationError):
+        with pytest.raises(openai.AuthenticationError, match="API key provided: sk-wrong"):
             await bad.chat.completions.create(model=MODEL, messages=[USER])
         fake.assert_done()
 

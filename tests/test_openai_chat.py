@@ -211,7 +211,7 @@ async def test_a_server_error_then_success_is_retried_by_the_sdk(
 async def test_a_timeout_is_unavailable(make_chat: MakeChat, fake_openai: FakeOpenAI) -> None:
     fake_openai.script(Hang())
 
-    with pytest.raises(LLMUnavailable):
+    with pytest.raises(LLMUnavailable, match=r"did not answer in time.*BOT_LLM__TIMEOUT"):
         await make_chat(timeout=0.3).complete(HELLO)
 
 
@@ -220,5 +220,24 @@ async def test_an_unreachable_server_is_unavailable(make_chat: MakeChat) -> None
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again before the request: connection refused
 
-    with pytest.raises(LLMUnavailable):
+    with pytest.raises(LLMUnavailable) as raised:
         await make_chat(base_url=f"http://127.0.0.1:{port}/v1").complete(HELLO)
+    assert str(raised.value) == (
+        f"cannot reach the model at http://127.0.0.1:{port}/v1: check the network and "
+        "BOT_LLM__BASE_URL"
+    )
+
+
+async def test_a_refused_key_names_the_variable_and_not_the_key() -> None:
+    async with FakeOpenAI(api_key="sk-the-right-one") as strict:
+        chat = OpenAIChat(
+            base_url=strict.base_url, api_key=API_KEY, model="m", timeout=5, max_retries=0
+        )
+        with pytest.raises(LLMRejected) as raised:
+            await chat.complete(HELLO)
+        await chat.close()
+    assert str(raised.value) == (
+        f"the model at {strict.base_url} rejected the API key (HTTP 401): check BOT_LLM__API_KEY"
+    )
+    cause = raised.value.__cause__  # the provider echoed the key: only the log keeps it, cut
+    assert isinstance(cause, openai.APIError) and API_KEY in cause.message

@@ -1,8 +1,9 @@
 """`OpenAIChat`: the `LLM` protocol over any OpenAI-compatible `/chat/completions` endpoint.
 
 The only module that speaks the SDK: our messages in, a `Completion` out, SDK errors mapped onto
-the `bot.errors.LLMError` tree. Timeouts and retries are explicit (the SDK's own retry loop,
-which honours `Retry-After`).
+the `bot.errors.LLMError` tree, each with one line that says what failed and, where we know, what
+to fix (`python -m bot doctor` prints it). Timeouts and retries are explicit (the SDK's own retry
+loop, which honours `Retry-After`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class OpenAIChat:
         max_tokens: int | None = None,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self.temperature = temperature
         self.max_tokens = max_tokens
         self._client = openai.AsyncOpenAI(
@@ -69,7 +71,7 @@ class OpenAIChat:
         try:
             response = await self._client.chat.completions.create(**request)
         except openai.APIError as exc:
-            raise _translate(exc) from exc
+            raise _translate(exc, base_url=self.base_url) from exc
         return _from_wire(response)
 
     async def close(self) -> None:
@@ -119,12 +121,29 @@ def _from_wire(response: Any) -> Completion:
     )
 
 
-def _translate(exc: openai.APIError) -> Exception:
+def _translate(exc: openai.APIError, *, base_url: str) -> Exception:
+    """The SDK's error as ours. The provider's words stay in the message where they help (a
+    refused request, a 5xx); a refused key or an unreachable server says what to fix instead.
+    Whatever a provider echoes (a key, in full or masked) is cut where it is logged or printed
+    (`bot.logs.Scrubber`)."""
     status = getattr(exc, "status_code", None)
     text = f"{getattr(exc, 'code', '') or ''} {exc.message}".lower()
     log.warning("llm_error", status=status, error=type(exc).__name__, detail=exc.message[:300])
     if status in (400, 413) and any(marker in text for marker in _OVERFLOW_MARKERS):
         return ContextOverflow(exc.message)
+    if status == 401:
+        return LLMRejected(
+            f"the model at {base_url} rejected the API key (HTTP 401): check BOT_LLM__API_KEY"
+        )
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMUnavailable(
+            f"the model at {base_url} did not answer in time: check the network and "
+            "BOT_LLM__BASE_URL, or raise BOT_LLM__TIMEOUT"
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMUnavailable(
+            f"cannot reach the model at {base_url}: check the network and BOT_LLM__BASE_URL"
+        )
     if isinstance(exc, openai.APIStatusError) and exc.status_code in _REJECTIONS:
-        return LLMRejected(exc.message)
-    return LLMUnavailable(exc.message)
+        return LLMRejected(f"the model at {base_url} refused the request: {exc.message}")
+    return LLMUnavailable(f"the model at {base_url} failed: {exc.message}")

@@ -1,6 +1,7 @@
 """The fakes' common shell: an aiohttp server on 127.0.0.1 at a free port, with `start`,
-`stop`, `async with` and `port`. A fake says what it serves in `build_app` and what to wake
-before closing in `on_stop`."""
+`stop`, `async with` and `port`; a `start` after `stop` serves on the same port again (an
+outage). A fake says what it serves in `build_app` and what to wake before closing in
+`on_stop`."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class LocalServer:
         self._closing = False
         self._runner = web.AppRunner(self.build_app(), access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port or 0)  # a restart keeps it
         await site.start()
         self._port = int(self._runner.addresses[0][1])
 

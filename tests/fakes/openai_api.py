@@ -333,11 +333,16 @@ class FakeOpenAI(LocalServer):
         return True
 
     def _auth_error(self, request: web.Request) -> web.Response | None:
-        if self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}":
-            return None
+        """401 for a wrong key, echoing the key it was given as providers do (OpenAI masks the
+        middle; others echo it whole, as here: the worst case for what we print)."""
         presented = request.headers.get("Authorization", "").removeprefix("Bearer ")
-        # as a real provider does: the key sent is echoed back in the error body
-        return _error(401, f"Incorrect API key provided: {presented}.", code="invalid_api_key")
+        if self.api_key is None or presented == self.api_key:
+            return None
+        message = (
+            f"Incorrect API key provided: {presented}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys."
+        )
+        return _error(401, message, code="invalid_api_key")
 
     def _record(self, request: web.Request, body: Json) -> None:
         self.calls += 1

@@ -27,6 +27,7 @@ from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, ExtBot
 
+from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.inbound import (
     CHANNEL,
     is_private_non_text,
@@ -47,7 +48,6 @@ ALLOWED = ["message"]  # the updates we ask for: new messages (not edits, not ch
 TEXT_ONLY = "I can only read text messages for now."
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the last repeats
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
-TOKEN_REJECTED = "Telegram rejected the bot token (BOT_TELEGRAM__TOKEN): check it with @BotFather"
 
 
 class TelegramChannel:
@@ -189,13 +189,11 @@ async def _started(bot: Bot, base_url: str) -> None:
     try:
         await bot.initialize()
         await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
-    except InvalidToken:
-        raise StartupError(TOKEN_REJECTED) from None
     except TelegramError as exc:
-        raise StartupError(
-            f"Telegram is unreachable at {_host(base_url)} ({type(exc).__name__}): check the "
-            "network, or BOT_TELEGRAM__BASE_URL"
-        ) from None
+        stopped = startup_error(exc, base_url=base_url)
+        if stopped is None:
+            raise
+        raise stopped from None
 
 
 async def _first(fetch: asyncio.Future[tuple[Update, ...]], stop: asyncio.Event) -> bool:
@@ -215,11 +213,6 @@ async def _first(fetch: asyncio.Future[tuple[Update, ...]], stop: asyncio.Event)
 async def _pause(seconds: float, stop: asyncio.Event) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), timeout=seconds)
-
-
-def _host(base_url: str) -> str:
-    head, _, _ = base_url.rstrip("/").rpartition("/bot")
-    return head or base_url
 
 
 async def check_token(token: str, base_url: str) -> str:

@@ -1,0 +1,108 @@
+"""What a user sees when the bot cannot start: one line that says what to fix, no traceback, no
+secret; and a Bot API outage logged without tracebacks. Each runs `python -m bot` as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+from urllib.parse import quote
+
+from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegram
+from tests.harness import bot_env, quiet_env, run_bot_command, start_bot_process
+
+REVOKED = "123456:revoked-Secret-42"  # not the fake's token, and too short to look like one
+ODD_KEY = "test-key/with+odd=chars-0123456789"  # not `sk-` shaped: only knowing it cuts it
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # closed again at once: connection refused
+
+
+def assert_one_line_error(output: str, expected: str) -> None:
+    """The error is the last line; at most the index's start-up line before it."""
+    lines = output.strip().splitlines()
+    assert lines[-1] == f"error: {expected}", output
+    assert len(lines) <= 2, output
+    assert "Traceback" not in output
+
+
+async def test_a_rejected_token_stops_at_once_with_one_line(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    env = quiet_env(bot_env(tmp_path / "ws", fake_telegram, fake_openai))
+    env["BOT_TELEGRAM__TOKEN"] = REVOKED
+
+    code, output = await run_bot_command(env, tmp_path, "run")
+
+    assert code == 1
+    assert_one_line_error(
+        output, "Telegram rejected the bot token (BOT_TELEGRAM__TOKEN); check it with @BotFather"
+    )
+    assert REVOKED not in output and REVOKED.split(":")[1] not in output
+
+
+async def test_an_unreachable_telegram_stops_with_one_line(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    env = quiet_env(bot_env(tmp_path / "ws", fake_telegram, fake_openai))
+    base_url = f"http://127.0.0.1:{closed_port()}/bot"
+    env["BOT_TELEGRAM__BASE_URL"] = base_url
+
+    code, output = await run_bot_command(env, tmp_path, "run")
+
+    assert code == 1
+    assert_one_line_error(
+        output,
+        f"cannot reach Telegram at {base_url} (ConnectError: All connection attempts failed): "
+        "check the network and BOT_TELEGRAM__BASE_URL",
+    )
+    assert fake_telegram.token not in output
+
+
+async def test_doctor_says_what_to_fix_and_never_prints_an_echoed_key(
+    tmp_path: Path, fake_telegram: FakeTelegram
+) -> None:
+    async with FakeOpenAI(api_key="sk-the-right-one") as strict:  # echoes a wrong key in its 401
+        env = quiet_env(bot_env(tmp_path / "ws", fake_telegram, strict))
+        env |= {"BOT_TELEGRAM__TOKEN": REVOKED, "BOT_LLM__API_KEY": ODD_KEY}
+
+        code, output = await run_bot_command(env, tmp_path, "doctor")
+
+    assert code == 1
+    assert output.splitlines()[-2:] == [
+        "FAIL  telegram: Telegram rejected the bot token (BOT_TELEGRAM__TOKEN); "
+        "check it with @BotFather",
+        f"FAIL  model: the model at {strict.base_url} rejected the API key (HTTP 401): "
+        "check BOT_LLM__API_KEY",
+    ]
+    assert "Incorrect API key provided: [REDACTED]" in output  # the log line kept the echo, cut
+    for leak in (ODD_KEY, json.dumps(ODD_KEY)[1:-1], quote(ODD_KEY, safe=""), "odd=chars"):
+        assert leak not in output
+    assert REVOKED.split(":")[1] not in output and "Traceback" not in output
+
+
+async def test_a_bot_api_outage_is_logged_without_tracebacks(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    env = quiet_env(bot_env(tmp_path / "ws", fake_telegram, fake_openai))
+    log_path = tmp_path / "bot.log"
+    process = start_bot_process(env, tmp_path, log_path)
+    try:
+        await fake_telegram.wait_for_poll(timeout=10)
+        await fake_telegram.stop()  # connection refused for a second, then back on its port
+        await asyncio.sleep(1.0)
+        await fake_telegram.start()
+        await fake_telegram.wait_for_poll(timeout=10)  # polling again
+    finally:
+        process.terminate()
+        await asyncio.to_thread(process.wait, 10)
+    text = log_path.read_text()
+    assert "ConnectError" in text  # the outage was met, and logged
+    assert "Traceback" not in text
+    assert len(text.splitlines()) < 15, text
+    assert process.returncode == 0
