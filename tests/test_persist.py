@@ -112,7 +112,7 @@ async def test_a_failed_note_write_is_logged_and_costs_nothing_else(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     note = workspace / "memory" / f"{app.now().date()}.md"
-    note.symlink_to(workspace / "gone" / "note.md")  # reads as missing; a write cannot create it
+    note.mkdir(parents=True)  # a folder where the note should be: the write fails
     fake_openai.script(Reply("still here"))
 
     with capture_logs() as logs:

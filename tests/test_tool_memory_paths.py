@@ -129,16 +129,16 @@ def test_a_symlink_out_of_memory_is_refused(root: Path) -> None:
     (root / "escape.md").symlink_to(root.parent.parent / "outside.txt")
     (root / GROUP_DIR / "escape.md").symlink_to(root.parent.parent / "outside.txt")
 
-    with pytest.raises(ToolError, match="outside memory/"):
+    with pytest.raises(ToolError, match="out of this chat's memory"):
         resolve(root, "escape.md", GLOBAL_SCOPE, OWNER_KEY)
-    with pytest.raises(ToolError, match="outside memory/"):
+    with pytest.raises(ToolError, match="out of this chat's memory"):
         resolve(root, f"{GROUP_DIR}/escape.md", GROUP, GROUP_KEY)
 
 
 def test_a_symlink_from_a_group_folder_into_global_memory_is_refused(root: Path) -> None:
     (root / GROUP_DIR / "peek.md").symlink_to(root / "MEMORY.md")
 
-    with pytest.raises(ToolError, match="not part of this chat's memory"):
+    with pytest.raises(ToolError, match="out of this chat's memory"):
         resolve(root, f"{GROUP_DIR}/peek.md", GROUP, GROUP_KEY)
 
 

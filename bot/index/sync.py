@@ -24,7 +24,8 @@ import structlog
 from bot.index.chunking import Chunker
 from bot.index.sources import source_of_file
 from bot.index.store import FileSignature, SourceUpdate
-from bot.storage.lines import decode_text
+from bot.storage.lines import decode_text, warn_once
+from bot.storage.workspace import strays
 
 log = structlog.get_logger(__name__)
 
@@ -120,6 +121,9 @@ def _walk(root: Path) -> list[tuple[str, Path, os.stat_result]]:
             if name.startswith("."):
                 continue
             path = Path(folder, name)
+            if strays(path, root):
+                warn_once("index_file_outside_its_scope", path)
+                continue
             try:
                 stat = path.stat()
             except OSError:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -41,6 +42,16 @@ class FileLines:
     def total(self) -> int:
         """Non-blank lines read plus the lines left unread."""
         return sum(1 for line in self.lines if line.strip()) + self.unread
+
+
+_warned: set[tuple[str, Path]] = set()
+
+
+def warn_once(event: str, path: Path) -> None:
+    """One warning per file and reason for the life of the process (reads repeat every turn)."""
+    if (event, path) not in _warned:
+        _warned.add((event, path))
+        log.warning(event, path=str(path))
 
 
 def decode_text(data: bytes) -> str | None:
@@ -74,9 +85,16 @@ _Entry = tuple[Signature, FileLines | None]
 class LineReader:
     """Reads files as `FileLines`, with the cache described above (safe across threads)."""
 
-    def __init__(self, *, window_bytes: int = WINDOW_BYTES, entries: int = CACHE_ENTRIES) -> None:
+    def __init__(
+        self,
+        *,
+        window_bytes: int = WINDOW_BYTES,
+        entries: int = CACHE_ENTRIES,
+        refuse: Callable[[Path], bool] = lambda _: False,  # `Workspace.strays`: not its to read
+    ) -> None:
         self.window_bytes = window_bytes
         self.entries = entries
+        self.refuse = refuse
         self._cache: OrderedDict[tuple[Path, bool], _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -87,6 +105,9 @@ class LineReader:
         return self._read(path, from_end=True)
 
     def _read(self, path: Path, *, from_end: bool) -> FileLines | None:
+        if self.refuse(path):
+            warn_once("memory_file_outside_its_scope", path)
+            return None
         try:
             stat = path.stat()
         except FileNotFoundError:

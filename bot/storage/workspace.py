@@ -19,6 +19,29 @@ def decode_key(name: str) -> str:
     return unquote(name)
 
 
+def strays(path: Path, memory_root: Path) -> bool:
+    """True when a file under `memory_root` really lies outside its scope's own folder — by a
+    symlink, or a linked folder on its way — or in another scope's folder. Such a file is never
+    read, searched, written, archived or forgotten (DESIGN §3: a link planted in a group's
+    folder must not show the group the owner's memory, nor `/etc/passwd`). One exception: the
+    owner's `MEMORY.md` may be a link to a file outside the workspace's memory (a synced
+    folder). A path outside `memory_root` is not this rule's to judge (False)."""
+    try:
+        parts = path.relative_to(memory_root).parts
+    except ValueError:
+        return False
+    root = memory_root.resolve()
+    real = path.resolve()
+    chats = root / "chats"
+    if parts[:1] == ("chats",) and len(parts) > 2:
+        return not real.is_relative_to(chats / parts[1])
+    if parts[:1] == ("working",):  # every chat's working memory: each file only its own
+        return real != root.joinpath(*parts)
+    if real.is_relative_to(root):
+        return real.is_relative_to(chats)
+    return parts != ("MEMORY.md",)
+
+
 def _is_day(stem: str) -> bool:
     try:
         date.fromisoformat(stem)
@@ -54,6 +77,10 @@ class Workspace:
     @property
     def memory_root(self) -> Path:
         return self.root / "memory"
+
+    def strays(self, path: Path) -> bool:
+        """`strays(path, self.memory_root)`: a memory file that is not its scope's to use."""
+        return strays(path, self.memory_root)
 
     def memory_dir(self, scope: MemoryScope) -> Path:
         if scope.chat_key is None:

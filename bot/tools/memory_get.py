@@ -22,7 +22,7 @@ from bot.errors import ToolError
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope, ToolSpec
 from bot.storage.lines import decode_text
-from bot.storage.workspace import encode_key
+from bot.storage.workspace import encode_key, strays
 from bot.tools import arguments
 from bot.tools.registry import ToolContext
 
@@ -109,13 +109,10 @@ def resolve(memory_root: Path, relative: str, scope: MemoryScope, session_key: s
     not the chat's to read or leads outside `memory/`."""
     if not readable(PurePosixPath(relative).parts, scope, session_key):
         raise ToolError("that file is not part of this chat's memory")
-    base = memory_root.resolve()
-    real = (memory_root / relative).resolve()
-    if not real.is_relative_to(base):
-        raise ToolError("refused: that path leads outside memory/")
-    if not readable(real.relative_to(base).parts, scope, session_key):
-        raise ToolError("that file is not part of this chat's memory")
-    return real
+    path = memory_root / relative
+    if ".." in PurePosixPath(relative).parts or strays(path, memory_root):
+        raise ToolError("refused: that path leads out of this chat's memory")
+    return path.resolve()
 
 
 @dataclass(frozen=True)

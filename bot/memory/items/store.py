@@ -31,6 +31,7 @@ from bot.memory.items.format import ItemFormatError, decode, encode
 from bot.memory.items.rules import episodic_day, used
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.files import FileLocks, append_text, atomic_write_text, read_text
+from bot.storage.lines import warn_once
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -113,6 +114,9 @@ class ItemStore:
     # ------------------------------------------------------------------ reads (blocking)
 
     def read(self, path: Path, scope: MemoryScope) -> ItemFile:
+        if self.workspace.strays(path):
+            warn_once("items_file_outside_its_scope", path)
+            return ItemFile(path, ())
         try:
             stat = os.stat(path)
         except FileNotFoundError:
@@ -146,13 +150,16 @@ class ItemStore:
     # ------------------------------------------------------------------ writes (blocking, locked)
 
     def append_locked(self, path: Path, item: MemoryItem) -> None:
+        if self.workspace.strays(path):  # a link out of the scope's folder is never written
+            warn_once("items_file_outside_its_scope", path)
+            return
         append_text(path, _line_break(path) + encode(item) + "\n")
 
     def rewrite_locked(
         self, path: Path, scope: MemoryScope, changes: Mapping[str, MemoryItem]
     ) -> int:
         """Replace the items whose ids `changes` names; other lines stay as they are."""
-        current = self.read(path, scope)
+        current = self.read(path, scope)  # nothing for a link out of the scope: nothing changes
         lines = [_changed(line, changes) for line in current.lines]
         changed = sum(1 for old, new in zip(current.lines, lines, strict=True) if old is not new)
         if changed:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from bot.models import MemoryScope
 from bot.storage.files import append_text
-from bot.storage.lines import printable
+from bot.storage.lines import printable, warn_once
 from bot.storage.workspace import Workspace
 
 
@@ -34,4 +34,7 @@ class DailyNotes:
             at, user, assistant, user_chars=self.user_chars, assistant_chars=self.assistant_chars
         )
         path = self.workspace.daily_note_path(scope, at.date())
+        if self.workspace.strays(path):  # a link out of the scope's folder is never written
+            warn_once("memory_file_outside_its_scope", path)
+            return
         await asyncio.to_thread(append_text, path, line + "\n")

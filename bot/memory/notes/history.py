@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bot.models import MemoryScope
 from bot.storage.files import FileLocks, append_text
+from bot.storage.lines import warn_once
 from bot.storage.workspace import Workspace
 
 HEADING = "## "
@@ -62,7 +63,9 @@ class HistoryLog:
         text = format_entry(entry, at, key)
         async with self.locks.hold(main):
             for path in (main, monthly):
-                if key is None or not await asyncio.to_thread(_holds, path, key):
+                if self.workspace.strays(path):  # a link out of the scope's folder: never
+                    warn_once("memory_file_outside_its_scope", path)
+                elif key is None or not await asyncio.to_thread(_holds, path, key):
                     await asyncio.to_thread(append_text, path, text)
 
     async def entry(self, scope: MemoryScope, key: str) -> str | None:

@@ -42,12 +42,22 @@ class LongTermMemory:
         self.locks = locks
 
     def snapshot(self, scope: MemoryScope) -> MemoryText:
-        raw = read_text(self.workspace.long_term_path(scope))
+        path = self.workspace.long_term_path(scope)
+        raw = None if self.workspace.strays(path) else read_text(path)
         return MemoryText(text=raw or "", digest=digest_of(raw))
+
+    def _path(self, scope: MemoryScope) -> Path:
+        """The scope's MEMORY.md to change; `NotTextError` when it is a link out of the scope's
+        folder (`Workspace.strays`): such a file is never written."""
+        path = self.workspace.long_term_path(scope)
+        if self.workspace.strays(path):
+            log.warning("memory_file_outside_its_scope", path=str(path))
+            raise NotTextError(f"{path.name} is a link out of this chat's memory; left alone")
+        return path
 
     async def replace_if_unchanged(self, scope: MemoryScope, expected: str, new_text: str) -> bool:
         """Write `new_text` only if the file still has digest `expected`; False if it changed."""
-        path = self.workspace.long_term_path(scope)
+        path = self._path(scope)
         async with self.locks.hold(path):
             current = await asyncio.to_thread(_text_to_change, path)
             if digest_of(current) != expected:
@@ -61,7 +71,7 @@ class LongTermMemory:
     ) -> list[str]:
         """Append facts as `- fact` lines (under `## section` if given), skipping any already
         present (case-insensitive). Returns the facts actually added."""
-        path = self.workspace.long_term_path(scope)
+        path = self._path(scope)
         async with self.locks.hold(path):
             current = await asyncio.to_thread(_text_to_change, path) or ""
             added = _new_facts(current, facts)
@@ -76,7 +86,7 @@ class LongTermMemory:
 
     async def remove_lines(self, scope: MemoryScope, needle: str) -> list[str]:
         """Remove every line containing `needle` (case-insensitive); returns the removed lines."""
-        path = self.workspace.long_term_path(scope)
+        path = self._path(scope)
         async with self.locks.hold(path):
             current = await asyncio.to_thread(_text_to_change, path)
             if not current:
@@ -90,7 +100,7 @@ class LongTermMemory:
         """Replace the one line holding `old` (case-insensitive) with `new`, or delete it when
         `new` is blank; nothing changes unless exactly one line matches. `NotTextError` when
         the file is not text."""
-        path = self.workspace.long_term_path(scope)
+        path = self._path(scope)
         async with self.locks.hold(path):
             current = await asyncio.to_thread(_text_to_change, path) or ""
             lines = current.splitlines(keepends=True)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.storage.files import FileLocks, atomic_write_text, read_text
+from bot.storage.lines import warn_once
 from bot.storage.workspace import Workspace
 
 
@@ -51,6 +52,9 @@ class WorkingMemory:
     async def write(self, session_key: str, text: str) -> None:
         """Replace the session's snapshot with `text`."""
         path = self.workspace.working_memory_path(session_key)
+        if self.workspace.strays(path):  # a link to another file is never written
+            warn_once("memory_file_outside_its_scope", path)
+            return
         async with self.locks.hold(path):
             await asyncio.to_thread(atomic_write_text, path, text.strip() + "\n")
 
@@ -63,7 +67,7 @@ class WorkingMemory:
     def read_fresh(self, session_key: str) -> WorkingNote | None:
         """The snapshot with its age, or None when it is missing, empty or stale."""
         path = self.workspace.working_memory_path(session_key)
-        updated_at = _modified_at(path)
+        updated_at = None if self.workspace.strays(path) else _modified_at(path)
         if updated_at is None:
             return None
         moment = self.now()

@@ -58,7 +58,7 @@ async def archive_notes(
 ) -> int:
     """Move the scope's notes of days before `before` into its archive; how many moved."""
     notes = await asyncio.to_thread(workspace.daily_note_paths, scope)
-    old = [path for path in notes if date.fromisoformat(path.stem) < before]
+    old = [p for p in notes if date.fromisoformat(p.stem) < before and not workspace.strays(p)]
     if not old:
         return 0
     archive = workspace.archive_note_dir(scope)
