@@ -6,7 +6,11 @@
     ├── StartupError           the bot cannot start or go on (token rejected, Telegram or the
     │                          model unreachable): one line that says what to fix, no secret
     ├── StorageError           a workspace file could not be read or written
-    │   └── NotTextError       a memory file is not text: it is left exactly as it is
+    │   └── NotTextError       a memory file the bot may not change (not text, or not UTF-8
+    │       │                  for a rewrite): left exactly as it is; the message says why,
+    │       │                  for the user
+    │       └── OutOfScopeError  one that leads out of its scope's folder
+    │                          (`bot.storage.confined`), left alone the same way
     ├── LLMError               the model could not answer; the user gets a short notice
     │   ├── LLMUnavailable     network, timeout, 5xx, rate limit after retries
     │   ├── LLMRejected        the provider refused the request (4xx)
@@ -42,6 +46,10 @@ class StorageError(MnemoError):
 
 
 class NotTextError(StorageError):
+    pass
+
+
+class OutOfScopeError(NotTextError):
     pass
 
 

@@ -43,7 +43,7 @@ async def test_a_memory_file_that_is_not_text_is_skipped_with_a_warning_and_neve
     warnings = [e for e in logs if e["event"] == "memory_file_not_text"]
     assert len(warnings) == 1  # once per version of the file, not once per turn
     assert warnings[0]["log_level"] == "warning" and warnings[0]["path"] == str(memory)
-    assert replies[0].startswith("MEMORY.md is not UTF-8 text, so I left it alone.")
+    assert replies[0].startswith("MEMORY.md is not readable as text, so I left it alone.")
     assert replies[1].endswith("Left alone (not text): MEMORY.md")
     assert memory.read_bytes() == content
 

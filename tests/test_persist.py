@@ -112,7 +112,7 @@ async def test_a_failed_note_write_is_logged_and_costs_nothing_else(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     note = workspace / "memory" / f"{app.now().date()}.md"
-    note.mkdir(parents=True)  # a folder where the note should be: the write fails
+    note.mkdir(parents=True)  # a folder where the note goes: the append fails
     fake_openai.script(Reply("still here"))
 
     with capture_logs() as logs:

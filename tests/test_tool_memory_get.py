@@ -82,7 +82,7 @@ async def test_paths_outside_memory_are_refused(
 
     assert absolute == "error: absolute paths are refused: give a path relative to memory/"
     assert parent == "error: '..' is refused: give a path inside memory/"
-    assert symlink == "error: refused: that path leads out of this chat's memory"
+    assert symlink == "error: refused: that path leads outside its memory folder"
 
 
 async def test_a_past_conversation_citation_is_not_a_file(
@@ -141,7 +141,7 @@ async def test_a_group_symlink_into_the_owners_memory_is_refused(
 
     answer = await get(app, fake_openai, GROUP, path=f"{GROUP_DIR}/peek.md")
 
-    assert answer == "error: refused: that path leads out of this chat's memory"
+    assert answer == "error: refused: that path leads outside its memory folder"
 
 
 async def test_a_binary_file_is_refused(app: App, fake_openai: FakeOpenAI, workspace: Path) -> None:

@@ -125,27 +125,33 @@ def root(tmp_path: Path) -> Path:
     return memory
 
 
-def test_a_symlink_out_of_memory_is_refused(root: Path) -> None:
-    (root / "escape.md").symlink_to(root.parent.parent / "outside.txt")
+def test_a_groups_symlink_out_of_its_folder_is_refused(root: Path) -> None:
     (root / GROUP_DIR / "escape.md").symlink_to(root.parent.parent / "outside.txt")
-
-    with pytest.raises(ToolError, match="out of this chat's memory"):
-        resolve(root, "escape.md", GLOBAL_SCOPE, OWNER_KEY)
-    with pytest.raises(ToolError, match="out of this chat's memory"):
-        resolve(root, f"{GROUP_DIR}/escape.md", GROUP, GROUP_KEY)
-
-
-def test_a_symlink_from_a_group_folder_into_global_memory_is_refused(root: Path) -> None:
     (root / GROUP_DIR / "peek.md").symlink_to(root / "MEMORY.md")
 
-    with pytest.raises(ToolError, match="out of this chat's memory"):
+    with pytest.raises(ToolError, match="leads outside its memory folder"):
+        resolve(root, f"{GROUP_DIR}/escape.md", GROUP, GROUP_KEY)
+    with pytest.raises(ToolError, match="leads outside its memory folder"):
         resolve(root, f"{GROUP_DIR}/peek.md", GROUP, GROUP_KEY)
+
+
+def test_the_owners_symlink_may_lead_out_of_the_workspace_but_not_into_its_other_files(
+    root: Path,
+) -> None:
+    (root / "synced.md").symlink_to(root.parent.parent / "outside.txt")
+    (root / "state.md").symlink_to(root.parent / "state" / "secret.txt")
+    (root / "group.md").symlink_to(root / GROUP_DIR / "MEMORY.md")
+
+    assert resolve(root, "synced.md", GLOBAL_SCOPE, OWNER_KEY) == root / "synced.md"
+    for refused in ("state.md", "group.md"):
+        with pytest.raises(ToolError, match="leads outside its memory folder"):
+            resolve(root, refused, GLOBAL_SCOPE, OWNER_KEY)
 
 
 def test_a_symlink_inside_the_visible_memory_is_followed(root: Path) -> None:
     (root / "latest.md").symlink_to(root / "MEMORY.md")
 
-    assert resolve(root, "latest.md", GLOBAL_SCOPE, OWNER_KEY) == (root / "MEMORY.md").resolve()
+    assert resolve(root, "latest.md", GLOBAL_SCOPE, OWNER_KEY) == root / "latest.md"
 
 
 def test_another_chats_folder_is_refused_before_the_disk_is_asked(root: Path) -> None:

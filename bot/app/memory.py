@@ -77,7 +77,7 @@ def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], dat
     working = WorkingMemory(
         workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
     )
-    tokens, reader = TokenCounter(), LineReader(refuse=workspace.strays)
+    tokens, reader = TokenCounter(), LineReader(memory_root=workspace.memory_root)
     count = cached_count(tokens.count)
     recall = MarkdownMemory(
         workspace,

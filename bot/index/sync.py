@@ -5,9 +5,15 @@ one root and turns a file's text into sources (`SourceUpdate`, each with a diges
 made from): the memory markdown (`MarkdownSource`, one source a file), the session files
 (`bot.index.transcripts`: one source an exchange) and the structured items' JSONL
 (`bot.memory.items.indexing`: one source an item). A root is walked once; hidden files and
-folders (temp files of atomic writes) are not sources. A file is re-read only when its
-(mtime_ns, size) moved, and re-parsed only when its sha256 changed too (a touched but identical
-file is just re-recorded). A file gone from disk gives up its sources. Blocking.
+folders (temp files of atomic writes) are not sources, nor is anything but a regular file. A
+file is re-read only when its (mtime_ns, size) moved, and re-parsed only when its sha256 changed
+too (a touched but identical file is just re-recorded). A file gone from disk gives up its
+sources. Blocking.
+
+A symlink is a source only where its reader `allows` it (for memory files, the path rule of
+`bot.storage.confined`: a chat's link must stay in that chat's folder). A link refused is never
+read: it is recorded with the digest `OUT_OF_SCOPE` and no sources (so what it held before goes,
+with one warning), and judged again at every sync. The walk never enters a linked folder.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 from typing import Protocol
 
 import structlog
@@ -24,10 +31,11 @@ import structlog
 from bot.index.chunking import Chunker
 from bot.index.sources import source_of_file
 from bot.index.store import FileSignature, SourceUpdate
-from bot.storage.lines import decode_text, warn_once
-from bot.storage.workspace import strays
+from bot.storage.confined import scope_escape
+from bot.storage.lines import decode_text
 
 log = structlog.get_logger(__name__)
+OUT_OF_SCOPE = "out-of-scope"  # the digest of a link its reader refuses: never read
 
 
 class SourceReader(Protocol):
@@ -42,6 +50,10 @@ class SourceReader(Protocol):
         ...
 
     def wants(self, relative: str) -> bool: ...
+
+    def allows(self, link: Path) -> bool:
+        """Whether a symlinked file it wants may be read."""
+        ...
 
     def sources(
         self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker
@@ -61,6 +73,9 @@ class MarkdownSource:
 
     def wants(self, relative: str) -> bool:
         return relative.endswith(".md") and not relative.startswith("sessions/")
+
+    def allows(self, link: Path) -> bool:
+        return scope_escape(link, self.root) is None
 
     def sources(
         self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker
@@ -93,14 +108,26 @@ class FileDelta:
         return tuple(changed.signature.path for changed in self.changed)
 
 
-def source_files(readers: Sequence[SourceReader]) -> dict[str, tuple[SourceReader, Path, int, int]]:
-    """Every source file by its key: its reader, path, mtime_ns and size."""
-    found: dict[str, tuple[SourceReader, Path, int, int]] = {}
+@dataclass(frozen=True)
+class SourceFile:
+    reader: SourceReader
+    path: Path
+    mtime_ns: int
+    size: int
+    allowed: bool  # False: a link its reader refuses, never read
+
+
+def source_files(readers: Sequence[SourceReader]) -> dict[str, SourceFile]:
+    """Every source file by its key."""
+    found: dict[str, SourceFile] = {}
     for root, group in _by_root(readers).items():
-        for relative, path, stat in _walk(root):
+        for relative, path, stat, linked in _walk(root):
             reader = next((r for r in group if r.wants(relative)), None)
             if reader is not None:
-                found[reader.prefix + relative] = (reader, path, stat.st_mtime_ns, stat.st_size)
+                allowed = not linked or reader.allows(path)
+                found[reader.prefix + relative] = SourceFile(
+                    reader, path, stat.st_mtime_ns, stat.st_size, allowed
+                )
     return found
 
 
@@ -111,8 +138,10 @@ def _by_root(readers: Sequence[SourceReader]) -> dict[Path, list[SourceReader]]:
     return grouped
 
 
-def _walk(root: Path) -> list[tuple[str, Path, os.stat_result]]:
-    found: list[tuple[str, Path, os.stat_result]] = []
+def _walk(root: Path) -> list[tuple[str, Path, os.stat_result, bool]]:
+    """Every regular file under `root` (links followed to see it): (relative path, path, its
+    stat, whether it is a link)."""
+    found: list[tuple[str, Path, os.stat_result, bool]] = []
     if not root.is_dir():
         return found
     for folder, dirs, names in os.walk(root):
@@ -121,14 +150,12 @@ def _walk(root: Path) -> list[tuple[str, Path, os.stat_result]]:
             if name.startswith("."):
                 continue
             path = Path(folder, name)
-            if strays(path, root):
-                warn_once("index_file_outside_its_scope", path)
-                continue
             try:
                 stat = path.stat()
             except OSError:
                 continue
-            found.append((path.relative_to(root).as_posix(), path, stat))
+            if S_ISREG(stat.st_mode):
+                found.append((path.relative_to(root).as_posix(), path, stat, path.is_symlink()))
     return found
 
 
@@ -140,9 +167,16 @@ def file_delta(
     touched: list[FileSignature] = []
     skipped: list[str] = []
     unchanged = 0
-    for key, (reader, path, mtime_ns, size) in sorted(on_disk.items()):
+    for key, file in sorted(on_disk.items()):
+        reader, path, mtime_ns = file.reader, file.path, file.mtime_ns
         before = known.get(key)
-        if before and (before.mtime_ns, before.size) == (mtime_ns, size):
+        if not file.allowed:
+            if before and before.sha256 == OUT_OF_SCOPE:
+                unchanged += 1
+            else:
+                changed.append(_refused(key, file, chunker))
+            continue
+        if before and _unmoved(before, file):
             unchanged += 1
             continue
         read = _read(path, key, mtime_ns)
@@ -161,6 +195,20 @@ def file_delta(
         changed.append(ChangedFile(signature, tuple(updates)))
     removed = tuple(sorted(set(known) - set(on_disk)))
     return FileDelta(tuple(changed), tuple(touched), removed, unchanged, tuple(skipped))
+
+
+def _unmoved(before: FileSignature, file: SourceFile) -> bool:
+    """Read as it is now at the last sync (a link refused then was not read at all)."""
+    moved = (before.mtime_ns, before.size) != (file.mtime_ns, file.size)
+    return not moved and before.sha256 != OUT_OF_SCOPE
+
+
+def _refused(key: str, file: SourceFile, chunker: Chunker) -> ChangedFile:
+    """A link out of its scope, recorded without being read: no sources."""
+    log.warning("index_file_out_of_scope", path=key)
+    signature = FileSignature(key, file.mtime_ns, file.size, OUT_OF_SCOPE)
+    updates = file.reader.sources(key, None, digest=OUT_OF_SCOPE, mtime=0.0, chunker=chunker)
+    return ChangedFile(signature, tuple(updates))
 
 
 def _read(path: Path, key: str, mtime_ns: int) -> tuple[FileSignature, str | None] | None:

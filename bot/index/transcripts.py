@@ -40,6 +40,9 @@ class TranscriptSource:
             return False
         return "/" not in relative or (relative.count("/") == 1 and relative.startswith("archive/"))
 
+    def allows(self, link: Path) -> bool:
+        return True  # a session's scope is in its document, not in where its file lies
+
     def sources(
         self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker
     ) -> list[SourceUpdate]:

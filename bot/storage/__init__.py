@@ -1,1 +1,3 @@
-"""Bytes on disk: the workspace layout, atomic files, sessions and the inbox journal."""
+"""Bytes on disk: the workspace layout, atomic files, sessions and the inbox journal; where a
+memory file may lead (`confined`: scopes closed on disk) and how a person's text file is
+changed (`textfile`: UTF-8 or refused, line endings kept)."""

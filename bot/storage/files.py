@@ -1,11 +1,15 @@
 """Atomic, locked file I/O: the only way the bot writes to the workspace.
 
 Writes go to a temp file in the same folder, are fsynced and swapped in with `os.replace`;
-the folder is fsynced after. A symlink (a MEMORY.md kept in a synced folder) is followed: its
-target is written that way, beside itself, and the link stays a link. Read-modify-write holds
-`FileLocks.hold(path)`: an asyncio lock within the process plus a `filelock` on a sibling
-`.lock` file across processes (a separate file, because `os.replace` swaps the inode).
-Folders are 0700, files 0600.
+the folder is fsynced after. A symlink is followed, not replaced: the temp file goes beside the
+file it points to, which is swapped in place (MEMORY.md linked into a synced folder stays a
+link), and an existing file keeps its permissions. Appends are one `O_APPEND` write, so a line
+a person appends meanwhile is never lost. Whether a file may be written at all (its scope,
+its encoding) is decided before: `bot.storage.confined`, `bot.storage.textfile`.
+
+Read-modify-write holds `FileLocks.hold(path)`: an asyncio lock within the process plus a
+`filelock` on a sibling `.lock` file across processes (a separate file, because `os.replace`
+swaps the inode). Folders are 0700, new files 0600.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,21 +37,34 @@ def ensure_dir(path: Path) -> Path:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    if path.is_symlink():
-        path = path.resolve()
-    ensure_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = written_path(path)
+    ensure_dir(target.parent)
+    mode = _mode_of(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    _fsync_dir(target.parent)
+
+
+def written_path(path: Path) -> Path:
+    """The file a write to `path` changes: the end of its symlinks, else `path` itself."""
+    return path.resolve() if path.is_symlink() else path
+
+
+def _mode_of(path: Path) -> int:
+    """An existing file's permissions (a person's choice), else `FILE_MODE`."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return FILE_MODE
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -2,10 +2,13 @@
 
 - Read fresh after any change (a hand edit included), not at all when nothing changed: parsed
   lines are cached by the file's stat signature (inode, size, mtime_ns, ctime_ns).
-- A file that is not text (mostly NUL bytes or undecodable) is refused with a warning, and so
-  is an unreadable one (no permission, a folder in its place). A stray NUL or other control
-  character in a line of a text file is cleaned out of that line (`printable`); the rest of
-  the file reads as usual and line numbers stay. Nothing here ever writes.
+- A file that is not text (mostly undecodable bytes or control characters: binary, UTF-16) is
+  refused with a warning, and so is an unreadable one (no permission, a folder in its place)
+  and one that leads out of its scope's folder (`bot.storage.confined`). Nothing here ever
+  writes.
+- Odd control characters (NUL, escape …; not tab) in a few lines never hide the file: they
+  are taken out of the lines that hold them, and those lines counted in one warning. The same
+  rule cleans the text the bot writes into notes (`without_controls`).
 - A huge file is read only in a window, its head (MEMORY.md) or its tail (daily notes); the
   lines outside the window are counted, not parsed, so a caller can say what it left out.
 """
@@ -15,22 +18,23 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import structlog
 
+from bot.storage.confined import inside_scope
+
 log = structlog.get_logger(__name__)
 
 WINDOW_BYTES = 256 * 1024  # far more than a prompt budget of text
 CACHE_ENTRIES = 512
-NOT_TEXT_SHARE = 0.1  # above this share of undecodable characters a file is not text
+NOT_TEXT_SHARE = 0.1  # above this share of undecodable or control characters, not text
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, \n and \r
 _CHUNK = 1024 * 1024
 
 Signature = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
-_ODD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # control characters but tab and line ends
 
 
 @dataclass(frozen=True)
@@ -44,28 +48,34 @@ class FileLines:
         return sum(1 for line in self.lines if line.strip()) + self.unread
 
 
-_warned: set[tuple[str, Path]] = set()
+@dataclass(frozen=True)
+class Decoded:
+    text: str  # without control characters
+    cleaned: int  # lines that held some
 
 
-def warn_once(event: str, path: Path) -> None:
-    """One warning per file and reason for the life of the process (reads repeat every turn)."""
-    if (event, path) not in _warned:
-        _warned.add((event, path))
-        log.warning(event, path=str(path))
+def decoded(data: bytes) -> Decoded | None:
+    """The bytes as text (a stray bad byte replaced, control characters taken out), or None
+    when they are not text."""
+    text = data.decode("utf-8", errors="replace")
+    odd = text.count("\ufffd") + len(CONTROL.findall(text))
+    if odd > NOT_TEXT_SHARE * len(text):
+        return None
+    if odd == text.count("\ufffd"):
+        return Decoded(text, 0)
+    cleaned = sum(1 for line in text.split("\n") if CONTROL.search(line))
+    return Decoded(without_controls(text), cleaned)
 
 
 def decode_text(data: bytes) -> str | None:
-    """The bytes as text (a stray bad byte replaced, control characters cleaned out), or None
-    when they are not text."""
-    text = data.decode("utf-8", errors="replace")
-    if text.count("\ufffd") + text.count("\x00") > NOT_TEXT_SHARE * len(text):
-        return None
-    return printable(text)
+    """`decoded`'s text, or None when the bytes are not text."""
+    found = decoded(data)
+    return None if found is None else found.text
 
 
-def printable(text: str) -> str:
-    """`text` without NUL and other control characters (tabs and line ends stay)."""
-    return _ODD.sub("", text) if _ODD.search(text) else text
+def without_controls(text: str) -> str:
+    """The text without control characters but tab and line breaks."""
+    return CONTROL.sub("", text)
 
 
 def safe_to_rewrite(path: Path) -> bool:
@@ -88,13 +98,13 @@ class LineReader:
     def __init__(
         self,
         *,
+        memory_root: Path | None = None,  # given: files out of their scope are refused
         window_bytes: int = WINDOW_BYTES,
         entries: int = CACHE_ENTRIES,
-        refuse: Callable[[Path], bool] = lambda _: False,  # `Workspace.strays`: not its to read
     ) -> None:
+        self.memory_root = memory_root
         self.window_bytes = window_bytes
         self.entries = entries
-        self.refuse = refuse
         self._cache: OrderedDict[tuple[Path, bool], _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -105,9 +115,6 @@ class LineReader:
         return self._read(path, from_end=True)
 
     def _read(self, path: Path, *, from_end: bool) -> FileLines | None:
-        if self.refuse(path):
-            warn_once("memory_file_outside_its_scope", path)
-            return None
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -126,17 +133,21 @@ class LineReader:
         return lines
 
     def _load(self, path: Path, size: int, *, from_end: bool) -> FileLines | None:
+        if self.memory_root is not None and not inside_scope(path, self.memory_root):
+            return None
         try:
             with path.open("rb") as handle:
                 data, unread = _window(handle, size, self.window_bytes, from_end=from_end)
         except OSError as exc:
             log.warning("memory_file_unreadable", path=str(path), error=type(exc).__name__)
             return None
-        text = decode_text(data)
-        if text is None:
+        found = decoded(data)
+        if found is None:
             log.warning("memory_file_not_text", path=str(path), size=size)
             return None
-        return FileLines(lines=_trimmed(text.split("\n")), unread=unread)
+        if found.cleaned:
+            log.warning("memory_file_control_characters", path=str(path), lines=found.cleaned)
+        return FileLines(lines=_trimmed(found.text.split("\n")), unread=unread)
 
     def _remember(
         self, key: tuple[Path, bool], signature: Signature, lines: FileLines | None

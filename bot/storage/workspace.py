@@ -1,4 +1,5 @@
-"""The workspace layout: the one object that knows where every file lives."""
+"""The workspace layout: the one object that knows where every file lives (and, by
+`bot.storage.confined`, where a scope's file may lead)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from bot.models import MemoryScope
+from bot.storage.confined import inside_scope
 from bot.storage.files import ensure_dir
 
 
@@ -17,29 +19,6 @@ def encode_key(key: str) -> str:
 
 def decode_key(name: str) -> str:
     return unquote(name)
-
-
-def strays(path: Path, memory_root: Path) -> bool:
-    """True when a file under `memory_root` really lies outside its scope's own folder — by a
-    symlink, or a linked folder on its way — or in another scope's folder. Such a file is never
-    read, searched, written, archived or forgotten (DESIGN §3: a link planted in a group's
-    folder must not show the group the owner's memory, nor `/etc/passwd`). One exception: the
-    owner's `MEMORY.md` may be a link to a file outside the workspace's memory (a synced
-    folder). A path outside `memory_root` is not this rule's to judge (False)."""
-    try:
-        parts = path.relative_to(memory_root).parts
-    except ValueError:
-        return False
-    root = memory_root.resolve()
-    real = path.resolve()
-    chats = root / "chats"
-    if parts[:1] == ("chats",) and len(parts) > 2:
-        return not real.is_relative_to(chats / parts[1])
-    if parts[:1] == ("working",):  # every chat's working memory: each file only its own
-        return real != root.joinpath(*parts)
-    if real.is_relative_to(root):
-        return real.is_relative_to(chats)
-    return parts != ("MEMORY.md",)
 
 
 def _is_day(stem: str) -> bool:
@@ -78,10 +57,6 @@ class Workspace:
     def memory_root(self) -> Path:
         return self.root / "memory"
 
-    def strays(self, path: Path) -> bool:
-        """`strays(path, self.memory_root)`: a memory file that is not its scope's to use."""
-        return strays(path, self.memory_root)
-
     def memory_dir(self, scope: MemoryScope) -> Path:
         if scope.chat_key is None:
             return self.memory_root
@@ -94,9 +69,14 @@ class Workspace:
         return self.memory_dir(scope) / f"{day.isoformat()}.md"
 
     def daily_note_paths(self, scope: MemoryScope) -> list[Path]:
-        """The scope's daily notes, oldest first."""
+        """The scope's daily notes, oldest first (none that leads out of the scope)."""
         folder = self.memory_dir(scope)
-        return sorted(p for p in folder.glob("????-??-??.md") if _is_day(p.stem))
+        found = sorted(p for p in folder.glob("????-??-??.md") if _is_day(p.stem))
+        return [path for path in found if self.inside_scope(path)]
+
+    def inside_scope(self, path: Path) -> bool:
+        """Whether a memory file may be used for the scope it lies in (warned when not)."""
+        return inside_scope(path, self.memory_root)
 
     def history_path(self, scope: MemoryScope) -> Path:
         return self.memory_dir(scope) / "HISTORY.md"

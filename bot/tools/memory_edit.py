@@ -72,7 +72,7 @@ class MemoryEdit:
         try:
             edit = await self.memory.edit_line(scope, old, new)
         except NotTextError as exc:
-            raise ToolError(f"{name} is not readable as text; it was left alone") from exc
+            raise ToolError(str(exc)) from exc  # why it was left alone, and what to fix
         return _answer(edit, name, old)
 
 

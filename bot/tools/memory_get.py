@@ -2,11 +2,13 @@
 
 Paths are relative to `memory/` (a leading `memory/` is accepted) and may be a citation from
 `memory_search` (`2026-11-20.md#L3-L9` reads lines 3 to 9). Refused, with a sentence saying why:
-absolute paths, `..`, a symlink that leads outside `memory/`, a `sessions/…` citation (a past
-conversation, not a file), a file that is not text, and — privacy, DESIGN §3 — any file outside
-the chat's visible scopes (`visible_scopes`): the owner's private chat reads global files and
-its own `chats/<key>/`, every other chat only its own `chats/<key>/`; working memory only the
-calling session's own. A file that does not exist reads as empty, not as an error.
+absolute paths, `..`, a symlink that leads out of its scope's folder (`bot.storage.confined`:
+a chat's file must stay in that chat's folder, a global one may lead anywhere but into another
+scope's), a `sessions/…` citation (a past conversation, not a file), a file that is not text,
+and — privacy, DESIGN §3 — any file outside the chat's visible scopes (`visible_scopes`): the
+owner's private chat reads global files and its own `chats/<key>/`, every other chat only its
+own `chats/<key>/`; working memory only the calling session's own. A file that does not exist
+reads as empty, not as an error.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 from bot.errors import ToolError
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope, ToolSpec
-from bot.storage.lines import decode_text
-from bot.storage.workspace import encode_key, strays
+from bot.storage.confined import inside_scope
+from bot.storage.lines import decode_text, without_controls
+from bot.storage.workspace import encode_key
 from bot.tools import arguments
 from bot.tools.registry import ToolContext
 
@@ -105,14 +108,14 @@ def readable(parts: Iterable[str], scope: MemoryScope, session_key: str) -> bool
 
 
 def resolve(memory_root: Path, relative: str, scope: MemoryScope, session_key: str) -> Path:
-    """The real file a checked relative path names, symlinks followed; `ToolError` when it is
-    not the chat's to read or leads outside `memory/`."""
+    """The file a checked relative path names; `ToolError` when it is not the chat's to read
+    or leads out of its scope's folder."""
     if not readable(PurePosixPath(relative).parts, scope, session_key):
         raise ToolError("that file is not part of this chat's memory")
     path = memory_root / relative
-    if ".." in PurePosixPath(relative).parts or strays(path, memory_root):
-        raise ToolError("refused: that path leads out of this chat's memory")
-    return path.resolve()
+    if not inside_scope(path, memory_root):
+        raise ToolError("refused: that path leads outside its memory folder")
+    return path
 
 
 @dataclass(frozen=True)
@@ -153,14 +156,12 @@ def _slice(handle: Iterable[bytes], pick: Callable[[int, bytes], bool]) -> Slice
     total = 0
     for total, raw in enumerate(handle, start=1):
         if len(picked) < MAX_LINES and pick(total, raw):
-            if b"\x00" in raw:
-                raise ToolError("refused: that file is not text")
             picked.append((total, _line(raw)))
     return Slice(tuple(picked), total)
 
 
 def _line(raw: bytes) -> str:
-    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    line = without_controls(raw.decode("utf-8", errors="replace")).rstrip("\r\n")
     return line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + "…"
 
 

@@ -65,10 +65,6 @@ FORGET_USAGE = (
     "Usage: /forget <text> (3 characters or more) — I remove it from everything I keep: "
     "memory, notes, history, items and our conversations."
 )
-NOT_TEXT = (
-    "MEMORY.md is not UTF-8 text, so I left it alone. Save it as UTF-8 (or move it), then try "
-    "again."
-)
 COMPACT_USAGE = (
     "Usage: /compact [N] — summarise all but the last N messages (N a positive whole number; "
     "{keep} when left out)."
@@ -220,8 +216,8 @@ class Commands:
             return REMEMBER_USAGE
         try:
             saved = await self.memory.remember(self.access.scope_for(inbound), args)
-        except NotTextError:
-            return NOT_TEXT
+        except NotTextError as exc:
+            return str(exc)  # what to fix, e.g. "MEMORY.md is not UTF-8 text, …"
         return f"Saved to memory: {saved}" if saved else "I already had that."
 
     async def _forget(self, inbound: Inbound, args: str) -> str:

@@ -1,6 +1,7 @@
 """A file without a text, and with it again: the byte-level rewrites `Forgetting` makes.
 
-Markdown and JSONL files lose every line holding the text (every other byte kept); a session
+Markdown and JSONL files lose every line holding the text (every other byte kept: their
+encoding and line endings too, `bot.storage.textfile`; a line ends at "\n" only); a session
 or job document marks every message holding it (`MARKER`). Putting back: a file as forget left
 it gets its original bytes; one that only grew since gets the original plus what was added; a
 document gets its messages' contents back where the marker still stands; any other change keeps
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from bot.models import ChatMessage
 from bot.storage.files import atomic_write_bytes
 from bot.storage.lines import decode_text
+from bot.storage.textfile import lines_of, newline_of
 from bot.storage.undo import Kept, digest
 
 MARKER = "[forgotten]"
@@ -32,7 +34,7 @@ def without_lines(data: bytes, needle: str) -> tuple[bytes, list[str]] | None:
     lowered = needle.casefold()
     kept: list[str] = []
     removed: list[str] = []
-    for line in text.splitlines(keepends=True):
+    for line in lines_of(text):
         (removed if lowered in line.casefold() else kept).append(line)
     printable = [_shown(_printable(line.rstrip("\r\n"))) for line in removed]
     return "".join(kept).encode("utf-8", errors="surrogateescape"), printable
@@ -85,11 +87,11 @@ def _put_back_lines(kept: Kept, current: bytes, needle: str) -> Literal["restore
     if written is not None and current.startswith(written):  # only appended to since
         atomic_write_bytes(kept.path, kept.original + current[len(written) :])
         return "restored"
-    original = kept.original.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    original = lines_of(kept.original.decode("utf-8", errors="surrogateescape"))
     now = current.decode("utf-8", errors="surrogateescape")
-    lines = set(now.splitlines(keepends=True))
+    lines = set(lines_of(now))
     back = "".join(line for line in original if line not in lines)
-    joined = now if not now or now.endswith("\n") else now + "\n"
+    joined = now if not now or now.endswith("\n") else now + newline_of(current)
     atomic_write_bytes(kept.path, (joined + back).encode("utf-8", errors="surrogateescape"))
     return "changed"
 

@@ -93,7 +93,7 @@ class Forgetting:
         for path in sorted(ws.consolidation_dir.glob("*.json")):
             if job_of(path) == session_key:
                 found.append(Target("pending consolidation", path, "messages", None))
-        return [t for t in found if t.path.is_file() and not ws.strays(t.path)]
+        return [t for t in found if t.path.is_file() and ws.inside_scope(t.path)]
 
     def _scope_targets(self, scope: MemoryScope, *, own: bool) -> list[Target]:
         ws = self.workspace

@@ -21,6 +21,7 @@ from bot.index.store import SourceUpdate
 from bot.index.sync import digest_of
 from bot.memory.items.format import ItemFormatError, decode
 from bot.models import MemoryItem
+from bot.storage.confined import scope_escape
 
 log = structlog.get_logger(__name__)
 KIND = "item"
@@ -37,6 +38,9 @@ class ItemSource:
     def wants(self, relative: str) -> bool:
         parts = relative.split("/")
         return relative.endswith(".jsonl") and "items" in parts[:-1]
+
+    def allows(self, link: Path) -> bool:
+        return scope_escape(link, self.root) is None
 
     def sources(
         self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker

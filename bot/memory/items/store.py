@@ -2,7 +2,8 @@
 
 Layout (`Workspace.items_dir(scope)`): `episodic/YYYY-MM-DD.jsonl` (by the day an item was
 made), `semantic.jsonl`, `procedural.jsonl`. Privacy follows the folder: an item read from a
-scope's folder belongs to that scope, whatever its line says.
+scope's folder belongs to that scope, whatever its line says, and a file that leads out of
+that folder (`bot.storage.confined`) is read as empty and never written.
 
 - A line that does not parse is skipped with a warning and kept verbatim on every rewrite.
 - One lock per scope and layer (`lock`) covers appends and rewrites of that layer's files, so a
@@ -27,11 +28,11 @@ from pathlib import Path
 
 import structlog
 
+from bot.errors import OutOfScopeError
 from bot.memory.items.format import ItemFormatError, decode, encode
 from bot.memory.items.rules import episodic_day, used
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.files import FileLocks, append_text, atomic_write_text, read_text
-from bot.storage.lines import warn_once
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -114,9 +115,6 @@ class ItemStore:
     # ------------------------------------------------------------------ reads (blocking)
 
     def read(self, path: Path, scope: MemoryScope) -> ItemFile:
-        if self.workspace.strays(path):
-            warn_once("items_file_outside_its_scope", path)
-            return ItemFile(path, ())
         try:
             stat = os.stat(path)
         except FileNotFoundError:
@@ -126,7 +124,8 @@ class ItemStore:
             cached = self._cache.get(path)
         if cached is not None and cached[0] == signature:
             return cached[1]
-        parsed = _parse(path, read_text(path) or "", scope)
+        text = read_text(path) if self.workspace.inside_scope(path) else None
+        parsed = _parse(path, text or "", scope)
         with self._cache_lock:
             self._cache[path] = (signature, parsed)
             self._cache.move_to_end(path)
@@ -150,16 +149,15 @@ class ItemStore:
     # ------------------------------------------------------------------ writes (blocking, locked)
 
     def append_locked(self, path: Path, item: MemoryItem) -> None:
-        if self.workspace.strays(path):  # a link out of the scope's folder is never written
-            warn_once("items_file_outside_its_scope", path)
-            return
+        if not self.workspace.inside_scope(path):
+            raise OutOfScopeError(f"{path.name} leads out of its scope's folder")
         append_text(path, _line_break(path) + encode(item) + "\n")
 
     def rewrite_locked(
         self, path: Path, scope: MemoryScope, changes: Mapping[str, MemoryItem]
     ) -> int:
         """Replace the items whose ids `changes` names; other lines stay as they are."""
-        current = self.read(path, scope)  # nothing for a link out of the scope: nothing changes
+        current = self.read(path, scope)
         lines = [_changed(line, changes) for line in current.lines]
         changed = sum(1 for old, new in zip(current.lines, lines, strict=True) if old is not new)
         if changed:

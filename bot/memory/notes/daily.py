@@ -1,4 +1,6 @@
-"""Daily notes (seed 000): one `[HH:mm] User: … | Assistant: …` line per exchange, append-only."""
+"""Daily notes (seed 000): one `[HH:mm] User: … | Assistant: …` line per exchange, append-only
+(one `O_APPEND` write: a line a person adds meanwhile is kept). A note that leads out of its
+scope's folder is left alone (`bot.storage.confined`): the line is not written."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from datetime import datetime
 
 from bot.models import MemoryScope
 from bot.storage.files import append_text
-from bot.storage.lines import printable, warn_once
+from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
 
@@ -19,7 +21,7 @@ def note_line(
 
 
 def _fold(text: str, limit: int) -> str:
-    flat = " ".join(printable(text).split())  # a NUL in a reply never reaches a note
+    flat = " ".join(without_controls(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
@@ -34,7 +36,5 @@ class DailyNotes:
             at, user, assistant, user_chars=self.user_chars, assistant_chars=self.assistant_chars
         )
         path = self.workspace.daily_note_path(scope, at.date())
-        if self.workspace.strays(path):  # a link out of the scope's folder is never written
-            warn_once("memory_file_outside_its_scope", path)
-            return
-        await asyncio.to_thread(append_text, path, line + "\n")
+        if self.workspace.inside_scope(path):
+            await asyncio.to_thread(append_text, path, line + "\n")

@@ -3,7 +3,8 @@
 Each entry is headed by its ISO timestamp (seed 003) and written to both files: the main file
 for all time, the monthly one so that grep stays fast. Nothing is ever rewritten. An entry that
 starts with `[checkpoint]` marks a compaction (its messages are in a session archive file);
-every other entry is a consolidation (a `[raw-fallback]` one included).
+every other entry is a consolidation (a `[raw-fallback]` one included). A file that leads out
+of its scope's folder gets no entry (`bot.storage.confined`).
 
 A consolidation's entry carries its key in the heading, as an HTML comment a reader does not
 see (`## 2026-11-24T10:00:00+00:00 <!-- consolidation 1a2b3c.0 -->`): appending it again — a
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from bot.models import MemoryScope
 from bot.storage.files import FileLocks, append_text
-from bot.storage.lines import warn_once
+from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
 HEADING = "## "
@@ -31,7 +32,8 @@ KEY_TAIL_BYTES = 1024 * 1024  # where an entry appended again after a crash is l
 
 def format_entry(entry: str, at: datetime, key: str | None = None) -> str:
     mark = f" {_mark(key)}" if key else ""
-    return f"{HEADING}{at.isoformat(timespec='seconds')}{mark}\n{entry.strip()}\n\n"
+    text = without_controls(entry).strip()
+    return f"{HEADING}{at.isoformat(timespec='seconds')}{mark}\n{text}\n\n"
 
 
 def heading_time(line: str) -> datetime | None:
@@ -63,14 +65,17 @@ class HistoryLog:
         text = format_entry(entry, at, key)
         async with self.locks.hold(main):
             for path in (main, monthly):
-                if self.workspace.strays(path):  # a link out of the scope's folder: never
-                    warn_once("memory_file_outside_its_scope", path)
-                elif key is None or not await asyncio.to_thread(_holds, path, key):
+                if not self.workspace.inside_scope(path):
+                    continue
+                if key is None or not await asyncio.to_thread(_holds, path, key):
                     await asyncio.to_thread(append_text, path, text)
 
     async def entry(self, scope: MemoryScope, key: str) -> str | None:
         """The text of the entry of this key in the scope's `HISTORY.md`; None if it has none."""
-        return await asyncio.to_thread(_entry, self.workspace.history_path(scope), key)
+        path = self.workspace.history_path(scope)
+        if not self.workspace.inside_scope(path):
+            return None
+        return await asyncio.to_thread(_entry, path, key)
 
     def last_consolidation(self, scope: MemoryScope) -> datetime | None:
         """When the last consolidation entry was written, or None if never."""
@@ -82,6 +87,8 @@ class HistoryLog:
 
     def _last(self, scope: MemoryScope, *, checkpoint: bool) -> datetime | None:
         path = self.workspace.history_path(scope)
+        if not self.workspace.inside_scope(path):
+            return None
         try:
             size = path.stat().st_size
             found = _last_time(_read_from(path, max(0, size - TAIL_BYTES)), checkpoint)

@@ -1,26 +1,32 @@
 """Long-term memory: `MEMORY.md`, hand-editable, read fresh every turn, never clobbered.
 
-Every change is a locked read-modify-write. An LLM rewrite (consolidation) is applied only if the
-file is unchanged since it was read (`replace_if_unchanged`); appends (tags, /remember) re-read
-under the lock, so a hand edit made a moment before is kept, and facts that go at the end are
-written with one O_APPEND write, so a line a person appends meanwhile is kept too. A file that
-is not UTF-8 text (binary, Latin-1, a NUL byte) is never rewritten: changes raise
-`NotTextError` with what to do. A file with CRLF line endings keeps them (`_write`).
+Every change holds the file's lock. An LLM rewrite (consolidation) is applied only if the file
+is unchanged since it was read (`replace_if_unchanged`); a correction (`replace_line`) re-reads
+under the lock. New facts (tags, /remember, consolidation's merges) are one `O_APPEND` write at
+the end of the file, never a rewrite: a line a person appends at the same moment is never lost.
+The facts go under `## section` when that is the file's last heading, else under a new one.
+The race left is small and loses nothing: a person's heading appended between the bot's read
+(to skip facts already there and find the last heading) and its append would hold the facts.
+
+What may be changed and how it is written back is `bot.storage.textfile`'s rule: UTF-8 only (a
+file in another encoding, or not text, raises `NotTextError` saying why), its line endings kept,
+and never a file that leads out of its scope (`OutOfScopeError`). A symlinked MEMORY.md is
+written through to its target (`bot.storage.files`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 
-from bot.errors import NotTextError
 from bot.models import MemoryScope
-from bot.storage.files import FileLocks, append_text, atomic_write_text, read_text
+from bot.storage.files import FileLocks, append_text, atomic_write_bytes
+from bot.storage.lines import without_controls
+from bot.storage.textfile import TextFile, lines_of, text_to_change, text_to_show
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -28,12 +34,8 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class MemoryText:
-    text: str
+    text: str  # "\n" line endings
     digest: str  # sha256 of the file's bytes as read ("" when the file is missing)
-
-
-def digest_of(text: str | None) -> str:
-    return "" if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class LongTermMemory:
@@ -42,28 +44,20 @@ class LongTermMemory:
         self.locks = locks
 
     def snapshot(self, scope: MemoryScope) -> MemoryText:
-        path = self.workspace.long_term_path(scope)
-        raw = None if self.workspace.strays(path) else read_text(path)
-        return MemoryText(text=raw or "", digest=digest_of(raw))
-
-    def _path(self, scope: MemoryScope) -> Path:
-        """The scope's MEMORY.md to change; `NotTextError` when it is a link out of the scope's
-        folder (`Workspace.strays`): such a file is never written."""
-        path = self.workspace.long_term_path(scope)
-        if self.workspace.strays(path):
-            log.warning("memory_file_outside_its_scope", path=str(path))
-            raise NotTextError(f"{path.name} is a link out of this chat's memory; left alone")
-        return path
+        """The file as it is now ("" when missing or out of its scope)."""
+        shown = text_to_show(self.workspace.long_term_path(scope), self.workspace.memory_root)
+        return MemoryText(text=shown.text, digest=shown.digest)
 
     async def replace_if_unchanged(self, scope: MemoryScope, expected: str, new_text: str) -> bool:
         """Write `new_text` only if the file still has digest `expected`; False if it changed."""
-        path = self._path(scope)
+        path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            current = await asyncio.to_thread(_text_to_change, path)
-            if digest_of(current) != expected:
+            current = await asyncio.to_thread(self._to_change, path)
+            if current.digest != expected:
                 log.info("memory_changed_underneath", path=str(path))
                 return False
-            await asyncio.to_thread(_write, path, _with_newline(new_text), current)
+            data = current.encode(_ended(new_text))
+            await asyncio.to_thread(atomic_write_bytes, path, data)
             return True
 
     async def append_facts(
@@ -71,48 +65,39 @@ class LongTermMemory:
     ) -> list[str]:
         """Append facts as `- fact` lines (under `## section` if given), skipping any already
         present (case-insensitive). Returns the facts actually added."""
-        path = self._path(scope)
+        path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            current = await asyncio.to_thread(_text_to_change, path) or ""
-            added = _new_facts(current, facts)
-            if added:
-                updated = _insert(current, [f"- {fact}" for fact in added], section)
-                if updated.startswith(current):  # only added at the end: append, never replace
-                    tail = _endings_like(updated[len(current) :], current)
-                    await asyncio.to_thread(append_text, path, tail)
-                else:
-                    await asyncio.to_thread(_write, path, updated, current)
-            return added
+            return await asyncio.to_thread(self._append_facts, path, facts, section)
 
-    async def remove_lines(self, scope: MemoryScope, needle: str) -> list[str]:
-        """Remove every line containing `needle` (case-insensitive); returns the removed lines."""
-        path = self._path(scope)
-        async with self.locks.hold(path):
-            current = await asyncio.to_thread(_text_to_change, path)
-            if not current:
-                return []
-            kept, removed = split_matching(current, needle)
-            if removed:
-                await asyncio.to_thread(_write, path, kept, current)
-            return removed
+    def _append_facts(self, path: Path, facts: Sequence[str], section: str | None) -> list[str]:
+        current = self._to_change(path)
+        added = _new_facts(current.text, facts)
+        if added:
+            appended = _appended(current.text, [f"- {fact}" for fact in added], section)
+            append_text(path, current.ending(appended))
+        return added
 
     async def replace_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
         """Replace the one line holding `old` (case-insensitive) with `new`, or delete it when
         `new` is blank; nothing changes unless exactly one line matches. `NotTextError` when
-        the file is not text."""
-        path = self._path(scope)
+        the file may not be changed."""
+        path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            current = await asyncio.to_thread(_text_to_change, path) or ""
-            lines = current.splitlines(keepends=True)
+            current = await asyncio.to_thread(self._to_change, path)
+            lines = lines_of(current.text)
             found = [i for i, line in enumerate(lines) if old.casefold() in line.casefold()]
             if len(found) != 1:
                 return LineEdit(before=None, after=None, matches=tuple(lines[i] for i in found))
             at = found[0]
-            before = lines[at].rstrip("\r\n")
+            before = lines[at].rstrip("\n")
             after = _keeping_shape(before, new) if new.strip() else None
-            lines[at] = "" if after is None else after + _ending(lines[at])
-            await asyncio.to_thread(_write, path, "".join(lines), current)
+            lines[at] = "" if after is None else after + lines[at][len(before) :]
+            data = current.encode("".join(lines))
+            await asyncio.to_thread(atomic_write_bytes, path, data)
             return LineEdit(before=before, after=after, matches=(before,))
+
+    def _to_change(self, path: Path) -> TextFile:
+        return text_to_change(path, self.workspace.memory_root)
 
 
 @dataclass(frozen=True)
@@ -132,79 +117,33 @@ def _keeping_shape(line: str, new: str) -> str:
     return f"{indent}{bullet}{stripped}"
 
 
-def _ending(line: str) -> str:
-    return line[len(line.rstrip("\r\n")) :]
-
-
-def _text_to_change(path: Path) -> str | None:
-    """The file's text before a change (None if missing); `NotTextError` unless it is UTF-8
-    text without NUL bytes (rewriting anything else would garble it)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is None or "\x00" in text:
-        log.warning("memory_file_not_utf8_text", path=str(path))
-        raise NotTextError(
-            f"{path.name} is not UTF-8 text, so I left it as it is; save it as UTF-8 (without "
-            "NUL characters) to let me change it"
-        )
-    return text
-
-
-def _write(path: Path, text: str, like: str | None) -> None:
-    atomic_write_text(path, _endings_like(text, like))
-
-
-def _endings_like(text: str, like: str | None) -> str:
-    """`text` with CRLF line endings when the file had them (`like`: its text before)."""
-    if not like or "\r\n" not in like:
-        return text
-    return text.replace("\r\n", "\n").replace("\n", "\r\n")
-
-
-def split_matching(text: str, needle: str) -> tuple[str, list[str]]:
-    """(text without the lines containing `needle`, those lines) — case-insensitive."""
-    lowered = needle.lower()
-    kept: list[str] = []
-    removed: list[str] = []
-    for line in text.splitlines(keepends=True):
-        (removed if lowered in line.lower() else kept).append(line)
-    return "".join(kept), [line.rstrip("\n") for line in removed]
-
-
 def _new_facts(current: str, facts: Sequence[str]) -> list[str]:
     seen = current.lower()
     added: list[str] = []
-    for fact in (" ".join(f.split()) for f in facts):
+    for fact in (" ".join(without_controls(f).split()) for f in facts):
         if fact and fact.lower() not in seen:
             added.append(fact)
             seen += "\n" + fact.lower()
     return added
 
 
-def _insert(current: str, lines: list[str], section: str | None) -> str:
-    block = "\n".join(lines)
-    if section is None:
-        return _with_newline(current) + block + "\n" if current.strip() else block + "\n"
-    heading = f"## {section}"
-    existing = current.splitlines()
-    if heading not in existing:
-        prefix = _with_newline(current) + "\n" if current.strip() else ""
-        return f"{prefix}{heading}\n{block}\n"
-    at = existing.index(heading) + 1
-    while at < len(existing) and not existing[at].startswith("## "):
-        at += 1
-    while at > 0 and not existing[at - 1].strip():
-        at -= 1
-    return "\n".join([*existing[:at], *lines, *existing[at:]]) + "\n"
+def _appended(text: str, lines: list[str], section: str | None) -> str:
+    """What to append for `lines` to end the file, under `## section` when given: the heading
+    too, unless it is the file's last heading already."""
+    block = "\n".join(lines) + "\n"
+    lead = "" if not text or text.endswith("\n") else "\n"
+    if section is None or _last_heading(text) == f"## {section}":
+        return lead + block
+    gap = "\n" if text.strip() else ""
+    return f"{lead}{gap}## {section}\n{block}"
 
 
-def _with_newline(text: str) -> str:
+def _last_heading(text: str) -> str | None:
+    headings = (line.strip() for line in reversed(text.split("\n")) if line.startswith("#"))
+    return next(headings, None)
+
+
+def _ended(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
 
 

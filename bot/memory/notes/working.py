@@ -2,7 +2,8 @@
 
 Each update replaces the whole file. It is read with its age ("updated 2 hours ago") taken from
 the file's mtime; past `stale_days` it is ignored (not deleted) until the next update
-overwrites it.
+overwrites it. A file that is a link to another is never read nor written
+(`bot.storage.confined`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.errors import OutOfScopeError
 from bot.storage.files import FileLocks, atomic_write_text, read_text
-from bot.storage.lines import warn_once
+from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
 
@@ -52,11 +54,10 @@ class WorkingMemory:
     async def write(self, session_key: str, text: str) -> None:
         """Replace the session's snapshot with `text`."""
         path = self.workspace.working_memory_path(session_key)
-        if self.workspace.strays(path):  # a link to another file is never written
-            warn_once("memory_file_outside_its_scope", path)
-            return
+        if not self.workspace.inside_scope(path):
+            raise OutOfScopeError(f"{path.name} leads out of working memory")
         async with self.locks.hold(path):
-            await asyncio.to_thread(atomic_write_text, path, text.strip() + "\n")
+            await asyncio.to_thread(atomic_write_text, path, without_controls(text).strip() + "\n")
 
     async def clear(self, session_key: str) -> None:
         """Forget the session's snapshot (for /new); no file is fine."""
@@ -67,8 +68,8 @@ class WorkingMemory:
     def read_fresh(self, session_key: str) -> WorkingNote | None:
         """The snapshot with its age, or None when it is missing, empty or stale."""
         path = self.workspace.working_memory_path(session_key)
-        updated_at = None if self.workspace.strays(path) else _modified_at(path)
-        if updated_at is None:
+        updated_at = _modified_at(path)
+        if updated_at is None or not self.workspace.inside_scope(path):
             return None
         moment = self.now()
         age = max(moment - updated_at, timedelta(0))

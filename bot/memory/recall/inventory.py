@@ -2,7 +2,8 @@
 
 Whose memory it is, the size of each file, the last consolidation, the working memory's age,
 how many lines the prompt's budget leaves out, and the first lines of MEMORY.md. It reads only
-what the chat may see (`visible_scopes`), and never writes.
+what the chat may see (`visible_scopes`) — of a file that leads out of its scope's folder not
+even the size (`bot.storage.confined`) — and never writes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from bot.storage.workspace import Workspace
 
 PREVIEW_LINES = 15
 PREVIEW_CHARS = 200
+OUT_OF_SCOPE = "leads outside this chat's memory (left alone)"
 
 
 class MemoryInventory:
@@ -64,7 +66,7 @@ class MemoryInventory:
         whose = "global (your private memory)" if scope.is_global else "this chat's own"
         chat = chat_scope(scope, session_key)
         notes = len(self.workspace.daily_note_paths(scope))
-        today_size = _size(self.workspace.daily_note_path(scope, today))
+        today_size = self._size(self.workspace.daily_note_path(scope, today))
         last = self.history.last_consolidation(scope)
         consolidated = (
             f"last consolidation {last:%Y-%m-%d %H:%M}" if last else "no consolidation yet"
@@ -79,13 +81,13 @@ class MemoryInventory:
         return [
             *lines,
             f"Daily notes: {_plural(notes, 'file')}; today's: {today_size}",
-            f"HISTORY.md: {_size(self.workspace.history_path(scope))}; {consolidated}",
+            f"HISTORY.md: {self._size(self.workspace.history_path(scope))}; {consolidated}",
             f"Working memory: {working.age if working else 'none'}",
         ]
 
     def _file(self, label: str, path: Path) -> str:
-        size = _size(path)
-        if not path.exists():
+        size = self._size(path)
+        if size == OUT_OF_SCOPE or not path.exists():
             return f"{label}: {size}"
         lines = self.reader.head(path)
         if lines is None:
@@ -94,6 +96,8 @@ class MemoryInventory:
 
     def _preview(self, scope: MemoryScope) -> list[str]:
         path = self.workspace.long_term_path(scope)
+        if not self.workspace.inside_scope(path):
+            return [f"No preview: MEMORY.md {OUT_OF_SCOPE}."]
         lines = self.reader.head(path)
         if lines is None and path.exists():
             return ["No preview: MEMORY.md is not readable as text."]
@@ -106,6 +110,9 @@ class MemoryInventory:
             *shown,
             *([f"… and {_plural(more, 'more line')}"] if more > 0 else []),
         ]
+
+    def _size(self, path: Path) -> str:
+        return _size(path) if self.workspace.inside_scope(path) else OUT_OF_SCOPE
 
 
 def _size(path: Path) -> str:

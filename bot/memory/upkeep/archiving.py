@@ -58,10 +58,12 @@ async def archive_notes(
 ) -> int:
     """Move the scope's notes of days before `before` into its archive; how many moved."""
     notes = await asyncio.to_thread(workspace.daily_note_paths, scope)
-    old = [p for p in notes if date.fromisoformat(p.stem) < before and not workspace.strays(p)]
+    old = [path for path in notes if date.fromisoformat(path.stem) < before]
     if not old:
         return 0
     archive = workspace.archive_note_dir(scope)
+    if not workspace.inside_scope(archive):  # notes never move out of their scope
+        return 0
     async with locks.hold(archive):  # /forget rewrites notes under the same lock
         return await asyncio.to_thread(_move_all, old, archive)
 
