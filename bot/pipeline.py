@@ -28,7 +28,8 @@ class TurnContext:
     scope: MemoryScope  # runner: whose memory this turn may see and write
     session: Session  # runner loads; 18 compacts; 50 replaces with the saved session
     user_message: ChatMessage  # runner
-    system_prompt: str = ""  # 20
+    system_prompt: str = ""  # 20: persona, instructions, `# Memory` (stable turn to turn)
+    turn_context: str = ""  # 20: what this message recalls, and the time (new every turn)
     new_messages: list[ChatMessage] = field(default_factory=list)  # 30 adds; 40 strips tags
     reply: str | None = None  # 30 sets; 40 strips tags (what the user will see)
     usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order
@@ -36,6 +37,19 @@ class TurnContext:
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
     memory_items: list[MemoryItem] = field(default_factory=list)  # 17, 40, 50 add; 55 indexes
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
+
+    def request(self) -> list[ChatMessage]:
+        """The turn's first request, laid out by system 20 from most stable to least: the
+        system prompt, the conversation, this message's context, the message."""
+        context = (
+            [ChatMessage(role="system", content=self.turn_context)] if self.turn_context else []
+        )
+        return [
+            ChatMessage(role="system", content=self.system_prompt),
+            *self.session.messages,
+            *context,
+            self.user_message,
+        ]
 
 
 class System(Protocol):

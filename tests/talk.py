@@ -20,6 +20,8 @@ GROUP_DIR = f"chats/telegram%3A{GROUP}"
 OWNER_CHAT_DIR = f"chats/telegram%3A{OWNER}"
 MEMORY_HEADER = "\n\n# Memory\n\n"
 RELEVANT_HEADER = "\n\n# Relevant Memory\n"
+TIME = "\n\nCurrent time: "
+RECALLED_HEADER = "\n\n# Memory for this message\n"
 _ids = itertools.count(1)
 
 
@@ -88,10 +90,27 @@ async def say(
 async def prompt_of_turn(
     app: App, fake: FakeOpenAI, *, user: int = OWNER, chat: int | None = None
 ) -> str:
-    """Run one model turn; the system prompt the model was given (the reply must arrive)."""
+    """Run one model turn; the memory the model was given: the system prompt, then the
+    message's context (the reply must arrive)."""
     fake.script(Reply("ok"))
     assert await say(app, "what do you know?", user=user, chat=chat) == ["ok"]
-    return str(fake.requests[-1]["messages"][0]["content"])
+    return system_text(fake.requests[-1])
+
+
+def system_text(request: dict[str, Any]) -> str:
+    """A request's system messages (the system prompt, the message's context), joined."""
+    return "\n\n".join(str(m["content"]) for m in request["messages"] if m["role"] == "system")
+
+
+def conversation(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request's messages after the system prompt, without the message's context (the
+    system message before the message that ends with the time)."""
+    return [m for m in request["messages"][1:] if not is_context(m)]
+
+
+def is_context(message: dict[str, Any]) -> bool:
+    content = str(message.get("content") or "")
+    return message["role"] == "system" and content.rpartition("\n")[2].startswith(TIME.strip())
 
 
 async def tool_result(
@@ -112,17 +131,28 @@ async def tool_result(
 
 
 def memory_section(prompt: str) -> str:
-    """The `# Memory` section (the prompt's last part but `# Relevant Memory`), or "" when
-    there is none."""
-    _, found, section = prompt.partition(MEMORY_HEADER)
-    section = section.partition(RELEVANT_HEADER)[0]
-    return "# Memory\n\n" + section if found else ""
+    """The memory sections of a `prompt_of_turn` text: `# Memory` (the system prompt's last
+    part) and `# Memory for this message` (the message's context), or "" when there is none."""
+    parts = []
+    _, found, markdown = prompt.partition(MEMORY_HEADER)
+    if found:
+        parts.append("# Memory\n\n" + _cut(markdown, RECALLED_HEADER, RELEVANT_HEADER, TIME))
+    _, found, recalled = prompt.partition(RECALLED_HEADER)
+    if found:
+        parts.append(RECALLED_HEADER.strip() + "\n" + _cut(recalled, RELEVANT_HEADER, TIME))
+    return "\n\n".join(parts)
+
+
+def _cut(text: str, *ends: str) -> str:
+    for end in ends:
+        text = text.partition(end)[0]
+    return text
 
 
 def relevant_section(prompt: str) -> str:
-    """The `# Relevant Memory` section (always the prompt's last part), or "" when none."""
+    """The `# Relevant Memory` section (the last part but the time), or "" when none."""
     _, found, section = prompt.partition(RELEVANT_HEADER)
-    return "# Relevant Memory\n" + section if found else ""
+    return "# Relevant Memory\n" + section.partition(TIME)[0] if found else ""
 
 
 def session(workspace: Path, key: str = f"telegram:{OWNER}") -> dict[str, Any]:
@@ -130,6 +160,11 @@ def session(workspace: Path, key: str = f"telegram:{OWNER}") -> dict[str, Any]:
     path = workspace / "sessions" / f"{key.replace(':', '%3A')}.json"
     document: dict[str, Any] = json.loads(path.read_text())
     return document
+
+
+def new_conversation(workspace: Path, key: str = f"telegram:{OWNER}") -> None:
+    """The chat's conversation gone (as after /new): memory is all that holds it now."""
+    (workspace / "sessions" / f"{key.replace(':', '%3A')}.json").unlink()
 
 
 def write(root: Path, name: str, text: str | bytes) -> Path:

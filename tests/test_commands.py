@@ -14,7 +14,7 @@ import pytest
 from bot.app import App
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.harness import OWNER
-from tests.talk import RecordingReplier, message
+from tests.talk import RecordingReplier, conversation, message
 from tests.talk import say as say_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
@@ -67,7 +67,10 @@ async def test_new_archives_the_session_and_keeps_memory(
     assert {p: memory_after[p] for p in memory_before} == memory_before  # history was added
     assert "Ann said hi." in (workspace / "memory" / "HISTORY.md").read_text()
     await say(app, "again")
-    system, user = fake_openai.last_request["messages"]
+    system, user = [
+        fake_openai.last_request["messages"][0],
+        *conversation(fake_openai.last_request),
+    ]
     assert user == {"role": "user", "content": "again"}
     assert "Ann likes green tea." in system["content"]
 
@@ -145,5 +148,5 @@ async def test_stop_cancels_a_turn_waiting_on_the_model(
     assert list((workspace / "state" / "inbox").iterdir()) == []
     assert (workspace / SESSION).read_bytes() == session_before
     assert await say(app, "three") == ["third answer"]  # the chat is not stuck
-    contents = [m["content"] for m in fake_openai.last_request["messages"][1:]]
+    contents = [m["content"] for m in conversation(fake_openai.last_request)]
     assert contents == ["one", "first answer", "three"]

@@ -17,7 +17,7 @@ from structlog.testing import capture_logs
 from bot.app import App
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Step, ToolCalls
 from tests.harness import OWNER, small_window_settings, started_app
-from tests.talk import GROUP, GROUP_DIR, say, session
+from tests.talk import GROUP, GROUP_DIR, conversation, say, session
 
 WORDS = "word " * 100  # about 100 tokens
 SUMMARY = "[Conversation summary]"
@@ -95,7 +95,7 @@ async def test_past_the_threshold_the_session_is_compacted_before_the_turn(
         str(turns),
         "fine",
     ]
-    sent = fake_openai.last_request["messages"]
+    sent = [fake_openai.last_request["messages"][0], *conversation(fake_openai.last_request)]
     assert sent[1] == {"role": "system", "content": f"{SUMMARY}\nthe summary"}
     assert len(sent) == 1 + 1 + 4 + 1
 

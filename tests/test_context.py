@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -12,8 +12,9 @@ import pytest
 
 from bot.app import App
 from bot.llm.tokens import TokenCounter
+from bot.memory.notes.daily import NoteFormat
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
-from bot.memory.notes.working import WorkingMemory
+from bot.memory.notes.working import WorkingMemory, age_phrase
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, Session
@@ -21,7 +22,7 @@ from bot.pipeline import TurnContext
 from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
 from bot.storage.workspace import Workspace
-from bot.systems.context import ContextBuilding
+from bot.systems.context import CONTEXT_NOTE, ContextBuilding
 from bot.tools.memory_search import RECALL_INSTRUCTIONS
 from tests.fakes.openai_api import FakeOpenAI
 from tests.harness import FRIEND, OWNER
@@ -31,7 +32,9 @@ from tests.talk import write as write_memory
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))  # a Saturday
 PERSONA = "You are a test persona."
 CLOCK_LINE = "Current time: Saturday 2026-11-21 09:30 CET"
-INSTRUCTIONS = f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"  # the app's: tags, then recall
+REMEMBERING = f"# Remembering\n{CONTEXT_NOTE}"  # without tag and recall instructions
+# the app's: tags, recall, then where each message's context is
+INSTRUCTIONS = f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}\n\n{CONTEXT_NOTE}"
 
 
 # ----------------------------------------------------------------------------- the system alone
@@ -49,7 +52,11 @@ async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
         budget_tokens=3500,
     )
     system = ContextBuilding(
-        persona=PERSONA, instructions="", memory=MemoryPrompt(recall), now=lambda: NOW
+        persona=PERSONA,
+        instructions="",
+        memory=MemoryPrompt(recall),
+        notes=NoteFormat(user_chars=200, assistant_chars=300),
+        now=lambda: NOW,
     )
     ctx = TurnContext(
         inbound=Inbound(id="t:1", channel="t", chat_id=1, user_id=1, text="hi", received_at=NOW),
@@ -59,7 +66,7 @@ async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
         user_message=ChatMessage(role="user", content="hi"),
     )
     await system.process(ctx)
-    return ctx.system_prompt
+    return f"{ctx.system_prompt}\n\n{ctx.turn_context}"  # as `prompt_of_turn` joins them
 
 
 def write(root: Path, name: str, text: str) -> None:
@@ -82,13 +89,14 @@ async def test_every_memory_part_in_its_section_recent_days_newest_first(tmp_pat
     prompt = await build_prompt(tmp_path, recent_days=3)
 
     assert prompt == (
-        f"{PERSONA}\n\n{CLOCK_LINE}\n\n"
+        f"{PERSONA}\n\n{REMEMBERING}\n\n"
         "# Memory\n\n"
         "## Long-term Memory\nAnn likes green tea.\n\n"
         "## Today's Notes\n[08:00] User: today | Assistant: ok\n\n"
         "## Recent Context\n"
         "### 2026-11-20\n[20:00] User: yesterday | Assistant: ok\n\n"
-        "### 2026-11-18\n[10:00] User: three days ago | Assistant: ok"
+        "### 2026-11-18\n[10:00] User: three days ago | Assistant: ok\n\n"
+        f"{CLOCK_LINE}"
     )
 
 
@@ -115,7 +123,7 @@ async def test_with_recent_days_zero_older_notes_are_left_out(tmp_path: Path) ->
 async def test_no_memory_means_no_memory_header(tmp_path: Path) -> None:
     prompt = await build_prompt(tmp_path)
 
-    assert prompt == f"{PERSONA}\n\n{CLOCK_LINE}"
+    assert prompt == f"{PERSONA}\n\n{REMEMBERING}\n\n{CLOCK_LINE}"
 
 
 # ----------------------------------------------------------------------------- through the runner
@@ -200,6 +208,7 @@ async def test_every_part_in_order_with_chat_and_working_memory_in_the_owners_ch
     write_memory(workspace, f"{OWNER_CHAT_DIR}/MEMORY.md", "This chat plans trips.\n")
     working = write_memory(workspace, f"working/telegram%3A{OWNER}.md", "- Topic: Lisbon\n")
     set_age(working, hours=2.1)
+    updated = datetime.fromtimestamp(working.stat().st_mtime, tz=UTC)
     write_memory(workspace, f"{today}.md", "[08:00] User: today | Assistant: ok\n")
     write_memory(workspace, f"{yesterday}.md", "[20:00] User: yesterday | Assistant: ok\n")
 
@@ -209,7 +218,7 @@ async def test_every_part_in_order_with_chat_and_working_memory_in_the_owners_ch
         "# Memory\n\n"
         "## Long-term Memory\nAnn likes green tea.\n\n"
         "## Chat Memory\nThis chat plans trips.\n\n"
-        "## Working Memory (updated 2 hours ago)\n- Topic: Lisbon\n\n"
+        f"## Working Memory ({age_phrase(updated, app.now())})\n- Topic: Lisbon\n\n"
         "## Today's Notes\n[08:00] User: today | Assistant: ok\n\n"
         f"## Recent Context\n### {yesterday}\n[20:00] User: yesterday | Assistant: ok"
     )
@@ -222,8 +231,10 @@ async def test_without_memory_the_prompt_still_says_how_to_remember(
 ) -> None:
     prompt = await prompt_of_turn(app, fake_openai)
 
-    assert prompt.endswith(f"# Remembering\n{INSTRUCTIONS}")
+    system, context = prompt.split("\n\nCurrent time: ")
+    assert system.endswith(f"# Remembering\n{INSTRUCTIONS}")
     assert "# Memory" not in prompt
+    assert context.startswith(f"{app.now():%A %Y-%m-%d}")  # the time, at the end
 
 
 async def test_stale_working_memory_is_left_out(

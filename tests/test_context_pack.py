@@ -1,5 +1,6 @@
-"""System 20's memory: the markdown section and the memory pack under one `# Memory` header,
-the fallback to the markdown section, `# Relevant Memory`, and every budget."""
+"""System 20's memory: the markdown section (`# Memory`, system prompt), the memory pack scored
+for the message (`# Memory for this message`), `# Relevant Memory`, nothing twice, and every
+budget."""
 
 from __future__ import annotations
 
@@ -33,7 +34,14 @@ from bot.storage.lines import LineReader
 from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import make_settings, started_app
-from tests.talk import memory_section, relevant_section, say, write
+from tests.talk import (
+    memory_section,
+    new_conversation,
+    relevant_section,
+    say,
+    system_text,
+    write,
+)
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))
 KEY = "telegram:1001"
@@ -93,7 +101,7 @@ def note(root: Path, text: str, days_back: int = 0) -> None:
     write(root, f"{(NOW.date() - timedelta(days=days_back)).isoformat()}.md", text)
 
 
-# ----------------------------------------------------------------------------- combining
+# ----------------------------------------------------------------------------- the two parts
 
 
 async def test_without_items_the_section_is_exactly_the_markdown_one(parts: Parts) -> None:
@@ -107,43 +115,41 @@ async def test_without_items_the_section_is_exactly_the_markdown_one(parts: Part
 
     assert found.memory == markdown.memory
     assert found.memory.startswith("# Memory\n\n## Long-term Memory\n# Pets\n")
-    assert found.items == ()
+    assert found.items == () and found.recalled == ""
 
 
-async def test_items_alone_make_the_section_with_their_own_headings(parts: Parts) -> None:
+async def test_items_are_recalled_for_the_message_under_their_own_headings(
+    parts: Parts,
+) -> None:
     await parts.add(MemoryLayer.SEMANTIC, "Ann drinks green tea.")
     await parts.add(MemoryLayer.PROCEDURAL, "make test", type="command")
 
     found = await sections(parts.prompt())
 
-    assert found.memory == (
-        "# Memory\n\n## Remembered Facts\n- Ann drinks green tea.\n\n"
+    assert found.memory == ""
+    assert found.recalled == (
+        "# Memory for this message\n\n## Remembered Facts\n- Ann drinks green tea.\n\n"
         "## Procedures\n- command: `make test`"
     )
     assert [item.text for item in found.items] == ["Ann drinks green tea.", "make test"]
 
 
-async def test_markdown_first_then_items_under_one_header_and_the_notices_last(
-    parts: Parts,
-) -> None:
+async def test_markdown_and_items_each_end_with_their_own_notice(parts: Parts) -> None:
     root = parts.workspace.root
-    write(root, "MEMORY.md", "".join(f"- Fact {n} about the garden shed.\n" for n in range(40)))
+    write(root, "MEMORY.md", "".join(f"- Fact {n} about the shed.\n" for n in range(40)))
     for n in range(12):
         await parts.add(MemoryLayer.SEMANTIC, f"Ann's tea number {n} is a green tea.")
     limits = PackLimits(top_k=TopK(semantic=12), soft_budget_tokens=80, max_budget_tokens=80)
 
-    text = (await sections(parts.prompt(budget=150, limits=limits))).memory
+    found = await sections(parts.prompt(budget=150, limits=limits))
 
-    assert text.count("# Memory") == 1
-    head, facts = text.split("\n\n## Remembered Facts\n")
-    assert head.startswith("# Memory\n\n## Long-term Memory\n- Fact 0 about the garden shed.")
-    assert "not shown" not in head  # both notices moved to the end…
-    notices = re.search(
-        r"\n\n\(\d+ more lines not shown: [^)]*\)\n\n\((\d+) more memory items not shown: [^)]*\)$",
-        facts,
-    )
-    assert notices  # …the markdown part's first
-    assert int(notices[1]) + facts.count("- Ann's tea number") == 12
+    assert found.memory.startswith("# Memory\n\n## Long-term Memory\n- Fact 0 about the shed.")
+    assert re.search(r"\n\n\(\d+ more lines not shown: [^)]*\)$", found.memory)
+    head, facts = found.recalled.split("\n\n## Remembered Facts\n")
+    assert head == "# Memory for this message"
+    notice = re.search(r"\n\n\((\d+) more memory items not shown: [^)]*\)$", facts)
+    assert notice
+    assert int(notice[1]) + facts.count("- Ann's tea number") == 12
 
 
 async def test_an_item_repeating_a_shown_line_is_left_out(parts: Parts) -> None:
@@ -157,8 +163,9 @@ async def test_an_item_repeating_a_shown_line_is_left_out(parts: Parts) -> None:
     found = await sections(parts.prompt())
 
     assert found.memory.count("likes green tea") == 1
-    assert "## Remembered Facts\n- Bob likes black tea." in found.memory
-    assert "Earlier Episodes" not in found.memory  # the turn is today's note, fences aside
+    assert "green tea" not in found.recalled
+    assert "## Remembered Facts\n- Bob likes black tea." in found.recalled
+    assert "Earlier Episodes" not in found.recalled  # the turn is today's note, fences aside
     assert [item.text for item in found.items] == ["Bob likes black tea."]
 
 
@@ -172,7 +179,7 @@ async def test_a_failing_pack_falls_back_to_the_markdown_section(parts: Parts) -
     found = await sections(parts.prompt(count=broken_tokenizer))
 
     assert found.memory == "# Memory\n\n## Long-term Memory\nThe cat is called Pixel."
-    assert found.items == ()
+    assert found.items == () and found.recalled == ""
 
 
 # ----------------------------------------------------------------------------- budgets
@@ -183,7 +190,7 @@ async def test_the_pack_keeps_to_its_soft_budget(parts: Parts) -> None:
         await parts.add(MemoryLayer.SEMANTIC, f"Garden fact {n}: the shed roof needs tar paper.")
     limits = PackLimits(top_k=TopK(semantic=30), soft_budget_tokens=120, max_budget_tokens=400)
 
-    text = (await sections(parts.prompt(limits=limits), query="")).memory
+    text = (await sections(parts.prompt(limits=limits), query="")).recalled
 
     assert COUNT(text) <= 120
     assert text.endswith("more memory items not shown: available via memory search)")
@@ -287,12 +294,13 @@ async def test_the_bots_prompt_holds_both_sections_within_the_settings_budgets(
     async with started_app(settings) as app:
         fake_openai.script(Reply("ok"), Reply("ok"))
         await say(app, "I prefer kayaks over canoes.")
+        new_conversation(workspace)
         await say(app, "kayak?")
-        prompt = str(fake_openai.requests[-1]["messages"][0]["content"])
+        prompt = str(system_text(fake_openai.requests[-1]))
 
     section, relevant = memory_section(prompt), relevant_section(prompt)
-    markdown, _, items = section.partition("\n\n## Earlier Episodes")
-    assert COUNT(markdown) <= 300 + 20  # the notices moved after the items
-    assert items and COUNT("## Earlier Episodes" + items) <= 100 + 40
+    markdown, _, items = section.partition("\n\n# Memory for this message\n")
+    assert COUNT(markdown) <= 300
+    assert "## Earlier Episodes" in items and COUNT(items) <= 100 + 10
     assert COUNT(relevant.strip()) <= 120
     assert relevant_lines(relevant.strip()).more > 0

@@ -17,7 +17,7 @@ from bot.models import GLOBAL_SCOPE
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.talk import memory_section, prompt_of_turn, say, tool_result, write
+from tests.talk import memory_section, new_conversation, prompt_of_turn, say, tool_result, write
 from tests.test_consolidation import ENTRY, answer, consolidating, settle, talk
 
 MEMORY = "# Me\n- Lives in Porto\n- Likes green tea\n"
@@ -203,6 +203,9 @@ async def test_a_reply_with_a_nul_writes_none_into_the_note(
 
     note = (workspace / "memory" / f"{app.now().date()}.md").read_text()
     assert note.endswith("User: show me the bytes | Assistant: binary answer\n")
+    episodic = "".join(p.read_text() for p in (workspace / "memory" / "items").rglob("*.jsonl"))
+    assert "show me the bytes" in episodic and "\\u0000" not in episodic  # nor in an item
+    new_conversation(workspace)  # memory alone holds it
     assert "User: show me the bytes" in memory_section(await prompt_of_turn(app, fake_openai))
 
 

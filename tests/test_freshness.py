@@ -21,7 +21,7 @@ from bot.models import ChatMessage, Session
 from bot.settings import SessionPolicySettings, Settings
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step
 from tests.harness import make_settings, started_app
-from tests.talk import say, session, write_session
+from tests.talk import conversation, say, session, write_session
 
 BERLIN = ZoneInfo("Europe/Berlin")
 OLD_TALK = [
@@ -163,7 +163,7 @@ async def test_idle_expiry_announces_summarises_consolidates_and_archives(
         await consolidated(app)
 
     [turn] = requests_of(fake_openai, "turn")
-    assert turn["messages"][1:] == [
+    assert conversation(turn) == [
         {"role": "system", "content": f"[Conversation summary]\n{SUMMARY}"},
         {"role": "user", "content": "good morning"},
     ]
@@ -239,7 +239,7 @@ async def test_a_fresh_session_just_goes_on(
 
         assert await say(app, "and hotels?") == ["Still here."]
 
-    assert fake_openai.last_request["messages"][1:] == [
+    assert conversation(fake_openai.last_request) == [
         *OLD_TALK,
         {"role": "user", "content": "and hotels?"},
     ]
@@ -304,7 +304,7 @@ async def test_a_failed_first_turn_keeps_the_new_conversation_and_its_summary(
         assert await say(app, "two") == ["Back."]
 
     assert notice == IDLE_NOTICE
-    assert fake_openai.last_request["messages"][1:] == [
+    assert conversation(fake_openai.last_request) == [
         {"role": "system", "content": f"[Conversation summary]\n{SUMMARY}"},
         {"role": "user", "content": "two"},
     ]

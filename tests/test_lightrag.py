@@ -23,7 +23,7 @@ from bot.settings import RagSettings
 from tests.fakes.lightrag_api import Document, FakeLightRag
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import FRIEND, OWNER, make_settings, started_app
-from tests.talk import relevant_section, say
+from tests.talk import relevant_section, say, system_text
 
 KEY = "lightrag-key-0123456789abcdef"
 GROUP = -100777
@@ -201,7 +201,7 @@ async def test_relevant_memory_in_the_owners_chat_includes_lightrag_hits(
 
     assert await say(app, "where is the spare key?") == ["Under the flowerpot."]
 
-    section = relevant_section(fake_openai.last_request["messages"][0]["content"])
+    section = relevant_section(system_text(fake_openai.last_request))
     assert f"- [lightrag:sessions/telegram%3A{OWNER}/t1] User: The spare key" in section
 
 
@@ -216,7 +216,7 @@ async def test_a_groups_prompt_never_asks_lightrag(
         "No idea."
     ]
 
-    assert "flowerpot" not in fake_openai.last_request["messages"][0]["content"]
+    assert "flowerpot" not in system_text(fake_openai.last_request)
     assert fake_lightrag.calls == calls
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.app import App
+from bot.memory.notes.working import age_phrase
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.harness import FRIEND, OWNER
 from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, prompt_of_turn, say, write
@@ -34,6 +35,7 @@ async def test_memory_in_the_owners_chat_describes_the_global_memory(
     write(workspace, "HISTORY.md", "## 2026-11-20T14:05:00+00:00\nWe planned Lisbon.\n\n")
     working = write(workspace, f"working/telegram%3A{OWNER}.md", "- Topic: Lisbon\n")
     os.utime(working, (time.time() - 3 * 3600 - 60,) * 2)
+    updated = datetime.fromtimestamp(working.stat().st_mtime, tz=UTC)
 
     [report] = await say(app, "/memory")
 
@@ -43,7 +45,7 @@ async def test_memory_in_the_owners_chat_describes_the_global_memory(
         "Chat memory: 24 bytes, 1 line",
         "Daily notes: 2 files; today's: 31 bytes",
         "HISTORY.md: 49 bytes; last consolidation 2026-11-20 14:05",
-        "Working memory: updated 3 hours ago",
+        f"Working memory: {age_phrase(updated, app.now())}",
         "Prompt: all of it fits (budget 3,500 tokens)",
         "",
         "MEMORY.md, first 15 lines:",

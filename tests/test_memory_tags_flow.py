@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 from bot.app import App
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import OWNER
-from tests.talk import say, session
+from tests.talk import conversation, say, session
 
 GROUP = -100123
 GLOBAL_MEMORY = Path("memory/MEMORY.md")
@@ -43,7 +43,7 @@ async def test_the_next_turn_sends_the_model_the_stripped_reply(
 
     await say(app, "two")
 
-    history = [m["content"] for m in fake_openai.last_request["messages"][1:]]
+    history = [m["content"] for m in conversation(fake_openai.last_request)]
     assert history == ["one", "Sure!", "two"]
 
 

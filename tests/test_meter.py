@@ -24,9 +24,11 @@ WORDS = "word " * 100  # about 100 tokens
 
 
 def counted(request: dict[str, Any]) -> tuple[int, int]:
-    """Our count of a request's system prompt, and of all its messages."""
+    """Our count of what a request holds beyond its conversation (the system prompt, the
+    message's context), and of all its messages."""
     messages = [ChatMessage(role=m["role"], content=m["content"]) for m in request["messages"]]
-    return COUNTER.count_messages(messages[:1]), COUNTER.count_messages(messages)
+    beyond = [m for m in messages if m.role == "system"]
+    return COUNTER.count_messages(beyond), COUNTER.count_messages(messages)
 
 
 @pytest.fixture
@@ -110,7 +112,10 @@ def test_without_metadata_the_default_system_size_is_assumed() -> None:
 def test_calibration_without_a_reported_count_keeps_the_factor_alone() -> None:
     meter = PromptMeter(COUNTER, ContextWindows(), "m", system_tokens=1000)
 
-    update = meter.calibrate(system_prompt="You are Mnemo.", messages=(), reported=None)
+    user = ChatMessage(role="user", content="hi")
+    update = meter.calibrate(
+        request=(_system("You are Mnemo."), user), conversation=(user,), reported=None
+    )
 
     assert update == {SYSTEM_TOKENS: str(COUNTER.count_messages([_system("You are Mnemo.")]))}
 

@@ -13,7 +13,7 @@ from bot.app import App
 from bot.errors import ContextOverflow as Overflow
 from tests.fakes.openai_api import ContextOverflow, FakeOpenAI, Reply, ToolCalls
 from tests.harness import small_window_settings, started_app
-from tests.talk import say, session
+from tests.talk import conversation, say, session
 
 SUMMARY = "[Conversation summary]\nthe summary"
 
@@ -50,7 +50,7 @@ async def test_an_overflow_compacts_and_the_same_turn_runs_again(
 
     overflowed, summary, retried = fake_openai.requests[-3:]
     assert summary["model"] == "fake-fast"
-    assert [m["content"] for m in overflowed["messages"][1:]] == [
+    assert [m["content"] for m in conversation(overflowed)] == [
         "q1",
         "a1",
         "q2",
@@ -59,7 +59,7 @@ async def test_an_overflow_compacts_and_the_same_turn_runs_again(
         "a3",
         "q4",
     ]
-    assert [m["content"] for m in retried["messages"][1:]] == [SUMMARY, "q3", "a3", "q4"]
+    assert [m["content"] for m in conversation(retried)] == [SUMMARY, "q3", "a3", "q4"]
     assert contents(workspace) == [SUMMARY, "q3", "a3", "q4", "fits now"]
     assert session(workspace)["compactions"] == 1
     [compacted] = [e for e in logs if e["event"] == "compacted"]

@@ -11,7 +11,7 @@ from bot.app import App
 from bot.models import Inbound
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import OWNER
-from tests.talk import handle, message, session
+from tests.talk import conversation, handle, message, session
 
 NOTE_LINE = re.compile(r"\[(\d\d):(\d\d)\] User: (.*) \| Assistant: (.*)")
 
@@ -72,7 +72,7 @@ async def test_a_tool_exchange_is_saved_and_sent_back_valid_next_turn(
     await say(app, "thanks")
 
     assert roles == ["user", "assistant", "tool", "assistant"]
-    sent = fake_openai.last_request["messages"]
+    sent = [fake_openai.last_request["messages"][0], *conversation(fake_openai.last_request)]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert sent[2]["tool_calls"][0]["id"] == sent[3]["tool_call_id"]
 

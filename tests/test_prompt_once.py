@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.app import App
 from bot.memory.recall.overlap import Shown, flat
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.talk import say, tool_result
+from tests.talk import say, system_text, tool_result
 
 FACT = "The spare key is under the blue pot."
 SAID = "My spare key is under the blue pot."
@@ -27,7 +27,7 @@ async def test_a_told_fact_its_note_line_and_its_exchange_are_each_shown_once(
 
     await say(app, "where is my spare key? the blue pot?")
 
-    prompt = str(fake_openai.requests[-1]["messages"][0]["content"])
+    prompt = str(system_text(fake_openai.requests[-1]))
     assert prompt.count(FACT.removesuffix(".")) == 1  # MEMORY.md, not again as an item or hit
     assert prompt.count(SAID) == 1  # today's note line, not again as a statement or exchange
     assert prompt.lower().count("blue pot") == 2

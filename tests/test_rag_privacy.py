@@ -13,7 +13,7 @@ from bot.app import App
 from bot.settings import RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import FRIEND, SMALL_MODEL2VEC, make_settings, started_app
-from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, relevant_section, say, write
+from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, relevant_section, say, system_text, write
 
 MODEL2VEC = SMALL_MODEL2VEC
 OTHER_GROUP = -100777
@@ -62,9 +62,11 @@ async def app(
 
 
 async def prompt_for(app: App, fake: FakeOpenAI, **where: int) -> str:
+    """Everything the model was sent for one turn in that chat but the query itself: memory
+    and conversation."""
     fake.script(Reply("ok"))
     assert await say(app, QUERY, **where) == ["ok"]
-    return str(fake.requests[-1]["messages"][0]["content"])
+    return "\n\n".join(str(m["content"]) for m in fake.requests[-1]["messages"][:-1])
 
 
 async def test_a_group_prompt_holds_only_the_groups_own_memory(
@@ -117,7 +119,7 @@ async def test_a_group_gets_no_relevant_hits_from_a_query_that_only_matches_the_
     fake_openai.script(Reply("ok"))
     await say(app, "safe combination 7788 walnut passport QX-553", chat=GROUP)
 
-    prompt = str(fake_openai.requests[-1]["messages"][0]["content"])
+    prompt = str(system_text(fake_openai.requests[-1]))
     assert relevant_section(prompt) == ""
     assert app.recall is not None
     hits = app.recall.index.search("7788 walnut", scopes=[f"telegram:{GROUP}"], k=10)

@@ -18,7 +18,16 @@ from bot.memory.upkeep.consolidation import Consolidator
 from bot.settings import ItemSettings, MemorySettings, RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import SMALL_MODEL2VEC, make_settings, started_app
-from tests.talk import GROUP, GROUP_DIR, memory_section, relevant_section, say, write
+from tests.talk import (
+    GROUP,
+    GROUP_DIR,
+    memory_section,
+    new_conversation,
+    relevant_section,
+    say,
+    system_text,
+    write,
+)
 
 CONSOLIDATED = '{"history_entry": "[2026-11-24 09:00] Where the key is.", "memory_update": null}'
 MODEL2VEC = SMALL_MODEL2VEC
@@ -29,7 +38,7 @@ async def prompt_after(app: App, fake: FakeOpenAI, text: str, **where: Any) -> s
     """Say `text` (answered "ok"); the system prompt the model got for it."""
     fake.script(Reply("ok"))
     assert await say(app, text, **where) == ["ok"]
-    return str(fake.requests[-1]["messages"][0]["content"])
+    return str(system_text(fake.requests[-1]))
 
 
 def search(app: App, query: str, scopes: list[str], k: int = 10) -> list[Hit]:
@@ -65,14 +74,18 @@ async def test_an_exchange_is_indexed_and_found_in_the_next_turns_relevant_memor
     assert line.endswith("Assistant: Got it.")
 
 
-async def test_the_exchange_just_shown_in_todays_notes_is_not_repeated(
-    app: App, fake_openai: FakeOpenAI
+async def test_the_exchange_the_conversation_carries_is_in_no_memory_section(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     fake_openai.script(Reply("Pixel is a fine name."))
     await say(app, "my cat is called Pixel")
 
     prompt = await prompt_after(app, fake_openai, "what is my cat called? Pixel?")
+    assert "Pixel is a fine name" not in prompt  # neither today's note nor a hit nor an item
+    assert "Pixel is a fine name." in [m["content"] for m in fake_openai.requests[-1]["messages"]]
 
+    new_conversation(workspace)
+    prompt = await prompt_after(app, fake_openai, "what is my cat called? Pixel?")
     assert "User: my cat is called Pixel | Assistant: Pixel is a fine name." in prompt
     assert prompt.count("Pixel is a fine name") == 1  # not again under Relevant Memory
 
@@ -172,6 +185,11 @@ async def test_each_turn_writes_items_and_the_next_prompt_packs_them(
     ]
     assert [i["text"] for i in items(workspace, "procedural")] == ["pip install rich"]
 
+    prompt = memory_section(await prompt_after(app, fake_openai, "tea or coffee? pip?"))
+    assert "I prefer tea over coffee." not in prompt  # the conversation holds both exchanges
+    assert "pip install rich" not in prompt
+
+    new_conversation(workspace)
     prompt = memory_section(await prompt_after(app, fake_openai, "tea or coffee? pip?"))
     assert prompt.count("I prefer tea over coffee.") == 1  # today's note holds the statement
     assert prompt.count("pip install rich") == 1 and "## Procedures" not in prompt
@@ -295,6 +313,7 @@ async def test_with_recall_off_there_is_no_index_and_items_still_pack(
     async with started_app(settings) as app:
         fake_openai.script(Reply("Noted."))
         await say(app, "I prefer tea over coffee.")
+        new_conversation(workspace)
         write(workspace, f"{app.now():%Y-%m-%d}.md", "")  # the note line would hold it
         prompt = await prompt_after(app, fake_openai, "tea?")
         assert app.recall is not None and app.recall.index.current is None

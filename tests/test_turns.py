@@ -19,7 +19,7 @@ from bot.turn.runner import REFUSAL
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
-from tests.talk import RecordingReplier
+from tests.talk import RecordingReplier, conversation
 from tests.talk import message as message_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
@@ -72,7 +72,7 @@ async def test_replay_answers_journaled_messages_in_order_each_in_its_chat(
     assert repliers[FRIEND].sent == ["answer to other"]
     asked = [r["messages"][-1]["content"] for r in fake_openai.requests]
     assert asked == ["first", "other", "second"]
-    second = [m["content"] for m in fake_openai.requests[2]["messages"][1:]]
+    second = [m["content"] for m in conversation(fake_openai.requests[2])]
     assert second == ["first", "answer to first", "second"]
     # another channel's entry waits for its channel
     assert [e.inbound for e in await inbox.pending()] == [console]

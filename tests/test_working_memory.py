@@ -55,7 +55,7 @@ async def test_read_fresh_gives_text_time_and_age(tmp_path: Path) -> None:
     assert note == WorkingNote(
         text="- Topic: tea",
         updated_at=NOW - timedelta(hours=2, minutes=5),
-        age="updated 2 hours ago",
+        age="updated today at 07:25",
     )
     assert note.updated_at.tzinfo == NOW.tzinfo
 
@@ -103,17 +103,17 @@ async def test_a_stale_snapshot_is_fresh_again_once_rewritten(tmp_path: Path) ->
     set_age(Workspace(tmp_path).working_memory_path(KEY), timedelta(seconds=5))
 
     note = memory.read_fresh(KEY)
-    assert note is not None and (note.text, note.age) == ("new", "updated just now")
+    assert note is not None and (note.text, note.age) == ("new", "updated today at 09:29")
 
 
-async def test_a_file_from_the_future_counts_as_just_updated(tmp_path: Path) -> None:
+async def test_a_file_from_the_future_counts_as_updated_today(tmp_path: Path) -> None:
     memory = working_memory(tmp_path)
     await memory.write(KEY, "clock skew")
     set_age(Workspace(tmp_path).working_memory_path(KEY), -timedelta(hours=1))
 
     note = memory.read_fresh(KEY)
 
-    assert note is not None and note.age == "updated just now"
+    assert note is not None and note.age == "updated today at 10:30"
 
 
 async def test_clear_removes_the_snapshot_and_is_fine_with_none(tmp_path: Path) -> None:
@@ -130,23 +130,28 @@ async def test_clear_removes_the_snapshot_and_is_fine_with_none(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("age", "phrase"),
+    ("updated", "phrase"),
     [
-        (timedelta(0), "updated just now"),
-        (timedelta(seconds=59), "updated just now"),
-        (timedelta(minutes=1), "updated 1 minute ago"),
-        (timedelta(minutes=5, seconds=40), "updated 5 minutes ago"),
-        (timedelta(minutes=59, seconds=59), "updated 59 minutes ago"),
-        (timedelta(hours=1), "updated 1 hour ago"),
-        (timedelta(hours=2, minutes=59), "updated 2 hours ago"),
-        (timedelta(hours=23, minutes=59), "updated 23 hours ago"),
-        (timedelta(days=1), "updated 1 day ago"),
-        (timedelta(days=1, hours=23), "updated 1 day ago"),
-        (timedelta(days=3, hours=1), "updated 3 days ago"),
+        (datetime(2026, 11, 25, 14, 5, tzinfo=UTC), "updated today at 14:05"),
+        (datetime(2026, 11, 25, 0, 0, tzinfo=UTC), "updated today at 00:00"),
+        (datetime(2026, 11, 24, 23, 59, tzinfo=UTC), "updated yesterday at 23:59"),
+        (datetime(2026, 11, 24, 0, 1, tzinfo=UTC), "updated yesterday at 00:01"),
+        (datetime(2026, 11, 22, 18, 0, tzinfo=UTC), "updated 3 days ago"),
+        (datetime(2026, 11, 26, 9, 0, tzinfo=UTC), "updated today at 09:00"),  # clock skew
     ],
 )
-def test_age_phrases(age: timedelta, phrase: str) -> None:
-    assert age_phrase(age) == phrase
+def test_the_age_is_told_by_calendar_day_so_it_changes_once_a_day(
+    updated: datetime, phrase: str
+) -> None:
+    assert age_phrase(updated, datetime(2026, 11, 25, 16, 30, tzinfo=UTC)) == phrase
+
+
+def test_the_age_is_told_in_the_clocks_time_zone() -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    moment = datetime(2026, 11, 25, 0, 30, tzinfo=berlin)
+    assert age_phrase(datetime(2026, 11, 24, 23, 10, tzinfo=UTC), moment) == (
+        "updated today at 00:10"
+    )
 
 
 async def test_the_age_is_measured_against_the_injected_clock(tmp_path: Path) -> None:

@@ -182,6 +182,7 @@ def build_pipeline(
         persona=settings.persona,
         instructions=_instructions(settings),
         memory=build_memory_prompt(settings, recall, memory.recall, memory.count, remote=lightrag),
+        notes=memory.notes.format,
         now=now,
     )
     return Pipeline(

@@ -26,7 +26,7 @@ from bot.memory.forgetting import Forgetting
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
 from bot.memory.items.writer import ItemWriter
-from bot.memory.notes.daily import DailyNotes
+from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.notes.working import WorkingMemory
@@ -88,9 +88,7 @@ def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], dat
         budget_tokens=settings.memory.prompt_budget_tokens,
     )
     notes = DailyNotes(
-        workspace,
-        user_chars=settings.memory.note_user_chars,
-        assistant_chars=settings.memory.note_assistant_chars,
+        workspace, NoteFormat(settings.memory.note_user_chars, settings.memory.note_assistant_chars)
     )
     return Memory(
         long_term=LongTermMemory(workspace, file_locks),

@@ -2,13 +2,14 @@
 
 The count is offline (`TokenCounter`), then corrected by what the provider reported:
 
-    estimate = (system prompt + session messages + pending) × factor × (1 + margin)
+    estimate = (memory and instructions + session messages + pending) × factor × (1 + margin)
 
-System 20 builds the system prompt after system 18 has to decide, so the estimate uses the size
-measured on the session's previous turn (or `system_tokens` before the first one). After each
-turn, system 50 stores in the session's metadata that size and `factor`: the provider's
-`usage.prompt_tokens` for the turn's first completion over our count of the same prompt,
-clamped, so a model with another tokenizer (or tool definitions we do not count) is corrected.
+System 20 builds the system prompt and the message's context after system 18 has to decide, so
+the estimate uses their size measured on the session's previous turn (or `system_tokens` before
+the first one): the request's tokens beyond the conversation itself. After each turn, system 50
+stores in the session's metadata that size and `factor`: the provider's `usage.prompt_tokens`
+for the turn's first completion over our count of the same request, clamped, so a model with
+another tokenizer (or tool definitions we do not count) is corrected.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bot.llm.tokens import TokenCounter
 from bot.llm.windows import ContextWindows
 from bot.models import ChatMessage, Session
 
-SYSTEM_TOKENS = "prompt_system_tokens"  # session metadata: last turn's system prompt, counted
+SYSTEM_TOKENS = "prompt_system_tokens"  # session metadata: last request beyond its conversation
 FACTOR = "prompt_token_factor"  # session metadata: reported / counted, clamped
 MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
 MARGIN = 0.1  # 10% on top of the corrected count
@@ -66,14 +67,20 @@ class PromptMeter:
         return PromptEstimate(tokens=tokens, counted=counted, factor=factor, window=self.window)
 
     def calibrate(
-        self, *, system_prompt: str, messages: Sequence[ChatMessage], reported: int | None
+        self,
+        *,
+        request: Sequence[ChatMessage],
+        conversation: Sequence[ChatMessage],
+        reported: int | None,
     ) -> dict[str, str]:
-        """Session metadata after a turn whose first completion was sent the system prompt
-        and `messages`: the system prompt's size and, if the provider reported the prompt's
-        tokens, the correction factor."""
-        system = self.tokens.count_messages([ChatMessage(role="system", content=system_prompt)])
-        update = {SYSTEM_TOKENS: str(system)}
-        counted = system + self.tokens.count_messages(messages)
+        """Session metadata after a turn whose first completion was sent `request` (the system
+        prompt, the session, the user's message with its context), made of `conversation`
+        (the session and the user's message as written): what the request holds beyond the
+        conversation and, if the provider reported the prompt's tokens, the correction
+        factor."""
+        counted = self.tokens.count_messages(request)
+        beyond = max(0, counted - self.tokens.count_messages(conversation))
+        update = {SYSTEM_TOKENS: str(beyond)}
         if reported and counted:
             factor = min(MAX_FACTOR, max(MIN_FACTOR, reported / counted))
             update[FACTOR] = f"{factor:.4f}"

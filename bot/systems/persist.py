@@ -95,12 +95,12 @@ class MemoryPersist:
 
     def _calibration(self, ctx: TurnContext) -> dict[str, str]:
         """What the prompt meter learns from this turn's first completion (its prompt was the
-        system prompt, the session before this turn and the user's message)."""
+        system prompt, the session before this turn, the message's context and the message)."""
         if self.meter is None or not ctx.system_prompt:
             return {}
         return self.meter.calibrate(
-            system_prompt=ctx.system_prompt,
-            messages=(*ctx.session.messages, ctx.user_message),
+            request=ctx.request(),  # the session not saved yet: the one the request carried
+            conversation=(*ctx.session.messages, ctx.user_message),
             reported=ctx.usages[0].prompt_tokens if ctx.usages else None,
         )
 

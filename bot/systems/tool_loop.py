@@ -29,11 +29,7 @@ class ToolLoop:
         self.now = now
 
     async def process(self, ctx: TurnContext) -> None:
-        prompt = [
-            ChatMessage(role="system", content=ctx.system_prompt),
-            *ctx.session.messages,
-            ctx.user_message,
-        ]
+        prompt = ctx.request()
         tool_ctx = ToolContext(
             session_key=ctx.inbound.session_key, scope=ctx.scope, forgotten=ctx.forgotten
         )

@@ -25,6 +25,7 @@ from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 from bot.models import ItemStatus, MemoryItem, MemoryLayer, MemoryScope
+from bot.storage.lines import without_controls
 
 SALIENCE_BUMP = 0.1
 SALIENCE_FLOOR = 0.05
@@ -74,7 +75,9 @@ def new_item(
     tags: Iterable[str] = (),
     references: Iterable[str] = (),
 ) -> MemoryItem:
-    """A new item; `ValueError` for an empty text (a line without text is not an item)."""
+    """A new item; `ValueError` for an empty text (a line without text is not an item).
+    Control characters (a NUL in a reply) are taken out, as from a note line."""
+    text = without_controls(text)
     if not text.strip():
         raise ValueError("a memory item needs a text")
     return MemoryItem(

@@ -1,10 +1,18 @@
 """Daily notes (seed 000): one `[HH:mm] User: … | Assistant: …` line per exchange, append-only
 (one `O_APPEND` write: a line a person adds meanwhile is kept). A note that leads out of its
-scope's folder is left alone (`bot.storage.confined`): the line is not written."""
+scope's folder is left alone (`bot.storage.confined`): the line is not written.
+
+The one owner of the line's format: `NoteFormat` writes it, and says what the line of an
+exchange reads without its clock (`body`, `body_of`), so the prompt can leave out the lines of
+exchanges its messages carry anyway.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from bot.models import MemoryScope
@@ -12,12 +20,36 @@ from bot.storage.files import append_text
 from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
+_CLOCK = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")
+
 
 def note_line(
     at: datetime, user: str, assistant: str, *, user_chars: int, assistant_chars: int
 ) -> str:
-    said, answered = _fold(user, user_chars), _fold(assistant, assistant_chars)
-    return f"[{at:%H:%M}] User: {said} | Assistant: {answered}"
+    return NoteFormat(user_chars, assistant_chars).line(at, user, assistant)
+
+
+@dataclass(frozen=True)
+class NoteFormat:
+    user_chars: int  # each side is folded to one line and cut to its length
+    assistant_chars: int
+
+    def line(self, at: datetime, user: str, assistant: str) -> str:
+        return f"[{at:%H:%M}] {self.body(user, assistant)}"
+
+    def body(self, user: str, assistant: str) -> str:
+        """The exchange's line without its clock."""
+        said, answered = _fold(user, self.user_chars), _fold(assistant, self.assistant_chars)
+        return f"User: {said} | Assistant: {answered}"
+
+    def bodies(self, exchanges: Iterable[tuple[str, str]]) -> frozenset[str]:
+        """The bodies of (user, assistant) exchanges."""
+        return frozenset(self.body(user, assistant) for user, assistant in exchanges)
+
+
+def body_of(line: str) -> str:
+    """A note line without its `[HH:mm]` clock (the line itself when it has none)."""
+    return _CLOCK.sub("", line, count=1)
 
 
 def _fold(text: str, limit: int) -> str:
@@ -26,15 +58,12 @@ def _fold(text: str, limit: int) -> str:
 
 
 class DailyNotes:
-    def __init__(self, workspace: Workspace, *, user_chars: int, assistant_chars: int) -> None:
+    def __init__(self, workspace: Workspace, fmt: NoteFormat) -> None:
         self.workspace = workspace
-        self.user_chars = user_chars
-        self.assistant_chars = assistant_chars
+        self.format = fmt
 
     async def append(self, scope: MemoryScope, at: datetime, user: str, assistant: str) -> None:
-        line = note_line(
-            at, user, assistant, user_chars=self.user_chars, assistant_chars=self.assistant_chars
-        )
+        line = self.format.line(at, user, assistant)
         path = self.workspace.daily_note_path(scope, at.date())
         if self.workspace.inside_scope(path):
             await asyncio.to_thread(append_text, path, line + "\n")

@@ -24,17 +24,20 @@ from bot.storage.workspace import Workspace
 class WorkingNote:
     text: str
     updated_at: datetime  # the file's mtime, in the clock's time zone
-    age: str  # "updated 2 hours ago"
+    age: str  # "updated today at 14:05"
 
 
-def age_phrase(age: timedelta) -> str:
-    """How long ago, in the largest whole unit: "updated just now" … "updated 3 days ago"."""
-    seconds = int(age.total_seconds())
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            count = seconds // size
-            return f"updated {count} {unit}{'' if count == 1 else 's'} ago"
-    return "updated just now"
+def age_phrase(updated_at: datetime, moment: datetime) -> str:
+    """How old the snapshot is, by calendar day: "updated today at 14:05", "updated yesterday
+    at 09:10", "updated 3 days ago". The phrase changes once a day at most, so the prompt part
+    that shows it stays the same from turn to turn (providers cache prompts by prefix)."""
+    local = updated_at.astimezone(moment.tzinfo)
+    days = (moment.date() - local.date()).days
+    if days <= 0:
+        return f"updated today at {local:%H:%M}"
+    if days == 1:
+        return f"updated yesterday at {local:%H:%M}"
+    return f"updated {days} days ago"
 
 
 class WorkingMemory:
@@ -78,9 +81,8 @@ class WorkingMemory:
         text = (read_text(path) or "").strip()
         if not text:
             return None
-        return WorkingNote(
-            text=text, updated_at=updated_at.astimezone(moment.tzinfo), age=age_phrase(age)
-        )
+        local = updated_at.astimezone(moment.tzinfo)
+        return WorkingNote(text=text, updated_at=local, age=age_phrase(updated_at, moment))
 
 
 def _modified_at(path: Path) -> datetime | None:

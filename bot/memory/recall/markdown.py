@@ -3,13 +3,19 @@
 Who sees what (DESIGN §3): the owner's private chat has the global scope and sees the global
 MEMORY.md and daily notes plus that chat's own chat memory; every other chat sees only its own
 folder. Nothing outside `visible_scopes` is ever read for a chat.
+
+Nothing twice: a daily note line of an exchange the request's messages carry anyway (`carried`,
+its body as `NoteFormat.body` writes it) is left out, so the budget goes to what the model does
+not already see.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import date, timedelta
 
+from bot.memory.notes.daily import body_of
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.section import Count, MemorySnapshot, MemoryView, render_memory
 from bot.memory.scopes import chat_scope
@@ -36,32 +42,68 @@ class MarkdownMemory:
         self.recent_days = recent_days
         self.budget_tokens = budget_tokens
 
-    async def view(self, scope: MemoryScope, session_key: str, today: date) -> MemoryView:
+    async def view(
+        self,
+        scope: MemoryScope,
+        session_key: str,
+        today: date,
+        *,
+        carried: frozenset[str] = frozenset(),  # note bodies of exchanges the request carries
+        budget: int | None = None,  # tokens; `budget_tokens` when None
+    ) -> MemoryView:
         """The rendered section within the token budget (file reads in a thread)."""
-        return await asyncio.to_thread(self._view, scope, session_key, today)
+        tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
+        return await asyncio.to_thread(self._view, scope, session_key, today, carried, tokens)
 
-    def _view(self, scope: MemoryScope, session_key: str, today: date) -> MemoryView:
-        snapshot = self.snapshot(scope, session_key, today)
-        return render_memory(snapshot, budget=self.budget_tokens, count=self.count)
+    def _view(
+        self,
+        scope: MemoryScope,
+        session_key: str,
+        today: date,
+        carried: frozenset[str],
+        tokens: int,
+    ) -> MemoryView:
+        snapshot = self.snapshot(scope, session_key, today, carried=carried)
+        return render_memory(snapshot, budget=tokens, count=self.count)
 
-    def snapshot(self, scope: MemoryScope, session_key: str, today: date) -> MemorySnapshot:
+    def snapshot(
+        self,
+        scope: MemoryScope,
+        session_key: str,
+        today: date,
+        *,
+        carried: frozenset[str] = frozenset(),
+    ) -> MemorySnapshot:
         chat = chat_scope(scope, session_key)
         return MemorySnapshot(
             long_term=self.reader.head(self.workspace.long_term_path(scope)),
             chat=self.reader.head(self.workspace.long_term_path(chat)) if chat else None,
             working=self.working.read_fresh(session_key),
-            today=self._note(scope, today),
-            recent=self._recent(scope, today),
+            today=self._note(scope, today, carried),
+            recent=self._recent(scope, today, carried),
         )
 
-    def _recent(self, scope: MemoryScope, today: date) -> list[tuple[date, FileLines]]:
+    def _recent(
+        self, scope: MemoryScope, today: date, carried: frozenset[str]
+    ) -> list[tuple[date, FileLines]]:
         """The notes of the `recent_days` days before today, newest first."""
         found = []
         for back in range(1, self.recent_days + 1):
             day = today - timedelta(days=back)
-            if lines := self._note(scope, day):
+            if lines := self._note(scope, day, carried):
                 found.append((day, lines))
         return found
 
-    def _note(self, scope: MemoryScope, day: date) -> FileLines | None:
-        return self.reader.tail(self.workspace.daily_note_path(scope, day))
+    def _note(self, scope: MemoryScope, day: date, carried: frozenset[str]) -> FileLines | None:
+        lines = self.reader.tail(self.workspace.daily_note_path(scope, day))
+        return _without(lines, carried) if lines and carried else lines
+
+
+def _without(note: FileLines, carried: frozenset[str]) -> FileLines | None:
+    """The note without the lines of exchanges the request carries; None when none is left."""
+    kept = tuple(line for line in note.lines if body_of(line) not in carried)
+    if len(kept) == len(note.lines):
+        return note
+    if not any(line.strip() for line in kept) and not note.unread:
+        return None
+    return replace(note, lines=kept)

@@ -1,27 +1,27 @@
-"""The memory parts of the system prompt: one `# Memory` section, then `# Relevant Memory`.
+"""The memory parts of a request: `# Memory` for the system prompt, and what this one message
+recalls (`# Memory for this message`, `# Relevant Memory`) for after it.
 
-How the markdown section and the memory pack combine (the decision):
+How they are placed (the decision; system 20 lays out the request):
 
-- The pack is always asked for, and the markdown section (`MarkdownMemory`) is always kept:
-  MEMORY.md, chat memory, working memory, today's notes and the recent days are the user's own
-  words, hand edits included. They come first, as they are, within `prompt_budget_tokens`.
-- The pack adds the structured items after them, under the same `# Memory` header, within its
-  own soft/max budget and with headings of its own (`HEADINGS`): semantic items are
-  "Remembered Facts", episodic ones "Earlier Episodes", so no heading appears twice. Working
-  memory is the markdown part's (the pack is asked without it).
-- No item repeats what the markdown part shows (a tag's fact in MEMORY.md, a turn in today's
-  notes), nor another item; no hit of `# Relevant Memory` repeats either, nor a turn of the
-  conversation the prompt carries anyway (`overlap` owns the rule).
-- With no items to add the section is exactly the markdown one; with no markdown memory it is
-  the pack alone. When the pack fails (logged) or there is no retriever, the markdown section
-  is the fallback. The notices of what each part left out go last.
-- `# Relevant Memory` follows, without the hits `# Memory` already holds (`relevant`).
+- `# Memory` is the markdown section (`MarkdownMemory`): MEMORY.md, chat memory, working memory,
+  today's notes and the recent days — the user's own words, hand edits included, within
+  `prompt_budget_tokens`. It does not depend on the message, so it changes only when a file
+  does: it goes in the system prompt, before the conversation, and the request's prefix stays
+  the same from turn to turn (providers cache prompts by prefix).
+- What depends on the message goes after it: the memory pack's structured items scored for it
+  (`# Memory for this message`, within the pack's soft/max budget, with headings of its own,
+  `HEADINGS`: semantic items are "Remembered Facts", episodic ones "Earlier Episodes"), then
+  `# Relevant Memory`, the index's best hits (`relevant`).
+- Nothing twice (`overlap` owns the rule): the exchanges the request's messages carry
+  (`Carried`) are left out of the daily notes; no item repeats what `# Memory` shows or those
+  exchanges, nor another item; no hit of `# Relevant Memory` repeats any of them.
+- Working memory is the markdown part's (the pack is asked without it). When the pack fails
+  (logged) or there is no retriever, there are no items: the markdown section stands alone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,8 +45,6 @@ HEADINGS: Mapping[packs.PackLayer, str] = {
     "procedural": "## Procedures",
     "episodic": "## Earlier Episodes",
 }
-_CLOCK = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")
-_FENCE = re.compile(r"(?:```|~~~)[\w+-]*")  # as `turn_items` folds an episode
 
 
 @dataclass(frozen=True)
@@ -58,11 +56,23 @@ class PackLimits:
     max_budget_tokens: int = 3500
 
 
+RECALLED_HEADER = "# Memory for this message"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What the request's messages carry whole, so that no memory section repeats it."""
+
+    paths: frozenset[str] = frozenset()  # their exchanges' citation paths (`Exchange.path`)
+    notes: frozenset[str] = frozenset()  # their exchanges as note bodies (`NoteFormat.body`)
+
+
 @dataclass(frozen=True)
 class PromptMemory:
-    memory: str  # the `# Memory` section, "" when there is no memory
+    memory: str  # the `# Memory` section (system prompt), "" when there is no memory
+    recalled: str  # `# Memory for this message`: the pack's items, "" when none
     relevant: str  # the `# Relevant Memory` section, "" when nothing new was found
-    items: tuple[MemoryItem, ...]  # the structured items `memory` shows
+    items: tuple[MemoryItem, ...]  # the structured items `recalled` shows
 
 
 class MemoryPrompt:
@@ -86,20 +96,21 @@ class MemoryPrompt:
         query: str,
         moment: datetime,
         *,
-        conversation: frozenset[str] = frozenset(),  # the exchanges the prompt carries whole
+        carried: Carried = Carried(),
     ) -> PromptMemory:
-        view = await self.recall.view(scope, session_key, moment.date())
+        view = await self.recall.view(scope, session_key, moment.date(), carried=carried.notes)
+        shown = "\n".join([view.text, *sorted(carried.notes)])
         pack, hits = await asyncio.gather(  # the pack's scoring beside the index's query
-            self._pack(scope, session_key, query, view),
+            self._pack(scope, session_key, query, shown),
             self._hits(scope, session_key, query),
         )
-        memory = combine(view, pack)
+        recalled = recalled_section(pack)
         relevant = (
-            self.relevant.section(hits, shown=memory, conversation=conversation)
+            self.relevant.section(hits, shown=f"{shown}\n{recalled}", conversation=carried.paths)
             if self.relevant
             else ""
         )
-        return PromptMemory(memory, relevant, pack.items if pack else ())
+        return PromptMemory(view.text, recalled, relevant, pack.items if pack else ())
 
     async def _hits(self, scope: MemoryScope, session_key: str, query: str) -> list[Hit]:
         if self.relevant is None:
@@ -111,7 +122,7 @@ class MemoryPrompt:
         scope: MemoryScope,
         session_key: str,
         query: str,
-        view: section.MemoryView,
+        shown: str,
     ) -> packs.MemoryPack | None:
         if self.retriever is None:
             return None
@@ -121,7 +132,7 @@ class MemoryPrompt:
             top_k=self.limits.top_k,
             soft_budget_tokens=self.limits.soft_budget_tokens,
             max_budget_tokens=self.limits.max_budget_tokens,
-            shown=view.text,
+            shown=shown,
             headings=HEADINGS,
         )
         try:
@@ -131,22 +142,9 @@ class MemoryPrompt:
             return None
 
 
-def combine(view: section.MemoryView, pack: packs.MemoryPack | None) -> str:
-    """One `# Memory` section: the markdown parts, the pack's item parts, then the notices."""
+def recalled_section(pack: packs.MemoryPack | None) -> str:
+    """The pack's items under `RECALLED_HEADER`, its notice of what it left out last; "" when
+    it holds none."""
     if pack is None or not pack.rendered:
-        return view.text
-    if not view.text:
-        return pack.rendered
-    markdown, markdown_notice = _split(view.text, section.OMITTED, view.omitted_lines)
-    items, items_notice = _split(pack.rendered, packs.OMITTED, pack.omitted)
-    body = items.removeprefix(section.HEADER).strip("\n")
-    parts = [markdown, body, markdown_notice, items_notice]
-    return "\n\n".join(part for part in parts if part)
-
-
-def _split(text: str, notice: str, omitted: int) -> tuple[str, str]:
-    """The text without its closing "N more … not shown" notice, and the notice."""
-    if not omitted:
-        return text, ""
-    line = notice.format(count=omitted)
-    return text.removesuffix(line).rstrip("\n"), line
+        return ""
+    return RECALLED_HEADER + pack.rendered.removeprefix(section.HEADER)
