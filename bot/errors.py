@@ -68,6 +68,10 @@ class LLMRejected(LLMError):
 class ContextOverflow(LLMRejected):
     user_message = "This conversation is too long for the model. Use /compact or /new."
 
+    def __init__(self, message: str, *, limit: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit  # the window the provider stated, when it did
+
 
 class RagUnavailable(MnemoError):
     pass

@@ -58,6 +58,7 @@ class LLMSettings(_Section):
     max_tool_steps: int = Field(default=8, ge=1)
     temperature: float | None = None
     max_output_tokens: int | None = Field(default=None, gt=0)
+    context_window: int | None = Field(default=None, gt=0)  # tokens; else models.json, learnt
 
 
 class ItemSettings(_Section):

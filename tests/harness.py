@@ -79,7 +79,7 @@ def models_file(folder: Path, *, window: int, model: str = "fake-model") -> Path
 
 
 def small_window_settings(
-    workspace: Path, folder: Path, openai: FakeOpenAI, *, window: int = 3000, **compaction: Any
+    workspace: Path, folder: Path, openai: FakeOpenAI, *, window: int = 6000, **compaction: Any
 ) -> Settings:
     """A `window`-token model (compaction past 80% of it) keeping 4 messages unless told, the
     fast model "fake-fast", a 200-token memory budget, no consolidation and no pre-compaction

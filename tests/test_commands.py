@@ -86,6 +86,8 @@ async def test_status_of_a_new_conversation(app: App, fake_openai: FakeOpenAI) -
         "Compactions: 0",
         "Last consolidation: none yet",
         "Model: fake-model",
+        "Context window: 32,768 tokens (assumed: not in config/models.json; "
+        "set BOT_LLM__CONTEXT_WINDOW)",
         "Pipeline: 17 memory-flush, 18 auto-compaction, 20 context-building, 30 tool-loop, "
         "40 memory-tags, 50 memory-persist, 55 rag-indexing",
     ]

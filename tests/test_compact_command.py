@@ -173,8 +173,8 @@ async def test_status_shows_prompt_window_and_tells_compaction_from_consolidatio
 
     lines = status.splitlines()
     assert lines[0] == "Messages: 5"
-    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 3,000 tokens", lines[1])
-    assert lines[2] == "Last prompt (reported): 777 / 3,000 tokens"
+    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 6,000 tokens", lines[1])
+    assert lines[2] == "Last prompt (reported): 777 / 6,000 tokens"
     assert re.fullmatch(rf"Compactions: 1 \(last {app.now():%Y-%m-%d} \d\d:\d\d\)", lines[3])
     assert lines[4] == "Last consolidation: none yet"  # a compaction is not a consolidation
     assert lines[5] == "Model: fake-model"

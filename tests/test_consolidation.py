@@ -684,17 +684,21 @@ def model_answers(request: dict[str, Any]) -> Reply:
 async def test_no_request_exceeds_the_models_window_and_nothing_is_lost(
     fake_openai: FakeOpenAI, workspace: Path, memory: Path, tmp_path: Path
 ) -> None:
-    window = 2000
+    window = 2000  # the fast model's, which consolidates; the main model's is the default
     big = "# Facts\n" + "".join(
         f"- fact number {n}: the quick brown fox jumps\n" for n in range(150)
     )
     (memory / "MEMORY.md").write_text(big)
     fake_openai.answer_all(model_answers)
-    compaction = CompactionSettings(models_file=models_file(tmp_path, window=window))
+    windows = models_file(tmp_path, window=window, model="fake-fast")
+    document = json.loads(windows.read_text())
+    windows.write_text(json.dumps({**document, "default_context_window": 32768}))
+    compaction = CompactionSettings(models_file=windows)
     settings = make_settings(
         workspace,
         telegram=None,
         openai=fake_openai,
+        fast_model="fake-fast",
         memory=MemorySettings(memory_window=6, keep_messages=2),
         compaction=compaction,
     )

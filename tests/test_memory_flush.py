@@ -84,7 +84,7 @@ async def test_one_flush_per_compaction_cycle(
     app = await make_app()
     fake_openai.answer_all(answers())
     cycles: list[tuple[int, int]] = []  # (compactions, flushes) after each turn
-    for _ in range(45):
+    for _ in range(70):
         await say(app, WORDS)
         cycles.append((session(workspace)["compactions"], len(flushes(fake_openai))))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -28,27 +29,29 @@ def counted(request: dict[str, Any]) -> tuple[int, int]:
     message's context), and of all its messages."""
     messages = [ChatMessage(role=m["role"], content=m["content"]) for m in request["messages"]]
     beyond = [m for m in messages if m.role == "system"]
-    return COUNTER.count_messages(beyond), COUNTER.count_messages(messages)
+    tools = COUNTER.count(json.dumps(request["tools"]))  # as sent: what the meter counts
+    return COUNTER.count_messages(beyond), COUNTER.count_messages(messages) + tools
 
 
 @pytest.fixture
 async def small_app(workspace: Path, tmp_path: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
-    """A 3,000-token window: compaction past 2,400."""
-    async with started_app(small_window_settings(workspace, tmp_path, fake_openai)) as app:
+    """A 12,000-token window: compaction past 9,600."""
+    settings = small_window_settings(workspace, tmp_path, fake_openai, window=12_000)
+    async with started_app(settings) as app:
         yield app
 
 
 async def test_a_turn_records_the_system_prompt_size_and_the_correction_factor(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
-    fake_openai.script(Reply("hello", prompt_tokens=500))
+    fake_openai.script(Reply("hello", prompt_tokens=2500))
     await say(app, "hi there")
 
     system, everything = counted(fake_openai.last_request)
     metadata = session(workspace)["metadata"]
 
     assert metadata[SYSTEM_TOKENS] == str(system)
-    assert metadata[FACTOR] == f"{500 / everything:.4f}"
+    assert metadata[FACTOR] == f"{2500 / everything:.4f}"
 
 
 @pytest.mark.parametrize(("reported", "factor"), [(10**6, "3.0000"), (1, "0.5000")])
@@ -72,7 +75,8 @@ async def test_status_shows_the_corrected_estimate_with_its_margin(
 
     [status] = await say(app, "/status")
 
-    expected = math.ceil((system + COUNTER.count_messages(messages)) * factor * 1.1)
+    tools = COUNTER.count(json.dumps(fake_openai.last_request["tools"]))
+    expected = math.ceil((system + tools + COUNTER.count_messages(messages)) * factor * 1.1)
     assert f"Prompt (estimated): ~{expected:,} / 32,768 tokens" in status.splitlines()
 
 
@@ -81,7 +85,7 @@ async def test_a_high_reported_count_makes_the_next_turn_compact(
 ) -> None:
     """Our count stays far under the threshold; the provider says the prompt is 3x that."""
     fake_openai.answer_all(lambda request: Reply("fine"))
-    for _ in range(5):
+    for _ in range(10):
         await say(small_app, WORDS)
     assert all(r["model"] == "fake-model" for r in fake_openai.requests)
     fake_openai.script(Reply("fine", prompt_tokens=10**5))
@@ -104,7 +108,8 @@ def test_without_metadata_the_default_system_size_is_assumed() -> None:
     estimate = meter.estimate(empty, (user,))
 
     assert meter.window == estimate.window == 8000
-    assert estimate.counted == 1000 + COUNTER.count_messages([user])
+    assert estimate.counted == 1000 + meter.memory_room() + COUNTER.count_messages([user])
+    assert meter.memory_room() > 0
     assert estimate.tokens == math.ceil(estimate.counted * 1.1)
     assert estimate.share == estimate.tokens / 8000
 

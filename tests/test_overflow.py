@@ -64,7 +64,7 @@ async def test_an_overflow_compacts_and_the_same_turn_runs_again(
     assert session(workspace)["compactions"] == 1
     [compacted] = [e for e in logs if e["event"] == "compacted"]
     assert (compacted["reason"], compacted["removed"], compacted["kept"]) == ("overflow", 4, 2)
-    assert "turn_retry_after_compaction" in [e["event"] for e in logs]
+    assert "turn_retry_after_overflow" in [e["event"] for e in logs]
     history = (workspace / "memory" / "HISTORY.md").read_text()
     assert "[checkpoint] 4 messages before compaction (overflow)" in history
     assert inbox(workspace) == []
@@ -103,7 +103,7 @@ async def test_an_overflow_after_compacting_is_told_plainly_and_the_session_kept
 
     assert contents(workspace) == [SUMMARY, "q3", "a3"]
     assert session(workspace)["compactions"] == 1
-    assert "turn_overflow_after_compaction" in [e["event"] for e in logs]
+    assert "turn_overflow_again" in [e["event"] for e in logs]
     assert inbox(workspace) == []
     fake_openai.script(Reply("fresh"))
     assert await say(app, "shorter") == ["fresh"]

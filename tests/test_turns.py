@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from bot.app import App, build_app
-from bot.errors import ContextOverflow, LLMError, LLMRejected, LLMUnavailable
+from bot.errors import LLMError, LLMRejected, LLMUnavailable
 from bot.storage.inbox import Inbox
 from bot.systems.tool_loop import EMPTY_REPLY
-from bot.turn.runner import REFUSAL
+from bot.turn.runner import MESSAGE_TOO_LONG, REFUSAL
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
@@ -119,9 +119,8 @@ async def test_a_replayed_empty_answer_is_not_mistaken_for_the_previous_turns_re
         (Fail(500, "upstream exploded", type="server_error"), LLMUnavailable),
         (Fail(429, "upstream exploded: rate limit", type="rate_limit_error"), LLMUnavailable),
         (Fail(400, "upstream exploded: bad request"), LLMRejected),
-        (fake.ContextOverflow(), ContextOverflow),
     ],
-    ids=["500", "429", "400", "context-overflow"],
+    ids=["500", "429", "400"],
 )
 async def test_a_model_failure_tells_the_user_and_leaves_the_session_alone(
     app: App,
@@ -140,6 +139,21 @@ async def test_a_model_failure_tells_the_user_and_leaves_the_session_alone(
 
     assert replier.sent == [error.user_message]
     assert "exploded" not in replier.sent[0]
+    assert (workspace / SESSION).read_bytes() == session_before
+    assert await inbox.pending() == []
+
+
+async def test_an_overflow_with_nothing_to_compact_is_tried_once_more_then_told(
+    app: App, fake_openai: FakeOpenAI, inbox: Inbox, workspace: Path
+) -> None:
+    fake_openai.script(Reply("first answer"), fake.ContextOverflow(), fake.ContextOverflow())
+    await app.runner.handle(message("one"), RecordingReplier())
+    session_before = (workspace / SESSION).read_bytes()
+    replier = RecordingReplier()
+
+    await app.runner.handle(message("two"), replier)
+
+    assert replier.sent == [MESSAGE_TOO_LONG]
     assert (workspace / SESSION).read_bytes() == session_before
     assert await inbox.pending() == []
 

@@ -18,7 +18,7 @@ from bot.app.conversation import (
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.llm.openai_chat import OpenAIChat
-from bot.llm.windows import load_windows
+from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
@@ -76,17 +76,22 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     workspace = Workspace(settings.workspace)
     workspace.ensure()
     sessions = SessionStore(workspace, now=now)
-    llm = _build_llm(settings, api_key)
+    windows = build_windows(settings, workspace)
+    llm = _build_llm(settings, api_key, windows)
     memory = build_memory(settings, workspace, now)
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     writer = build_writer(workspace, memory, recall, undo)
-    consolidator = _build_consolidator(settings, workspace, llm, writer, memory.tokens.count, now)
-    compaction = build_compaction(settings, sessions, llm, memory, writer, now)
+    consolidator = _build_consolidator(
+        settings, workspace, llm, writer, memory.tokens.count, now, windows
+    )
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
+    compaction = build_compaction(
+        settings, sessions, llm, memory, writer, now, windows=windows, tools=tools.specs
+    )
     pipeline = build_pipeline(
         settings,
         sessions,
@@ -178,7 +183,17 @@ def _build_inventory(
     )
 
 
-def _build_llm(settings: Settings, api_key: str) -> OpenAIChat:
+def build_windows(settings: Settings, workspace: Workspace) -> ModelWindows:
+    """The models' windows: the setting, what providers stated (remembered), models.json."""
+    window = settings.llm.context_window
+    return ModelWindows(
+        load_windows(settings.compaction.models_file),
+        learned_file=workspace.state_dir / "windows.json",
+        override=(settings.llm.model, window) if window else None,
+    )
+
+
+def _build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAIChat:
     return OpenAIChat(
         base_url=settings.llm.base_url,
         api_key=api_key,
@@ -187,6 +202,7 @@ def _build_llm(settings: Settings, api_key: str) -> OpenAIChat:
         max_retries=settings.llm.max_retries,
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,
+        windows=windows,
     )
 
 
@@ -197,9 +213,10 @@ def _build_consolidator(
     writer: MemoryWriter,
     count: Callable[[str], int],
     now: Callable[[], datetime],
+    windows: ModelWindows,
 ) -> Consolidator:
     model = settings.llm.fast_model or settings.llm.model
-    window = load_windows(settings.compaction.models_file).for_model(model)
+    window = windows.for_model(model)
     return Consolidator(
         llm=llm,
         model=model,

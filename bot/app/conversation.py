@@ -3,7 +3,7 @@ LightRAG, and the ordered pipeline of systems. Part of the composition root (see
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -13,10 +13,11 @@ from bot.conversation.flush import MemoryFlush
 from bot.index.lightrag import LightRagBackend
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
-from bot.llm.windows import load_windows
+from bot.llm.windows import ModelWindows
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.writer import MemoryWriter
+from bot.models import ToolSpec
 from bot.pipeline import BestEffort, Pipeline
 from bot.settings import Settings
 from bot.storage.sessions import SessionStore
@@ -54,15 +55,20 @@ def build_compaction(
     memory: Memory,
     writer: MemoryWriter,
     now: Callable[[], datetime],
+    *,
+    windows: ModelWindows,
+    tools: Sequence[ToolSpec],
 ) -> Compaction:
     config = settings.compaction
-    # Until a turn has measured the real system prompt: persona, instructions, memory budget.
+    # Until a turn has measured the real system prompt: persona and instructions, and memory.
     persona = memory.tokens.count(settings.persona) + memory.tokens.count(_instructions(settings))
     meter = PromptMeter(
         memory.tokens,
-        load_windows(config.models_file),
+        windows,
         settings.llm.model,
-        system_tokens=persona + settings.memory.prompt_budget_tokens,
+        system_tokens=persona,
+        tools=tools,
+        max_output_tokens=settings.llm.max_output_tokens,
     )
     compactor = Compactor(
         llm=llm,
@@ -184,13 +190,16 @@ def build_pipeline(
         memory=build_memory_prompt(settings, recall, memory.recall, memory.count, remote=lightrag),
         notes=memory.notes.format,
         now=now,
+        memory_room=compaction.meter.memory_room,
     )
     return Pipeline(
         [
             *([BestEffort(flush)] if flush else []),
             BestEffort(_auto_compaction(settings, compaction)),
             context,
-            ToolLoop(llm, tools, max_steps=settings.llm.max_tool_steps, now=now),
+            ToolLoop(
+                llm, tools, max_steps=settings.llm.max_tool_steps, now=now, meter=compaction.meter
+            ),
             MemoryTags(writer),
             _persist(settings, sessions, writer, consolidator, compaction, now),
             BestEffort(RagIndexing(index=recall.index, remote=lightrag)),

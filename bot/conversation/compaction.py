@@ -94,12 +94,26 @@ class Compactor:
         self.message_chars = message_chars
 
     async def compact(
-        self, session: Session, *, keep: int, reason: str, scope: MemoryScope
+        self,
+        session: Session,
+        *,
+        keep: int,
+        reason: str,
+        scope: MemoryScope,
+        keep_tokens: int | None = None,  # the kept messages' most, as the meter counts them
     ) -> CompactionResult:
-        """Summarise all but the last `keep` messages (or more, to cut at a user message)
-        into one system message, and save the session. The old messages are archived first (and
-        the history of `scope` says where); if that fails, nothing is compacted (it raises)."""
-        cut = cut_point(session.messages, keep=keep)
+        """Summarise all but the last `keep` messages (or more, to cut at a user message, or
+        to keep no more than `keep_tokens`) into one system message, and save the session. The
+        old messages are archived first (and the history of `scope` says where); if that
+        fails, nothing is compacted (it raises)."""
+        within = None
+        if keep_tokens is not None:
+            limit = keep_tokens
+
+            def within(kept: Sequence[ChatMessage]) -> bool:
+                return self.meter.tokens.count_messages(kept) <= limit
+
+        cut = cut_point(session.messages, keep=keep, within=within)
         old, kept = session.messages[:cut], session.messages[cut:]
         if not old or (len(old) == 1 and is_summary(old[0])):
             return self._result(session, session, "unchanged")
@@ -124,6 +138,12 @@ class Compactor:
             tokens_after=result.tokens_after,
         )
         return result
+
+    def room(self, session: Session, *, share: float) -> int:
+        """`share` of the tokens the window leaves the session's conversation, with room kept
+        for the answer: what a compaction after an overflow may keep."""
+        limit = self.meter.window - self.meter.output_reserve
+        return int(share * self.meter.conversation_room(session, limit))
 
     async def summarize(self, messages: Sequence[ChatMessage]) -> str | None:
         """The fast model's summary of `messages` (without the header), or None — logged —
@@ -173,14 +193,23 @@ class Compactor:
         )
 
 
-def cut_point(messages: Sequence[ChatMessage], *, keep: int) -> int:
+def cut_point(
+    messages: Sequence[ChatMessage],
+    *,
+    keep: int,
+    within: Callable[[Sequence[ChatMessage]], bool] | None = None,
+) -> int:
     """Where to cut a conversation: at least `keep` messages stay, and the kept part starts
-    at a user message (so a tool call is never parted from its results). 0 when there is no
-    such place."""
+    at a user message (so a tool call is never parted from its results). With `within`, the
+    kept part is cut shorter, a turn at a time, until `within` accepts it (the last turn stays
+    whatever its size). 0 when there is no such place."""
     cut = max(0, len(messages) - keep)
     while cut > 0 and messages[cut].role != "user":
         cut -= 1
-    return cut
+    if within is None:
+        return cut
+    starts = [i for i in range(cut, len(messages)) if messages[i].role == "user"]
+    return next((i for i in starts if within(messages[i:])), starts[-1] if starts else cut)
 
 
 def is_summary(message: ChatMessage) -> bool:

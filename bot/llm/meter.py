@@ -2,30 +2,49 @@
 
 The count is offline (`TokenCounter`), then corrected by what the provider reported:
 
-    estimate = (memory and instructions + session messages + pending) × factor × (1 + margin)
+    estimate = (beyond + tools + session messages + pending) × factor × (1 + margin)
 
-System 20 builds the system prompt and the message's context after system 18 has to decide, so
-the estimate uses their size measured on the session's previous turn (or `system_tokens` before
-the first one): the request's tokens beyond the conversation itself. After each turn, system 50
-stores in the session's metadata that size and `factor`: the provider's `usage.prompt_tokens`
-for the turn's first completion over our count of the same request, clamped, so a model with
-another tokenizer (or tool definitions we do not count) is corrected.
+System 20 builds the system prompt and the message's context after system 18 has to decide,
+so the estimate uses their size measured on the session's previous turn (before the first
+one: `system_tokens` and the memory's room): the request's tokens beyond the conversation.
+After each turn, system 50 stores in the session's metadata that size and `factor`: the
+provider's `usage.prompt_tokens` for the turn's first completion over our count of the same
+request, clamped, so a model with another tokenizer is corrected. The tools' definitions are
+counted too (`tool_tokens`).
+
+The window is asked for each time (`ModelWindows`: it may be learnt from a provider's error).
+Before each request the tool loop `check`s that it fits the window with room for the answer
+(`output_reserve`): one that would not is never sent (`ContextOverflow`, and the runner
+compacts). The memory sections get a share of the window (`memory_room`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
+from bot.errors import ContextOverflow
+from bot.llm.openai_chat import tool_to_wire
 from bot.llm.tokens import TokenCounter
-from bot.llm.windows import ContextWindows
-from bot.models import ChatMessage, Session
+from bot.models import ChatMessage, Session, ToolSpec
 
 SYSTEM_TOKENS = "prompt_system_tokens"  # session metadata: last request beyond its conversation
 FACTOR = "prompt_token_factor"  # session metadata: reported / counted, clamped
 MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
 MARGIN = 0.1  # 10% on top of the corrected count
+CONVERSATION_FLOOR = 4096  # tokens of the window's room the conversation has before memory …
+MEMORY_SHARE = 0.25  # … which gets this share of the rest
+OUTPUT_SHARE = 8  # without a set output limit, 1/8 of the window stays for the answer …
+OUTPUT_CAP = 4096  # … up to this many tokens
+
+
+class Windows(Protocol):
+    def for_model(self, model: str) -> int: ...
+
+    def source(self, model: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -45,26 +64,74 @@ class PromptMeter:
     def __init__(
         self,
         tokens: TokenCounter,
-        windows: ContextWindows,
+        windows: Windows,
         model: str,
         *,
-        system_tokens: int,  # assumed before a turn has measured the real system prompt
+        system_tokens: int,  # persona and instructions: with `memory_room`, assumed before a
+        # turn has measured the real system prompt
         margin: float = MARGIN,
+        tools: Sequence[ToolSpec] = (),  # the tools offered with each request
+        max_output_tokens: int | None = None,  # the answer's limit, when one is set
     ) -> None:
         self.tokens = tokens
+        self.windows = windows
         self.model = model
-        self.window = windows.for_model(model)
         self.system_tokens = system_tokens
         self.margin = margin
+        self.tool_tokens = tool_tokens(tokens, tools)
+        self.max_output_tokens = max_output_tokens
+
+    @property
+    def window(self) -> int:
+        return self.windows.for_model(self.model)
+
+    @property
+    def output_reserve(self) -> int:
+        """Tokens of the window kept for the answer."""
+        return self.max_output_tokens or min(OUTPUT_CAP, self.window // OUTPUT_SHARE)
+
+    def memory_room(self) -> int:
+        """Tokens the memory sections may take together: a share of what the window leaves
+        beside the answer's room and the tools."""
+        free = self.window - self.output_reserve - self.tool_tokens - CONVERSATION_FLOOR
+        return int(MEMORY_SHARE * max(0, free))
 
     def estimate(self, session: Session, pending: Sequence[ChatMessage] = ()) -> PromptEstimate:
         """The prompt of the session's next completion: the system prompt, the session's
         messages and `pending` (e.g. the turn's user message), corrected and with the margin."""
-        system = _int(session.metadata.get(SYSTEM_TOKENS), self.system_tokens)
-        counted = system + self.tokens.count_messages([*session.messages, *pending])
+        system = self._beyond(session)
+        counted = (
+            system + self.tool_tokens + self.tokens.count_messages([*session.messages, *pending])
+        )
         factor = correction(session.metadata)
         tokens = math.ceil(counted * factor * (1 + self.margin))
         return PromptEstimate(tokens=tokens, counted=counted, factor=factor, window=self.window)
+
+    def conversation_room(self, session: Session, tokens: int) -> int:
+        """The counted conversation tokens an estimate of `tokens` leaves room for, beside what
+        the session's requests take beyond their conversation (as last measured) and tools."""
+        beyond = self._beyond(session) + self.tool_tokens
+        return max(0, int(tokens / (correction(session.metadata) * (1 + self.margin))) - beyond)
+
+    def _beyond(self, session: Session) -> int:
+        """What the session's requests hold beyond the conversation, as last measured."""
+        assumed = self.system_tokens + self.memory_room()
+        return _int(session.metadata.get(SYSTEM_TOKENS), assumed)
+
+    def check(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec],
+        metadata: Mapping[str, str],
+    ) -> None:
+        """`ContextOverflow` (nothing is sent) when the request would not leave the answer
+        its room in the window; `metadata` is the session's (its correction factor)."""
+        counted = self.tokens.count_messages(messages) + (self.tool_tokens if tools else 0)
+        tokens = math.ceil(counted * correction(metadata) * (1 + self.margin))
+        room = self.window - self.output_reserve
+        if tokens > room:
+            raise ContextOverflow(f"the request would take ~{tokens} tokens of {room}")
 
     def calibrate(
         self,
@@ -78,13 +145,19 @@ class PromptMeter:
         (the session and the user's message as written): what the request holds beyond the
         conversation and, if the provider reported the prompt's tokens, the correction
         factor."""
-        counted = self.tokens.count_messages(request)
-        beyond = max(0, counted - self.tokens.count_messages(conversation))
+        messages = self.tokens.count_messages(request)
+        beyond = max(0, messages - self.tokens.count_messages(conversation))
         update = {SYSTEM_TOKENS: str(beyond)}
+        counted = messages + self.tool_tokens
         if reported and counted:
             factor = min(MAX_FACTOR, max(MIN_FACTOR, reported / counted))
             update[FACTOR] = f"{factor:.4f}"
         return update
+
+
+def tool_tokens(tokens: TokenCounter, tools: Sequence[ToolSpec]) -> int:
+    """What the tools' definitions take in a request, as we count them."""
+    return tokens.count(json.dumps([tool_to_wire(tool) for tool in tools])) if tools else 0
 
 
 def correction(metadata: Mapping[str, str]) -> float:

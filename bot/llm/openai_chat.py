@@ -8,6 +8,8 @@ loop, which honours `Retry-After`).
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +17,7 @@ import openai
 import structlog
 
 from bot.errors import ContextOverflow, LLMRejected, LLMUnavailable
+from bot.llm.windows import ModelWindows
 from bot.models import ChatMessage, Completion, ToolCall, ToolSpec, Usage
 
 log = structlog.get_logger(__name__)
@@ -24,8 +27,15 @@ _OVERFLOW_MARKERS = (
     "context_length_exceeded",
     "maximum context length",
     "context length",
+    "context size",  # llama.cpp's server: "exceeds the available context size"
     "too many tokens",
     "prompt is too long",
+)
+_STATED_LIMITS = (  # where providers say how long a prompt may be
+    re.compile(r"maximum context length is (\d[\d,]*)"),  # OpenAI, vLLM, OpenRouter
+    re.compile(r"(\d[\d,]*) (?:tokens )?maximum"),  # Anthropic: "… tokens > 200000 maximum"
+    re.compile(r"context (?:size|length|window)\D{0,24}?(\d[\d,]*) tokens"),
+    re.compile(r"\bn_ctx\W{0,4}(\d+)"),  # llama.cpp's server, in its error body
 )
 
 
@@ -40,9 +50,11 @@ class OpenAIChat:
         max_retries: int,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        windows: ModelWindows | None = None,  # learns the window an overflow error states
     ) -> None:
         self.model = model
         self.base_url = base_url
+        self.windows = windows
         self.temperature = temperature
         self.max_tokens = max_tokens
         self._client = openai.AsyncOpenAI(
@@ -63,7 +75,7 @@ class OpenAIChat:
             "messages": [to_wire(m) for m in messages],
         }
         if tools:
-            request["tools"] = [_tool_to_wire(t) for t in tools]
+            request["tools"] = [tool_to_wire(t) for t in tools]
         if (temp := temperature if temperature is not None else self.temperature) is not None:
             request["temperature"] = temp
         if (limit := max_tokens or self.max_tokens) is not None:
@@ -71,7 +83,10 @@ class OpenAIChat:
         try:
             response = await self._client.chat.completions.create(**request)
         except openai.APIError as exc:
-            raise _translate(exc, base_url=self.base_url) from exc
+            error = _translate(exc, base_url=self.base_url)
+            if isinstance(error, ContextOverflow) and error.limit and self.windows:
+                await asyncio.to_thread(self.windows.learn, request["model"], error.limit)
+            raise error from exc
         return _from_wire(response)
 
     async def close(self) -> None:
@@ -90,7 +105,7 @@ def to_wire(message: ChatMessage) -> dict[str, Any]:
     return wire
 
 
-def _tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
+def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
@@ -121,6 +136,14 @@ def _from_wire(response: Any) -> Completion:
     )
 
 
+def stated_limit(text: str) -> int | None:
+    """The context window an overflow error states, or None when it states none."""
+    for pattern in _STATED_LIMITS:
+        if found := pattern.search(text):
+            return int(found[1].replace(",", "")) or None
+    return None
+
+
 def _translate(exc: openai.APIError, *, base_url: str) -> Exception:
     """The SDK's error as ours. The provider's words stay in the message where they help (a
     refused request, a 5xx); a refused key or an unreachable server says what to fix instead.
@@ -130,7 +153,7 @@ def _translate(exc: openai.APIError, *, base_url: str) -> Exception:
     text = f"{getattr(exc, 'code', '') or ''} {exc.message}".lower()
     log.warning("llm_error", status=status, error=type(exc).__name__, detail=exc.message[:300])
     if status in (400, 413) and any(marker in text for marker in _OVERFLOW_MARKERS):
-        return ContextOverflow(exc.message)
+        return ContextOverflow(exc.message, limit=stated_limit(f"{text} {exc.body}"))
     if status == 401:
         return LLMRejected(
             f"the model at {base_url} rejected the API key (HTTP 401): check BOT_LLM__API_KEY"

@@ -1,4 +1,9 @@
-"""Context windows per model: `config/models.json` (versioned), a default for unknown models.
+"""Context windows per model: what the bot assumes a model can take.
+
+`ModelWindows` answers, first to last: the `BOT_LLM__CONTEXT_WINDOW` setting (for the
+configured model); the limit a provider stated in a context-overflow error, remembered in the
+workspace (`state/windows.json`) so a restart knows it too; `config/models.json` (versioned); its
+default for a model nobody listed (`/status` says which, `source`):
 
     {"version": 1, "default_context_window": 32768, "context_windows": {"gpt-4o": 128000, …}}
 
@@ -11,6 +16,7 @@ it. A missing or broken file leaves the defaults, with a warning in the log.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +24,13 @@ from typing import Any
 
 import structlog
 
+from bot.storage.files import atomic_write_text
+
 log = structlog.get_logger(__name__)
 
 FORMAT_VERSION = 1
 DEFAULT_CONTEXT_WINDOW = 32768
+OVERRIDE_VAR = "BOT_LLM__CONTEXT_WINDOW"
 
 
 @dataclass(frozen=True)
@@ -31,10 +40,19 @@ class ContextWindows:
 
     def for_model(self, model: str) -> int:
         """The model's window in tokens; `default` for a model nobody listed."""
+        return self.listed(model) or self.default
+
+    def source(self, model: str) -> str:
+        if self.listed(model) is not None:
+            return "from config/models.json"
+        return f"assumed: not in config/models.json; set {OVERRIDE_VAR}"
+
+    def listed(self, model: str) -> int | None:
+        """The model's window as listed, or None."""
         for name in _names(model):
             if (window := self._match(name)) is not None:
                 return window
-        return self.default
+        return None
 
     def _match(self, name: str) -> int | None:
         if name in self.known:
@@ -78,3 +96,66 @@ def _tokens(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"the window of {name!r} must be a positive whole number: {value!r}")
     return value
+
+
+class ModelWindows:
+    """The window of each model, as the bot knows it now (see the module docstring)."""
+
+    def __init__(
+        self,
+        table: ContextWindows,
+        *,
+        learned_file: Path | None = None,  # None: what providers state is not remembered
+        override: tuple[str, int] | None = None,  # (model, tokens) from the settings
+    ) -> None:
+        self.table = table
+        self.learned_file = learned_file
+        self.override = override
+        self._learned = _read_learned(learned_file) if learned_file else {}
+        self._lock = threading.Lock()
+
+    def for_model(self, model: str) -> int:
+        if self.override and self.override[0] == model:
+            return self.override[1]
+        if (learned := self._learned.get(_key(model))) is not None:
+            return learned
+        return self.table.for_model(model)
+
+    def source(self, model: str) -> str:
+        """Where `for_model`'s answer comes from, for a person to read."""
+        if self.override and self.override[0] == model:
+            return f"set by {OVERRIDE_VAR}"
+        if _key(model) in self._learned:
+            return "as the provider stated it"
+        return self.table.source(model)
+
+    def learn(self, model: str, tokens: int) -> bool:
+        """Remember the window a provider stated for `model` (blocking: it writes the file);
+        False when it was known already or the setting decides."""
+        if tokens <= 0 or self._learned.get(_key(model)) == tokens:
+            return False
+        if self.override and self.override[0] == model:
+            return False
+        with self._lock:
+            self._learned = {**self._learned, _key(model): tokens}
+            if self.learned_file is not None:
+                document = {"version": FORMAT_VERSION, "context_windows": self._learned}
+                atomic_write_text(self.learned_file, json.dumps(document, indent=2) + "\n")
+        log.warning("context_window_learned", model=model, tokens=tokens)
+        return True
+
+
+def _key(model: str) -> str:
+    return model.strip().lower()
+
+
+def _read_learned(path: Path) -> dict[str, int]:
+    """The windows providers stated, as remembered; {} when none (or unusable, logged)."""
+    try:
+        windows = parse_windows(json.loads(path.read_text(encoding="utf-8"))).known
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        log.warning("learned_windows_unusable", path=str(path), reason=str(exc))
+        return {}
+    return dict(windows)

@@ -2,7 +2,9 @@
 
 When the estimated prompt of this turn (the session, the user's message, the system prompt as
 measured last turn) passes the threshold, the session is compacted to its last `keep` messages
-and saved before the turn goes on (seed 000: `[AutoCompact] Context too large: …`).
+and saved before the turn goes on (seed 000: `[AutoCompact] Context too large: …`). It keeps no
+more than `KEEP_SHARE` of the room the conversation has under the threshold, so the next
+compaction is many turns away, even in a small window.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from bot.llm.meter import PromptMeter
 from bot.pipeline import TurnContext
 
 log = structlog.get_logger(__name__)
+KEEP_SHARE = 0.25  # of the conversation's room: what a compaction keeps at most
 
 
 class AutoCompaction:
@@ -49,9 +52,18 @@ class AutoCompaction:
             messages=len(ctx.session.messages),
         )
         result = await self.compactor.compact(
-            ctx.session, keep=self.keep, reason="auto", scope=ctx.scope
+            ctx.session,
+            keep=self.keep,
+            reason="auto",
+            scope=ctx.scope,
+            keep_tokens=self._keep_tokens(ctx, limit),
         )
         ctx.session = result.session
         after = self.meter.estimate(ctx.session, (ctx.user_message,)).tokens
         if after > limit:
             log.warning("auto_compact_not_enough", estimated_tokens=after, threshold=limit)
+
+    def _keep_tokens(self, ctx: TurnContext, limit: int) -> int:
+        """The most the kept messages may take: `KEEP_SHARE` of the conversation's room under
+        the threshold, so that the next compaction is many turns away."""
+        return int(KEEP_SHARE * self.meter.conversation_room(ctx.session, limit))

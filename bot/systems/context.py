@@ -48,6 +48,7 @@ class ContextBuilding:
         memory: MemoryPrompt,
         notes: NoteFormat,
         now: Callable[[], datetime],
+        memory_room: Callable[[], int] | None = None,  # tokens the window leaves for memory
     ) -> None:
         self.persona = persona
         body = "\n\n".join(part for part in (instructions, CONTEXT_NOTE) if part)
@@ -55,6 +56,7 @@ class ContextBuilding:
         self.memory = memory
         self.notes = notes
         self.now = now
+        self.memory_room = memory_room
 
     async def process(self, ctx: TurnContext) -> None:
         moment = self.now()
@@ -64,6 +66,7 @@ class ContextBuilding:
             ctx.user_message.content or "",
             moment,
             carried=self.carried(ctx.session),
+            room=self.memory_room() if self.memory_room else None,
         )
         parts = [self.persona, self.instructions, found.memory]
         ctx.system_prompt = "\n\n".join(part for part in parts if part)

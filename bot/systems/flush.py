@@ -56,6 +56,8 @@ class PreCompactionFlush:
         cycle = str(session.compactions)
         if session.metadata.get(FLUSHED_CYCLE) == cycle:
             return
+        if not any(message.role == "user" for message in session.messages):
+            return  # nothing said yet that compaction could lose
         estimate = self.meter.estimate(session, (ctx.user_message,))
         if estimate.tokens < self.trigger:
             return

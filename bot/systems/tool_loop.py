@@ -1,6 +1,8 @@
 """System 30, the LLM tool loop: call the model, run the tools it asks for, up to a step limit.
 
-The one control loop of a turn. The last step offers no tools, so the model has to answer.
+The one control loop of a turn. The last step offers no tools, so the model has to answer. A
+request that would not fit the model's window is not sent (`PromptMeter.check` raises
+`ContextOverflow`: the runner compacts the session and runs the turn again).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from bot.llm.client import LLM
+from bot.llm.meter import PromptMeter
 from bot.models import ChatMessage, Completion
 from bot.pipeline import TurnContext
 from bot.tools.registry import ToolContext, ToolRegistry
@@ -21,12 +24,19 @@ class ToolLoop:
     name = "tool-loop"
 
     def __init__(
-        self, llm: LLM, tools: ToolRegistry, *, max_steps: int, now: Callable[[], datetime]
+        self,
+        llm: LLM,
+        tools: ToolRegistry,
+        *,
+        max_steps: int,
+        now: Callable[[], datetime],
+        meter: PromptMeter | None = None,  # given: a request over the window is never sent
     ) -> None:
         self.llm = llm
         self.tools = tools
         self.max_steps = max_steps
         self.now = now
+        self.meter = meter
 
     async def process(self, ctx: TurnContext) -> None:
         prompt = ctx.request()
@@ -35,7 +45,10 @@ class ToolLoop:
         )
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()
-            completion = await self.llm.complete([*prompt, *ctx.new_messages], tools=offered)
+            request = [*prompt, *ctx.new_messages]
+            if self.meter is not None:
+                self.meter.check(request, tools=offered, metadata=ctx.session.metadata)
+            completion = await self.llm.complete(request, tools=offered)
             ctx.model = completion.model
             if completion.usage is not None:
                 ctx.usages.append(completion.usage)

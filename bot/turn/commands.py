@@ -197,6 +197,7 @@ class Commands:
             if consolidated
             else "Last consolidation: none yet",
             f"Model: {self.model}",
+            f"Context window: {window:,} tokens ({self.meter.windows.source(self.model)})",
             f"Pipeline: {', '.join(self.pipeline)}",
         ]
         if self.running.is_running(inbound.session_key):

@@ -10,8 +10,9 @@ saved but not recorded takes the reply from the session (`LAST_INBOUND`): the mo
 most once for a message whose answer was saved. A channel that polls (Telegram) queues entries
 per chat (`bot.turn.intake`); one that answers in line (the console, tests) calls `handle`.
 
-When the model says the prompt is over its context window, the session is compacted once and
-the same turn runs again; if it still does not fit, the user is told so (seed 004).
+When the model says the prompt is over its context window (or the meter says it would be, and
+nothing is sent), the session is compacted once and the same turn runs again; if it still does
+not fit, the user is told so (seed 004).
 
 Before the pipeline, the chat hears (before the reply) that a damaged session file was set aside,
 and that a stale conversation was closed and a new one started (`bot.conversation.renewal`).
@@ -42,11 +43,16 @@ from bot.turn.commands import Commands, parse_command
 from bot.turn.delivery import Delivery, Replier
 
 log = structlog.get_logger(__name__)
+OVERFLOW_KEEP_SHARE = 0.5  # of the conversation's room in the window: kept after an overflow
 
 REFUSAL = "Sorry, this is a private assistant. Ask its owner for access."
 SORRY = "Sorry, something went wrong on my side. Please try again."
 TOO_LONG = (
     "This conversation is too long for the model even after compacting it. Use /new to start fresh."
+)
+MESSAGE_TOO_LONG = (
+    "This message does not fit the model's context window. Please send a shorter one, or split "
+    "it in parts."
 )
 DAMAGED_SESSION = (
     "I couldn't read our previous conversation (the file was damaged); I set it aside and "
@@ -180,40 +186,42 @@ class TurnRunner:
 
     async def _run(self, ctx: TurnContext) -> TurnContext:
         """Run the pipeline; after a context overflow, compact once and run the turn again
-        on the compacted session. The context that ran to the end."""
+        (its context built anew, within a window the provider may have just stated). The
+        context that ran to the end."""
         try:
             await self.pipeline.run(ctx)
             return ctx
         except ContextOverflow:
-            retry = await self._compacted(ctx)
-            if retry is None:
+            if self.compactor is None:
                 raise
-        log.info("turn_retry_after_compaction", messages=len(retry.session.messages))
+            retry, compacted = await self._compacted(ctx, self.compactor)
+        log.info("turn_retry_after_overflow", messages=len(retry.session.messages))
         try:
             await self.pipeline.run(retry)
         except ContextOverflow as exc:
-            log.warning("turn_overflow_after_compaction")
-            raise StopTurn(TOO_LONG) from exc
+            log.warning("turn_overflow_again", compacted=compacted)
+            raise StopTurn(TOO_LONG if compacted else MESSAGE_TOO_LONG) from exc
         return retry
 
-    async def _compacted(self, ctx: TurnContext) -> TurnContext | None:
-        """A fresh context for the same turn over the compacted (and saved) session; None
-        when there is no compactor or nothing to compact."""
+    async def _compacted(self, ctx: TurnContext, compactor: Compactor) -> tuple[TurnContext, bool]:
+        """A fresh context for the same turn over the compacted (and saved) session, and
+        whether compacting changed it."""
         log.warning("turn_context_overflow", messages=len(ctx.session.messages))
-        if self.compactor is None:
-            return None
-        result = await self.compactor.compact(
-            ctx.session, keep=self.overflow_keep, reason="overflow", scope=ctx.scope
+        result = await compactor.compact(
+            ctx.session,
+            keep=self.overflow_keep,
+            reason="overflow",
+            scope=ctx.scope,
+            keep_tokens=compactor.room(ctx.session, share=OVERFLOW_KEEP_SHARE),
         )
-        if not result.compacted:
-            return None
-        return TurnContext(
+        fresh = TurnContext(
             inbound=ctx.inbound,
             turn_id=ctx.turn_id,
             scope=ctx.scope,
             session=result.session,
             user_message=ctx.user_message,
         )
+        return fresh, result.compacted
 
     async def _begin(self, session: Session, inbound: Inbound, replier: Replier) -> Session:
         """The session this turn continues: the user hears first when a damaged file was set

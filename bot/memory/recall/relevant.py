@@ -76,10 +76,15 @@ class RelevantMemory:
             return []
 
     def section(
-        self, hits: Sequence[Hit], *, shown: str, conversation: frozenset[str] = frozenset()
+        self,
+        hits: Sequence[Hit],
+        *,
+        shown: str,
+        conversation: frozenset[str] = frozenset(),
+        budget: int | None = None,  # tokens; `budget_tokens` when None
     ) -> str:
-        """The section ("" when no hit is new); `shown` is the prompt's `# Memory` text,
-        `conversation` the paths of the exchanges in the prompt's messages."""
+        """The section ("" when no hit is new); `shown` is what the prompt's other memory
+        sections hold, `conversation` the paths of the exchanges in the prompt's messages."""
         held = Shown([shown])
         fresh = []
         for hit in hits:
@@ -87,7 +92,8 @@ class RelevantMemory:
                 continue
             fresh.append(hit)
             held.add(hit.text)
-        return render_relevant(fresh, k=self.k, budget=self.budget_tokens, count=self.count)
+        tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
+        return render_relevant(fresh, k=self.k, budget=tokens, count=self.count)
 
     async def _search(self, query: str, scopes: Sequence[str]) -> list[Hit]:
         local = await asyncio.to_thread(self.index.search, query, scopes=scopes, k=self.probe)
