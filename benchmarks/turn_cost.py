@@ -59,12 +59,60 @@ SEMANTIC, PROCEDURAL, EPISODIC_PER_DAY = 400, 200, 4
 AROUND = 20  # turns on each side of turn 100 and of the last turn
 GOALS_MS = {"fresh": 20.0, "year": 25.0}
 GOAL_GROWTH, GOAL_RSS_MB = 1.25, 30.0
-WORDS = (
-    "deploy docker image cache build layer python service memory summary window token budget "
-    "garden tomato basil water sunlight soil recipe pasta garlic olive oil oven minutes salt "
-    "travel train ticket museum morning coffee meeting project deadline report chapter draft "
-    "sister birthday gift concert guitar lesson invoice tax bank account password router wifi"
-).split()
+WORDS = [
+    "deploy",
+    "docker",
+    "image",
+    "cache",
+    "build",
+    "layer",
+    "python",
+    "service",
+    "memory",
+    "summary",
+    "window",
+    "token",
+    "budget",
+    "garden",
+    "tomato",
+    "basil",
+    "water",
+    "sunlight",
+    "soil",
+    "recipe",
+    "pasta",
+    "garlic",
+    "olive",
+    "oil",
+    "oven",
+    "minutes",
+    "salt",
+    "travel",
+    "train",
+    "ticket",
+    "museum",
+    "morning",
+    "coffee",
+    "meeting",
+    "project",
+    "deadline",
+    "report",
+    "chapter",
+    "draft",
+    "sister",
+    "birthday",
+    "gift",
+    "concert",
+    "guitar",
+    "lesson",
+    "invoice",
+    "tax",
+    "bank",
+    "account",
+    "password",
+    "router",
+    "wifi",
+]
 
 
 class Talk:
@@ -171,7 +219,9 @@ def seed_items(folder: Path, talk: Talk, today: date) -> None:
         made = new_item(layer, kind, text, scope=GLOBAL_SCOPE, at=at, confidence=0.6, salience=0.5)
         return encode(made) + "\n"
 
-    semantic = (item(MemoryLayer.SEMANTIC, "fact", talk.words(5, 12), noon) for _ in range(SEMANTIC))
+    semantic = (
+        item(MemoryLayer.SEMANTIC, "fact", talk.words(5, 12), noon) for _ in range(SEMANTIC)
+    )
     (folder / "semantic.jsonl").write_text("".join(semantic))
     procedural = (
         item(MemoryLayer.PROCEDURAL, "command", talk.words(2, 6), noon) for _ in range(PROCEDURAL)
@@ -285,7 +335,9 @@ async def main(turns: int, workspaces: list[str]) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--workspaces", nargs="+", choices=sorted(GOALS_MS), default=["fresh", "year"])
+    parser.add_argument(
+        "--workspaces", nargs="+", choices=sorted(GOALS_MS), default=["fresh", "year"]
+    )
     arguments = parser.parse_args()
     if arguments.turns < 100 + AROUND:
         parser.error(f"--turns must be at least {100 + AROUND}")
