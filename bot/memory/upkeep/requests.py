@@ -1,7 +1,7 @@
 """Consolidation's texts: the requests it sends (sized to the model's window), the history
 entries it writes, and how a model's rewrite of MEMORY.md is kept from dropping lines.
 
-A request never exceeds its budget of tokens: MEMORY.md takes at most half of it (`MEMORY_SHARE`
+A request never exceeds its budget of tokens: MEMORY.md takes at most a third (`MEMORY_SHARE`
 — a larger file is compressed in parts first, and failing that shown only in part, in which
 case the answer may only add lines), and the conversation goes in parts that fit the rest
 (`parts`; a single message too long for a part is cut).
@@ -17,7 +17,7 @@ from bot.memory.notes.long_term import bare_line
 from bot.models import ChatMessage
 
 Count = Callable[[str], int]
-MEMORY_SHARE = 0.5  # of a request's budget, at most, for MEMORY.md
+MEMORY_SHARE = 1 / 3  # of a request's budget, at most, for MEMORY.md: the conversation gets more
 OVERHEAD_TOKENS = 64  # headings, the compression sentence, the chat format's own tokens
 RAW_FALLBACK = "[raw-fallback]"
 MEMORY_HEADING = "## Current Long-term Memory"
