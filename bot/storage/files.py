@@ -71,13 +71,17 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def append_text(path: Path, text: str) -> None:
-    """Append-only files (daily notes): one O_APPEND write, fsynced; never rewrites content."""
+def append_text(path: Path, text: str, *, durable: bool = True) -> None:
+    """Append-only files: one O_APPEND write; never rewrites content. Fsynced unless not
+    `durable`: what is written every turn and held elsewhere too (a daily note line, a turn's
+    items: the session keeps the exchange) skips the fsync, and survives a crash of the bot
+    (the kernel has it), though perhaps not a crash of the machine."""
     ensure_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
     try:
         os.write(fd, text.encode("utf-8"))
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
 

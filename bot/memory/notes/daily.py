@@ -66,4 +66,4 @@ class DailyNotes:
         line = self.format.line(at, user, assistant)
         path = self.workspace.daily_note_path(scope, at.date())
         if self.workspace.inside_scope(path):
-            await asyncio.to_thread(append_text, path, line + "\n")
+            await asyncio.to_thread(append_text, path, line + "\n", durable=False)
