@@ -1,5 +1,6 @@
-"""What the benchmarks share: the model server in-process, a quiet chat, a scratch folder, and
-the figures every script prints about the machine it ran on (`machine_line`).
+"""What the benchmarks share: the model server in-process, a quiet chat, a scratch folder, the
+model2vec model the index benchmarks embed with, and the figures every script prints first about
+the machine it runs on (`machine_line`).
 
 A benchmark runs as a script (`python benchmarks/<name>.py`) or as a module
 (`python -m benchmarks.<name>`, what `make bench` does): each puts the repository on `sys.path`
@@ -8,7 +9,9 @@ before its imports.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 import os
 import platform
 import resource
@@ -19,6 +22,10 @@ from typing import Any
 from aiohttp import web
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+SMALL_MODEL = REPOSITORY / "tests" / "data" / "minilm-m2v-small"  # tests/data/small_model.py
+MODEL_ENV = "MNEMO_BENCH_MODEL2VEC"
 
 
 @contextlib.asynccontextmanager
@@ -87,3 +94,30 @@ def machine_line() -> str:
         f"machine: {os.cpu_count()} cores, load {one:.2f} {five:.2f} {fifteen:.2f} "
         f"(1/5/15 min), Python {platform.python_version()}"
     )
+
+
+def model_option(parser: argparse.ArgumentParser) -> None:
+    """`--model PATH`: the model2vec folder to embed with; else `$MNEMO_BENCH_MODEL2VEC`, else
+    the small model the tests ship (its figures are not the README's: see benchmarks/README.md)."""
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=Path(os.environ.get(MODEL_ENV) or SMALL_MODEL),
+        metavar="PATH",
+        help=f"a model2vec model folder (default: ${MODEL_ENV}, else the tests' small model)",
+    )
+
+
+def model_line(folder: Path) -> str:
+    """Which model2vec model a figure was measured with."""
+    shown = folder.resolve()
+    with contextlib.suppress(ValueError):
+        shown = shown.relative_to(REPOSITORY)
+    return f"model2vec: {shown}"
+
+
+def vocabulary(folder: Path) -> list[str]:
+    """The whole words (ASCII letters, three or more) of a model2vec model's tokenizer, in its
+    order: what the synthetic turns are made of, so that the model knows every word."""
+    tokens = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    return [t for t in tokens if t.isalpha() and t.isascii() and len(t) >= 3]

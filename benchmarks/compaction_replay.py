@@ -311,7 +311,6 @@ async def replay(turns: int, window: int) -> Replay:
 
 
 def report(runs: list[Replay], turns: int, naive: int) -> list[str]:
-    print(machine_line())
     print(f"{turns} turns, one chat, default settings; naive replay: {naive:,} prompt tokens")
     print(
         f"{'window':>8}{'over':>6}{'extra/turn':>12}{'compactions':>13}{'total tokens':>15}"
@@ -349,6 +348,7 @@ def report(runs: list[Replay], turns: int, naive: int) -> list[str]:
 
 async def main(turns: int, windows: list[int]) -> int:
     configure(fmt="console", level="ERROR")
+    print(machine_line(), flush=True)
     skip_sdk_transform()
     runs = [await replay(turns, window) for window in windows]
     return 1 if report(runs, turns, naive_total(turns)) else 0

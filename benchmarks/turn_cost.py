@@ -299,7 +299,6 @@ async def converse(app: App, talk: Talk, turns: int, run: Run) -> None:
 
 
 def report(runs: list[Run], turns: int) -> list[str]:
-    print(machine_line())
     print(f"{turns} turns in one day, one chat; overhead = turn − model requests (ms)")
     header = (
         f"{'workspace':<10}{'start-up':>10}{'p50':>8}{'p95':>8}{'turn 100':>10}"
@@ -327,6 +326,7 @@ def report(runs: list[Run], turns: int) -> list[str]:
 
 async def main(turns: int, workspaces: list[str]) -> int:
     configure(fmt="console", level="WARNING")
+    print(machine_line(), flush=True)
     skip_sdk_transform()
     runs = [await measure(name, turns) for name in workspaces]
     return 1 if report(runs, turns) else 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -95,7 +94,7 @@ async def test_the_memory_folder_deleted_while_running(
     assert "Ann moved to Lisbon" in (workspace / "memory" / "MEMORY.md").read_text()
 
 
-async def test_a_five_megabyte_note_keeps_the_prompt_within_budget_and_fast(
+async def test_a_five_megabyte_note_keeps_the_prompt_within_budget(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     lines = [
@@ -105,15 +104,12 @@ async def test_a_five_megabyte_note_keeps_the_prompt_within_budget_and_fast(
     note = write(workspace, f"{app.now().date()}.md", "\n".join(lines) + "\n")
     assert note.stat().st_size > 5_000_000
 
-    started = time.perf_counter()
-    section = memory_section(await prompt_of_turn(app, fake_openai))
-    elapsed = time.perf_counter() - started
+    section = memory_section(await prompt_of_turn(app, fake_openai))  # timed: benchmarks/big_files
 
     assert TokenCounter().count(section) <= 3500
     shown = section.split("## Today's Notes\n", 1)[1].split("\n\n")[0].splitlines()
     assert shown == lines[-len(shown) :]  # the newest lines
     assert f"\n\n({len(lines) - len(shown)} more lines not shown: " in section
-    assert elapsed < 2.0
     assert note.read_text().startswith("\n".join(lines) + "\n")  # appended to, never cut
 
 
