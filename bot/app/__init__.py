@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -64,6 +65,7 @@ class App:
         for service in reversed(self.services):
             await service.stop()
         await self.llm.close()
+        await asyncio.to_thread(self.runner.inbox.close)
 
 
 def clock(timezone: str) -> Callable[[], datetime]:

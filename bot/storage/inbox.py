@@ -10,6 +10,11 @@ it waits for anything. Its life:
 A restart answers what is still there, in arrival order per chat: an entry with a recorded reply
 is only sent (from the first part not recorded as sent), never made again. Accepting an id that
 is already journaled does nothing, so a message delivered twice is answered once.
+
+The journal has a thread of its own: its writes never queue behind other blocking work (an index
+sync, a file read), so a part the channel confirmed is recorded as soon as the disk allows. A
+stop between the two can still make that part go out twice (a channel like Telegram cannot be
+asked what it received); this keeps that window as short as it can be.
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 import structlog
 
@@ -32,6 +38,7 @@ from bot.storage.workspace import encode_key
 
 FORMAT_VERSION = 2  # 1: no reply, no sent count
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,14 @@ class Inbox:
         self.folder = folder
         self._last_seq = 0
         self._seq_lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+
+    def close(self) -> None:
+        """Wait for the writes under way; the journal takes no more."""
+        self._thread.shutdown(wait=True)
+
+    async def _run(self, work: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, work, *args)
 
     async def accept(self, inbound: Inbound) -> Entry | None:
         """Journal one message; None when it already was."""
@@ -55,26 +70,26 @@ class Inbox:
 
     async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]:
         """Journal messages in the order given (one thread hop); the ones not journaled before."""
-        return await asyncio.to_thread(self._accept_all, inbounds)
+        return await self._run(self._accept_all, inbounds)
 
     async def answered(self, entry: Entry, reply: str) -> Entry:
         """Record the reply before any of it is sent."""
         answered = Entry(entry.inbound, entry.seq, reply, 0)
-        await asyncio.to_thread(self._write, answered)
+        await self._run(self._write, answered)
         return answered
 
     async def part_sent(self, entry: Entry, sent: int) -> Entry:
         """Record that the first `sent` parts of the reply went out."""
         updated = Entry(entry.inbound, entry.seq, entry.reply, sent)
-        await asyncio.to_thread(self._write, updated)
+        await self._run(self._write, updated)
         return updated
 
     async def done(self, inbound_id: str) -> None:
-        await asyncio.to_thread(self._path(inbound_id).unlink, missing_ok=True)
+        await self._run(self._remove, inbound_id)
 
     async def pending(self) -> list[Entry]:
         """Every entry still here, in arrival order."""
-        return await asyncio.to_thread(self._pending)
+        return await self._run(self._pending)
 
     # ------------------------------------------------------------------ blocking
 
@@ -103,6 +118,9 @@ class Inbox:
             "sent": entry.sent,
         }
         atomic_write_text(self._path(entry.inbound.id), json.dumps(document, ensure_ascii=False))
+
+    def _remove(self, inbound_id: str) -> None:
+        self._path(inbound_id).unlink(missing_ok=True)
 
     def _path(self, inbound_id: str) -> Path:
         return self.folder / f"{encode_key(inbound_id)}.json"
