@@ -173,6 +173,7 @@ def build_pipeline(
     compaction: Compaction,
     now: Callable[[], datetime],
     *,
+    workspace: Workspace,
     writer: MemoryWriter,
     lightrag: LightRagBackend | None,
     tools: ToolRegistry,
@@ -192,7 +193,7 @@ def build_pipeline(
             ToolLoop(llm, tools, max_steps=settings.llm.max_tool_steps, now=now),
             MemoryTags(writer),
             _persist(settings, sessions, writer, consolidator, compaction, now),
-            BestEffort(RagIndexing(index=recall.index, remote=lightrag)),
+            BestEffort(RagIndexing(workspace, index=recall.index, remote=lightrag)),
         ]
     )
 
