@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import structlog
@@ -37,6 +38,7 @@ class TurnContext:
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
     memory_items: list[MemoryItem] = field(default_factory=list)  # 17, 40, 50 add; 55 indexes
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
+    written: list[Path] = field(default_factory=list)  # 50: the files it wrote; 55 indexes them
 
     def request(self) -> list[ChatMessage]:
         """The turn's first request, laid out by system 20 from most stable to least: the

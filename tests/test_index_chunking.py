@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from datetime import UTC, datetime
 
 from bot.index.chunking import Chunk, Chunker
@@ -67,6 +68,44 @@ def test_a_line_longer_than_a_chunk_is_cut_into_overlapping_pieces() -> None:
     assert joined == long_line
     assert all(len(piece) <= chunker.max_chars for piece in pieces)
     assert chunks[-1].text.endswith("after")
+
+
+def test_chunking_from_where_a_chunk_starts_gives_the_whole_files_chunks_from_there() -> None:
+    rng = random.Random(7)
+    chunker = Chunker(max_tokens=40)  # 160 characters: many chunks, cuts of every kind
+    lines = [_random_line(rng) for _ in range(300)]
+    text = "\n".join(lines) + "\n"
+    chunks = chunker.file("2026-11-20.md", text, mtime=0)
+    resumed = 0
+
+    for first, chunk in enumerate(chunks):
+        tail = "\n".join(lines[chunk.start_line - 1 :]) + "\n"
+        again = chunker.file_from("2026-11-20.md", tail, line=chunk.start_line, mtime=0)
+        if again is not None:
+            resumed += 1
+            assert again == chunks[first:], chunk.start_line
+
+    assert resumed > len(chunks) * 0.8
+
+
+def test_a_chunk_that_starts_in_a_line_longer_than_a_chunk_is_not_resumed() -> None:
+    chunker = Chunker(max_tokens=25)  # 100 characters
+    long_line = "".join(f"{n:04d} " for n in range(100))
+
+    assert chunker.file_from("2026-11-20.md", f"{long_line}\nafter\n", line=9, mtime=0) is None
+    assert chunker.file_from("2026-11-20.md", "\nafter\n", line=9, mtime=0) is None  # blank
+
+
+def _random_line(rng: random.Random) -> str:
+    """A note's line of any length, now and then blank, a heading or longer than a chunk."""
+    roll = rng.random()
+    if roll < 0.1:
+        return ""
+    if roll < 0.15:
+        return "# Section " + str(rng.randint(1, 9))
+    if roll < 0.18:
+        return "long " * rng.randint(40, 60)
+    return f"[09:{rng.randint(0, 59):02d}] " + "word " * rng.randint(1, 25)
 
 
 def test_blank_lines_are_dropped_and_numbers_kept() -> None:

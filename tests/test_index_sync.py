@@ -1,4 +1,5 @@
-"""Files → index: delta sync after hand edits, deletions, binary files, rebuilds."""
+"""Files → index: delta sync after hand edits, deletions, binary files, rebuilds; the sync of
+given paths (what a turn wrote) finds files as the walk does."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.errors import LLMUnavailable
 from bot.index import MemoryIndex
 from bot.index.memory_index import INDEX_FILE
 from bot.storage.workspace import Workspace
+from tests.fakes.embedder import FakeEmbedder
 
 NOTES = {
     "MEMORY.md": "# Pets\nThe cat is called Pixel.\n\n# Food\nAllergic to peanuts.\n",
@@ -163,3 +166,76 @@ def test_a_damaged_index_file_is_replaced(ws: Workspace, index: MemoryIndex) -> 
     assert sorted(again.sync_files().indexed) == sorted(NOTES)
     assert found(again, "pixel") == ["MEMORY.md#L1-L2"]
     again.close()
+
+
+# ----------------------------------------------------------------------------- given paths
+
+
+def test_syncing_given_paths_reads_those_files_and_no_other(
+    ws: Workspace, index: MemoryIndex
+) -> None:
+    note, memory = ws.memory_root / "2026-11-20.md", ws.memory_root / "MEMORY.md"
+    with note.open("a") as handle:
+        handle.write("[10:00] User: the ferry leaves at noon | Assistant: Noted.\n")
+    memory.write_text("# Pets\nThe dog is called Biscuit.\n")
+    bump(memory)
+
+    report = index.sync_paths([note])
+
+    assert (report.indexed, report.unchanged) == (("2026-11-20.md",), 0)
+    assert found(index, "ferry noon") == ["2026-11-20.md#L1-L2"]
+    assert found(index, "Biscuit") == [], "a file not given waits for the walk"
+    assert index.sync_files().indexed == ("MEMORY.md",)
+    assert found(index, "Biscuit") == ["MEMORY.md#L1-L2"]
+
+
+def test_a_given_path_gone_from_disk_gives_up_its_sources(
+    ws: Workspace, index: MemoryIndex
+) -> None:
+    (ws.memory_root / "2026-11-19.md").unlink()
+
+    report = index.sync_paths([ws.memory_root / "2026-11-19.md", ws.memory_root / "MEMORY.md"])
+
+    assert (report.removed, report.unchanged) == (("2026-11-19.md",), 1)
+    assert found(index, "tulips") == []
+
+
+def test_given_paths_are_sources_only_where_the_walk_finds_them(
+    ws: Workspace, index: MemoryIndex, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "2026-01-01.md").write_text("the zeppelin hangar\n")
+    (ws.memory_root / "linked").symlink_to(outside)  # the walk never enters a linked folder
+    (ws.memory_root / ".draft.md").write_text("the zeppelin draft\n")
+    (ws.memory_root / "todo.txt").write_text("the zeppelin list\n")
+    paths = [
+        ws.memory_root / "linked" / "2026-01-01.md",
+        ws.memory_root / ".draft.md",
+        ws.memory_root / "todo.txt",
+        outside / "2026-01-01.md",
+        ws.memory_root,
+    ]
+
+    given = index.sync_paths(paths)
+    walked = index.sync_files()
+
+    assert (given.indexed, given.removed, walked.indexed) == ((), (), ())
+    assert found(index, "zeppelin") == []
+
+
+def test_a_sync_whose_write_failed_reads_the_file_again_next_time(ws: Workspace) -> None:
+    embedder = FakeEmbedder()
+    index = MemoryIndex(ws.memory_root, ws.index_dir, embedder=embedder)
+    index.sync_files()
+    note = ws.memory_root / "2026-11-20.md"
+    with note.open("a") as handle:
+        handle.write("[10:00] User: the ferry leaves at noon | Assistant: Noted.\n")
+    embedder.fail_next = True
+
+    with pytest.raises(LLMUnavailable):
+        index.sync_paths([note])
+    report = index.sync_paths([note])
+    index.close()
+
+    assert report.indexed == ("2026-11-20.md",), "not recorded as read when the write failed"

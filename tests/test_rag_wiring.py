@@ -41,9 +41,16 @@ async def prompt_after(app: App, fake: FakeOpenAI, text: str, **where: Any) -> s
     return str(system_text(fake.requests[-1]))
 
 
-def search(app: App, query: str, scopes: list[str], k: int = 10) -> list[Hit]:
+async def search(app: App, query: str, scopes: list[str], k: int = 10) -> list[Hit]:
+    """The index's hits once the syncs asked for so far have run (the turns sync after them)."""
     assert app.recall is not None
+    await app.recall.index.settle()
     return app.recall.index.search(query, scopes=scopes, k=k)
+
+
+async def citations(app: App, query: str) -> list[str]:
+    """The owner's hits but exchanges (a rebuilt index has the same files, not the same turns)."""
+    return [h.citation for h in await search(app, query, [""]) if h.kind != "exchange"]
 
 
 def items(workspace: Path, layer: str, folder: str = "") -> list[dict[str, Any]]:
@@ -93,7 +100,7 @@ async def test_the_exchange_the_conversation_carries_is_in_no_memory_section(
 # ----------------------------------------------------------------------------- delta sync
 
 
-async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_next_turn(
+async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_catch_up_walk(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     old = (app.now() - timedelta(days=12)).date()
@@ -103,12 +110,56 @@ async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_next_turn(
         handle.write("[09:00] User: the wifi password is marzipan-42 | Assistant: Saved.\n")
 
     before_sync = await prompt_after(app, fake_openai, "what is the wifi password?")
+    assert app.recall is not None
+    app.recall.index.request(walk=True)  # the walk the index makes at least once a minute
     after_sync = await prompt_after(app, fake_openai, "what is the wifi password?")
 
-    assert "marzipan" not in first and "marzipan" not in before_sync
+    assert "marzipan" not in first and "marzipan" not in before_sync  # a turn syncs its files
     assert "marzipan" not in memory_section(after_sync)  # too old for `# Memory`
     [line] = [line for line in relevant_section(after_sync).splitlines() if "marzipan" in line]
     assert line.startswith(f"- [{old}.md#L1-L2] [08:00] User: plan the garden")
+
+
+async def test_a_turn_is_searchable_after_it_from_the_files_it_wrote_without_a_walk(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    old = (app.now() - timedelta(days=12)).date()
+    write(workspace, f"{old}.md", "[08:00] User: the zeppelin hangar | Assistant: ok.\n")
+    fake_openai.script(Reply("Noted. <memory>The boat is called Marlin.</memory>"))
+
+    await say(app, "I prefer jasmine tea in the morning.")
+
+    assert {h.kind for h in await search(app, "jasmine", [""])} == {"note", "exchange", "item"}
+    assert {"memory", "item"} <= {h.kind for h in await search(app, "Marlin", [""])}  # tags
+    assert await search(app, "zeppelin", [""]) == [], "a file no turn wrote waits for a walk"
+
+
+async def test_a_conversation_closed_by_new_stays_searchable_after_later_turns(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply("Got it."), Reply(CONSOLIDATED), Reply("ok"))
+    await say(app, "The spare key is under the blue ceramic frog.")
+    await say(app, "/new")  # the session goes to the archive
+    await say(app, "hello")  # its sync reads the new session, without that exchange
+
+    hits = await search(app, "ceramic frog", [""])
+
+    assert [h.kind for h in hits].count("exchange") == 1
+
+
+async def test_an_exchange_cut_into_the_archive_stays_searchable_once(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    limits = MemorySettings(memory_window=0, keep_messages=2)  # each turn cuts the one before
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=limits)
+    async with started_app(settings) as app:
+        fake_openai.script(Reply("Got it."), Reply("ok"), Reply("ok"))
+        for text in ("The spare key is under the blue ceramic frog.", "hello", "and again"):
+            await say(app, text)
+        hits = await search(app, "ceramic frog", [""])
+
+    assert len(list((workspace / "sessions" / "archive").glob("*.json"))) == 2
+    assert [h.kind for h in hits].count("exchange") == 1
 
 
 async def test_a_hand_edit_to_memory_md_past_the_budget_is_found_after_the_next_turn(
@@ -148,17 +199,13 @@ async def test_a_deleted_index_is_rebuilt_at_start_and_finds_the_same(
         fake_openai.script(Reply("Noted."), Reply("Run:\n```bash\npip install rich\n```"))
         await say(app, "I prefer tea over coffee.")
         await say(app, "how do I get rich installed?")
-        before = {
-            q: [h.citation for h in search(app, q, [""]) if h.kind != "exchange"] for q in queries
-        }
+        before = {q: await citations(app, q) for q in queries}
         assert app.recall is not None and app.recall.index.current is not None
         assert app.recall.index.current.stats().vectors > 0
     shutil.rmtree(workspace / "index")
 
     async with started_app(settings) as app:
-        after = {
-            q: [h.citation for h in search(app, q, [""]) if h.kind != "exchange"] for q in queries
-        }
+        after = {q: await citations(app, q) for q in queries}
         assert app.recall is not None and app.recall.index.current is not None
         stats = app.recall.index.current.stats()
 
@@ -210,7 +257,7 @@ async def test_items_are_indexed_with_their_file_and_id(app: App, fake_openai: F
     fake_openai.script(Reply("Noted."))
     await say(app, "I prefer jasmine tea in the morning.")
 
-    hits = [h for h in search(app, "jasmine", [""]) if h.kind == "item"]
+    hits = [h for h in await search(app, "jasmine", [""]) if h.kind == "item"]
 
     assert hits
     assert all(
@@ -263,7 +310,7 @@ async def test_consolidation_facts_become_indexed_semantic_items(
             await say(app, f"m{n}")
         consolidator = next(s for s in app.services if isinstance(s, Consolidator))
         await asyncio.wait_for(consolidator.wait_idle(), timeout=10)
-        hits = search(app, "harbour office", [""])
+        hits = await search(app, "harbour office", [""])
 
     [fact] = items(workspace, "semantic")
     [line] = fact["references"]  # its source: the MEMORY.md line consolidation wrote

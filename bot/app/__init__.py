@@ -103,6 +103,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         consolidator,
         compaction,
         now,
+        workspace=workspace,
         writer=writer,
         lightrag=lightrag,
         tools=tools,

@@ -179,6 +179,7 @@ def build_pipeline(
     compaction: Compaction,
     now: Callable[[], datetime],
     *,
+    workspace: Workspace,
     writer: MemoryWriter,
     lightrag: LightRagBackend | None,
     tools: ToolRegistry,
@@ -202,7 +203,7 @@ def build_pipeline(
             ),
             MemoryTags(writer),
             _persist(settings, sessions, writer, consolidator, compaction, now),
-            BestEffort(RagIndexing(index=recall.index, remote=lightrag)),
+            BestEffort(RagIndexing(workspace, index=recall.index, remote=lightrag)),
         ]
     )
 

@@ -1,8 +1,10 @@
 """The embedded search index (system 55, `memory_search`, `# Relevant Memory`): SQLite FTS5
 always, vectors when an embedder is configured. Never the source of truth: it is derived from
 the files alone — the memory markdown, the session files (current and archived) and the items'
-JSONL — by one delta sync (`sync_files`, after every turn and at start); delete
-`workspace/index/` and the next sync makes the same index again.
+JSONL — by one delta sync: of every file (`sync_files`, the walk: at start, on `memory reindex`
+and as a catch-up each minute) or of the files a turn wrote (`sync_paths`, after each turn, in
+the background; a file that only grew gives only what was added); delete `workspace/index/`
+and the next sync makes the same index again.
 
     sources.py       a memory path's scope, kind and time; `Exchange`; scope keys
     chunking.py      `Chunk`, `Chunker`: ~400-token chunks, line numbers, ~15% overlap
@@ -12,10 +14,12 @@ JSONL — by one delta sync (`sync_files`, after every turn and at start); delet
     vectors.py       `VectorCache`: the vectors in memory, one float32 block per scope
     embedding.py     `Embedder` protocol, `Model2VecEmbedder` (`OpenAIEmbedder`: bot.llm)
     search.py        `Hit`; fusion, tie-breaks, diversity, snippets
-    sync.py          source files → source updates, by (mtime, size) then sha256; markdown
+    sync.py          source files → source updates, by (mtime, size) then sha256, appends as
+                     appends; markdown
     transcripts.py   session files → one source per exchange
     memory_index.py  `MemoryIndex`: the one object the app uses (blocking, thread-safe)
-    service.py       `IndexService`: the index as an app service, opened and synced at start
+    service.py       `IndexService`: the index as an app service, opened and synced at start;
+                     its background syncer (requests merged, drained on stop, `settle`)
     remote.py        `ExchangeSink`, `RemoteSearch`: the seams to a recall server
     lightrag.py      `LightRagBackend`: the optional LightRAG server (owner's exchanges only)
 

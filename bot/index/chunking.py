@@ -7,6 +7,11 @@ next chunk repeats the last ~15% of it (whole lines) so that a fact on the cut i
 of the two. A single line longer than a chunk is cut into overlapping pieces that all carry its
 line number. Blank lines are dropped from chunk text. Tokens are estimated as 4 characters
 (tokenizing every turn would cost more than the rest of ingest).
+
+Chunks are made left to right, and a chunk depends only on its own lines and the one after it:
+after lines are appended, every chunk but the last one stays as it was. So a note that grew is
+re-chunked from where its last chunk starts (`file_from`), and the chunks are those of the
+whole file.
 """
 
 from __future__ import annotations
@@ -60,11 +65,25 @@ class Chunker:
 
     def file(self, path: str, text: str, *, mtime: float) -> list[Chunk]:
         """The chunks of one memory file; scope, kind and time come from its path."""
+        return self._file_chunks(path, self._lines(text), mtime=mtime)
+
+    def file_from(self, path: str, text: str, *, line: int, mtime: float) -> list[Chunk] | None:
+        """The chunks `file` makes of a whole file from a chunk that starts at line `line` on,
+        given the file's text from that line (`text`). None when that line is longer than a
+        chunk: a chunk may start at any of its pieces."""
+        lines = self._lines(text, first=line)
+        if not lines or lines[0].number != line:
+            return None  # a blank line: no chunk starts there
+        if len(lines) > 1 and lines[1].number == line:
+            return None
+        return self._file_chunks(path, lines, mtime=mtime)
+
+    def _file_chunks(self, path: str, lines: list[_Line], *, mtime: float) -> list[Chunk]:
         scope, kind = scope_of(path), kind_of(path)
         return [
-            Chunk(path, lines[0].number, lines[-1].number, _join(lines), scope, kind, at)
-            for lines in self.pieces(text)
-            for at in (chunk_time(path, lines[0].text, mtime),)
+            Chunk(path, group[0].number, group[-1].number, _join(group), scope, kind, at)
+            for group in self._groups(lines)
+            for at in (chunk_time(path, group[0].text, mtime),)
         ]
 
     def text(
@@ -81,7 +100,9 @@ class Chunker:
 
     def pieces(self, text: str) -> list[list[_Line]]:
         """The text's non-blank lines, grouped into chunks (each group non-empty)."""
-        lines = self._lines(text)
+        return self._groups(self._lines(text))
+
+    def _groups(self, lines: list[_Line]) -> list[list[_Line]]:
         groups: list[list[_Line]] = []
         start = 0
         while start < len(lines):
@@ -112,10 +133,12 @@ class Chunker:
             size += len(lines[back].text)
         return back
 
-    def _lines(self, text: str) -> list[_Line]:
+    def _lines(self, text: str, *, first: int = 1) -> list[_Line]:
+        """The text's non-blank lines, numbered from `first` (a chunk's first line is never
+        asked whether it follows a blank one or is a heading: its flags do not matter)."""
         found: list[_Line] = []
         after_blank = True
-        for number, raw in enumerate(text.split("\n"), start=1):
+        for number, raw in enumerate(text.split("\n"), start=first):
             line = raw.rstrip("\r")
             if not line.strip():
                 after_blank = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +31,14 @@ from bot.index.sources import (
     valid_scopes,
 )
 from bot.index.store import FileClaims, IndexStore, SourceUpdate, Written
-from bot.index.sync import FileDelta, MarkdownSource, SourceReader, file_delta
+from bot.index.sync import (
+    FileDelta,
+    MarkdownSource,
+    SourceReader,
+    file_delta,
+    source_files,
+    source_files_at,
+)
 from bot.index.vectors import VectorCache
 
 log = structlog.get_logger(__name__)
@@ -42,7 +49,8 @@ EMBED_BATCH = 512
 
 @dataclass(frozen=True)
 class SyncReport:
-    indexed: tuple[str, ...]  # files (re)chunked
+    indexed: tuple[str, ...]  # files (re)chunked, whole or as appends
+    grown: tuple[str, ...]  # of those, the files indexed as appends (only what was added)
     removed: tuple[str, ...]  # files gone from disk
     skipped: tuple[str, ...]  # not text or unreadable
     unchanged: int  # files whose mtime and size had not moved
@@ -102,16 +110,30 @@ class MemoryIndex:
     # ------------------------------------------------------------------ writes
 
     def sync_files(self) -> SyncReport:
-        """Bring the index up to date with the source files: changed files re-read, their
-        new or changed sources written, sources no file claims any more dropped (see
-        `bot.index.sync`)."""
+        """Bring the index up to date with every source file (the walk): changed files
+        re-read, their new or changed sources written, sources no file claims any more
+        dropped (see `bot.index.sync`)."""
+        return self._sync(None)
+
+    def sync_paths(self, paths: Iterable[Path]) -> SyncReport:
+        """The same for the files at `paths` only (what a turn wrote), without a walk: a path
+        no reader wants is ignored, one gone from disk gives up its sources."""
+        return self._sync(list(paths))
+
+    def _sync(self, paths: Sequence[Path] | None) -> SyncReport:
         started = time.perf_counter()
         with self._lock:
             self._refresh()
-            delta = file_delta(self.readers, self.store.files(), self.chunker)
+            if paths is None:
+                files, known = source_files(self.readers), self.store.files()
+            else:
+                files, asked = source_files_at(self.readers, paths)
+                known = self.store.files(asked)
+            delta = file_delta(files, known, self.chunker, last_line=self.store.last_line)
             self._apply(delta)
         return SyncReport(
             indexed=tuple(path for path in delta.paths if path not in delta.skipped),
+            grown=delta.grown,
             removed=delta.removed,
             skipped=delta.skipped,
             unchanged=delta.unchanged,
@@ -120,13 +142,17 @@ class MemoryIndex:
         )
 
     def _apply(self, delta: FileDelta) -> None:
-        claims = [FileClaims(c.signature, c.sources) for c in delta.changed]
-        orphans = self.store.claim(claims, gone=delta.removed)
-        self.store.record_files(delta.touched)
+        """The new sources embedded, then written with the files' records in one transaction:
+        a failure (an embedder down) records nothing, and the next sync reads them again."""
         updates = {u.source: u for c in delta.changed for u in c.updates}
         known = self.store.digests(list(updates))
-        self._write([u for s, u in updates.items() if known.get(s) != u.digest or not u.digest])
-        self._forget(self.store.remove_sources(orphans))
+        new = [u for s, u in updates.items() if known.get(s) != u.digest or not u.digest]
+        vectors = self._embed([c.text for u in new for c in u.chunks])
+        claims = [FileClaims(c.signature, c.sources, added=c.grown) for c in delta.changed]
+        written = self.store.apply(
+            new, vectors, files=claims, touched=delta.touched, gone=delta.removed
+        )
+        self._follow(written, new, vectors)
 
     def rebuild(self) -> SyncReport:
         """Drop everything and index the source files again: the same index a live sync
@@ -202,18 +228,24 @@ class MemoryIndex:
         vectors = self._embed([c.text for u in updates for c in u.chunks])
         with self._lock:
             self._refresh()
-            written = self.store.write(updates, vectors)
-            self._forget(written)
-            if self._vectors is not None and vectors is not None:
-                scopes = [c.scope for u in updates for c in u.chunks]
-                self._vectors.add(written.added, scopes, vectors)
+            self._follow(self.store.write(updates, vectors), updates, vectors)
+
+    def _follow(
+        self, written: Written, updates: Sequence[SourceUpdate], vectors: Vectors | None
+    ) -> None:
+        """The vector cache follows what was written."""
+        self._forget(written)
+        if self._vectors is not None and vectors is not None:
+            scopes = [c.scope for u in updates for c in u.chunks]
+            self._vectors.add(written.added, scopes, vectors)
 
     def _forget(self, written: Written) -> None:
         if self._vectors is not None:
             self._vectors.remove(written.removed)
 
     def _embed(self, texts: Sequence[str]) -> Vectors | None:
-        if self.embedder is None:
+        """The texts' vectors; None without an embedder or texts (no request for nothing)."""
+        if self.embedder is None or not texts:
             return None
         return self.embedder.embed(texts)
 

@@ -62,6 +62,12 @@ def file_day(path: str) -> date | None:
         return None
 
 
+def timed_by_text(path: str) -> bool:
+    """Whether every chunk of the file is timed by its own lines (a daily note: its day and
+    `[HH:mm]`), never by the file's mtime (`chunk_time`)."""
+    return file_day(path) is not None
+
+
 def chunk_time(path: str, first_line: str, fallback: float) -> float:
     """When a chunk was written, as epoch seconds: a daily note's day and `[HH:mm]`, a history
     entry's heading, else `fallback` (the file's mtime). Times are read as UTC: this only

@@ -2,7 +2,7 @@
 signatures of the files they came from.
 
     meta(key, value)            schema_version, embedder; a schema mismatch drops everything
-    files(path, mtime_ns, size, sha256)            what the last sync saw of each source file
+    files(path, mtime_ns, size, sha256, text)      what the last sync saw of each source file
     claims(path, source)                           which sources each file holds (sync.py)
     sources(source, digest)                        the content digest each source was written at
     chunks(id, source, path, start_line, end_line, scope, kind, at, salience)
@@ -10,10 +10,10 @@ signatures of the files they came from.
     vectors(id, vector)                            float32 blobs, id = chunks.id
 
 A chunk belongs to one source ("file:<path>", "exchange:<path>", "item:<path>", "doc:<id>");
-writing a source replaces all its chunks. A source may move between files (an exchange cut from
-a session into its archive): it is deleted only when no file claims it any more. Deletes are
-secure (`secure_delete`), and `scrub` merges the FTS segments and truncates the WAL, so a
-forgotten text does not linger in free pages.
+writing a source replaces all its chunks, or those from a line on (a note that grew). A source
+may move between files (an exchange cut from a session into its archive): it is deleted only
+when no file claims it any more. Deletes are secure (`secure_delete`), and `scrub` merges the
+FTS segments and truncates the WAL, so a forgotten text does not linger in free pages.
 
 Scope isolation is enforced in SQL twice: the MATCH expression is ANDed with the allowed scopes'
 tags (so bm25 ranks only allowed rows) and the joined `chunks` row must have an allowed scope.
@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,11 +45,11 @@ from bot.storage.files import FILE_MODE, ensure_dir
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-                   sha256 TEXT NOT NULL);
+                   sha256 TEXT NOT NULL, text INTEGER NOT NULL);
 CREATE TABLE chunks(id INTEGER PRIMARY KEY, source TEXT NOT NULL, path TEXT NOT NULL,
                     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, scope TEXT NOT NULL,
                     kind TEXT NOT NULL, at REAL NOT NULL, salience REAL NOT NULL);
@@ -77,6 +78,7 @@ class FileSignature:
     mtime_ns: int
     size: int
     sha256: str
+    text: bool = True  # False: not text when read (indexed as empty)
 
 
 @dataclass(frozen=True)
@@ -96,20 +98,24 @@ class ChunkRow:
 
 @dataclass(frozen=True)
 class SourceUpdate:
-    """All the chunks of one source, replacing what it had; `file` is recorded for a file."""
+    """The chunks of one source, replacing what it had (from `from_line` on, when given: the
+    tail of a note that grew); `file` is recorded for a file."""
 
     source: str
     chunks: tuple[Chunk, ...]
     file: FileSignature | None = None
     digest: str = ""  # of the content the chunks were made from ("" for direct writes)
+    from_line: int = 0  # > 0: only the source's chunks that start at or after this line go
 
 
 @dataclass(frozen=True)
 class FileClaims:
-    """One file's sources after a sync: it is recorded with `signature` and claims `sources`."""
+    """One file's sources after a sync: it is recorded with `signature` and claims `sources`
+    (besides what it claimed before when it only grew: `added`)."""
 
     signature: FileSignature
     sources: tuple[str, ...]
+    added: bool = False
 
 
 @dataclass(frozen=True)
@@ -224,22 +230,51 @@ class IndexStore:
         """Replace the chunks of each source, in one transaction; `vectors` has one row per
         chunk, in update and chunk order."""
         with self._transaction() as db:
-            removed = self._delete_sources(db, [update.source for update in updates])
-            rows = [(update.source, chunk) for update in updates for chunk in update.chunks]
-            first = int(db.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0])
-            ids = tuple(range(first, first + len(rows)))
-            self._insert(db, ids, rows)
-            if vectors is not None:
-                db.executemany(
-                    "INSERT INTO vectors(id, vector) VALUES (?, ?)",
-                    zip(ids, (row.tobytes() for row in vectors), strict=True),
-                )
-            self._record_files(db, [u.file for u in updates if u.file is not None])
+            return self._write(db, updates, vectors)
+
+    def apply(
+        self,
+        updates: Sequence[SourceUpdate],
+        vectors: npt.NDArray[np.float32] | None,
+        *,
+        files: Sequence[FileClaims],
+        touched: Sequence[FileSignature],
+        gone: Sequence[str],
+    ) -> Written:
+        """A file sync, in one transaction: the sources written (as `write`), each changed
+        file recorded with what it claims, the touched ones re-recorded, the files `gone`
+        forgotten, and the sources no file claims any more deleted."""
+        with self._transaction() as db:
+            written = self._write(db, updates, vectors)
+            orphans = self._claim(db, files, gone=gone)
+            self._record_files(db, touched)
+            removed = self._delete_sources(db, orphans)
+        return Written(removed=written.removed + removed, added=written.added)
+
+    def _write(
+        self,
+        db: sqlite3.Connection,
+        updates: Sequence[SourceUpdate],
+        vectors: npt.NDArray[np.float32] | None,
+    ) -> Written:
+        removed = self._delete_sources(db, [u.source for u in updates if not u.from_line])
+        for tail in (u for u in updates if u.from_line):
+            removed += self._delete_tail(db, tail.source, tail.from_line)
+        rows = [(update.source, chunk) for update in updates for chunk in update.chunks]
+        first = int(db.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0])
+        ids = tuple(range(first, first + len(rows)))
+        self._insert(db, ids, rows)
+        if vectors is not None:
             db.executemany(
-                "INSERT OR REPLACE INTO sources(source, digest) VALUES (?, ?)",
-                [(u.source, u.digest) for u in updates],
+                "INSERT INTO vectors(id, vector) VALUES (?, ?)",
+                zip(ids, (row.tobytes() for row in vectors), strict=True),
             )
-            self._scope_counts.update(chunk.scope for _, chunk in rows)
+        self._record_files(db, [u.file for u in updates if u.file is not None])
+        db.executemany(
+            "INSERT OR REPLACE INTO sources(source, digest) VALUES (?, ?)",
+            [(u.source, u.digest) for u in updates],
+        )
+        self._scope_counts.update(chunk.scope for _, chunk in rows)
         return Written(removed=removed, added=ids)
 
     def _insert(
@@ -266,55 +301,67 @@ class IndexStore:
         return Written(removed=removed, added=())
 
     def _delete_sources(self, db: sqlite3.Connection, sources: Sequence[str]) -> tuple[int, ...]:
+        if not sources:
+            return ()
         found: list[int] = []
         for batch in _batches(sources, 500):
             marks = ",".join("?" * len(batch))
-            rows = db.execute(f"SELECT id, scope FROM chunks WHERE source IN ({marks})", batch)
-            for chunk_id, scope in rows:
-                found.append(int(chunk_id))
-                self._scope_counts[str(scope)] -= 1
+            found += self._delete_chunks(db, f"source IN ({marks})", batch)
         db.executemany("DELETE FROM sources WHERE source = ?", [(s,) for s in sources])
+        return tuple(found)
+
+    def _delete_tail(self, db: sqlite3.Connection, source: str, line: int) -> tuple[int, ...]:
+        """The source's chunks that start at or after `line` (a note re-chunked from there)."""
+        return tuple(self._delete_chunks(db, "source = ? AND start_line >= ?", (source, line)))
+
+    def _delete_chunks(
+        self, db: sqlite3.Connection, where: str, params: Sequence[object]
+    ) -> list[int]:
+        found: list[int] = []
+        for chunk_id, scope in db.execute(f"SELECT id, scope FROM chunks WHERE {where}", params):
+            found.append(int(chunk_id))
+            self._scope_counts[str(scope)] -= 1
         if found:
             pairs = [(i,) for i in found]
             db.executemany("DELETE FROM chunks WHERE id = ?", pairs)
             db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", pairs)
             db.executemany("DELETE FROM vectors WHERE id = ?", pairs)
-        return tuple(found)
-
-    def record_files(self, files: Sequence[FileSignature]) -> None:
-        """Remember files whose content is unchanged (only their mtime moved)."""
-        with self._transaction() as db:
-            self._record_files(db, files)
+        return found
 
     @staticmethod
     def _record_files(db: sqlite3.Connection, files: Sequence[FileSignature]) -> None:
         db.executemany(
-            "INSERT OR REPLACE INTO files(path, mtime_ns, size, sha256) VALUES (?, ?, ?, ?)",
-            [(f.path, f.mtime_ns, f.size, f.sha256) for f in files],
+            "INSERT OR REPLACE INTO files(path, mtime_ns, size, sha256, text)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(f.path, f.mtime_ns, f.size, f.sha256, f.text) for f in files],
         )
 
-    def claim(self, files: Sequence[FileClaims], *, gone: Sequence[str]) -> tuple[str, ...]:
+    def _claim(
+        self, db: sqlite3.Connection, files: Sequence[FileClaims], *, gone: Sequence[str]
+    ) -> list[str]:
         """Record what each file now claims and forget the files `gone`; the sources no file
-        claims any more (the caller removes them)."""
-        paths = [f.signature.path for f in files] + list(gone)
-        with self._transaction() as db:
-            before = self._claimed(db, paths)
-            db.executemany("DELETE FROM claims WHERE path = ?", [(p,) for p in paths])
-            db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
-            db.executemany(
-                "INSERT OR IGNORE INTO claims(path, source) VALUES (?, ?)",
-                [(f.signature.path, s) for f in files for s in f.sources],
-            )
-            self._record_files(db, [f.signature for f in files])
-            return tuple(s for s in sorted(before) if not self._is_claimed(db, s))
+        claims any more. Only the claims that changed are written."""
+        paths = [f.signature.path for f in files if not f.added] + list(gone)
+        now = {(f.signature.path, source) for f in files for source in f.sources}
+        before = self._claims(db, paths)
+        dropped = before - now
+        db.executemany("DELETE FROM claims WHERE path = ? AND source = ?", sorted(dropped))
+        db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone])
+        db.executemany(
+            "INSERT OR IGNORE INTO claims(path, source) VALUES (?, ?)", sorted(now - before)
+        )
+        self._record_files(db, [f.signature for f in files])
+        given_up = sorted({source for _, source in dropped})
+        return [s for s in given_up if not self._is_claimed(db, s)]
 
     @staticmethod
-    def _claimed(db: sqlite3.Connection, paths: Sequence[str]) -> set[str]:
-        found: set[str] = set()
+    def _claims(db: sqlite3.Connection, paths: Sequence[str]) -> set[tuple[str, str]]:
+        """The (path, source) claims of these files."""
+        found: set[tuple[str, str]] = set()
         for batch in _batches(paths, 500):
             marks = ",".join("?" * len(batch))
-            rows = db.execute(f"SELECT source FROM claims WHERE path IN ({marks})", batch)
-            found.update(str(row[0]) for row in rows)
+            rows = db.execute(f"SELECT path, source FROM claims WHERE path IN ({marks})", batch)
+            found.update((str(path), str(source)) for path, source in rows)
         return found
 
     @staticmethod
@@ -340,10 +387,29 @@ class IndexStore:
 
     # ------------------------------------------------------------------ reads
 
-    def files(self) -> dict[str, FileSignature]:
+    def files(self, paths: Sequence[str] | None = None) -> dict[str, FileSignature]:
+        """What the last sync saw of each file (of `paths` only, when given)."""
+        sql = "SELECT path, mtime_ns, size, sha256, text FROM files"
         with self._lock:
-            rows = self._db.execute("SELECT path, mtime_ns, size, sha256 FROM files").fetchall()
-        return {row[0]: FileSignature(*row) for row in rows}
+            if paths is None:
+                rows = self._db.execute(sql).fetchall()
+            else:
+                rows = [row for b in _batches(paths, 500) for row in self._select_in(sql, b)]
+        return {
+            str(path): FileSignature(str(path), int(mtime), int(size), str(sha), bool(text))
+            for path, mtime, size, sha, text in rows
+        }
+
+    def _select_in(self, sql: str, paths: Sequence[str]) -> list[tuple[Any, ...]]:
+        marks = ",".join("?" * len(paths))
+        return self._db.execute(f"{sql} WHERE path IN ({marks})", paths).fetchall()
+
+    def last_line(self, source: str) -> int | None:
+        """Where the source's last chunk starts (None when it has none)."""
+        sql = "SELECT max(start_line) FROM chunks WHERE source = ?"
+        with self._lock:
+            found = self._db.execute(sql, (source,)).fetchone()[0]
+        return None if found is None else int(found)
 
     def match(
         self, expression: str, scopes: Sequence[str], *, limit: int, ranked: bool

@@ -7,7 +7,8 @@ text before the next user message (tool steps in between are not part of it) —
 user message; an older message without one gets an id made from its time and text. The scope is
 the one the session was saved with (`SCOPE`, written by system 50), else the chat's own (a
 private fallback: the owner's chat searches its own key too). A file that is not a session
-document holds no exchange.
+document holds no exchange. A session file is rewritten, and so re-read whole, after every
+turn: the source of each exchange (which depends on the exchange alone) is remembered.
 """
 
 from __future__ import annotations
@@ -16,16 +17,18 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 
 from bot.index.chunking import DEFAULT_SALIENCE, Chunker
 from bot.index.sources import Exchange, source_of_exchange
 from bot.index.store import SourceUpdate
-from bot.index.sync import digest_of
+from bot.index.sync import Growth, LastLine, digest_of
 from bot.models import ChatMessage, Session
 from bot.storage.sessions import SCOPE, SessionFormatError, decode_session
 
 PREFIX = "sessions/"
+EXCHANGES_REMEMBERED = 1024  # a few sessions' worth: those rewritten turn after turn
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,18 @@ class TranscriptSource:
         except SessionFormatError:
             return []
         return [_update(exchange, chunker) for exchange in exchanges(session)]
+
+    def grown(
+        self,
+        key: str,
+        growth: Growth,
+        *,
+        digest: str,
+        mtime: float,
+        chunker: Chunker,
+        last_line: LastLine,
+    ) -> list[SourceUpdate] | None:
+        return None  # a session file is one JSON document: read whole
 
 
 def exchanges(session: Session) -> list[Exchange]:
@@ -90,6 +105,7 @@ def turn_id(user: ChatMessage) -> str:
     return "t" + hashlib.sha256(f"{at}|{user.content}".encode()).hexdigest()[:11]
 
 
+@lru_cache(maxsize=EXCHANGES_REMEMBERED)
 def _update(exchange: Exchange, chunker: Chunker) -> SourceUpdate:
     chunks = chunker.text(
         exchange.text,

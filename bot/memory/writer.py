@@ -4,14 +4,14 @@ file line or session turn), then the search index (derived, synced from the file
 
     system 17, 40   store_tags        <memory> / <chat-memory> → MEMORY.md line → fact item
                                       <working-memory> → the session's working memory
-    system 50       record_turn       the daily note line → the turn's items
+    system 50       record_turn       the daily note line → the turn's items (and which files)
                     mark_used         the items the prompt showed
     /remember       remember          MEMORY.md line → fact item → index
     /forget, /undo, forget, undo      every place a text is (files, items, sessions) → index
     memory_forget                     (scrubbed); undo puts it back within minutes
     memory_add/update/promote         items → index
     memory_edit     edit_line         a MEMORY.md line replaced or deleted → its items → index
-    /new, renewal   clear_working     the session's working memory
+    /new, renewal   clear_working     the session's working memory (its archived session → index)
     consolidation   replace_memory    MEMORY.md rewritten if unchanged → items of new lines → index
                     merge_facts       new lines appended → items → index
     consolidation,  append_history    an entry (or a compaction's checkpoint) in HISTORY
@@ -20,16 +20,18 @@ file line or session turn), then the search index (derived, synced from the file
                     archive_notes     notes past retention → archive/ → index
 
 Systems, commands and tools hand it what happened; they do not write memory themselves. Within
-a turn the index is synced once, by system 55; outside a turn (a command) the writer syncs it.
+a turn the index syncs the files the turn wrote, after it (system 55, told them by system 50);
+outside a turn (a command, a tool) the writer syncs it.
 Each store is locked and atomic where it lives (`notes/`, `items/`); a failure of the items or
 the index is logged and never undoes the markdown, which is what counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 import structlog
@@ -53,17 +55,27 @@ TAGGED_SECTION = "Remembered"  # where tags and /remember add MEMORY.md lines
 
 
 class IndexSync(Protocol):
-    """The search index catching up with the files (`IndexService.sync`)."""
+    """The search index catching up with the files (`IndexService`)."""
 
     async def sync(self) -> None: ...
 
     async def scrub(self) -> None: ...
+
+    def request(self, paths: Iterable[Path] = (), *, walk: bool = False) -> None: ...
 
 
 class UsageMarker(Protocol):
     """Marks items used (`MemoryRetriever.touch`: at most once an hour each)."""
 
     async def touch(self, items: Sequence[MemoryItem], at: datetime) -> None: ...
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What `record_turn` wrote."""
+
+    items: list[MemoryItem]  # written or reinforced
+    paths: tuple[Path, ...]  # the files: the daily note, the items' files
 
 
 @dataclass(frozen=True)
@@ -100,15 +112,24 @@ class MemoryWriter:
 
     # ------------------------------------------------------------------ a turn
 
-    async def record_turn(self, turn: TurnMemoryEvent) -> list[MemoryItem]:
+    async def record_turn(self, turn: TurnMemoryEvent) -> TurnRecord:
         """The turn's daily note line, then its items; both best-effort (logged)."""
+        note = self.workspace.daily_note_path(turn.scope, turn.at.date())
         try:
             await self.notes.append(turn.scope, turn.at, turn.user_text, turn.reply)
         except OSError:
             log.warning("daily_note_failed", exc_info=True)
         if self.items is None:
+            return TurnRecord([], (note,))
+        items = await _attempt("turn_items", self.items.record_turn(turn), default=[])
+        return TurnRecord(items, (note, *self._item_paths(items)))
+
+    def _item_paths(self, items: Sequence[MemoryItem]) -> list[Path]:
+        """The files that hold `items` (an episodic day, semantic, procedural)."""
+        if self.items is None:
             return []
-        return await _attempt("turn_items", self.items.record_turn(turn), default=[])
+        paths = (self.items.store.path_of(item.memory_scope, item.id) for item in items)
+        return list(dict.fromkeys(path for path in paths if path is not None))
 
     async def mark_used(self, items: Sequence[MemoryItem], at: datetime) -> None:
         if self.usage is not None and items:
@@ -290,7 +311,11 @@ class MemoryWriter:
         return self.items.store.find(scope, item_id) if self.items is not None else None
 
     async def clear_working(self, session_key: str) -> None:
+        """Clear the session's working memory, after /new or a renewal moved the session into
+        the archive: a walk of the index (soon, not awaited) finds the archived file."""
         await self.working.clear(session_key)
+        if self.index is not None:
+            self.index.request(walk=True)
 
     async def sync_index(self) -> None:
         if self.index is not None:

@@ -1,8 +1,11 @@
 """System 55, RAG indexing: the embedded search index catches up with the files the turn wrote.
 
-One delta sync in a worker thread (`MemoryIndex.sync_files`): the session file system 50 saved
-(the exchange, cited `sessions/<key>#<turn>`), today's note line, the items' JSONL and any hand
-edit since the last turn. The index is derived: this is the same sync a rebuild runs.
+It asks the index service (`IndexService.request`) to sync, after the turn and never delaying
+the reply, the files system 50 wrote (`ctx.written`: the session file, a part cut from it,
+today's note, the items' files) and the few a turn may change otherwise or a person most
+likely edits by hand (`watched`: a stat each when unchanged). A note or items file that only
+grew is indexed as an append. Any other hand edit is found by the service's catch-up walk.
+The index is derived: these are the same syncs a rebuild runs.
 
 With `rag.backend = "lightrag"` the exchange also goes to the LightRAG server (`remote`), which
 keeps only the owner's global-scope exchanges (`bot.index.lightrag`: it has no per-chat
@@ -12,12 +15,14 @@ its bounded timeout, never the reply.
 
 from __future__ import annotations
 
-import asyncio
+from pathlib import Path
 
 from bot.index.remote import ExchangeSink
 from bot.index.service import IndexService
 from bot.index.sources import Exchange, scope_key
+from bot.models import MemoryScope
 from bot.pipeline import TurnContext
+from bot.storage.workspace import Workspace
 
 
 class RagIndexing:
@@ -26,22 +31,36 @@ class RagIndexing:
 
     def __init__(
         self,
+        workspace: Workspace,
         *,
         index: IndexService | None = None,
         remote: ExchangeSink | None = None,
     ) -> None:
+        self.workspace = workspace
         self.index = index
         self.remote = remote
 
     async def process(self, ctx: TurnContext) -> None:
-        current = self.index.current if self.index else None
         try:
-            if current is not None:
-                await asyncio.to_thread(current.sync_files)
+            if self.index is not None:
+                self.index.request([*ctx.written, *watched(self.workspace, ctx)])
         finally:  # the server gets the exchange even when the local index failed
             exchange = exchange_of(ctx)
             if exchange is not None and self.remote is not None:
                 await self.remote.index_exchange(exchange)
+
+
+def watched(workspace: Workspace, ctx: TurnContext) -> list[Path]:
+    """Files a turn may change besides those system 50 reports, which a person also edits by
+    hand most: MEMORY.md, HISTORY.md and the semantic items of the turn's scope and of its
+    chat's own (memory tags, compaction), and the session's working memory."""
+    key = ctx.inbound.session_key
+    scopes = dict.fromkeys([ctx.scope, MemoryScope(chat_key=key)])
+    files = (workspace.long_term_path, workspace.history_path, workspace.semantic_items_path)
+    return [
+        *(path(scope) for scope in scopes for path in files),
+        workspace.working_memory_path(key),
+    ]
 
 
 def exchange_of(ctx: TurnContext) -> Exchange | None:

@@ -1,5 +1,7 @@
 """System 50, memory persist: save the session with the exchange, then hand the turn to the
-memory writer (`MemoryWriter.record_turn`: the daily note line, then the turn's items).
+memory writer (`MemoryWriter.record_turn`: the daily note line, then the turn's items). Every
+file it wrote (the session, a part cut from it, the note, the items' files) goes in
+`ctx.written`, for system 55 to index.
 
 The session save must succeed (it is the conversation); the writer's part is best-effort: a
 failed write is logged and never costs the user the reply. The items the prompt showed
@@ -25,6 +27,7 @@ from bot.llm.meter import PromptMeter
 from bot.memory.forgetting import unsaid
 from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.upkeep.consolidation import ConsolidationQueue
+from bot.memory.writer import TurnRecord
 from bot.models import ChatMessage, MemoryItem
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
@@ -37,7 +40,7 @@ LAST_INBOUND = "last_inbound_id"
 class TurnMemory(Protocol):
     """What system 50 hands the memory writer (`MemoryWriter`)."""
 
-    async def record_turn(self, turn: TurnMemoryEvent) -> list[MemoryItem]: ...
+    async def record_turn(self, turn: TurnMemoryEvent) -> TurnRecord: ...
 
     async def mark_used(self, items: Sequence[MemoryItem], at: datetime) -> None: ...
 
@@ -70,7 +73,9 @@ class MemoryPersist:
         await self._trim(ctx)
         if ctx.reply is None:
             return
-        ctx.memory_items += await self.memory.record_turn(_event(ctx, ctx.reply, self.now()))
+        record = await self.memory.record_turn(_event(ctx, ctx.reply, self.now()))
+        ctx.memory_items += record.items
+        ctx.written += record.paths
         await self.memory.mark_used(ctx.memory_shown, self.now())
 
     async def _save_session(self, ctx: TurnContext) -> None:
@@ -92,6 +97,7 @@ class MemoryPersist:
             },
         )
         await self.sessions.save(ctx.session)
+        ctx.written.append(self.sessions.workspace.session_path(ctx.session.key))
 
     def _calibration(self, ctx: TurnContext) -> dict[str, str]:
         """What the prompt meter learns from this turn's first completion (its prompt was the
@@ -120,7 +126,8 @@ class MemoryPersist:
         if consolidating and self.consolidator is not None:
             job = new_job(ctx.scope, ctx.session.key, messages[:cut], at=self.now())
             await self.consolidator.submit(job)
-        await self.sessions.archive_part(ctx.session, messages[:cut])
+        archived = await self.sessions.archive_part(ctx.session, messages[:cut])
+        ctx.written += [archived] if archived else []
         ctx.session = replace(ctx.session, messages=messages[cut:])
         await self.sessions.save(ctx.session)
         log.info("session_trimmed", cut=cut, kept=len(messages) - cut, consolidated=consolidating)

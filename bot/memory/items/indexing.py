@@ -6,11 +6,19 @@ fragment — `items/semantic.jsonl#s-1a2b3c4d5e` — so a hit names both where t
 the id the memory tools take. Forgotten items are not indexed; nor are episodic "turn" items,
 which are the exchanges the session files already give the index (one copy of each turn).
 The index learns of a changed item the way it learns of any changed file: by a sync.
+
+An item's source depends on its file and its line alone. So a file that only grew (items
+appended) gives the sources of its new lines alone (of two lines with one id the later one is
+written either way), and a file rewritten (an item touched when the prompt showed it, updated,
+forgotten) has only its changed lines parsed again (`ParsedLines`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -18,7 +26,7 @@ import structlog
 from bot.index.chunking import Chunker
 from bot.index.sources import scope_of
 from bot.index.store import SourceUpdate
-from bot.index.sync import digest_of
+from bot.index.sync import Growth, LastLine, digest_of
 from bot.memory.items.format import ItemFormatError, decode
 from bot.models import MemoryItem
 from bot.storage.confined import scope_escape
@@ -26,6 +34,38 @@ from bot.storage.confined import scope_escape
 log = structlog.get_logger(__name__)
 KIND = "item"
 SKIPPED_TYPES = frozenset({"turn"})
+PARSED_FILES = 64  # files whose parsed lines are kept: today's, semantic, procedural, …
+
+
+class ParsedLines:
+    """Each items file's lines as last read, with the source each gave (None: none), for the
+    files read last. Thread-safe."""
+
+    def __init__(self, files: int = PARSED_FILES) -> None:
+        self._files: OrderedDict[str, dict[str, SourceUpdate | None]] = OrderedDict()
+        self._limit = files
+        self._lock = threading.Lock()
+
+    def sources(
+        self,
+        key: str,
+        lines: Sequence[str],
+        parse: Callable[[str], SourceUpdate | None],
+        *,
+        added: bool,
+    ) -> list[SourceUpdate]:
+        """The sources of `lines` in order, each line parsed unless known: the file's lines
+        are now these (or, `added`, its known ones and these)."""
+        with self._lock:
+            known = self._files.pop(key, {})
+            now = known if added else {}
+            for line in lines:
+                if line not in now:
+                    now[line] = known[line] if line in known else parse(line)
+            self._files[key] = now
+            while len(self._files) > self._limit:
+                self._files.popitem(last=False)
+            return [update for line in lines if (update := now[line]) is not None]
 
 
 @dataclass(frozen=True)
@@ -34,6 +74,7 @@ class ItemSource:
 
     root: Path
     prefix: str = ""
+    parsed: ParsedLines = field(default_factory=ParsedLines, compare=False, repr=False)
 
     def wants(self, relative: str) -> bool:
         parts = relative.split("/")
@@ -45,16 +86,38 @@ class ItemSource:
     def sources(
         self, key: str, text: str | None, *, digest: str, mtime: float, chunker: Chunker
     ) -> list[SourceUpdate]:
+        return self._sources(key, text or "", chunker, added=False)
+
+    def _sources(self, key: str, text: str, chunker: Chunker, *, added: bool) -> list[SourceUpdate]:
         scope = scope_of(key)
-        items = (_item(line, key) for line in (text or "").splitlines() if line.strip())
-        return [_update(key, i, scope, chunker) for i in items if i is not None and _indexed(i)]
+        lines = [line for line in text.splitlines() if line.strip()]
+        return self.parsed.sources(
+            key, lines, lambda line: _source(key, line, scope, chunker), added=added
+        )
+
+    def grown(
+        self,
+        key: str,
+        growth: Growth,
+        *,
+        digest: str,
+        mtime: float,
+        chunker: Chunker,
+        last_line: LastLine,
+    ) -> list[SourceUpdate] | None:
+        added = growth.added
+        if added is None:
+            return None
+        return self._sources(key, added, chunker, added=True)
 
 
-def _item(line: str, path: str) -> MemoryItem | None:
+def _source(path: str, line: str, scope: str, chunker: Chunker) -> SourceUpdate | None:
+    """The line's source: None for a line that is not an item, or an item not indexed."""
     try:
-        return decode(line)
+        item = decode(line)
     except ItemFormatError:
         return None  # kept verbatim by the store, never indexed
+    return _update(path, item, scope, chunker) if _indexed(item) else None
 
 
 def _indexed(item: MemoryItem) -> bool:
