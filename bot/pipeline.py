@@ -36,7 +36,6 @@ class TurnContext:
     usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order
     model: str = ""  # 30: the model that answered
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
-    memory_items: list[MemoryItem] = field(default_factory=list)  # 17, 40, 50 add; 55 indexes
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
     written: list[Path] = field(default_factory=list)  # 50: the files it wrote; 55 indexes them
 

@@ -62,8 +62,7 @@ class PreCompactionFlush:
         if estimate.tokens < self.trigger:
             return
         log.info("memory_flush", estimated_tokens=estimate.tokens, trigger=self.trigger)
-        result = await self.flush.run(session, scope=ctx.scope)
-        ctx.memory_items += result.items
+        await self.flush.run(session, scope=ctx.scope)
         marks = {FLUSHED_CYCLE: cycle, FLUSHED_AT: self.now().isoformat()}
         ctx.session = replace(session, metadata={**session.metadata, **marks})
         await self.sessions.save(ctx.session)

@@ -74,7 +74,6 @@ class MemoryPersist:
         if ctx.reply is None:
             return
         record = await self.memory.record_turn(_event(ctx, ctx.reply, self.now()))
-        ctx.memory_items += record.items
         ctx.written += record.paths
         await self.memory.mark_used(ctx.memory_shown, self.now())
 

@@ -56,7 +56,6 @@ class MemoryTags:
         stored = await self.memory.store_tags(
             tags, scope=ctx.scope, session_key=ctx.inbound.session_key, turn=ctx.turn_id
         )
-        ctx.memory_items += stored.items
         if not tags.text and not stored.ok:
             _show(ctx, NOT_SAVED)
 
