@@ -20,8 +20,8 @@ Each layer keeps its top k by score, the newer item first on a tie (the rest is 
 "top_k"), passing over an item the prompt already shows (`shown`: the markdown part's text) or
 that repeats an item kept before it (a statement and its promoted copy, a fact inside a turn;
 the rule is `overlap`'s). Then the pack fills its budgets (`pack`). Items shown are marked used
-(`last_used_at`), at most once per `touch_every` so that a busy chat does not rewrite its files
-every turn.
+(`last_used_at`), at most once per `touch_every`; the store keeps the marks in memory and
+writes them in batches (`items.usage`).
 """
 
 from __future__ import annotations
