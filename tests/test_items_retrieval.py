@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bot.llm.tokens import TokenCounter
+from bot.memory.items.keywords import ItemTerms, bm25
 from bot.memory.items.store import ItemStore
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.working import WorkingNote
@@ -273,21 +275,20 @@ async def test_items_shown_are_marked_used_at_most_once_an_hour(
     writer: ItemWriter, retriever: MemoryRetriever, store: ItemStore, clock: Clock
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Marked fact")
-    path = store.path_of(GLOBAL_SCOPE, item.id)
-    assert path is not None
+
+    def last_used() -> datetime | None:
+        found = store.find(GLOBAL_SCOPE, item.id)
+        return found.last_used_at if found else None
 
     await retriever.pack(query("marked"))
-    first = path.read_text()
+    first = last_used()
     clock.at = NOW + timedelta(minutes=30)
     await retriever.pack(query("marked"))
-    unchanged = path.read_text()
+    unchanged = last_used()
     clock.at = NOW + timedelta(hours=2)
     await retriever.pack(query("marked"))
 
-    assert '"last_used_at":"2026-02-07T12:00:00+00:00"' in first
-    assert unchanged == first
-    stored = store.find(GLOBAL_SCOPE, item.id)
-    assert stored is not None and stored.last_used_at == NOW + timedelta(hours=2)
+    assert (first, unchanged, last_used()) == (NOW, NOW, NOW + timedelta(hours=2))
 
 
 async def test_building_without_packing_marks_nothing(
@@ -322,3 +323,40 @@ async def test_a_search_callable_decides_relevance(
     assert asked == [("paraphrase with no shared words", (GLOBAL_SCOPE,))]
     assert pack.chosen[0].score.relevance == 1.0
     assert pack.chosen[1].score.relevance == 0.25
+
+
+# ----------------------------------------------------------------------------- keyword relevance
+
+
+async def test_relevance_is_the_bm25_of_each_items_text_as_it_is_now(
+    writer: ItemWriter, retriever: MemoryRetriever
+) -> None:
+    boiler = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "The boiler code is 4711")
+    await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "The cat is called Miso")
+    await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "The boiler is old, the boiler man said")
+    before = retriever.build(query("boiler code"), NOW)
+    await writer.update(GLOBAL_SCOPE, boiler.id, text="The gate code is 0815")
+    after = retriever.build(query("boiler code"), NOW)
+
+    for pack in (before, after):
+        scored = [c for c in pack.diagnostics.scored if c.item is not None]
+        raw = bm25("boiler code", [c.item.text for c in scored if c.item is not None])
+        assert [c.score.relevance for c in scored] == [r / max(raw) for r in raw]
+    changed = {c.key: c.score.relevance for c in after.diagnostics.scored}[boiler.id]
+    assert 0 < changed < 1  # "code" still matches, "boiler" no longer
+
+
+def test_an_items_terms_are_made_once_and_again_when_its_text_changes() -> None:
+    terms = ItemTerms(size=2)
+    a, b, c = (
+        MemoryItem(f"s-{n}", MemoryLayer.SEMANTIC, "fact", text, "", NOW, NOW)
+        for n, text in enumerate(["red boxes", "blue box", "green box"])
+    )
+
+    first = terms.of([a])[0]
+    assert terms.of([a])[0] is first
+    assert terms.of([replace(a, text="yellow boxes")])[0].counts == {"yellow": 1, "boxe": 1}
+    assert terms.of([a])[0].counts == first.counts == {"red": 1, "boxe": 1}
+    kept = terms.of([a])[0]
+    terms.of([b, c])  # one item more than it keeps: the first made goes
+    assert terms.of([a])[0] is not kept

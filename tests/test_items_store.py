@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -206,3 +207,94 @@ def test_episodic_files_can_be_read_from_a_day_on(tmp_path: Path) -> None:
     since = items.layer_paths(GLOBAL_SCOPE, MemoryLayer.EPISODIC, since=date(2026, 2, 1))
 
     assert [p.stem for p in since] == ["2026-02-01", "2026-02-07"]
+
+
+# ----------------------------------------------------------------- reads that follow the file
+
+
+async def test_an_appended_line_is_seen_and_the_lines_before_are_not_parsed_again(
+    tmp_path: Path,
+) -> None:
+    items = store(tmp_path)
+    path = await append(items, item(MemoryLayer.SEMANTIC, "likes tea"))
+    (before,) = items.read(path, GLOBAL_SCOPE).items
+
+    await append(items, item(MemoryLayer.SEMANTIC, "has a cat"))
+    with path.open("a") as handle:  # a person appends a line too
+        handle.write(encode(item(MemoryLayer.SEMANTIC, "plays the cello")) + "\n")
+
+    first, *rest = items.read(path, GLOBAL_SCOPE).items
+    assert first is before  # the line read before was not parsed again
+    assert [i.text for i in rest] == ["has a cat", "plays the cello"]
+
+
+async def test_a_hand_edit_in_the_middle_is_seen_though_the_file_also_grew(
+    tmp_path: Path,
+) -> None:
+    items = store(tmp_path)
+    path = Path()
+    for n in range(6):
+        path = await append(items, item(MemoryLayer.SEMANTIC, f"fact number {n}"))
+    assert len(items.read(path, GLOBAL_SCOPE).items) == 6
+    inode = path.stat().st_ino
+
+    edited = path.read_text().replace("fact number 1", "fact number one, edited")
+    path.write_text(edited + encode(item(MemoryLayer.SEMANTIC, "a new fact")) + "\n")
+
+    assert path.stat().st_ino == inode  # edited in place, and longer: it looks like growth
+    texts = [i.text for i in items.read(path, GLOBAL_SCOPE).items]
+    assert texts[1] == "fact number one, edited"
+    assert texts[-1] == "a new fact" and len(texts) == 7
+
+
+async def test_a_file_rewritten_with_the_same_size_is_read_again(tmp_path: Path) -> None:
+    items = store(tmp_path)
+    path = await append(items, item(MemoryLayer.SEMANTIC, "likes tea"))
+    assert items.read(path, GLOBAL_SCOPE).items[0].text == "likes tea"
+    size, inode = path.stat().st_size, path.stat().st_ino
+
+    path.write_text(path.read_text().replace("likes tea", "likes tee"))  # in place
+    later = path.stat().st_mtime_ns + 1_000_000_000
+    os.utime(path, ns=(later, later))  # saved a second later, as a person would
+
+    assert (path.stat().st_size, path.stat().st_ino) == (size, inode)
+    assert items.read(path, GLOBAL_SCOPE).items[0].text == "likes tee"
+
+    swapped = path.with_suffix(".new")  # and swapped in whole, as an editor may
+    swapped.write_text(path.read_text().replace("likes tee", "likes tae"))
+    os.replace(swapped, path)
+
+    assert items.read(path, GLOBAL_SCOPE).items[0].text == "likes tae"
+
+
+async def test_a_line_read_half_written_is_read_whole_once_it_is_complete(
+    tmp_path: Path,
+) -> None:
+    items = store(tmp_path)
+    path = await append(items, item(MemoryLayer.SEMANTIC, "likes tea"))
+    line = encode(item(MemoryLayer.SEMANTIC, "has a cat")) + "\n"
+    with path.open("a") as handle:
+        handle.write(line[:40])
+    assert len(items.read(path, GLOBAL_SCOPE).lines) == 2  # the half line, kept verbatim
+
+    with path.open("a") as handle:
+        handle.write(line[40:])
+
+    read = items.read(path, GLOBAL_SCOPE)
+    assert [i.text for i in read.items] == ["likes tea", "has a cat"]
+    assert len(read.lines) == 2
+
+
+async def test_a_text_with_a_unicode_line_separator_stays_one_item(tmp_path: Path) -> None:
+    items = store(tmp_path)
+    odd = item(MemoryLayer.SEMANTIC, "first\u2028second\x85third\u2029fourth")
+    path = await append(items, odd)
+    await append(items, item(MemoryLayer.SEMANTIC, "likes tea"))
+
+    change = {odd.id: replace(odd, salience=0.9)}
+    async with items.lock(GLOBAL_SCOPE, MemoryLayer.SEMANTIC):
+        await asyncio.to_thread(items.rewrite_locked, path, GLOBAL_SCOPE, change)
+
+    fresh = store(tmp_path).read(path, GLOBAL_SCOPE)
+    assert [i.text for i in fresh.items] == [odd.text, "likes tea"]
+    assert len(fresh.lines) == 2 and fresh.items[0].salience == 0.9

@@ -249,6 +249,8 @@ async def test_each_turn_writes_items_and_the_next_prompt_packs_them(
         r"## Earlier Episodes\n### \d{4}-\d\d-\d\d\n.*preference: I prefer tea", prompt
     )
     assert prompt.count("I prefer tea over coffee.") == 1  # the statement, inside no turn
+    assert app.recall is not None
+    await app.recall.usage.run()  # what the service does every few minutes and at stop
     shown = items(workspace, "procedural")[0]
     assert shown["last_used_at"] is not None  # marked used by system 50
 

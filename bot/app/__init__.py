@@ -112,10 +112,17 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer
     )
     upkeep = _build_upkeep(settings, workspace, writer, now)
-    services = [recall.index, *upkeep, consolidator, undo, *([lightrag] if lightrag else [])]
+    services: list[Service] = [
+        recall.index,
+        recall.usage,
+        *upkeep,
+        consolidator,
+        undo,
+        *([lightrag] if lightrag else []),
+    ]
     return App(
         runner=runner, llm=llm, workspace=workspace, now=now, services=services, recall=recall
-    )  # the index first: opened and synced before anything else starts
+    )  # the index first: opened and synced before anything else starts, stopped last
 
 
 def minutes(count: int) -> timedelta:

@@ -25,6 +25,7 @@ from bot.llm.tokens import LineTokens, TokenCounter
 from bot.memory.forgetting import Forgetting
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
+from bot.memory.items.usage import UsageFlush
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
@@ -55,6 +56,7 @@ class ItemsAndIndex:
     items: ItemStore
     item_writer: ItemWriter  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
+    usage: UsageFlush  # a service: writes the items' last-used marks now and then, and at stop
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def build_items_and_index(
         items=store,
         item_writer=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
+        usage=UsageFlush(store),
     )
 
 

@@ -7,7 +7,9 @@
 
 A line that is not such an object (corrupt, hand-mangled, or written by a newer version) raises
 `ItemFormatError`; the store keeps it verbatim. The fingerprint is recomputed from the text, so a
-hand edit of the text stays consistent. A time without a zone is read as UTC.
+hand edit of the text stays consistent. A time without a zone is read as UTC. A file's lines are
+split at `\\n` only (`file_lines`): a text may hold U+2028, U+2029 or U+0085, which JSON writes
+as they are and `str.splitlines` would cut at.
 """
 
 from __future__ import annotations
@@ -48,6 +50,15 @@ def encode(item: MemoryItem) -> str:
         "decayed_at": _time_text(item.decayed_at),
     }
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def file_lines(text: str) -> list[str]:
+    """The lines of a JSONL file's text, blank ones included (the final newline ends a line,
+    it starts none)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def decode(line: str) -> MemoryItem:

@@ -10,8 +10,12 @@ that folder (`bot.storage.confined`) is read as empty and never written.
   writer can read, decide and write without a race. An append is one O_APPEND write; an update
   is an atomic rewrite of the one file that holds the item.
 - Reads and the `*_locked` writes block: call them through `asyncio.to_thread`, the writes
-  while holding `lock`. Parsed files are cached by their stat signature, the list of episodic
-  files by its folder's mtime.
+  while holding `lock`. Parsed files are kept in memory (`cache`: a file that only grew has
+  only its new lines parsed), and so is what a rewrite wrote; the list of episodic files is
+  kept by its folder's mtime.
+- Last-used marks (`touch`) wait in memory (`usage`): a read sees them at once, a rewrite of
+  their file writes them, `flush` writes the rest (every few minutes and at stop, through
+  `usage.UsageFlush`).
 """
 
 from __future__ import annotations
@@ -19,46 +23,44 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
-import structlog
-
 from bot.errors import OutOfScopeError
-from bot.memory.items.format import ItemFormatError, decode, encode
-from bot.memory.items.rules import episodic_day, used
+from bot.memory.items.cache import (
+    TAIL,
+    FileCache,
+    ItemFile,
+    Parsed,
+    read_grown,
+    read_whole,
+    signature_of,
+)
+from bot.memory.items.format import encode
+from bot.memory.items.rules import episodic_day
+from bot.memory.items.usage import MAX_PENDING, Pending, UsageMarks
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks, append_text, atomic_write_text, read_text
+from bot.storage.files import FileLocks, append_text, atomic_write_bytes
 from bot.storage.workspace import Workspace
 
-log = structlog.get_logger(__name__)
-CACHE_FILES = 1024
-Signature = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
-
-
-@dataclass(frozen=True)
-class ItemFile:
-    """One JSONL file: its items, and its other lines kept verbatim, in file order."""
-
-    path: Path
-    lines: tuple[MemoryItem | str, ...]
-
-    @property
-    def items(self) -> tuple[MemoryItem, ...]:
-        return tuple(line for line in self.lines if isinstance(line, MemoryItem))
+__all__ = ["ItemFile", "ItemStore"]
 
 
 class ItemStore:
-    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
+    def __init__(
+        self, workspace: Workspace, locks: FileLocks, *, max_marks: int = MAX_PENDING
+    ) -> None:
         self.workspace = workspace
         self.locks = locks
-        self._cache: OrderedDict[Path, tuple[Signature, ItemFile]] = OrderedDict()
+        self.max_marks = max_marks  # last-used marks waiting in memory at most (then flushed)
+        self._files = FileCache()
+        self._marks = UsageMarks()
+        self._lock = threading.Lock()  # the parsed files and the marks
         self._listings: dict[Path, tuple[int, list[Path]]] = {}
-        self._cache_lock = threading.Lock()
+        self._listings_lock = threading.Lock()
 
     # ------------------------------------------------------------------ paths and the lock
 
@@ -93,11 +95,11 @@ class ItemStore:
             changed = os.stat(folder).st_mtime_ns
         except FileNotFoundError:
             return []
-        with self._cache_lock:
+        with self._listings_lock:
             listed = self._listings.get(folder)
         if listed is None or listed[0] != changed:
             listed = (changed, self.workspace.episodic_items_paths(scope))
-            with self._cache_lock:
+            with self._listings_lock:
                 self._listings[folder] = listed
         return listed[1]
 
@@ -115,23 +117,36 @@ class ItemStore:
     # ------------------------------------------------------------------ reads (blocking)
 
     def read(self, path: Path, scope: MemoryScope) -> ItemFile:
+        """The file as it is now, with the last-used marks not written yet."""
         try:
             stat = os.stat(path)
         except FileNotFoundError:
-            return ItemFile(path, ())
-        signature = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-        with self._cache_lock:
-            cached = self._cache.get(path)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        text = read_text(path) if self.workspace.inside_scope(path) else None
-        parsed = _parse(path, text or "", scope)
-        with self._cache_lock:
-            self._cache[path] = (signature, parsed)
-            self._cache.move_to_end(path)
-            while len(self._cache) > CACHE_FILES:
-                self._cache.popitem(last=False)
-        return parsed
+            return ItemFile(path)
+        with self._lock:
+            cached, version = self._files.get(path), self._marks.version
+        if cached is not None and cached.signature == signature_of(stat):
+            return cached.file
+        return self._keep(path, self._parse(path, scope, stat, cached), version=version)
+
+    def _parse(
+        self, path: Path, scope: MemoryScope, stat: os.stat_result, cached: Parsed | None
+    ) -> Parsed:
+        """The file parsed as far as it changed since `cached` was read."""
+        if not self.workspace.inside_scope(path):
+            return Parsed(ItemFile(path), signature_of(stat))
+        grown = read_grown(path, scope, cached, stat) if cached is not None else None
+        return grown or read_whole(path, scope, signature_of(stat))
+
+    def _keep(self, path: Path, parsed: Parsed, *, version: int | None = None) -> ItemFile:
+        """Cache the file as parsed, with its marks: on the new items only when the rest
+        came from the cache and no mark was made since `version`."""
+        with self._lock:
+            only = None
+            if parsed.kept and version == self._marks.version:
+                only = [item.id for item in parsed.file.items[parsed.kept :]]
+            kept = replace(parsed, file=self._marks.applied(parsed.file, only))
+            self._files.put(path, kept)
+        return kept.file
 
     def items(
         self, scope: MemoryScope, layer: MemoryLayer, *, since: date | None = None
@@ -142,9 +157,7 @@ class ItemStore:
 
     def find(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
         path = self.path_of(scope, item_id)
-        if path is None:
-            return None
-        return next((i for i in self.read(path, scope).items if i.id == item_id), None)
+        return None if path is None else self.read(path, scope).find(item_id)
 
     # ------------------------------------------------------------------ writes (blocking, locked)
 
@@ -156,46 +169,71 @@ class ItemStore:
     def rewrite_locked(
         self, path: Path, scope: MemoryScope, changes: Mapping[str, MemoryItem]
     ) -> int:
-        """Replace the items whose ids `changes` names; other lines stay as they are."""
+        """Replace the items whose ids `changes` names; other lines stay as they are. The
+        last-used marks waiting for the file are written with it (nothing is written when
+        neither changes anything)."""
         current = self.read(path, scope)
         lines = [_changed(line, changes) for line in current.lines]
         changed = sum(1 for old, new in zip(current.lines, lines, strict=True) if old is not new)
-        if changed:
-            text = "".join((encode(x) if isinstance(x, MemoryItem) else x) + "\n" for x in lines)
-            atomic_write_text(path, text)
+        with self._lock:
+            waiting = self._marks.waiting(current)
+        if changed or waiting:
+            self._write_locked(path, ItemFile.of(path, lines))
         return changed
+
+    def _write_locked(self, path: Path, file: ItemFile) -> None:
+        text = "".join((encode(x) if isinstance(x, MemoryItem) else x) + "\n" for x in file.lines)
+        data = text.encode("utf-8")
+        atomic_write_bytes(path, data)
+        with self._lock:
+            self._marks.written(file)
+        self._remember(path, file, data)
+
+    def _remember(self, path: Path, file: ItemFile, data: bytes) -> None:
+        """Keep what was just written as the file's parse, so the next read parses nothing
+        (unless the file changed again meanwhile: then it is read as usual)."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return
+        if stat.st_size == len(data):
+            count = len(file.lines)
+            self._keep(path, Parsed(file, signature_of(stat), len(data), data[-TAIL:], count))
 
     # ------------------------------------------------------------------ last used
 
     async def touch(self, scope: MemoryScope, items: Iterable[MemoryItem], at: datetime) -> int:
-        """Mark `items` (read from `scope`) as shown at `at`; how many were found."""
-        by_path: dict[tuple[MemoryLayer, Path], set[str]] = defaultdict(set)
+        """Mark `items` (read from `scope`) as shown at `at`: at once for every read, on disk
+        with the file's next rewrite or `flush` (see `usage`); how many marks were new."""
+        by_file: dict[Pending, set[str]] = {}
         for item in items:
-            if path := self.path_of(scope, item.id):
-                by_path[item.layer, path].add(item.id)
-        touched = 0
-        for (layer, path), ids in by_path.items():
-            async with self.lock(scope, layer):
-                touched += await asyncio.to_thread(self._touch_locked, path, scope, ids, at)
-        return touched
+            if (layer := self.layer_of(item.id)) and (path := self.path_of(scope, item.id)):
+                by_file.setdefault(Pending(path, scope, layer), set()).add(item.id)
+        with self._lock:
+            marked = sum(self._mark_locked(where, ids, at) for where, ids in by_file.items())
+            waiting = self._marks.count
+        if waiting > self.max_marks:
+            await self.flush()
+        return marked
 
-    def _touch_locked(self, path: Path, scope: MemoryScope, ids: set[str], at: datetime) -> int:
-        """The file's current version of each item (it may have changed), marked used."""
-        changes = {i.id: used(i, at) for i in self.read(path, scope).items if i.id in ids}
-        return self.rewrite_locked(path, scope, changes)
+    def _mark_locked(self, where: Pending, ids: set[str], at: datetime) -> int:
+        """Mark the items `ids` of one file, and the cached file (if any) with them; how many
+        marks were new (`self._lock` held)."""
+        cached = self._files.get(where.path)
+        marked = self._marks.add(where, ids, at, known=cached.file if cached else None)
+        if cached is not None:
+            self._files.put(where.path, replace(cached, file=self._marks.applied(cached.file, ids)))
+        return marked
 
-
-def _parse(path: Path, text: str, scope: MemoryScope) -> ItemFile:
-    lines: list[MemoryItem | str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            lines.append(replace(decode(line), scope=scope.chat_key or ""))
-        except ItemFormatError as exc:
-            log.warning("memory_item_unreadable", path=str(path), line=number, error=str(exc))
-            lines.append(line)
-    return ItemFile(path, tuple(lines))
+    async def flush(self) -> int:
+        """Write the last-used marks that wait, each file under its layer's lock; how many
+        files had some."""
+        with self._lock:
+            pending = self._marks.pending()
+        for where in pending:
+            async with self.lock(where.scope, where.layer):
+                await asyncio.to_thread(self.rewrite_locked, where.path, where.scope, {})
+        return len(pending)
 
 
 def _changed(line: MemoryItem | str, changes: Mapping[str, MemoryItem]) -> MemoryItem | str:

@@ -257,14 +257,7 @@ class ItemWriter:
 
     def _upsert_locked(self, scope: MemoryScope, item: MemoryItem) -> MemoryItem:
         for path in reversed(self.store.layer_paths(scope, item.layer, since=self._since(item))):
-            twin = next(
-                (
-                    old
-                    for old in self.store.read(path, scope).items
-                    if old.fingerprint == item.fingerprint and old.status != "forgotten"
-                ),
-                None,
-            )
+            twin = self.store.read(path, scope).twin(item.fingerprint)
             if twin is not None:
                 merged = reinforce(twin, item)
                 self.store.rewrite_locked(path, scope, {twin.id: merged})

@@ -8,8 +8,9 @@ Every part of a score lies in 0–1:
 
     score = layer_weight × (0.5·relevance + 0.2·recency + 0.2·salience + 0.1·confidence)
 
-- relevance: the query's BM25 score against the candidate's text (`keywords`), or the `search`
-  callable's score when one is given, divided by the best candidate's; 0 for an empty query.
+- relevance: the query's BM25 score against the candidate's text (`keywords`: each item's words
+  are counted once, not every turn), or the `search` callable's score when one is given,
+  divided by the best candidate's; 0 for an empty query.
 - recency: 0.5 ** (days since the item was last written or reinforced / the layer's half-life:
   episodic 7 days, procedural 30, semantic 90).
 - layer_weight: semantic 1.0, procedural 0.9, episodic 0.8.
@@ -20,8 +21,8 @@ Each layer keeps its top k by score, the newer item first on a tie (the rest is 
 "top_k"), passing over an item the prompt already shows (`shown`: the markdown part's text) or
 that repeats an item kept before it (a statement and its promoted copy, a fact inside a turn;
 the rule is `overlap`'s). Then the pack fills its budgets (`pack`). Items shown are marked used
-(`last_used_at`), at most once per `touch_every` so that a busy chat does not rewrite its files
-every turn.
+(`last_used_at`), at most once per `touch_every`; the store keeps the marks in memory and
+writes them in batches (`items.usage`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from bot.memory.items.keywords import bm25
+from bot.memory.items.keywords import ItemTerms, bm25, score, terms
 from bot.memory.items.store import ItemStore
 from bot.memory.notes.working import WorkingNote
 from bot.memory.recall.overlap import Shown
@@ -117,6 +118,7 @@ class MemoryRetriever:
         self.episodic_days = episodic_days
         self.search = search
         self.touch_every = touch_every
+        self._terms = ItemTerms()  # each item's words, counted once (not every turn)
 
     async def pack(self, query: MemoryQuery, *, mark_used: bool = True) -> MemoryPack:
         """The pack for `query` (file reads in a thread); its items are marked used unless
@@ -173,7 +175,8 @@ class MemoryRetriever:
     ) -> tuple[list[float], list[float]]:
         """Relevance of each item and each working line, each list scaled to its best."""
         if self.search is None:
-            raw = bm25(query.text, [*lines, *(i.text for i in items)])
+            documents = [*(terms(line) for line in lines), *self._terms.of(items)]
+            raw = score(query.text, documents)
             on_lines, on_items = raw[: len(lines)], raw[len(lines) :]
         else:
             hits = self.search(query.text, query.scopes) if query.text.strip() else {}
@@ -200,8 +203,10 @@ def top_k(
     held = shown or Shown()
     kept: list[Candidate] = []
     cuts: list[Cut] = []
-    for layer in PRIORITY:
-        group = [c for c in candidates if c.layer == layer]
+    groups: dict[PackLayer, list[Candidate]] = {layer: [] for layer in PRIORITY}
+    for candidate in candidates:
+        groups[candidate.layer].append(candidate)
+    for layer, group in groups.items():
         if layer != "working":
             group.reverse()  # items come oldest file first: on a tie the newer wins
         best = _best_unshown(sorted(group, key=_best_first), k.of(layer), held)
