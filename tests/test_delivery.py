@@ -5,6 +5,7 @@ not sent again, and one chat's backlog never delays another chat."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from bot.storage.inbox import Inbox
 from bot.storage.workspace import Workspace
+from bot.turn.delivery import Delivery
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import FRIEND, OWNER, make_settings, running_bot
@@ -136,3 +138,41 @@ async def test_a_chat_with_hundreds_queued_does_not_delay_another_chat(
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+class SlowChat:
+    """A chat whose sends take a while (as over a slow network); it keeps what arrived."""
+
+    def __init__(self) -> None:
+        self.arrived: list[str] = []
+        self.sending = asyncio.Event()
+
+    def parts(self, text: str) -> list[str]:
+        return text.split("|")
+
+    async def send_part(self, part: object) -> None:
+        self.sending.set()
+        await asyncio.sleep(0.2)
+        self.arrived.append(str(part))
+
+    def typing(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return contextlib.nullcontext()
+
+
+async def test_a_stop_during_a_send_still_records_the_part_that_went_out(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path)
+    entry = await inbox.accept(message("hi", at=datetime.now(UTC)))
+    assert entry is not None
+    entry = await inbox.answered(entry, "first|second")
+    delivery, chat = Delivery(inbox), SlowChat()
+    task = asyncio.create_task(delivery.deliver(entry, chat))
+    await chat.sending.wait()
+
+    task.cancel()  # the stop, while the first part is under way
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await delivery.settle()
+
+    assert chat.arrived == ["first"]
+    [left] = await Inbox(tmp_path).pending()  # as the next start finds it
+    assert left.sent == 1  # only "second" goes out then

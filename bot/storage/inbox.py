@@ -12,20 +12,23 @@ is only sent (from the first part not recorded as sent), never made again. Accep
 is already journaled does nothing, so a message delivered twice is answered once.
 
 The journal has a thread of its own: its writes never queue behind other blocking work (an index
-sync, a file read), so a part the channel confirmed is recorded as soon as the disk allows. A
-stop between the two can still make that part go out twice (a channel like Telegram cannot be
-asked what it received); this keeps that window as short as it can be.
+sync, a file read). A part the channel confirmed is recorded by one line appended to the entry's
+`.sent` file at once, on the caller's thread (a few microseconds: the kernel keeps it whatever
+becomes of the process), then fsynced in the journal's thread. A kill between the channel taking
+a part and that append can still make the part go out twice (a channel like Telegram cannot be
+asked what it received); the append keeps that window as short as it can be.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, get_args
@@ -33,7 +36,7 @@ from typing import Any, TypeVar, get_args
 import structlog
 
 from bot.models import ChatType, Inbound
-from bot.storage.files import atomic_write_text
+from bot.storage.files import FILE_MODE, atomic_write_text
 from bot.storage.workspace import encode_key
 
 FORMAT_VERSION = 2  # 1: no reply, no sent count
@@ -79,10 +82,16 @@ class Inbox:
         return answered
 
     async def part_sent(self, entry: Entry, sent: int) -> Entry:
-        """Record that the first `sent` parts of the reply went out."""
-        updated = Entry(entry.inbound, entry.seq, entry.reply, sent)
-        await self._run(self._write, updated)
-        return updated
+        """Record that the first `sent` parts of the reply went out: appended at once (see the
+        module docstring), fsynced after."""
+        path = self._sent_path(entry.inbound.id)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        try:
+            os.write(fd, f"{sent}\n".encode())
+        finally:
+            os.close(fd)
+        await self._run(_fsync, path)
+        return Entry(entry.inbound, entry.seq, entry.reply, sent)
 
     async def done(self, inbound_id: str) -> None:
         await self._run(self._remove, inbound_id)
@@ -121,6 +130,10 @@ class Inbox:
 
     def _remove(self, inbound_id: str) -> None:
         self._path(inbound_id).unlink(missing_ok=True)
+        self._sent_path(inbound_id).unlink(missing_ok=True)
+
+    def _sent_path(self, inbound_id: str) -> Path:
+        return self.folder / f"{encode_key(inbound_id)}.sent"
 
     def _path(self, inbound_id: str) -> Path:
         return self.folder / f"{encode_key(inbound_id)}.json"
@@ -129,16 +142,39 @@ class Inbox:
         entries: list[Entry] = []
         for path in self.folder.glob("*.json"):
             try:
-                entries.append(_entry(json.loads(path.read_text(encoding="utf-8"))))
+                entry = _entry(json.loads(path.read_text(encoding="utf-8")))
+                entries.append(
+                    replace(entry, sent=max(entry.sent, _sent(path.with_suffix(".sent"))))
+                )
             except (ValueError, KeyError, TypeError) as exc:
                 aside = path.with_name(path.name + ".unreadable")
                 path.replace(aside)
                 log.warning("inbox_entry_unreadable", path=str(aside), reason=str(exc))
+        for orphan in self.folder.glob("*.sent"):  # its entry was done: a stop came between
+            if not orphan.with_suffix(".json").exists():
+                orphan.unlink(missing_ok=True)
         entries.sort(key=lambda entry: entry.seq)
         if entries:
             with self._seq_lock:
                 self._last_seq = max(self._last_seq, entries[-1].seq)
         return entries
+
+
+def _sent(path: Path) -> int:
+    """The parts an entry's `.sent` file records as sent (0 without one)."""
+    try:
+        lines = path.read_text(encoding="ascii", errors="replace").split()
+    except FileNotFoundError:
+        return 0
+    return max((int(line) for line in lines if line.isdigit()), default=0)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _entry(document: dict[str, Any]) -> Entry:

@@ -5,6 +5,10 @@ A part that fails is tried again with backoff (`BACKOFF`, or the channel's own `
 only this chat waits, and the reply is never dropped for a passing failure. It is given up
 only when the channel says it can never go out (`SendFailed.permanent`: the user blocked the
 bot) or after `UNEXPECTED_TRIES` failures nobody expected (a bug must not stall a chat forever).
+
+One attempt and, when the channel took the part, its record in the ledger are shielded from a
+stop: a stop that cancels a chat never cuts between the two (the part would go out again after
+the restart); `settle` waits for such attempts before the bot exits.
 """
 
 from __future__ import annotations
@@ -50,14 +54,26 @@ class Delivery:
         self.inbox = inbox
         self.backoff = backoff
         self.sleep = sleep
+        self._attempts: set[asyncio.Future[None]] = set()
 
     async def deliver(self, entry: Entry, replier: Replier) -> None:
         """Send the entry's recorded reply from its first part not recorded as sent."""
         parts = replier.parts(entry.reply or "")
         for index in range(entry.sent, len(parts)):
-            if not await self._send(parts[index], replier):
+            done = index + 1
+
+            async def record(entry: Entry = entry, done: int = done) -> None:
+                await self.inbox.part_sent(entry, done)
+
+            if not await self._send(parts[index], replier, record=record):
                 return
-            entry = await self.inbox.part_sent(entry, index + 1)
+            entry = Entry(entry.inbound, entry.seq, entry.reply, done)
+
+    async def settle(self) -> None:
+        """Wait for the attempts a stop left running (shielded; each is bounded by the
+        channel's own timeouts)."""
+        if self._attempts:
+            await asyncio.wait(self._attempts)
 
     async def notice(self, text: str, replier: Replier) -> None:
         """A short message outside the ledger (a notice before the reply, a refusal)."""
@@ -65,12 +81,14 @@ class Delivery:
             if not await self._send(part, replier):
                 return
 
-    async def _send(self, part: object, replier: Replier) -> bool:
-        """True once the part went out; False when it never will."""
+    async def _send(
+        self, part: object, replier: Replier, *, record: Callable[[], Awaitable[None]] | None = None
+    ) -> bool:
+        """True once the part went out (and `record` ran); False when it never will."""
         failures = 0
         while True:
             try:
-                await replier.send_part(part)
+                await self._attempt(part, replier, record)
             except SendFailed as exc:
                 if exc.permanent:
                     log.warning("reply_undeliverable", reason=str(exc)[:200])
@@ -90,6 +108,21 @@ class Delivery:
                 log.warning("reply_send_failed_retrying", reason=reason, wait_s=wait)
             failures += 1
             await self.sleep(wait)
+
+    async def _attempt(
+        self, part: object, replier: Replier, record: Callable[[], Awaitable[None]] | None
+    ) -> None:
+        """One send and, once the channel took the part, its record: shielded together."""
+
+        async def send_and_record() -> None:
+            await replier.send_part(part)
+            if record is not None:
+                await record()
+
+        attempt = asyncio.ensure_future(send_and_record())
+        self._attempts.add(attempt)
+        attempt.add_done_callback(self._attempts.discard)
+        await asyncio.shield(attempt)
 
     def _wait(self, failures: int) -> float:
         return self.backoff[min(failures, len(self.backoff) - 1)]

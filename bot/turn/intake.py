@@ -6,13 +6,15 @@ chat's backlog holds only its own worker: another chat's message is answered as 
 arrives. A stranger's message and /stop never wait (`TurnRunner.jumps_queue`).
 
 At start the entries a stop or crash left are queued first, in arrival order per chat. `close`
-stops taking entries, gives the running ones a grace period and cancels the rest: whatever is
-not finished stays in the journal for the next start.
+stops taking entries, gives the running ones a grace period and cancels the rest (a reply part
+under way is still sent and recorded, `Delivery.settle`): whatever is not finished stays in the
+journal for the next start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
@@ -25,6 +27,7 @@ from bot.turn.delivery import Replier
 from bot.turn.runner import TurnRunner
 
 log = structlog.get_logger(__name__)
+SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 
 
 class Intake:
@@ -72,6 +75,9 @@ class Intake:
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
+        with contextlib.suppress(TimeoutError):  # a part under way finishes, and is recorded
+            async with asyncio.timeout(SEND_SETTLE):
+                await self.runner.delivery.settle()
         log.info("intake_closed", cancelled=len(running), left=self.backlog())
 
     def _queue(self, entry: Entry) -> None:
