@@ -164,7 +164,7 @@ class ItemStore:
     def append_locked(self, path: Path, item: MemoryItem) -> None:
         if not self.workspace.inside_scope(path):
             raise OutOfScopeError(f"{path.name} leads out of its scope's folder")
-        append_text(path, _line_break(path) + encode(item) + "\n")
+        append_text(path, _line_break(path) + encode(item) + "\n", durable=False)  # derived
 
     def rewrite_locked(
         self, path: Path, scope: MemoryScope, changes: Mapping[str, MemoryItem]
