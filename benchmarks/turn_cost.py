@@ -44,7 +44,16 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from benchmarks.common import Quiet, machine_line, rss_mb, scratch, serving, skip_sdk_transform
+from benchmarks.common import (
+    SMALL_MODEL,
+    Quiet,
+    machine_line,
+    rss_mb,
+    scratch,
+    serving,
+    skip_sdk_transform,
+    vocabulary,
+)
 from bot.app import App, build_app
 from bot.logs import configure
 from bot.memory.items.format import encode
@@ -59,68 +68,20 @@ SEMANTIC, PROCEDURAL, EPISODIC_PER_DAY = 400, 200, 4
 AROUND = 20  # turns on each side of turn 100 and of the last turn
 GOALS_MS = {"fresh": 20.0, "year": 25.0}
 GOAL_GROWTH, GOAL_RSS_MB = 1.25, 30.0
-WORDS = [
-    "deploy",
-    "docker",
-    "image",
-    "cache",
-    "build",
-    "layer",
-    "python",
-    "service",
-    "memory",
-    "summary",
-    "window",
-    "token",
-    "budget",
-    "garden",
-    "tomato",
-    "basil",
-    "water",
-    "sunlight",
-    "soil",
-    "recipe",
-    "pasta",
-    "garlic",
-    "olive",
-    "oil",
-    "oven",
-    "minutes",
-    "salt",
-    "travel",
-    "train",
-    "ticket",
-    "museum",
-    "morning",
-    "coffee",
-    "meeting",
-    "project",
-    "deadline",
-    "report",
-    "chapter",
-    "draft",
-    "sister",
-    "birthday",
-    "gift",
-    "concert",
-    "guitar",
-    "lesson",
-    "invoice",
-    "tax",
-    "bank",
-    "account",
-    "password",
-    "router",
-    "wifi",
-]
 
 
 class Talk:
+    """Words as people use them: Zipf-distributed over a vocabulary of ~3,000 (a few words in
+    every message, most words rare), so that keyword search meets what it meets in real use."""
+
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
+        self.vocabulary = vocabulary(SMALL_MODEL)
+        self.weights = [1 / (rank + 10) for rank in range(len(self.vocabulary))]
 
     def words(self, low: int, high: int) -> str:
-        return " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(low, high)))
+        count = self.rng.randint(low, high)
+        return " ".join(self.rng.choices(self.vocabulary, self.weights, k=count))
 
 
 class Model:

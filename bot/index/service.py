@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import structlog
 
@@ -39,6 +40,7 @@ from bot.index.memory_index import MemoryIndex, SyncReport
 from bot.index.search import Hit
 
 log = structlog.get_logger(__name__)
+Wait = Literal["all", "walks"]  # what a search waits for: every sync asked before, or walks
 
 CATCH_UP_SECONDS = 60.0  # a walk at least this often: hand edits outside a turn's files
 SETTLE_SECONDS = 10.0  # the longest a search waits for the syncs asked for before it
@@ -145,10 +147,11 @@ class IndexService:
             batch.walk = True
             await batch.done.wait()
 
-    async def settle(self) -> None:
-        """Wait until every sync asked for so far has run."""
+    async def settle(self, *, walks_only: bool = False) -> None:
+        """Wait until every sync asked for so far has run (or every walk)."""
         for batch in [b for b in (self._running, self._pending) if b is not None]:
-            await batch.done.wait()
+            if batch.walk or not walks_only:
+                await batch.done.wait()
 
     async def scrub(self) -> None:
         """Sync, then leave no trace of removed text in the index's files (after a forget)."""
@@ -216,22 +219,26 @@ class IndexService:
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]:
+    def search(self, query: str, *, scopes: Sequence[str], k: int, wait: Wait = "all") -> list[Hit]:
         """The open index's best `k` hits within `scopes`, or [] when none is open. Blocking:
-        call it through `asyncio.to_thread` (it waits there for the syncs asked for before)."""
+        call it through `asyncio.to_thread`: there it first waits for the syncs asked for
+        before — or, with `wait="walks"`, only for walks: a turn's own `# Relevant Memory`
+        need not wait for the last turn's files, whose exchange the conversation carries, but
+        does for a walk (after /new, the archived conversation is memory only)."""
         index = self._index
         if index is None:
             return []
-        self._settle_from_thread()
+        self._settle_from_thread(walks_only=wait == "walks")
         return index.search(query, scopes=scopes, k=k)
 
-    def _settle_from_thread(self) -> None:
+    def _settle_from_thread(self, *, walks_only: bool) -> None:
         loop = self._loop
-        if self._pending is None and self._running is None:
+        batches = [b for b in (self._running, self._pending) if b is not None]
+        if not any(b.walk or not walks_only for b in batches):
             return  # a request made before this call would be seen here
         if loop is None or _on_event_loop():
             return  # the loop's own thread cannot wait for the loop
-        settled = asyncio.run_coroutine_threadsafe(self.settle(), loop)
+        settled = asyncio.run_coroutine_threadsafe(self.settle(walks_only=walks_only), loop)
         try:
             settled.result(timeout=SETTLE_SECONDS)
         except TimeoutError:

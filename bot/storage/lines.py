@@ -28,7 +28,7 @@ from bot.storage.confined import inside_scope
 
 log = structlog.get_logger(__name__)
 
-WINDOW_BYTES = 256 * 1024  # far more than a prompt budget of text
+WINDOW_BYTES = 64 * 1024  # ~16k tokens: more than any part of `# Memory` shows, read every turn
 CACHE_ENTRIES = 512
 NOT_TEXT_SHARE = 0.1  # above this share of undecodable or control characters, not text
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, \n and \r

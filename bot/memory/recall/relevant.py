@@ -22,9 +22,10 @@ Reciprocal Rank Fusion scale, so they are merged by score.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 import structlog
 
@@ -43,9 +44,11 @@ Count = Callable[[str], int]
 
 
 class Searcher(Protocol):
-    """The embedded index's search (`IndexService`, `MemoryIndex`): blocking."""
+    """The embedded index's search (`IndexService`): blocking."""
 
-    def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]: ...
+    def search(
+        self, query: str, *, scopes: Sequence[str], k: int, wait: Literal["all", "walks"]
+    ) -> list[Hit]: ...
 
 
 class RelevantMemory:
@@ -96,7 +99,9 @@ class RelevantMemory:
         return render_relevant(fresh, k=self.k, budget=tokens, count=self.count)
 
     async def _search(self, query: str, scopes: Sequence[str]) -> list[Hit]:
-        local = await asyncio.to_thread(self.index.search, query, scopes=scopes, k=self.probe)
+        # the last turn's sync may still run: its exchange is in the conversation anyway
+        search = functools.partial(self.index.search, wait="walks")
+        local = await asyncio.to_thread(search, query, scopes=scopes, k=self.probe)
         if self.remote is None:
             return local
         remote = await self.remote.search(query, scopes=scopes, k=self.k)

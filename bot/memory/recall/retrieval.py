@@ -86,6 +86,9 @@ class MemoryQuery:
     headings: Mapping[PackLayer, str] = field(default_factory=lambda: HEADINGS)
 
 
+EPISODIC_CANDIDATES = 128  # a scope's newest episodic items a pack weighs
+
+
 def item_score(item: MemoryItem, relevance: float, now: datetime) -> Score:
     days = max((now - item.updated_at).total_seconds() / 86400, 0.0)
     recency = 0.5 ** (days / HALF_LIFE_DAYS[item.layer])
@@ -147,14 +150,18 @@ class MemoryRetriever:
         )
 
     def _items(self, scopes: Sequence[MemoryScope], today: date) -> list[MemoryItem]:
+        """The active items a pack may show: every semantic and procedural one, and of the
+        episodic ones of the last `episodic_days` the newest `EPISODIC_CANDIDATES` (a pack's
+        cost stays the same however many exchanges a day holds; older episodes are found by
+        `# Relevant Memory`, which searches every exchange)."""
         since = today - timedelta(days=self.episodic_days)
-        found = [
-            item
-            for scope in scopes
-            for layer in MemoryLayer
-            for item in self.store.items(scope, layer, since=since)
-        ]
-        return [item for item in found if item.status == "active"]
+        found: list[MemoryItem] = []
+        for scope in scopes:
+            for layer in MemoryLayer:
+                items = self.store.items(scope, layer, since=since)
+                active = [item for item in items if item.status == "active"]
+                found += active[-EPISODIC_CANDIDATES:] if layer is MemoryLayer.EPISODIC else active
+        return found
 
     def _candidates(
         self, query: MemoryQuery, items: list[MemoryItem], lines: list[str], now: datetime
