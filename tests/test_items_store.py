@@ -13,7 +13,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.index import MemoryIndex
 from bot.memory.items.format import VERSION, ItemFormatError, decode, encode
+from bot.memory.items.indexing import ItemSource
 from bot.memory.items.rules import fingerprint, new_item
 from bot.memory.items.store import ItemStore
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
@@ -298,3 +300,18 @@ async def test_a_text_with_a_unicode_line_separator_stays_one_item(tmp_path: Pat
     fresh = store(tmp_path).read(path, GLOBAL_SCOPE)
     assert [i.text for i in fresh.items] == [odd.text, "likes tea"]
     assert len(fresh.lines) == 2 and fresh.items[0].salience == 0.9
+
+
+async def test_an_item_with_a_unicode_line_separator_is_indexed_whole(tmp_path: Path) -> None:
+    items = store(tmp_path)
+    odd = item(MemoryLayer.SEMANTIC, "the boat is moored\u2028at the northern jetty")
+    await append(items, odd)
+    memory = Workspace(tmp_path).memory_root
+    index = MemoryIndex(memory, tmp_path / "index", readers=(ItemSource(memory),))
+    try:
+        index.sync_files()
+        hits = index.search("northern jetty", scopes=[""], k=5)
+    finally:
+        index.close()
+
+    assert [hit.text for hit in hits] == ["the boat is moored\u2028at the northern jetty"]

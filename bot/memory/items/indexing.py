@@ -27,7 +27,7 @@ from bot.index.chunking import Chunker
 from bot.index.sources import scope_of
 from bot.index.store import SourceUpdate
 from bot.index.sync import Growth, LastLine, digest_of
-from bot.memory.items.format import ItemFormatError, decode
+from bot.memory.items.format import ItemFormatError, decode, file_lines
 from bot.models import MemoryItem
 from bot.storage.confined import scope_escape
 
@@ -90,7 +90,7 @@ class ItemSource:
 
     def _sources(self, key: str, text: str, chunker: Chunker, *, added: bool) -> list[SourceUpdate]:
         scope = scope_of(key)
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line for line in file_lines(text) if line.strip()]  # not at U+2028
         return self.parsed.sources(
             key, lines, lambda line: _source(key, line, scope, chunker), added=added
         )
