@@ -51,7 +51,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(target.parent)
+    fsync_path(target.parent)
 
 
 def written_path(path: Path) -> Path:
@@ -101,7 +101,8 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Flush a file's (or a folder's) writes to the disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

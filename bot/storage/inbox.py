@@ -36,7 +36,7 @@ from typing import Any, TypeVar, get_args
 import structlog
 
 from bot.models import ChatType, Inbound
-from bot.storage.files import FILE_MODE, atomic_write_text
+from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
 from bot.storage.workspace import encode_key
 
 FORMAT_VERSION = 2  # 1: no reply, no sent count
@@ -90,7 +90,7 @@ class Inbox:
             os.write(fd, f"{sent}\n".encode())
         finally:
             os.close(fd)
-        await self._run(_fsync, path)
+        await self._run(fsync_path, path)
         return Entry(entry.inbound, entry.seq, entry.reply, sent)
 
     async def done(self, inbound_id: str) -> None:
@@ -167,14 +167,6 @@ def _sent(path: Path) -> int:
     except FileNotFoundError:
         return 0
     return max((int(line) for line in lines if line.isdigit()), default=0)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _entry(document: dict[str, Any]) -> Entry:
