@@ -30,7 +30,9 @@ class TurnContext:
     session: Session  # runner loads; 18 compacts; 50 replaces with the saved session
     user_message: ChatMessage  # runner
     system_prompt: str = ""  # 20: persona, instructions, `# Memory` (stable turn to turn)
-    turn_context: str = ""  # 20: what this message recalls, and the time (new every turn)
+    # 20: the user's message as the model gets it, after what this message recalls and the
+    # time (new every turn); empty until 20 ran: the message alone
+    message_prompt: tuple[ChatMessage, ...] = ()
     new_messages: list[ChatMessage] = field(default_factory=list)  # 30 adds; 40 strips tags
     reply: str | None = None  # 30 sets; 40 strips tags (what the user will see)
     usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order
@@ -41,15 +43,11 @@ class TurnContext:
 
     def request(self) -> list[ChatMessage]:
         """The turn's first request, laid out by system 20 from most stable to least: the
-        system prompt, the conversation, this message's context, the message."""
-        context = (
-            [ChatMessage(role="system", content=self.turn_context)] if self.turn_context else []
-        )
+        system prompt, the conversation, then this message with its context."""
         return [
             ChatMessage(role="system", content=self.system_prompt),
             *self.session.messages,
-            *context,
-            self.user_message,
+            *(self.message_prompt or (self.user_message,)),
         ]
 
 

@@ -59,6 +59,9 @@ class LLMSettings(_Section):
     temperature: float | None = None
     max_output_tokens: int | None = Field(default=None, gt=0)
     context_window: int | None = Field(default=None, gt=0)  # tokens; else models.json, learnt
+    # where each message's recalled memory and the time go: a system message before it, or
+    # (for chat templates that refuse a system message after the first) the message's opening
+    context_role: Literal["system", "user"] = "system"
 
 
 class ItemSettings(_Section):

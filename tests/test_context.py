@@ -66,7 +66,8 @@ async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
         user_message=ChatMessage(role="user", content="hi"),
     )
     await system.process(ctx)
-    return f"{ctx.system_prompt}\n\n{ctx.turn_context}"  # as `prompt_of_turn` joins them
+    context = [m.content or "" for m in ctx.message_prompt if m.role == "system"]
+    return "\n\n".join([ctx.system_prompt, *context])  # as `prompt_of_turn` joins them
 
 
 def write(root: Path, name: str, text: str) -> None:

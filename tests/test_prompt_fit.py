@@ -16,6 +16,7 @@ from bot.conversation.compaction import ROLE as SUMMARY_ROLE
 from bot.conversation.flush import FLUSH_REQUEST
 from bot.memory.upkeep.requests import ROLE as CONSOLIDATION_ROLE
 from bot.settings import CompactionSettings, LLMSettings
+from bot.systems.context import CONTEXT_CLOSE
 from bot.turn.runner import MESSAGE_TOO_LONG, TOO_LONG
 from tests.fakes.openai_api import FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, make_settings, models_file, started_app
@@ -182,3 +183,23 @@ async def test_consecutive_turns_share_their_prefix_and_the_time_comes_last(
         assert after[0]["content"] == before[0]["content"]  # the system prompt did not move
     assert "Current time" not in third[0]["content"]
     assert is_context(third[-2]) and third[-1] == {"role": "user", "content": "and to eat?"}
+
+
+async def test_for_a_strict_chat_template_the_context_opens_the_message(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    write(workspace, "MEMORY.md", "- Ann likes green tea\n")
+    settings = make_settings(workspace, telegram=None, openai=fake_openai)
+    llm = settings.llm.model_copy(update={"context_role": "user"})
+    fake_openai.answer_all(lambda request: Reply("fine"))
+    async with started_app(settings.model_copy(update={"llm": llm})) as app:
+        for text in ("hello there", "what do I like to drink?"):
+            await say(app, text)
+
+    first, second = (r["messages"] for r in fake_openai.requests)
+    assert [m["role"] for m in first] == ["system", "user"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[1] == {"role": "user", "content": "hello there"}  # the session keeps it as said
+    context, _, said = second[-1]["content"].partition(f"\n{CONTEXT_CLOSE}\n\n")
+    assert said == "what do I like to drink?" and "Current time: " in context
+    assert "green tea" in second[0]["content"] and CONTEXT_CLOSE in second[0]["content"]

@@ -192,6 +192,7 @@ def build_pipeline(
         notes=memory.notes.format,
         now=now,
         memory_room=compaction.meter.memory_room,
+        context_role=settings.llm.context_role,
     )
     return Pipeline(
         [
