@@ -135,7 +135,7 @@ class Replay:
     prefix: list[float] = field(default_factory=list)  # turns whose conversation only grew
     compactions: int = 0
     seconds: float = 0.0
-    parts: list[tuple[int, int, int, int]] = field(default_factory=list)  # per turn, see parts_of
+    parts: list[tuple[int, int, int, int, int]] = field(default_factory=list)  # see parts_of
     _previous: list[int] = field(default_factory=list)  # the last turn's request, as tokens
     _said: list[dict[str, Any]] = field(default_factory=list)  # and its conversation
 
@@ -201,18 +201,24 @@ class Model:
         self.replay.prefix.append(same / len(rendered))
 
 
-def parts_of(body: dict[str, Any]) -> tuple[int, int, int, int]:
-    """A turn's request in parts (tokens): tools, system prompt, the message's context, the
-    conversation with the message."""
+def parts_of(body: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """A turn's request in parts (tokens): tools, system prompt, memory, the message's context,
+    the conversation with the message."""
     messages = body["messages"]
     context = messages[-2] if len(messages) > 2 and messages[-2]["role"] == "system" else None
+    memory = messages[1] if is_memory(messages[1]) else None
     said = conversation_of(messages)
     return (
         tokens(json.dumps(body.get("tools") or [])),
         tokens(messages[0].get("content") or ""),
+        tokens(memory.get("content") or "") if memory else 0,
         tokens(context.get("content") or "") if context else 0,
         sum(4 + tokens(m.get("content") or "") for m in said),
     )
+
+
+def is_memory(message: dict[str, Any]) -> bool:
+    return message["role"] == "system" and (message.get("content") or "").startswith("# Memory\n")
 
 
 def conversation_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -221,7 +227,7 @@ def conversation_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         m
         for i, m in enumerate(messages)
-        if i and not (m["role"] == "system" and i == len(messages) - 2)
+        if i and not (m["role"] == "system" and i == len(messages) - 2) and not is_memory(m)
     ]
 
 
@@ -327,12 +333,12 @@ def report(runs: list[Replay], turns: int, naive: int) -> list[str]:
         )
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(run.extra.items())) or "none"
         print(f"{'':>8}extra calls: {kinds}; prefix measured on {len(run.prefix)} turns")
-        tools, system, context, said = (
+        tools, system, memory, context, said = (
             int(statistics.mean(p)) for p in zip(*run.parts, strict=True)
         )
         print(
             f"{'':>8}a turn's request on average: tools {tools:,}, system prompt {system:,}, "
-            f"context {context:,}, conversation {said:,} tokens"
+            f"memory {memory:,}, context {context:,}, conversation {said:,} tokens"
         )
         missed += [f"{run.window}: {run.over} requests over the window"] if run.over else []
         if run.window <= 8192 and extra > GOALS["extra_8k"]:

@@ -29,7 +29,8 @@ class TurnContext:
     scope: MemoryScope  # runner: whose memory this turn may see and write
     session: Session  # runner loads; 18 compacts; 50 replaces with the saved session
     user_message: ChatMessage  # runner
-    system_prompt: str = ""  # 20: persona, instructions, `# Memory` (stable turn to turn)
+    system_prompt: str = ""  # 20: persona and instructions (and `# Memory`, see below)
+    memory_prompt: str = ""  # 20: `# Memory`, a system message of its own after the first
     # 20: the user's message as the model gets it, after what this message recalls and the
     # time (new every turn); empty until 20 ran: the message alone
     message_prompt: tuple[ChatMessage, ...] = ()
@@ -43,9 +44,13 @@ class TurnContext:
 
     def request(self) -> list[ChatMessage]:
         """The turn's first request, laid out by system 20 from most stable to least: the
-        system prompt, the conversation, then this message with its context."""
+        system prompt, memory, the conversation, then this message with its context."""
+        memory = (
+            [ChatMessage(role="system", content=self.memory_prompt)] if self.memory_prompt else []
+        )
         return [
             ChatMessage(role="system", content=self.system_prompt),
+            *memory,
             *self.session.messages,
             *(self.message_prompt or (self.user_message,)),
         ]

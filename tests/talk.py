@@ -103,9 +103,15 @@ def system_text(request: dict[str, Any]) -> str:
 
 
 def conversation(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """A request's messages after the system prompt, without the message's context (the
-    system message before the message that ends with the time)."""
-    return [m for m in request["messages"][1:] if not is_context(m)]
+    """A request's messages after the system prompt, without memory (a system message that
+    opens with `# Memory`) and the message's context (one that ends with the time)."""
+    return [m for m in request["messages"][1:] if not is_context(m) and not is_memory(m)]
+
+
+def is_memory(message: dict[str, Any]) -> bool:
+    return message["role"] == "system" and str(message.get("content") or "").startswith(
+        "# Memory\n"
+    )
 
 
 def is_context(message: dict[str, Any]) -> bool:

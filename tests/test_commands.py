@@ -14,7 +14,7 @@ import pytest
 from bot.app import App
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.harness import OWNER
-from tests.talk import RecordingReplier, conversation, message
+from tests.talk import RecordingReplier, conversation, message, system_text
 from tests.talk import say as say_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
@@ -67,12 +67,9 @@ async def test_new_archives_the_session_and_keeps_memory(
     assert {p: memory_after[p] for p in memory_before} == memory_before  # history was added
     assert "Ann said hi." in (workspace / "memory" / "HISTORY.md").read_text()
     await say(app, "again")
-    system, user = [
-        fake_openai.last_request["messages"][0],
-        *conversation(fake_openai.last_request),
-    ]
+    [user] = conversation(fake_openai.last_request)
     assert user == {"role": "user", "content": "again"}
-    assert "Ann likes green tea." in system["content"]
+    assert "Ann likes green tea." in system_text(fake_openai.last_request)
 
 
 async def test_status_of_a_new_conversation(app: App, fake_openai: FakeOpenAI) -> None:

@@ -67,7 +67,8 @@ async def build_prompt(root: Path, *, recent_days: int = 3) -> str:
     )
     await system.process(ctx)
     context = [m.content or "" for m in ctx.message_prompt if m.role == "system"]
-    return "\n\n".join([ctx.system_prompt, *context])  # as `prompt_of_turn` joins them
+    parts = [ctx.system_prompt, ctx.memory_prompt, *context]
+    return "\n\n".join(part for part in parts if part)  # as `prompt_of_turn` joins them
 
 
 def write(root: Path, name: str, text: str) -> None:

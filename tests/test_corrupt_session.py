@@ -13,7 +13,7 @@ from bot.turn.runner import DAMAGED_SESSION
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, make_settings, running_bot
-from tests.talk import conversation, say, session
+from tests.talk import conversation, say, session, system_text
 
 SESSION = f"telegram%3A{OWNER}.json"
 DAMAGED = {
@@ -43,12 +43,9 @@ async def test_the_user_hears_it_before_the_reply_and_the_file_is_kept(
     [aside] = (workspace / "sessions").glob(f"{SESSION}.corrupt-*")
     assert aside.read_bytes() == content
     assert any(e["event"] == "session_corrupt" and e["moved_to"] == str(aside) for e in logs)
-    system, asked = [
-        fake_openai.last_request["messages"][0],
-        *conversation(fake_openai.last_request),
-    ]
+    [asked] = conversation(fake_openai.last_request)
     assert asked == {"role": "user", "content": "hello"}
-    assert "Ann likes green tea." in system["content"]  # memory is intact
+    assert "Ann likes green tea." in system_text(fake_openai.last_request)  # memory is intact
     assert RECOVERED_FROM not in session(workspace)["metadata"]
 
 

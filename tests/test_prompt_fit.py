@@ -20,7 +20,7 @@ from bot.systems.context import CONTEXT_CLOSE
 from bot.turn.runner import MESSAGE_TOO_LONG, TOO_LONG
 from tests.fakes.openai_api import FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, make_settings, models_file, started_app
-from tests.talk import is_context, say, write
+from tests.talk import is_context, say, system_text, write
 from tests.test_consolidation import settle
 
 WORDS = [
@@ -162,7 +162,7 @@ async def test_memory_gets_a_share_of_a_small_window(
 
     [request] = small_model.requests
     assert small_model.refused == []
-    system = str(request["messages"][0]["content"])
+    system = system_text(request)
     assert "more lines not shown" in system  # cut to the window's share, and said so
     assert len(system) < 8192  # characters: well under a quarter of the window in tokens
 
@@ -182,6 +182,8 @@ async def test_consecutive_turns_share_their_prefix_and_the_time_comes_last(
         assert after[len(stable) - 1] == stable[-1]  # the message, then the reply after it
         assert after[0]["content"] == before[0]["content"]  # the system prompt did not move
     assert "Current time" not in third[0]["content"]
+    assert "green tea" not in third[0]["content"]  # the persona's message never changes …
+    assert third[1]["role"] == "system" and "- Ann likes green tea" in third[1]["content"]
     assert is_context(third[-2]) and third[-1] == {"role": "user", "content": "and to eat?"}
 
 

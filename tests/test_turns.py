@@ -19,7 +19,7 @@ from bot.turn.runner import MESSAGE_TOO_LONG, REFUSAL
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
-from tests.talk import RecordingReplier, conversation
+from tests.talk import RecordingReplier, conversation, system_text
 from tests.talk import message as message_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
@@ -185,7 +185,7 @@ async def test_the_console_user_is_an_owner_even_when_no_owners_are_configured(
     await app.runner.handle(message("hi", user=OWNER), telegram)
 
     assert console.sent == ["hello, owner"]
-    assert "The owner's secret plan." in fake_openai.requests[0]["messages"][0]["content"]
+    assert "The owner's secret plan." in system_text(fake_openai.requests[0])
     assert telegram.sent == [REFUSAL]  # empty lists mean the owners only, never everybody
 
 
