@@ -139,10 +139,10 @@ class Compactor:
         )
         return result
 
-    def room(self, session: Session, *, share: float) -> int:
-        """`share` of the tokens the window leaves the session's conversation, with room kept
-        for the answer: what a compaction after an overflow may keep."""
-        limit = self.meter.window - self.meter.output_reserve
+    def room(self, session: Session, *, share: float, under: int | None = None) -> int:
+        """`share` of the tokens the session's conversation has under an estimate of `under`
+        (default: the window, with room kept for the answer): what a compaction may keep."""
+        limit = self.meter.window - self.meter.output_reserve if under is None else under
         return int(share * self.meter.conversation_room(session, limit))
 
     async def summarize(self, messages: Sequence[ChatMessage]) -> str | None:

@@ -45,9 +45,6 @@ class CountCache:
                 self._known.popitem(last=False)
         return counted
 
-    def __len__(self) -> int:
-        return len(self._known)
-
 
 class LineTokens:
     """Counts text as the sum of its lines' counts (each remembered) plus one per line break.

@@ -56,14 +56,9 @@ class AutoCompaction:
             keep=self.keep,
             reason="auto",
             scope=ctx.scope,
-            keep_tokens=self._keep_tokens(ctx, limit),
+            keep_tokens=self.compactor.room(ctx.session, share=KEEP_SHARE, under=limit),
         )
         ctx.session = result.session
         after = self.meter.estimate(ctx.session, (ctx.user_message,)).tokens
         if after > limit:
             log.warning("auto_compact_not_enough", estimated_tokens=after, threshold=limit)
-
-    def _keep_tokens(self, ctx: TurnContext, limit: int) -> int:
-        """The most the kept messages may take: `KEEP_SHARE` of the conversation's room under
-        the threshold, so that the next compaction is many turns away."""
-        return int(KEEP_SHARE * self.meter.conversation_room(ctx.session, limit))
