@@ -26,7 +26,8 @@ from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory
 from bot.memory.recall.relevant import RelevantMemory
-from bot.memory.recall.retrieval import MemoryRetriever, TopK
+from bot.memory.recall.retrieval import MemoryRetriever
+from bot.memory.recall.scoring import TopK
 from bot.models import GLOBAL_SCOPE, MemoryLayer
 from bot.settings import ItemSettings, MemorySettings, RagSettings
 from bot.storage.files import FileLocks

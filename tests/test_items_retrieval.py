@@ -15,7 +15,8 @@ from bot.memory.items.keywords import ItemTerms, bm25
 from bot.memory.items.store import ItemStore
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.working import WorkingNote
-from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever, TopK
+from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever
+from bot.memory.recall.scoring import TopK
 from bot.memory.recall.section import MemoryView
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
 from tests.clock import Clock

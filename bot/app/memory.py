@@ -34,7 +34,8 @@ from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt, PackLimits
 from bot.memory.recall.relevant import RelevantMemory
-from bot.memory.recall.retrieval import MemoryRetriever, TopK
+from bot.memory.recall.retrieval import MemoryRetriever
+from bot.memory.recall.scoring import TopK
 from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.files import FileLocks

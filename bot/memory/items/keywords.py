@@ -98,7 +98,11 @@ def score(query: str, documents: Sequence[Terms]) -> list[float]:
     if not wanted or not documents:
         return scores
     average = sum(d.length for d in documents) / len(documents) or 1.0
-    matched = [(n, shared) for n, d in enumerate(documents) if (shared := d.counts.keys() & wanted)]
+    matched = [
+        (n, d.counts.keys() & wanted)
+        for n, d in enumerate(documents)
+        if not wanted.isdisjoint(d.counts)
+    ]
     df = Counter(term for _, shared in matched for term in shared)
     idf = {t: math.log(1 + (len(documents) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
     for n, shared in matched:

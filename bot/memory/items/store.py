@@ -59,7 +59,7 @@ class ItemStore:
         self._files = FileCache()
         self._marks = UsageMarks()
         self._lock = threading.Lock()  # the parsed files and the marks
-        self._listings: dict[Path, tuple[int, list[Path]]] = {}
+        self._listings: dict[Path, tuple[int, list[tuple[str, Path]]]] = {}
         self._listings_lock = threading.Lock()
 
     # ------------------------------------------------------------------ paths and the lock
@@ -79,7 +79,7 @@ class ItemStore:
         if layer is not MemoryLayer.EPISODIC:
             return [self.home_path(scope, layer, date.min)]
         first = since.isoformat() if since else ""
-        return [p for p in self._episodic_paths(scope) if p.stem >= first]
+        return [path for day, path in self._episodic_paths(scope) if day >= first]
 
     def layer_of(self, item_id: str) -> MemoryLayer | None:
         """The layer an id names (see `items.new_id`), or None for an unknown kind of id."""
@@ -88,8 +88,8 @@ class ItemStore:
         prefix, _, _ = item_id.partition("-")
         return {"s": MemoryLayer.SEMANTIC, "p": MemoryLayer.PROCEDURAL}.get(prefix)
 
-    def _episodic_paths(self, scope: MemoryScope) -> list[Path]:
-        """The episodic files, listed again only when the folder changed."""
+    def _episodic_paths(self, scope: MemoryScope) -> list[tuple[str, Path]]:
+        """The episodic files and their days, listed again only when the folder changed."""
         folder = self.workspace.episodic_items_path(scope, date.min).parent
         try:
             changed = os.stat(folder).st_mtime_ns
@@ -98,7 +98,7 @@ class ItemStore:
         with self._listings_lock:
             listed = self._listings.get(folder)
         if listed is None or listed[0] != changed:
-            listed = (changed, self.workspace.episodic_items_paths(scope))
+            listed = (changed, [(p.stem, p) for p in self.workspace.episodic_items_paths(scope)])
             with self._listings_lock:
                 self._listings[folder] = listed
         return listed[1]

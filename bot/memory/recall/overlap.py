@@ -34,20 +34,25 @@ def flat(text: str) -> str:
 
 
 class Shown:
-    """What a prompt holds so far; texts are added as they are placed."""
+    """What a prompt holds so far; texts are added as they are placed. Checking a text costs
+    about its own length, not the prompt's: held pieces are looked up whole, then by substring
+    in their joined text, and the pieces a text may contain are found by their first
+    `MIN_CHARS` characters."""
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
-        self._held = ""
-        self._pieces: list[str] = []
+        self._order: dict[str, int] = {}  # piece -> when it was added
+        self._by_start: dict[str, list[str]] = {}
+        self._joined: str | None = ""
         for text in texts:
             self.add(text)
 
     def add(self, text: str) -> None:
         for line in text.splitlines():
             piece = flat(line)
-            if len(piece) >= MIN_CHARS:
-                self._pieces.append(piece)
-                self._held += "\n" + piece
+            if len(piece) >= MIN_CHARS and piece not in self._order:
+                self._order[piece] = len(self._order)
+                self._by_start.setdefault(piece[:MIN_CHARS], []).append(piece)
+                self._joined = None
 
     def holds(self, text: str) -> bool:
         """True when `text` adds nothing substantial to what is shown (see above)."""
@@ -55,11 +60,24 @@ class Shown:
         substantial = [piece for piece in lines if len(piece) >= MIN_CHARS]
         if not substantial:
             return False
-        if all(piece in self._held for piece in substantial):
+        if all(piece in self._order or piece in self._held() for piece in substantial):
             return True
         whole = " ".join(lines)
         rest = whole
-        for piece in self._pieces:
+        for piece in self._inside(whole):
             if piece in rest:
                 rest = rest.replace(piece, " ")
         return rest != whole and len(_LETTERS.sub("", _LABELS.sub("", rest))) < MIN_CHARS
+
+    def _held(self) -> str:
+        if self._joined is None:
+            self._joined = "\n".join(self._order)
+        return self._joined
+
+    def _inside(self, text: str) -> list[str]:
+        """The held pieces that may lie in `text` (their start does), in the order added."""
+        starts = {text[at : at + MIN_CHARS] for at in range(len(text) - MIN_CHARS + 1)}
+        found = [
+            piece for start in starts & self._by_start.keys() for piece in self._by_start[start]
+        ]
+        return sorted(found, key=self._order.__getitem__)

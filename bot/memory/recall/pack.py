@@ -21,12 +21,13 @@ renamed (`headings`): system 20 shows the pack beside the markdown section (`mem
 
 from __future__ import annotations
 
-from collections import Counter
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import cached_property
 from itertools import groupby
-from typing import Literal
+from typing import Literal, Protocol
 
 from bot.memory.recall.section import HEADER, MemoryView
 from bot.models import MemoryItem, MemoryLayer
@@ -82,15 +83,41 @@ class Cut:
     tokens: int  # what the line would have cost (0 for top-k cuts: never measured)
 
 
+class Explain(Protocol):
+    """Every candidate a pack weighed, and those top-k passed over: made when asked."""
+
+    def candidates(self) -> Sequence[Candidate]: ...
+
+    def top_k_cuts(self) -> Sequence[Cut]: ...
+
+
+class _Nothing:
+    def candidates(self) -> Sequence[Candidate]:
+        return ()
+
+    def top_k_cuts(self) -> Sequence[Cut]:
+        return ()
+
+
 @dataclass(frozen=True)
 class PackDiagnostics:
     candidates: Mapping[PackLayer, int]  # how many each layer offered
-    scored: tuple[Candidate, ...]  # every candidate with its score parts
-    cut: tuple[Cut, ...]  # everything left out, and why
+    budget_cuts: tuple[Cut, ...]  # what the budgets left out
     stretched: tuple[str, ...]  # keys taken past the soft budget
     tokens: int  # of the rendered text
     soft_budget: int
     max_budget: int
+    explain: Explain = field(default_factory=_Nothing, repr=False, compare=False)
+
+    @cached_property
+    def scored(self) -> tuple[Candidate, ...]:
+        """Every candidate with its score parts."""
+        return tuple(self.explain.candidates())
+
+    @cached_property
+    def cut(self) -> tuple[Cut, ...]:
+        """Everything left out, and why."""
+        return (*self.explain.top_k_cuts(), *self.budget_cuts)
 
 
 @dataclass(frozen=True)
@@ -106,7 +133,7 @@ class MemoryPack:
     @property
     def omitted(self) -> int:
         """Candidates the budget left out (announced at the end of `rendered`)."""
-        return sum(1 for cut in self.diagnostics.cut if cut.reason != "top_k")
+        return len(self.diagnostics.budget_cuts)
 
     def view(self) -> MemoryView:
         return MemoryView(text=self.rendered, omitted_lines=self.omitted)
@@ -124,14 +151,16 @@ def build_pack(
     kept: Sequence[Candidate],
     *,
     budget: Budget,
-    scored: Sequence[Candidate],
-    top_k_cuts: Sequence[Cut],
+    offered: Mapping[PackLayer, int],
+    explain: Explain,
     working_age: str = "",
     headings: Mapping[PackLayer, str] = HEADINGS,
 ) -> MemoryPack:
-    """Fit `kept` (the candidates top-k let through) into the budget and render the pack."""
+    """Fit `kept` (the candidates top-k let through) into the budget and render the pack;
+    `offered` counts each layer's candidates, `explain` lists them for the diagnostics."""
+    diagnosed = functools.partial(_pack, offered=offered, explain=explain, budget=budget)
     if not kept:
-        return _pack((), scored, top_k_cuts, (), text="", tokens=0, budget=budget)
+        return diagnosed((), (), (), text="", tokens=0)
     count = _remembered(budget.count)  # the same lines are measured on every attempt
     reserve = count(HEADER) + count(OMITTED.format(count=len(kept))) + 4
     slack = 0
@@ -142,10 +171,7 @@ def build_pack(
         tokens = count(text)
         over = tokens - (budget.max if stretched else budget.soft)
         if over <= 0 or not chosen:
-            all_cuts = (*top_k_cuts, *cuts)
-            return _pack(
-                chosen, scored, all_cuts, stretched, text=text, tokens=tokens, budget=budget
-            )
+            return diagnosed(chosen, cuts, stretched, text=text, tokens=tokens)
         slack += over
 
 
@@ -162,24 +188,23 @@ def _remembered(count: Count) -> Count:
 
 def _pack(
     chosen: Sequence[Candidate],
-    scored: Sequence[Candidate],
     cuts: Sequence[Cut],
     stretched: Sequence[Candidate],
     *,
     text: str,
     tokens: int,
     budget: Budget,
+    offered: Mapping[PackLayer, int],
+    explain: Explain,
 ) -> MemoryPack:
-    layers = Counter(c.layer for c in scored)
-    offered = {layer: layers[layer] for layer in PRIORITY}
     diagnostics = PackDiagnostics(
-        candidates=offered,
-        scored=tuple(scored),
-        cut=tuple(cuts),
+        candidates=dict(offered),
+        budget_cuts=tuple(cuts),
         stretched=tuple(c.key for c in stretched),
         tokens=tokens,
         soft_budget=budget.soft,
         max_budget=budget.max,
+        explain=explain,
     )
     return MemoryPack(chosen=tuple(chosen), diagnostics=diagnostics, rendered=text)
 

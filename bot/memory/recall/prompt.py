@@ -35,7 +35,8 @@ from bot.memory.recall import pack as packs
 from bot.memory.recall import section
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.relevant import RelevantMemory
-from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever, TopK
+from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever
+from bot.memory.recall.scoring import TopK
 from bot.memory.scopes import search_scopes, visible_scopes
 from bot.models import MemoryItem, MemoryScope
 

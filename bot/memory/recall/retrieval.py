@@ -20,9 +20,9 @@ Every part of a score lies in 0–1:
 Each layer keeps its top k by score, the newer item first on a tie (the rest is cut as
 "top_k"), passing over an item the prompt already shows (`shown`: the markdown part's text) or
 that repeats an item kept before it (a statement and its promoted copy, a fact inside a turn;
-the rule is `overlap`'s). Then the pack fills its budgets (`pack`). Items shown are marked used
-(`last_used_at`), at most once per `touch_every`; the store keeps the marks in memory and
-writes them in batches (`items.usage`).
+the rule is `overlap`'s; the arithmetic is `scoring`'s). Then the pack fills its budgets
+(`pack`). Items shown are marked used (`last_used_at`), at most once per `touch_every`; the
+store keeps the marks in memory and writes them in batches (`items.usage`).
 """
 
 from __future__ import annotations
@@ -37,41 +37,12 @@ from bot.memory.items.keywords import ItemTerms, bm25, score, terms
 from bot.memory.items.store import ItemStore
 from bot.memory.notes.working import WorkingNote
 from bot.memory.recall.overlap import Shown
-from bot.memory.recall.pack import (
-    HEADINGS,
-    PRIORITY,
-    Budget,
-    Candidate,
-    Count,
-    Cut,
-    MemoryPack,
-    PackLayer,
-    Score,
-    build_pack,
-)
+from bot.memory.recall.pack import HEADINGS, Budget, Count, MemoryPack, PackLayer, build_pack
+from bot.memory.recall.scoring import Scored, TopK
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
 
 # An index plugged in: (query, scopes) -> {item id: score, higher is better}; called in a thread.
 ItemSearch = Callable[[str, Sequence[MemoryScope]], Mapping[str, float]]
-W_RELEVANCE, W_RECENCY, W_SALIENCE, W_CONFIDENCE = 0.5, 0.2, 0.2, 0.1
-LAYER_WEIGHTS = {MemoryLayer.SEMANTIC: 1.0, MemoryLayer.PROCEDURAL: 0.9, MemoryLayer.EPISODIC: 0.8}
-HALF_LIFE_DAYS = {MemoryLayer.EPISODIC: 7, MemoryLayer.PROCEDURAL: 30, MemoryLayer.SEMANTIC: 90}
-_LAYERS: Mapping[MemoryLayer, PackLayer] = {
-    MemoryLayer.EPISODIC: "episodic",
-    MemoryLayer.SEMANTIC: "semantic",
-    MemoryLayer.PROCEDURAL: "procedural",
-}
-
-
-@dataclass(frozen=True)
-class TopK:
-    working: int = 6
-    episodic: int = 8
-    semantic: int = 6
-    procedural: int = 4
-
-    def of(self, layer: PackLayer) -> int:
-        return int(getattr(self, layer))
 
 
 @dataclass(frozen=True)
@@ -87,21 +58,6 @@ class MemoryQuery:
 
 
 EPISODIC_CANDIDATES = 128  # a scope's newest episodic items a pack weighs
-
-
-def item_score(item: MemoryItem, relevance: float, now: datetime) -> Score:
-    days = max((now - item.updated_at).total_seconds() / 86400, 0.0)
-    recency = 0.5 ** (days / HALF_LIFE_DAYS[item.layer])
-    return _score(relevance, recency, item.salience, item.confidence, LAYER_WEIGHTS[item.layer])
-
-
-def working_score(relevance: float) -> Score:
-    return _score(relevance, 1.0, 1.0, 1.0, 1.0)
-
-
-def _score(r: float, t: float, s: float, c: float, weight: float) -> Score:
-    total = weight * (W_RELEVANCE * r + W_RECENCY * t + W_SALIENCE * s + W_CONFIDENCE * c)
-    return Score(total, r, t, s, c, weight)
 
 
 class MemoryRetriever:
@@ -136,15 +92,16 @@ class MemoryRetriever:
         """The pack, without marking anything used (blocking: reads files)."""
         items = self._items(query.scopes, now.date())
         lines = _working_lines(query.working)
-        candidates = self._candidates(query, items, lines, now)
-        kept, cuts = top_k(candidates, query.top_k, shown=Shown([query.shown]))
+        on_items, on_lines = self._relevance(query, items, lines)
+        scored = Scored(lines, on_lines, items, on_items, now)
+        kept = scored.top_k(query.top_k, shown=Shown([query.shown]))
         budget = Budget(query.soft_budget_tokens, query.max_budget_tokens, self.count)
         age = query.working.age if query.working else ""
         return build_pack(
             kept,
             budget=budget,
-            scored=candidates,
-            top_k_cuts=cuts,
+            offered=scored.offered,
+            explain=scored,
             working_age=age,
             headings=query.headings,
         )
@@ -162,20 +119,6 @@ class MemoryRetriever:
                 active = [item for item in items if item.status == "active"]
                 found += active[-EPISODIC_CANDIDATES:] if layer is MemoryLayer.EPISODIC else active
         return found
-
-    def _candidates(
-        self, query: MemoryQuery, items: list[MemoryItem], lines: list[str], now: datetime
-    ) -> list[Candidate]:
-        on_items, on_lines = self._relevance(query, items, lines)
-        working = [
-            Candidate(f"working#{n}", "working", working_score(r), text=line, position=n)
-            for n, (line, r) in enumerate(zip(lines, on_lines, strict=True))
-        ]
-        scored = [
-            Candidate(i.id, _LAYERS[i.layer], item_score(i, r, now), item=i)
-            for i, r in zip(items, on_items, strict=True)
-        ]
-        return [*working, *scored]
 
     def _relevance(
         self, query: MemoryQuery, items: list[MemoryItem], lines: list[str]
@@ -200,44 +143,6 @@ class MemoryRetriever:
                 by_scope[item.memory_scope].append(item)
         for scope, group in by_scope.items():
             await self.store.touch(scope, group, at)
-
-
-def top_k(
-    candidates: Sequence[Candidate], k: TopK, *, shown: Shown | None = None
-) -> tuple[list[Candidate], list[Cut]]:
-    """Each layer's best `k.of(layer)` candidates that `shown` does not hold yet (each kept
-    item is added to it), and the rest as "top_k" cuts."""
-    held = shown or Shown()
-    kept: list[Candidate] = []
-    cuts: list[Cut] = []
-    groups: dict[PackLayer, list[Candidate]] = {layer: [] for layer in PRIORITY}
-    for candidate in candidates:
-        groups[candidate.layer].append(candidate)
-    for layer, group in groups.items():
-        if layer != "working":
-            group.reverse()  # items come oldest file first: on a tie the newer wins
-        best = _best_unshown(sorted(group, key=_best_first), k.of(layer), held)
-        chosen = {id(c) for c in best}
-        kept += best
-        cuts += [Cut(c.key, layer, "top_k", c.score.total, 0) for c in group if id(c) not in chosen]
-    return kept, cuts
-
-
-def _best_unshown(ranked: Sequence[Candidate], k: int, held: Shown) -> list[Candidate]:
-    best: list[Candidate] = []
-    for candidate in ranked:
-        if len(best) == k:
-            break
-        if candidate.item is not None and held.holds(candidate.item.text):
-            continue
-        best.append(candidate)
-        if candidate.item is not None:
-            held.add(candidate.item.text)
-    return best
-
-
-def _best_first(candidate: Candidate) -> float:
-    return -candidate.score.total
 
 
 def _working_lines(note: WorkingNote | None) -> list[str]:
