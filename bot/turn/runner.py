@@ -10,6 +10,9 @@ saved but not recorded takes the reply from the session (`LAST_INBOUND`): the mo
 most once for a message whose answer was saved. A channel that polls (Telegram) queues entries
 per chat (`bot.turn.intake`); one that answers in line (the console, tests) calls `handle`.
 
+A model failure is told by its cause (`bot.llm.failures`): the owner, in their private chat,
+what failed and which setting to change; anyone else a short line.
+
 When the model says the prompt is over its context window (or the meter says it would be, and
 nothing is sent), the session is compacted once and the same turn runs again; if it still does
 not fit, the user is told so (seed 004).
@@ -31,6 +34,7 @@ import structlog
 from bot.conversation.compaction import Compactor
 from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
+from bot.llm import failures
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.inbox import Entry, Inbox
@@ -179,8 +183,8 @@ class TurnRunner:
             except StopTurn as stop:
                 return stop.reply or ""
             except LLMError as exc:
-                log.warning("turn_llm_failed", error=type(exc).__name__)
-                return exc.user_message
+                log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
+                return failures.tell(exc, owner=self._owner_chat(inbound))
         log.info("turn_done", reply_chars=len(ctx.reply or ""))
         return ctx.reply or ""
 
@@ -239,6 +243,11 @@ class TurnRunner:
             )
         await self.delivery.notice(renewal.notice, replier)
         return renewal.session
+
+    def _owner_chat(self, inbound: Inbound) -> bool:
+        """An owner in their private chat (or at the console): told what failed and what to
+        change; a group, even the owner's message in it, hears the short words."""
+        return inbound.is_private and self.access.is_owner(inbound.user_id)
 
     async def _refuse(self, inbound: Inbound, replier: Replier) -> None:
         log.info("access_refused", user=inbound.user_id)
