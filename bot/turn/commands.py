@@ -1,5 +1,6 @@
 """Chat commands, handled before the pipeline: /start /help /new /reset /compact /status
-/stop, and /memory /remember /forget (which act only on the memory this chat may see).
+(worded by `bot.turn.status`) /stop, and /memory /remember /forget (which act only on the
+memory this chat may see).
 
 Each handler returns the text to send. `COMMANDS` is also what channels register as the menu.
 """
@@ -29,6 +30,8 @@ from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
+from bot.turn.status import Status, wants_verbose
+from bot.turn.status import render as render_status
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("new", "Start a new conversation (memory stays)"),
     ("reset", "Same as /new"),
     ("compact", "Summarise older messages to make room (/compact N keeps the last N)"),
-    ("status", "Messages, tokens and model of this conversation"),
+    ("status", "Messages, context used and model (/status verbose: more)"),
     ("stop", "Stop the answer in progress"),
     ("memory", "What I remember about this chat"),
     ("remember", "Save a fact to this chat's memory"),
@@ -181,28 +184,21 @@ class Commands:
     async def _status(self, inbound: Inbound, args: str) -> str:
         session = await self.sessions.load(inbound.session_key)
         estimate = self.meter.estimate(session)
-        window, reported = estimate.window, session.last_prompt_tokens
         scope = self.access.scope_for(inbound)
-        consolidated = await asyncio.to_thread(self.history.last_consolidation, scope)
-        compacted = await asyncio.to_thread(self.history.last_compaction, scope)
-        lines = [
-            f"Messages: {len(session.messages)}",
-            f"Prompt (estimated): ~{estimate.tokens:,} / {window:,} tokens",
-            f"Last prompt (reported): {reported:,} / {window:,} tokens"
-            if reported
-            else "Last prompt: none yet",
-            f"Compactions: {session.compactions}"
-            + (f" (last {compacted:%Y-%m-%d %H:%M})" if compacted else ""),
-            f"Last consolidation: {consolidated:%Y-%m-%d %H:%M}"
-            if consolidated
-            else "Last consolidation: none yet",
-            f"Model: {self.model}",
-            f"Context window: {window:,} tokens ({self.meter.windows.source(self.model)})",
-            f"Pipeline: {', '.join(self.pipeline)}",
-        ]
-        if self.running.is_running(inbound.session_key):
-            lines.append("A reply is in progress (/stop cancels it).")
-        return "\n".join(lines)
+        status = Status(
+            messages=len(session.messages),
+            tokens=estimate.tokens,
+            window=estimate.window,
+            window_source=self.meter.windows.source(self.model),
+            reported=session.last_prompt_tokens or 0,
+            compactions=session.compactions,
+            last_compaction=await asyncio.to_thread(self.history.last_compaction, scope),
+            last_consolidation=await asyncio.to_thread(self.history.last_consolidation, scope),
+            model=self.model,
+            pipeline=self.pipeline,
+            running=self.running.is_running(inbound.session_key),
+        )
+        return render_status(status, verbose=wants_verbose(args))
 
     async def _stop(self, inbound: Inbound, args: str) -> str:
         if self.running.stop(inbound.session_key):
