@@ -57,7 +57,8 @@ async def test_new_archives_the_session_and_keeps_memory(
     assert len(memory_before) == 2  # MEMORY.md and today's note
 
     assert await say(app, command) == [
-        "Started a new conversation. I saved what mattered to memory."
+        "Started a new conversation. I saved what mattered from the last one (2 messages) to "
+        "memory."
     ]
 
     [archived] = (workspace / "sessions" / "archive").glob("*.json")

@@ -61,8 +61,16 @@ HELP = (
 )
 GREETING = "Hello! I'm Mnemo. Talk to me; I keep notes so I remember. /help lists commands."
 NEW_EMPTY = "Started a new conversation. Your memory files are kept."
-NEW_SAVED = "Started a new conversation. I saved what mattered to memory."
-NEW_RAW = "Started a new conversation; the model was unavailable, so I kept a raw note in history."
+NEW_SAVING = "Saving this conversation ({messages}) to memory, then starting a new one…"
+NEW_SAVED = (
+    "Started a new conversation. I saved what mattered from the last one ({messages}) to memory."
+)
+NEW_RAW = (
+    "Started a new conversation. The model could not summarise the last one ({messages}), so I "
+    "kept it in history as a raw note."
+)
+COMPACTING = "Summarising {count} older messages…"
+SLOW = frozenset({"new", "reset", "compact", "forget"})  # typing at once, then `Progress`
 REMEMBER_USAGE = "Usage: /remember <text> — I save it to this chat's memory."
 FORGET_USAGE = (
     "Usage: /forget <text> (3 characters or more) — I remove it from everything I keep: "
@@ -72,6 +80,17 @@ COMPACT_USAGE = (
     "Usage: /compact [N] — summarise all but the last N messages (N a positive whole number; "
     "{keep} when left out)."
 )
+
+
+class Progress(Protocol):
+    """What a slow command tells the chat it is doing (`bot.turn.progress.ProgressNotice`)."""
+
+    def doing(self, text: str) -> None: ...
+
+
+class _Quiet:
+    def doing(self, text: str) -> None:
+        pass
 
 
 class CommandMemory(Protocol):
@@ -131,9 +150,6 @@ class Commands:
         self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str]]] = {
             "start": self._start,
             "help": self._help,
-            "new": self._new,
-            "reset": self._new,
-            "compact": self._compact,
             "status": self._status,
             "stop": self._stop,
             "memory": self._memory,
@@ -141,9 +157,23 @@ class Commands:
             "forget": self._forget,
             "undo": self._undo,
         }
+        self._slow: dict[str, Callable[[Inbound, str, Progress], Awaitable[str]]] = {
+            "new": self._new,
+            "reset": self._new,
+            "compact": self._compact,
+        }
 
-    async def run(self, command: Command, inbound: Inbound) -> str:
+    def takes_time(self, command: Command) -> bool:
+        """A command that may take seconds (a model call, a sweep of every file): the channel
+        shows typing from its start and `Progress` says what it is doing."""
+        return command.name in SLOW
+
+    async def run(
+        self, command: Command, inbound: Inbound, *, progress: Progress | None = None
+    ) -> str:
         """What to answer: the handler's text, or a hint for an unknown command."""
+        if (slow := self._slow.get(command.name)) is not None:
+            return await slow(inbound, command.args, progress or _Quiet())
         handler = self._handlers.get(command.name)
         if handler is None:
             return f"Unknown command /{command.name}. /help lists what I understand."
@@ -155,22 +185,24 @@ class Commands:
     async def _help(self, inbound: Inbound, args: str) -> str:
         return HELP
 
-    async def _new(self, inbound: Inbound, args: str) -> str:
+    async def _new(self, inbound: Inbound, args: str, progress: Progress) -> str:
         """Consolidate the session (awaited, bounded; raw fallback), then archive it."""
         key = inbound.session_key
         async with self.locks.hold(key):
             session = await self.sessions.load(key)
             reply = NEW_EMPTY
             if session.messages and self.consolidator is not None:
+                messages = _plural(len(session.messages), "message")
+                progress.doing(NEW_SAVING.format(messages=messages))
                 scope = self.access.scope_for(inbound)
                 job = new_job(scope, key, session.messages, at=inbound.received_at)
                 saved = await self.consolidator.consolidate_now(job)
-                reply = NEW_SAVED if saved else NEW_RAW
+                reply = (NEW_SAVED if saved else NEW_RAW).format(messages=messages)
             await self.sessions.archive(key)
             await self.memory.clear_working(key)
         return reply
 
-    async def _compact(self, inbound: Inbound, args: str) -> str:
+    async def _compact(self, inbound: Inbound, args: str, progress: Progress) -> str:
         """Summarise all but the last N messages now, under the chat's lock."""
         keep = keep_count(args, default=self.keep_last_messages)
         if keep is None:
@@ -178,6 +210,7 @@ class Commands:
         key, scope = inbound.session_key, self.access.scope_for(inbound)
         async with self.locks.hold(key):
             session = await self.sessions.load(key)
+            progress.doing(COMPACTING.format(count=max(len(session.messages) - keep, 0)))
             result = await self.compactor.compact(session, keep=keep, reason="manual", scope=scope)
         return compact_receipt(result, keep=keep)
 
@@ -258,3 +291,7 @@ def compact_receipt(result: CompactionResult, *, keep: int) -> str:
         f"~{result.tokens_before:,} → ~{result.tokens_after:,} tokens. "
         f"{how}; a verbatim copy is in the history."
     )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

@@ -43,8 +43,9 @@ from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
-from bot.turn.commands import Commands, parse_command
+from bot.turn.commands import Command, Commands, parse_command
 from bot.turn.delivery import Delivery, Replier
+from bot.turn.progress import NOTICE_AFTER, ProgressNotice
 
 log = structlog.get_logger(__name__)
 OVERFLOW_KEEP_SHARE = 0.5  # of the conversation's room in the window: kept after an overflow
@@ -80,6 +81,7 @@ class TurnRunner:
         overflow_keep: int = 10,  # messages the overflow compaction keeps
         renewal: SessionRenewal | None = None,  # None: sessions never go stale
         delivery: Delivery | None = None,  # default: `Delivery(inbox)`
+        notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -93,6 +95,7 @@ class TurnRunner:
         self.overflow_keep = overflow_keep
         self.renewal = renewal
         self.delivery = delivery or Delivery(inbox)
+        self.notice_after = notice_after
         self._refused: set[int] = set()
 
     def jumps_queue(self, inbound: Inbound) -> bool:
@@ -144,13 +147,25 @@ class TurnRunner:
         """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
         try:
             if (command := parse_command(inbound.text)) is not None:
-                return await self.commands.run(command, inbound)
+                return await self._command(command, inbound, replier)
             return await self._locked_turn(inbound, replier)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("turn_failed", inbound=inbound.id)
             return SORRY
+
+    async def _command(self, command: Command, inbound: Inbound, replier: Replier) -> str:
+        """A command's answer; one that takes time shows typing from its start, and says what
+        it is doing if it takes longer than `notice_after` (`bot.turn.progress`)."""
+        if not self.commands.takes_time(command):
+            return await self.commands.run(command, inbound)
+
+        async def say(text: str) -> None:
+            await self.delivery.notice(text, replier)
+
+        async with replier.typing(), ProgressNotice(say, after=self.notice_after) as progress:
+            return await self.commands.run(command, inbound, progress=progress)
 
     async def _locked_turn(self, inbound: Inbound, replier: Replier) -> str:
         """The turn under its chat lock, as a task /stop can cancel ("" when it did)."""
