@@ -11,7 +11,8 @@
     │       │                  for the user
     │       └── OutOfScopeError  one that leads out of its scope's folder
     │                          (`bot.storage.confined`), left alone the same way
-    ├── LLMError               the model could not answer; the user gets a short notice
+    ├── LLMError               the model could not answer; `cause` says why (`LLMCause`), and
+    │   │                      `bot.llm.failures` words it for the user
     │   ├── LLMUnavailable     network, timeout, 5xx, rate limit after retries
     │   ├── LLMRejected        the provider refused the request (4xx)
     │   └── ContextOverflow    the prompt is longer than the model's window
@@ -23,6 +24,8 @@
 
 `StopTurn` (in `bot.pipeline`) is control flow, not an error.
 """
+
+from enum import StrEnum
 
 
 class MnemoError(Exception):
@@ -53,8 +56,44 @@ class OutOfScopeError(NotTextError):
     pass
 
 
+class LLMCause(StrEnum):
+    """Why the model failed, as `bot.llm.openai_chat` reads the provider's answer."""
+
+    KEY_REJECTED = "key rejected"  # 401
+    OUT_OF_CREDIT = "out of credit"  # 402, or 429 insufficient_quota
+    MODEL_NOT_FOUND = "model not found"  # 404 that names the model, model_not_found
+    NO_ENDPOINT = "no chat endpoint"  # another 404: the base URL is wrong
+    RATE_LIMITED = "rate limited"  # 429
+    TIMED_OUT = "timed out"
+    OVERLOADED = "overloaded"  # 5xx, 529
+    UNREACHABLE = "unreachable"  # connection refused, DNS, TLS
+    REFUSED = "request refused"  # another 4xx
+    OVERFLOW = "context overflow"
+    FAILED = "failed"  # anything else (no choices, an answer we cannot read)
+
+
 class LLMError(MnemoError):
-    user_message = "The model is not answering right now. Please try again in a moment."
+    """`str()` is one line for logs and `doctor`; the fields are what `bot.llm.failures` needs
+    to tell a person: never the key, and the provider's words (`detail`) already scrubbed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: LLMCause = LLMCause.FAILED,
+        model: str = "",
+        host: str = "",
+        status: int | None = None,
+        detail: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.model = model
+        self.host = host
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
 
 
 class LLMUnavailable(LLMError):
@@ -62,14 +101,12 @@ class LLMUnavailable(LLMError):
 
 
 class LLMRejected(LLMError):
-    user_message = "The model refused this request. Try rephrasing, or /new to start over."
+    pass
 
 
 class ContextOverflow(LLMRejected):
-    user_message = "This conversation is too long for the model. Use /compact or /new."
-
-    def __init__(self, message: str, *, limit: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, limit: int | None = None, model: str = "") -> None:
+        super().__init__(message, cause=LLMCause.OVERFLOW, model=model)
         self.limit = limit  # the window the provider stated, when it did
 
 

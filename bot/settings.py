@@ -5,13 +5,15 @@ Read once at start-up, frozen, and passed on as plain values (never the whole ob
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -21,6 +23,7 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
@@ -28,9 +31,26 @@ from pydantic_settings import (
 )
 
 from bot.errors import ConfigError
+from bot.settings_errors import describe
 
 CONFIG_FILE_VAR = "BOT_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = Path("config/settings.toml")
+
+
+def _id_list(value: Any) -> Any:
+    """User ids as a person writes them: `123456789`, `1, 2`, `1 2` or JSON `[1, 2]`."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a list of numbers: {exc.msg}") from None
+    return text.replace(",", " ").split()
+
+
+UserIds = Annotated[tuple[int, ...], NoDecode, BeforeValidator(_id_list)]
 
 
 class _Section(BaseModel):
@@ -40,8 +60,8 @@ class _Section(BaseModel):
 class TelegramSettings(_Section):
     token: SecretStr | None = None
     base_url: str = "https://api.telegram.org/bot"
-    owner_ids: tuple[int, ...] = ()
-    allowed_user_ids: tuple[int, ...] = ()
+    owner_ids: UserIds = ()
+    allowed_user_ids: UserIds = ()
     poll_timeout: int = Field(default=30, ge=0)
     typing_interval: float = Field(default=4.0, gt=0)
     max_message_length: int = Field(default=4096, gt=0, le=4096)
@@ -83,7 +103,10 @@ class ItemSettings(_Section):
     @model_validator(mode="after")
     def _max_not_below_soft(self) -> ItemSettings:
         if self.max_budget_tokens < self.soft_budget_tokens:
-            raise ValueError("max_budget_tokens must not be below soft_budget_tokens")
+            raise ValueError(
+                "BOT_MEMORY__ITEMS__MAX_BUDGET_TOKENS must not be below "
+                "BOT_MEMORY__ITEMS__SOFT_BUDGET_TOKENS"
+            )
         return self
 
 
@@ -200,7 +223,8 @@ class Settings(BaseSettings):
 
 
 def load_settings(env_file: Path | None = Path(".env")) -> Settings:
-    """Read settings once; a bad value becomes a `ConfigError` naming the variable."""
+    """Read settings once; a bad value becomes a `ConfigError` naming the variable, what is
+    wrong and a valid example (`bot.settings_errors`)."""
     try:
         return Settings(_env_file=env_file)  # type: ignore[call-arg]
     except SettingsError as exc:
@@ -210,9 +234,7 @@ def load_settings(env_file: Path | None = Path(".env")) -> Settings:
         )
         raise ConfigError(f"{exc}{cause}{hint}") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        name = "BOT_" + "__".join(str(part).upper() for part in first["loc"])
-        raise ConfigError(f"{name}: {first['msg']}") from None
+        raise ConfigError(describe(exc, Settings)) from None
 
 
 def require_secret(value: SecretStr | None, variable: str) -> str:

@@ -57,7 +57,8 @@ async def test_new_archives_the_session_and_keeps_memory(
     assert len(memory_before) == 2  # MEMORY.md and today's note
 
     assert await say(app, command) == [
-        "Started a new conversation. I saved what mattered to memory."
+        "Started a new conversation. I saved what mattered from the last one (2 messages) to "
+        "memory."
     ]
 
     [archived] = (workspace / "sessions" / "archive").glob("*.json")
@@ -72,22 +73,41 @@ async def test_new_archives_the_session_and_keeps_memory(
     assert "Ann likes green tea." in system_text(fake_openai.last_request)
 
 
-async def test_status_of_a_new_conversation(app: App, fake_openai: FakeOpenAI) -> None:
+async def test_status_of_a_new_conversation_in_plain_words(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
     [text] = await say(app, "/status")
 
     lines = text.splitlines()
-    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 32,768 tokens", lines.pop(1))
+    assert re.fullmatch(r"Context: [\d,]+ of 32,768 tokens \((\d+%|under 1%)\)", lines.pop(1))
     assert lines == [
         "Messages: 0",
-        "Last prompt: none yet",
-        "Compactions: 0",
+        "Last compaction: none yet",
         "Last consolidation: none yet",
+        "Model: fake-model",
+        "/status verbose shows the details.",
+    ]
+    assert "Pipeline" not in text
+
+
+@pytest.mark.parametrize("form", ["/status verbose", "/status -v"])
+async def test_status_verbose_adds_the_window_the_counts_and_the_pipeline(
+    app: App, fake_openai: FakeOpenAI, form: str
+) -> None:
+    [text] = await say(app, form)
+
+    lines = text.splitlines()
+    assert lines[:1] == ["Messages: 0"]
+    assert lines[4:] == [
         "Model: fake-model",
         "Context window: 32,768 tokens (assumed: not in config/models.json; "
         "set BOT_LLM__CONTEXT_WINDOW)",
+        lines[6],
+        "Last prompt: none yet",
         "Pipeline: 17 memory-flush, 18 auto-compaction, 20 context-building, 30 tool-loop, "
         "40 memory-tags, 50 memory-persist, 55 rag-indexing",
     ]
+    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 32,768 tokens", lines[6])
 
 
 async def test_status_counts_messages_tokens_and_names_the_model(
@@ -97,13 +117,32 @@ async def test_status_counts_messages_tokens_and_names_the_model(
     await say(app, "hi")
 
     [text] = await say(app, "/status")
+    [verbose] = await say(app, "/status verbose")
 
     assert "Messages: 2" in text
-    estimate = re.search(r"Prompt \(estimated\): ~([\d,]+) / 32,768 tokens", text)
-    assert estimate is not None
-    assert int(estimate[1].replace(",", "")) >= 2 * 4 + 10  # two messages' overhead and words
-    assert "Last prompt (reported): 1,234 / 32,768 tokens" in text
+    context = re.search(r"Context: ([\d,]+) of 32,768 tokens \((\d+)%\)", text)
+    assert context is not None
+    tokens = int(context[1].replace(",", ""))
+    assert tokens >= 2 * 4 + 10  # two messages' overhead and words
+    assert int(context[2]) == round(100 * tokens / 32768)
     assert "Model: fake-model" in text
+    assert f"Prompt (estimated): ~{tokens:,} / 32,768 tokens" in verbose
+    assert "Last prompt (reported): 1,234 / 32,768 tokens" in verbose
+
+
+async def test_status_tells_a_consolidation_from_a_compaction(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    consolidation = json.dumps({"history_entry": "[2026-11-21 09:30] Ann said hi."})
+    fake_openai.script(Reply("hello"), Reply(consolidation))
+    await say(app, "hi")
+    await say(app, "/new")
+
+    [text] = await say(app, "/status")
+
+    lines = text.splitlines()
+    assert lines[2] == "Last compaction: none yet"
+    assert re.fullmatch(r"Last consolidation: \d{4}-\d\d-\d\d \d\d:\d\d", lines[3])
 
 
 async def test_a_command_addressed_to_this_bot_works(app: App) -> None:

@@ -169,12 +169,15 @@ async def test_status_shows_prompt_window_and_tells_compaction_from_consolidatio
     await say(app, "/compact 2")
     await say(app, "and now")
 
-    [status] = await say(app, "/status")
+    [status] = await say(app, "/status verbose")
 
     lines = status.splitlines()
     assert lines[0] == "Messages: 5"
-    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 6,000 tokens", lines[1])
-    assert lines[2] == "Last prompt (reported): 777 / 6,000 tokens"
-    assert re.fullmatch(rf"Compactions: 1 \(last {app.now():%Y-%m-%d} \d\d:\d\d\)", lines[3])
-    assert lines[4] == "Last consolidation: none yet"  # a compaction is not a consolidation
-    assert lines[5] == "Model: fake-model"
+    assert re.fullmatch(r"Context: [\d,]+ of 6,000 tokens \(\d+%\)", lines[1])
+    assert re.fullmatch(
+        rf"Last compaction: {app.now():%Y-%m-%d} \d\d:\d\d \(1 in this conversation\)", lines[2]
+    )
+    assert lines[3] == "Last consolidation: none yet"  # a compaction is not a consolidation
+    assert lines[4] == "Model: fake-model"
+    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 6,000 tokens", lines[6])
+    assert lines[7] == "Last prompt (reported): 777 / 6,000 tokens"

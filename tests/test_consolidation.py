@@ -464,7 +464,8 @@ async def test_new_waits_for_the_consolidation_before_it_replies(
     fake_openai.script(answer(ENTRY, UPDATED))
 
     assert await say(app, "/new") == [
-        "Started a new conversation. I saved what mattered to memory."
+        "Started a new conversation. I saved what mattered from the last one (2 messages) to "
+        "memory."
     ]
 
     assert ENTRY in (memory / "HISTORY.md").read_text()  # no waiting needed
@@ -490,7 +491,8 @@ async def test_new_with_a_hanging_model_replies_within_the_timeout(
 
         elapsed = loop.time() - started
     assert replies == [
-        "Started a new conversation; the model was unavailable, so I kept a raw note in history."
+        "Started a new conversation. The model could not summarise the last one (2 messages), "
+        "so I kept it in history as a raw note."
     ]
     assert 0.3 <= elapsed < 2
     history = (memory / "HISTORY.md").read_text()
@@ -506,7 +508,8 @@ async def test_new_says_so_when_the_model_answers_prose(
     fake_openai.script(Reply("Sure, the user said m1 and I said r1."))
 
     assert await say(app, "/new") == [
-        "Started a new conversation; the model was unavailable, so I kept a raw note in history."
+        "Started a new conversation. The model could not summarise the last one (2 messages), "
+        "so I kept it in history as a raw note."
     ]
 
     assert "[raw-fallback]" in (memory / "HISTORY.md").read_text()

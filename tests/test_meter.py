@@ -73,7 +73,7 @@ async def test_status_shows_the_corrected_estimate_with_its_margin(
     messages = [ChatMessage(role=m["role"], content=m["content"]) for m in saved["messages"]]
     system, factor = int(saved["metadata"][SYSTEM_TOKENS]), float(saved["metadata"][FACTOR])
 
-    [status] = await say(app, "/status")
+    [status] = await say(app, "/status verbose")
 
     tools = COUNTER.count(json.dumps(fake_openai.last_request["tools"]))
     expected = math.ceil((system + tools + COUNTER.count_messages(messages)) * factor * 1.1)

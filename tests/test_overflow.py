@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from bot.app import App
-from bot.errors import ContextOverflow as Overflow
+from bot.llm.failures import TOO_LONG
 from tests.fakes.openai_api import ContextOverflow, FakeOpenAI, Reply, ToolCalls
 from tests.harness import small_window_settings, started_app
 from tests.talk import conversation, say, session
@@ -118,7 +118,7 @@ async def test_with_compaction_off_an_overflow_is_not_retried(
         before = (workspace / "sessions" / "telegram%3A1001.json").read_bytes()
         fake_openai.script(ContextOverflow())
 
-        assert await say(app, "q4") == [Overflow.user_message]
+        assert await say(app, "q4") == [TOO_LONG]
 
     assert (workspace / "sessions" / "telegram%3A1001.json").read_bytes() == before
     assert inbox(workspace) == []

@@ -118,7 +118,7 @@ async def test_a_window_a_provider_states_is_learnt_and_remembered(
                 assert await say(app, f"{turn} " + "many words here " * 150) == ["fine"]
         learnt = json.loads((workspace / "state" / "windows.json").read_text())
         async with started_app(settings) as app:
-            [status] = await say(app, "/status")
+            [status] = await say(app, "/status verbose")
 
     assert len(model.refused) == 1  # once, then never again
     assert learnt["context_windows"] == {"fake-model": 6000}
@@ -133,7 +133,7 @@ async def test_the_setting_decides_the_window(workspace: Path, fake_openai: Fake
         update={"llm": llm}
     )
     async with started_app(settings) as app:
-        [status] = await say(app, "/status")
+        [status] = await say(app, "/status verbose")
 
     assert "Context window: 5,000 tokens (set by BOT_LLM__CONTEXT_WINDOW)" in status.splitlines()
 

@@ -51,15 +51,115 @@ def test_bad_values_name_the_variable(config: Path, monkeypatch: pytest.MonkeyPa
         load_settings(None)
 
 
-def test_unparsable_list_is_one_clear_error(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BOT_TELEGRAM__OWNER_IDS", "12, 13")
-    with pytest.raises(ConfigError, match="JSON"):
+@pytest.mark.parametrize(
+    ("written", "ids"),
+    [("123456789", (123456789,)), ("12, 13", (12, 13)), ("12 13", (12, 13)), ("[12,13]", (12, 13))],
+)
+def test_user_ids_as_a_person_writes_them(
+    config: Path, monkeypatch: pytest.MonkeyPatch, written: str, ids: tuple[int, ...]
+) -> None:
+    monkeypatch.setenv("BOT_TELEGRAM__OWNER_IDS", written)
+    monkeypatch.setenv("BOT_TELEGRAM__ALLOWED_USER_IDS", written)
+    settings = load_settings(None)
+    assert settings.telegram.owner_ids == settings.telegram.allowed_user_ids == ids
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        (
+            "BOT_TELEGRAM__OWNER_IDS",
+            "@ann",
+            "BOT_TELEGRAM__OWNER_IDS: expected a list of whole numbers (got '@ann'), "
+            "e.g. BOT_TELEGRAM__OWNER_IDS=[123456789]",
+        ),
+        (
+            "BOT_TELEGRAM__OWNER_IDS",
+            "[12, ",
+            "BOT_TELEGRAM__OWNER_IDS: not a list of numbers: Expecting value (got '[12, '), "
+            "e.g. BOT_TELEGRAM__OWNER_IDS=[123456789]",
+        ),
+        (
+            "BOT_LOG__LEVEL",
+            "LOUD",
+            "BOT_LOG__LEVEL: expected one of 'DEBUG', 'INFO', 'WARNING' or 'ERROR' "
+            "(got 'LOUD'), e.g. BOT_LOG__LEVEL=INFO",
+        ),
+        (
+            "BOT_LLM__TIMEOUT",
+            "-5",
+            "BOT_LLM__TIMEOUT: must be more than 0 (got '-5'), e.g. BOT_LLM__TIMEOUT=60.0",
+        ),
+        (
+            "BOT_LLM__CONTEXT_WINDOW",
+            "big",
+            "BOT_LLM__CONTEXT_WINDOW: expected a whole number (got 'big'), "
+            "e.g. BOT_LLM__CONTEXT_WINDOW=32768",
+        ),
+        (
+            "BOT_COMPACTION__ENABLED",
+            "maybe",
+            "BOT_COMPACTION__ENABLED: expected true or false (got 'maybe'), "
+            "e.g. BOT_COMPACTION__ENABLED=true",
+        ),
+        (
+            "BOT_TIMEZONE",
+            "Mars/Base",
+            "BOT_TIMEZONE: unknown time zone 'Mars/Base', e.g. BOT_TIMEZONE=Europe/Berlin",
+        ),
+        (
+            "BOT_LLM__MODLE",
+            "gpt-4o",
+            "BOT_LLM__MODLE: not a setting Mnemo knows; did you mean BOT_LLM__MODEL?",
+        ),
+    ],
+)
+def test_a_bad_value_names_the_variable_says_why_and_shows_a_valid_one(
+    config: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as raised:
         load_settings(None)
+    assert str(raised.value) == message
+
+
+def test_every_bad_value_is_named_at_once(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOT_LLM__TIMEOUT", "soon")
+    monkeypatch.setenv("BOT_LLM__MAX_RETRIES", "-1")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(None)
+    assert str(raised.value) == (
+        "BOT_LLM__TIMEOUT: expected a number (got 'soon'), e.g. BOT_LLM__TIMEOUT=60.0; "
+        "BOT_LLM__MAX_RETRIES: must be 0 or more (got '-1'), e.g. BOT_LLM__MAX_RETRIES=2"
+    )
 
 
 def test_missing_secret_names_the_variable() -> None:
     with pytest.raises(ConfigError, match="BOT_LLM__API_KEY is not set"):
         require_secret(None, "BOT_LLM__API_KEY")
+
+
+def test_a_bad_setting_stops_the_bot_with_one_line(tmp_path: Path) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "BOT_TELEGRAM__OWNER_IDS": "me",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "run"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: BOT_TELEGRAM__OWNER_IDS: expected a list of whole numbers (got 'me'), "
+        "e.g. BOT_TELEGRAM__OWNER_IDS=[123456789]"
+    ]
 
 
 def test_missing_token_is_one_line_not_a_traceback(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from bot.app import App, build_app
-from bot.errors import LLMError, LLMRejected, LLMUnavailable
 from bot.storage.inbox import Inbox
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.runner import MESSAGE_TOO_LONG, REFUSAL
@@ -114,11 +113,11 @@ async def test_a_replayed_empty_answer_is_not_mistaken_for_the_previous_turns_re
 
 
 @pytest.mark.parametrize(
-    ("step", "error"),
+    ("step", "told"),
     [
-        (Fail(500, "upstream exploded", type="server_error"), LLMUnavailable),
-        (Fail(429, "upstream exploded: rate limit", type="rate_limit_error"), LLMUnavailable),
-        (Fail(400, "upstream exploded: bad request"), LLMRejected),
+        (Fail(500, "upstream exploded", type="server_error"), "is overloaded or failing"),
+        (Fail(429, "upstream exploded: rate limit", type="rate_limit_error"), "rate-limiting"),
+        (Fail(400, "upstream exploded: bad request"), "refused this request"),
     ],
     ids=["500", "429", "400"],
 )
@@ -128,7 +127,7 @@ async def test_a_model_failure_tells_the_user_and_leaves_the_session_alone(
     inbox: Inbox,
     workspace: Path,
     step: Step,
-    error: type[LLMError],
+    told: str,
 ) -> None:
     fake_openai.script(Reply("first answer"), step)
     await app.runner.handle(message("one"), RecordingReplier())
@@ -137,8 +136,8 @@ async def test_a_model_failure_tells_the_user_and_leaves_the_session_alone(
 
     await app.runner.handle(message("two"), replier)
 
-    assert replier.sent == [error.user_message]
-    assert "exploded" not in replier.sent[0]
+    [reply] = replier.sent
+    assert told in reply  # the owner's words (`bot.llm.failures`; tests/test_model_failures.py)
     assert (workspace / SESSION).read_bytes() == session_before
     assert await inbox.pending() == []
 

@@ -1,9 +1,9 @@
 """`OpenAIChat`: the `LLM` protocol over any OpenAI-compatible `/chat/completions` endpoint.
 
 The only module that speaks the SDK: our messages in, a `Completion` out, SDK errors mapped onto
-the `bot.errors.LLMError` tree, each with one line that says what failed and, where we know, what
-to fix (`python -m bot doctor` prints it). Timeouts and retries are explicit (the SDK's own retry
-loop, which honours `Retry-After`).
+the `bot.errors.LLMError` tree by cause (`LLMCause`: key rejected, out of credit, model not
+found, rate-limited, timed out, overloaded, …), worded by `bot.llm.failures`. Timeouts and
+retries are explicit (the SDK's own retry loop, which honours `Retry-After`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,42 @@ from typing import Any
 import openai
 import structlog
 
-from bot.errors import ContextOverflow, LLMRejected, LLMUnavailable
+from bot.errors import ContextOverflow, LLMCause, LLMError, LLMRejected, LLMUnavailable
+from bot.llm import failures
 from bot.llm.windows import ModelWindows
+from bot.logs import Scrubber
 from bot.models import ChatMessage, Completion, ToolCall, ToolSpec, Usage
 
 log = structlog.get_logger(__name__)
 
 _REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
+_PASSING = frozenset(  # causes that pass by themselves: `LLMUnavailable`; the rest `LLMRejected`
+    {
+        LLMCause.RATE_LIMITED,
+        LLMCause.TIMED_OUT,
+        LLMCause.OVERLOADED,
+        LLMCause.UNREACHABLE,
+        LLMCause.FAILED,
+    }
+)
+_CREDIT_MARKERS = (
+    "insufficient_quota",  # OpenAI's 429 code and type
+    "exceeded your current quota",
+    "insufficient credits",  # OpenRouter (402)
+    "insufficient balance",  # DeepSeek (402)
+    "credit balance",  # Anthropic: "Your credit balance is too low"
+    "billing",
+)
+_MISSING_MODEL_MARKERS = (
+    "does not exist",  # OpenAI: "The model `x` does not exist or you do not have access to it."
+    "not found",  # Ollama: 'model "x" not found, try pulling it first'
+    "not a valid model",  # OpenRouter
+    "invalid model",
+    "unknown model",
+    "no such model",
+)
+_ERROR_CODE = re.compile(r"^Error code: \d+(?: - )?")  # the SDK's prefix to a provider's message
+DETAIL_CHARS = 200
 _OVERFLOW_MARKERS = (
     "context_length_exceeded",
     "maximum context length",
@@ -55,6 +84,7 @@ class OpenAIChat:
         self.model = model
         self.base_url = base_url
         self.windows = windows
+        self._scrub = Scrubber((api_key,))
         self.temperature = temperature
         self.max_tokens = max_tokens
         self._client = openai.AsyncOpenAI(
@@ -83,7 +113,9 @@ class OpenAIChat:
         try:
             response = await self._client.chat.completions.create(**request)
         except openai.APIError as exc:
-            error = _translate(exc, base_url=self.base_url)
+            error = _translate(
+                exc, base_url=self.base_url, model=request["model"], scrub=self._scrub
+            )
             if isinstance(error, ContextOverflow) and error.limit and self.windows:
                 await asyncio.to_thread(self.windows.learn, request["model"], error.limit)
             raise error from exc
@@ -118,7 +150,7 @@ def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
 
 def _from_wire(response: Any) -> Completion:
     if not response.choices:
-        raise LLMUnavailable("the model returned no choices")
+        raise LLMUnavailable("the model returned no choices", model=response.model or "")
     message = response.choices[0].message
     calls = tuple(
         ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
@@ -144,29 +176,64 @@ def stated_limit(text: str) -> int | None:
     return None
 
 
-def _translate(exc: openai.APIError, *, base_url: str) -> Exception:
-    """The SDK's error as ours. The provider's words stay in the message where they help (a
-    refused request, a 5xx); a refused key or an unreachable server says what to fix instead.
-    Whatever a provider echoes (a key, in full or masked) is cut where it is logged or printed
-    (`bot.logs.Scrubber`)."""
+def _translate(exc: openai.APIError, *, base_url: str, model: str, scrub: Scrubber) -> LLMError:
+    """The SDK's error as ours, with its cause (`_cause`) and what `bot.llm.failures` needs to
+    word it. The provider's words (`detail`) are scrubbed of the key it may echo (in full or
+    masked); the log line is cut the same way (`bot.logs.Scrubber`)."""
     status = getattr(exc, "status_code", None)
-    text = f"{getattr(exc, 'code', '') or ''} {exc.message}".lower()
+    text = f"{exc.code or ''} {exc.type or ''} {exc.message}".lower()
     log.warning("llm_error", status=status, error=type(exc).__name__, detail=exc.message[:300])
     if status in (400, 413) and any(marker in text for marker in _OVERFLOW_MARKERS):
-        return ContextOverflow(exc.message, limit=stated_limit(f"{text} {exc.body}"))
-    if status == 401:
-        return LLMRejected(
-            f"the model at {base_url} rejected the API key (HTTP 401): check BOT_LLM__API_KEY"
-        )
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMUnavailable(
-            f"the model at {base_url} did not answer in time: check the network and "
-            "BOT_LLM__BASE_URL, or raise BOT_LLM__TIMEOUT"
-        )
+        return ContextOverflow(exc.message, limit=stated_limit(f"{text} {exc.body}"), model=model)
+    cause = _cause(exc, status, text)
+    detail = scrub(_ERROR_CODE.sub("", exc.message))[:DETAIL_CHARS]
+    kind = LLMUnavailable if cause in _PASSING else LLMRejected
+    return kind(
+        failures.line(cause, base_url=base_url, status=status, detail=detail),
+        cause=cause,
+        model=model,
+        host=failures.host_of(base_url),
+        status=status,
+        detail=detail,
+        retry_after=_retry_after(exc),
+    )
+
+
+def _cause(exc: openai.APIError, status: int | None, text: str) -> LLMCause:
+    """Why the request failed, from the status and the words and codes providers send:
+    OpenAI, OpenRouter (402 credits), Anthropic (529, "credit balance"), Ollama, llama.cpp."""
+    if isinstance(exc, openai.APITimeoutError) or status == 408:
+        return LLMCause.TIMED_OUT
     if isinstance(exc, openai.APIConnectionError):
-        return LLMUnavailable(
-            f"cannot reach the model at {base_url}: check the network and BOT_LLM__BASE_URL"
-        )
-    if isinstance(exc, openai.APIStatusError) and exc.status_code in _REJECTIONS:
-        return LLMRejected(f"the model at {base_url} refused the request: {exc.message}")
-    return LLMUnavailable(f"the model at {base_url} failed: {exc.message}")
+        return LLMCause.UNREACHABLE
+    if status is None:
+        return LLMCause.FAILED
+    if status == 401:
+        return LLMCause.KEY_REJECTED
+    client_error = 400 <= status < 500
+    if status == 402 or (client_error and any(m in text for m in _CREDIT_MARKERS)):
+        return LLMCause.OUT_OF_CREDIT
+    if status == 404 or (client_error and _names_missing_model(text)):
+        return LLMCause.MODEL_NOT_FOUND if _names_missing_model(text) else LLMCause.NO_ENDPOINT
+    if status == 429:
+        return LLMCause.RATE_LIMITED
+    if status >= 500:
+        return LLMCause.OVERLOADED
+    return LLMCause.REFUSED if status in _REJECTIONS else LLMCause.FAILED
+
+
+def _names_missing_model(text: str) -> bool:
+    return "model_not_found" in text or (
+        "model" in text and any(marker in text for marker in _MISSING_MODEL_MARKERS)
+    )
+
+
+def _retry_after(exc: openai.APIError) -> float | None:
+    """The seconds a 429 asks us to wait (`Retry-After`), when it says."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    try:
+        return float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None

@@ -1,2 +1,3 @@
 """A turn's surroundings: the runner (inbox, per-chat order, the pipeline, the reply), chat
-commands, who may talk to the bot, and the per-chat locks."""
+commands (/status's words in `status`, a slow command's feedback in `progress`), who may talk to
+the bot, and the per-chat locks."""

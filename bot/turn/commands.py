@@ -1,5 +1,6 @@
 """Chat commands, handled before the pipeline: /start /help /new /reset /compact /status
-/stop, and /memory /remember /forget (which act only on the memory this chat may see).
+(worded by `bot.turn.status`) /stop, and /memory /remember /forget (which act only on the
+memory this chat may see).
 
 Each handler returns the text to send. `COMMANDS` is also what channels register as the menu.
 """
@@ -29,6 +30,8 @@ from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
+from bot.turn.status import Status, wants_verbose
+from bot.turn.status import render as render_status
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("new", "Start a new conversation (memory stays)"),
     ("reset", "Same as /new"),
     ("compact", "Summarise older messages to make room (/compact N keeps the last N)"),
-    ("status", "Messages, tokens and model of this conversation"),
+    ("status", "Messages, context used and model (/status verbose: more)"),
     ("stop", "Stop the answer in progress"),
     ("memory", "What I remember about this chat"),
     ("remember", "Save a fact to this chat's memory"),
@@ -58,8 +61,16 @@ HELP = (
 )
 GREETING = "Hello! I'm Mnemo. Talk to me; I keep notes so I remember. /help lists commands."
 NEW_EMPTY = "Started a new conversation. Your memory files are kept."
-NEW_SAVED = "Started a new conversation. I saved what mattered to memory."
-NEW_RAW = "Started a new conversation; the model was unavailable, so I kept a raw note in history."
+NEW_SAVING = "Saving this conversation ({messages}) to memory, then starting a new one…"
+NEW_SAVED = (
+    "Started a new conversation. I saved what mattered from the last one ({messages}) to memory."
+)
+NEW_RAW = (
+    "Started a new conversation. The model could not summarise the last one ({messages}), so I "
+    "kept it in history as a raw note."
+)
+COMPACTING = "Summarising {count} older messages…"
+SLOW = frozenset({"new", "reset", "compact", "forget"})  # typing at once, then `Progress`
 REMEMBER_USAGE = "Usage: /remember <text> — I save it to this chat's memory."
 FORGET_USAGE = (
     "Usage: /forget <text> (3 characters or more) — I remove it from everything I keep: "
@@ -69,6 +80,17 @@ COMPACT_USAGE = (
     "Usage: /compact [N] — summarise all but the last N messages (N a positive whole number; "
     "{keep} when left out)."
 )
+
+
+class Progress(Protocol):
+    """What a slow command tells the chat it is doing (`bot.turn.progress.ProgressNotice`)."""
+
+    def doing(self, text: str) -> None: ...
+
+
+class _Quiet:
+    def doing(self, text: str) -> None:
+        pass
 
 
 class CommandMemory(Protocol):
@@ -128,9 +150,6 @@ class Commands:
         self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str]]] = {
             "start": self._start,
             "help": self._help,
-            "new": self._new,
-            "reset": self._new,
-            "compact": self._compact,
             "status": self._status,
             "stop": self._stop,
             "memory": self._memory,
@@ -138,9 +157,23 @@ class Commands:
             "forget": self._forget,
             "undo": self._undo,
         }
+        self._slow: dict[str, Callable[[Inbound, str, Progress], Awaitable[str]]] = {
+            "new": self._new,
+            "reset": self._new,
+            "compact": self._compact,
+        }
 
-    async def run(self, command: Command, inbound: Inbound) -> str:
+    def takes_time(self, command: Command) -> bool:
+        """A command that may take seconds (a model call, a sweep of every file): the channel
+        shows typing from its start and `Progress` says what it is doing."""
+        return command.name in SLOW
+
+    async def run(
+        self, command: Command, inbound: Inbound, *, progress: Progress | None = None
+    ) -> str:
         """What to answer: the handler's text, or a hint for an unknown command."""
+        if (slow := self._slow.get(command.name)) is not None:
+            return await slow(inbound, command.args, progress or _Quiet())
         handler = self._handlers.get(command.name)
         if handler is None:
             return f"Unknown command /{command.name}. /help lists what I understand."
@@ -152,22 +185,24 @@ class Commands:
     async def _help(self, inbound: Inbound, args: str) -> str:
         return HELP
 
-    async def _new(self, inbound: Inbound, args: str) -> str:
+    async def _new(self, inbound: Inbound, args: str, progress: Progress) -> str:
         """Consolidate the session (awaited, bounded; raw fallback), then archive it."""
         key = inbound.session_key
         async with self.locks.hold(key):
             session = await self.sessions.load(key)
             reply = NEW_EMPTY
             if session.messages and self.consolidator is not None:
+                messages = _plural(len(session.messages), "message")
+                progress.doing(NEW_SAVING.format(messages=messages))
                 scope = self.access.scope_for(inbound)
                 job = new_job(scope, key, session.messages, at=inbound.received_at)
                 saved = await self.consolidator.consolidate_now(job)
-                reply = NEW_SAVED if saved else NEW_RAW
+                reply = (NEW_SAVED if saved else NEW_RAW).format(messages=messages)
             await self.sessions.archive(key)
             await self.memory.clear_working(key)
         return reply
 
-    async def _compact(self, inbound: Inbound, args: str) -> str:
+    async def _compact(self, inbound: Inbound, args: str, progress: Progress) -> str:
         """Summarise all but the last N messages now, under the chat's lock."""
         keep = keep_count(args, default=self.keep_last_messages)
         if keep is None:
@@ -175,34 +210,28 @@ class Commands:
         key, scope = inbound.session_key, self.access.scope_for(inbound)
         async with self.locks.hold(key):
             session = await self.sessions.load(key)
+            progress.doing(COMPACTING.format(count=max(len(session.messages) - keep, 0)))
             result = await self.compactor.compact(session, keep=keep, reason="manual", scope=scope)
         return compact_receipt(result, keep=keep)
 
     async def _status(self, inbound: Inbound, args: str) -> str:
         session = await self.sessions.load(inbound.session_key)
         estimate = self.meter.estimate(session)
-        window, reported = estimate.window, session.last_prompt_tokens
         scope = self.access.scope_for(inbound)
-        consolidated = await asyncio.to_thread(self.history.last_consolidation, scope)
-        compacted = await asyncio.to_thread(self.history.last_compaction, scope)
-        lines = [
-            f"Messages: {len(session.messages)}",
-            f"Prompt (estimated): ~{estimate.tokens:,} / {window:,} tokens",
-            f"Last prompt (reported): {reported:,} / {window:,} tokens"
-            if reported
-            else "Last prompt: none yet",
-            f"Compactions: {session.compactions}"
-            + (f" (last {compacted:%Y-%m-%d %H:%M})" if compacted else ""),
-            f"Last consolidation: {consolidated:%Y-%m-%d %H:%M}"
-            if consolidated
-            else "Last consolidation: none yet",
-            f"Model: {self.model}",
-            f"Context window: {window:,} tokens ({self.meter.windows.source(self.model)})",
-            f"Pipeline: {', '.join(self.pipeline)}",
-        ]
-        if self.running.is_running(inbound.session_key):
-            lines.append("A reply is in progress (/stop cancels it).")
-        return "\n".join(lines)
+        status = Status(
+            messages=len(session.messages),
+            tokens=estimate.tokens,
+            window=estimate.window,
+            window_source=self.meter.windows.source(self.model),
+            reported=session.last_prompt_tokens or 0,
+            compactions=session.compactions,
+            last_compaction=await asyncio.to_thread(self.history.last_compaction, scope),
+            last_consolidation=await asyncio.to_thread(self.history.last_consolidation, scope),
+            model=self.model,
+            pipeline=self.pipeline,
+            running=self.running.is_running(inbound.session_key),
+        )
+        return render_status(status, verbose=wants_verbose(args))
 
     async def _stop(self, inbound: Inbound, args: str) -> str:
         if self.running.stop(inbound.session_key):
@@ -262,3 +291,7 @@ def compact_receipt(result: CompactionResult, *, keep: int) -> str:
         f"~{result.tokens_before:,} → ~{result.tokens_after:,} tokens. "
         f"{how}; a verbatim copy is in the history."
     )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

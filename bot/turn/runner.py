@@ -10,6 +10,9 @@ saved but not recorded takes the reply from the session (`LAST_INBOUND`): the mo
 most once for a message whose answer was saved. A channel that polls (Telegram) queues entries
 per chat (`bot.turn.intake`); one that answers in line (the console, tests) calls `handle`.
 
+A model failure is told by its cause (`bot.llm.failures`): the owner, in their private chat,
+what failed and which setting to change; anyone else a short line.
+
 When the model says the prompt is over its context window (or the meter says it would be, and
 nothing is sent), the session is compacted once and the same turn runs again; if it still does
 not fit, the user is told so (seed 004).
@@ -31,6 +34,7 @@ import structlog
 from bot.conversation.compaction import Compactor
 from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
+from bot.llm import failures
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.inbox import Entry, Inbox
@@ -39,8 +43,9 @@ from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
-from bot.turn.commands import Commands, parse_command
+from bot.turn.commands import Command, Commands, parse_command
 from bot.turn.delivery import Delivery, Replier
+from bot.turn.progress import NOTICE_AFTER, ProgressNotice
 
 log = structlog.get_logger(__name__)
 OVERFLOW_KEEP_SHARE = 0.5  # of the conversation's room in the window: kept after an overflow
@@ -76,6 +81,7 @@ class TurnRunner:
         overflow_keep: int = 10,  # messages the overflow compaction keeps
         renewal: SessionRenewal | None = None,  # None: sessions never go stale
         delivery: Delivery | None = None,  # default: `Delivery(inbox)`
+        notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -89,6 +95,7 @@ class TurnRunner:
         self.overflow_keep = overflow_keep
         self.renewal = renewal
         self.delivery = delivery or Delivery(inbox)
+        self.notice_after = notice_after
         self._refused: set[int] = set()
 
     def jumps_queue(self, inbound: Inbound) -> bool:
@@ -140,13 +147,25 @@ class TurnRunner:
         """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
         try:
             if (command := parse_command(inbound.text)) is not None:
-                return await self.commands.run(command, inbound)
+                return await self._command(command, inbound, replier)
             return await self._locked_turn(inbound, replier)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("turn_failed", inbound=inbound.id)
             return SORRY
+
+    async def _command(self, command: Command, inbound: Inbound, replier: Replier) -> str:
+        """A command's answer; one that takes time shows typing from its start, and says what
+        it is doing if it takes longer than `notice_after` (`bot.turn.progress`)."""
+        if not self.commands.takes_time(command):
+            return await self.commands.run(command, inbound)
+
+        async def say(text: str) -> None:
+            await self.delivery.notice(text, replier)
+
+        async with replier.typing(), ProgressNotice(say, after=self.notice_after) as progress:
+            return await self.commands.run(command, inbound, progress=progress)
 
     async def _locked_turn(self, inbound: Inbound, replier: Replier) -> str:
         """The turn under its chat lock, as a task /stop can cancel ("" when it did)."""
@@ -179,8 +198,8 @@ class TurnRunner:
             except StopTurn as stop:
                 return stop.reply or ""
             except LLMError as exc:
-                log.warning("turn_llm_failed", error=type(exc).__name__)
-                return exc.user_message
+                log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
+                return failures.tell(exc, owner=self._owner_chat(inbound))
         log.info("turn_done", reply_chars=len(ctx.reply or ""))
         return ctx.reply or ""
 
@@ -239,6 +258,11 @@ class TurnRunner:
             )
         await self.delivery.notice(renewal.notice, replier)
         return renewal.session
+
+    def _owner_chat(self, inbound: Inbound) -> bool:
+        """An owner in their private chat (or at the console): told what failed and what to
+        change; a group, even the owner's message in it, hears the short words."""
+        return inbound.is_private and self.access.is_owner(inbound.user_id)
 
     async def _refuse(self, inbound: Inbound, replier: Replier) -> None:
         log.info("access_refused", user=inbound.user_id)

@@ -9,6 +9,10 @@ counted as an over-call, and ``assert_done()`` fails loudly on over-calls and on
 
     fake.script(Reply("Hi!"), ToolCalls([("remember", {"fact": "likes tea"})]), Reply("Noted."))
 
+``PROVIDER_FAILURES`` holds failures as real providers send them (a revoked key, no credit, a
+missing model, rate limits, overload); ``Reply(delay=…)`` is a slow model, ``Hang`` one that
+answers only when told.
+
 With ``window`` it refuses, as OpenAI does (and says the limit), every request whose prompt is
 longer than that many tokens, counted as a provider counts (`provider_tokens`), and counts them
 in ``refused``.
@@ -86,9 +90,59 @@ class Fail:
     status: int
     message: str
     _: KW_ONLY
-    code: str | None = None
+    code: str | int | None = None  # OpenRouter sends its code as a number
     type: str = "invalid_request_error"
     retry_after: float | None = None
+
+
+# Failures as real providers answer them (status, message, type, code), by name.
+PROVIDER_FAILURES: dict[str, Fail] = {
+    "invalid-key": Fail(  # OpenAI, a revoked key (masked in the echo)
+        401,
+        "Incorrect API key provided: sk-proj-ab**********************wxyz. You can find your "
+        "API key at https://platform.openai.com/account/api-keys.",
+        code="invalid_api_key",
+    ),
+    "insufficient-quota": Fail(  # OpenAI, out of credit: a 429 that waiting does not cure
+        429,
+        "You exceeded your current quota, please check your plan and billing details. For more "
+        "information on this error, read the docs: "
+        "https://platform.openai.com/docs/guides/error-codes/api-errors.",
+        type="insufficient_quota",
+        code="insufficient_quota",
+    ),
+    "insufficient-credits": Fail(  # OpenRouter
+        402,
+        "Insufficient credits. Add more using https://openrouter.ai/settings/credits",
+        code=402,
+    ),
+    "credit-balance": Fail(  # Anthropic's OpenAI-compatible endpoint
+        400,
+        "Your credit balance is too low to access the Anthropic API. Please go to Plans & "
+        "Billing to upgrade or purchase credits.",
+    ),
+    "model-not-found": Fail(  # OpenAI
+        404,
+        "The model `gpt-9-turbo` does not exist or you do not have access to it.",
+        code="model_not_found",
+    ),
+    "model-not-pulled": Fail(  # Ollama
+        404, 'model "llama3.2" not found, try pulling it first', type="api_error"
+    ),
+    "rate-limited": Fail(  # OpenAI
+        429,
+        "Rate limit reached for gpt-4o-mini in organization org-abc on requests per min (RPM): "
+        "Limit 3, Used 3, Requested 1. Please try again in 20s.",
+        type="requests",
+        code="rate_limit_exceeded",
+        retry_after=20,
+    ),
+    "overloaded": Fail(529, "Overloaded", type="overloaded_error"),  # Anthropic
+    "unavailable": Fail(503, "The server is overloaded or not ready yet.", type="server_error"),
+    "tools-unsupported": Fail(  # Ollama, a model without tool support
+        400, "registry.ollama.ai/library/gemma2:2b does not support tools", type="api_error"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -122,7 +176,7 @@ def _error(
     message: str,
     *,
     type: str = "invalid_request_error",
-    code: str | None = None,
+    code: str | int | None = None,
     param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> web.Response:
