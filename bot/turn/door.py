@@ -7,10 +7,12 @@ it is /pair, /unpair or /claim — and every word the chat reads about access.
   group, once to write in private; with pairing off, once that the bot is private; while the
   bot has no owner, once that it has none. Nothing of theirs is journaled, stored or sent to
   the model.
-- `/claim <code>` (the code in the log at start while the bot has no owner) makes the first
+- `/claim CODE` (the code in the log at start while the bot has no owner) makes the first
   private chat that sends it an owner.
-- `/pair` (owners, in private) lists the requests and who is paired; `/pair <code>` lets its
-  user in (and tells them); `/unpair <id>` shuts a paired user out again.
+- `/pair` (owners, in private) lists the requests and who is paired; `/pair CODE` lets its
+  user in (and tells them); `/unpair ID` shuts a paired user out again.
+
+No `<…>` in these words: Telegram's rendering takes it for a tag and drops it.
 
 The rules behind the words: `bot.turn.pairing`.
 """
@@ -67,7 +69,7 @@ UNCLAIMED = (
 WELCOME = "You're in: my owner approved your request. Write to me any time."
 CLAIMED = (
     "Done: you are my owner now (Telegram id {user_id}). Our private chat sees all my memory. "
-    "When someone else writes to me, I'll send you their pairing code; /pair <code> lets them in."
+    "When someone else writes to me, I'll send you their pairing code: /pair CODE lets them in."
 )
 CLAIM_WRONG = (
     "That is not the claim code. Copy it from the bot's log, the line that starts with "
@@ -81,7 +83,7 @@ PAIRING_OFF = "Pairing is off (BOT_TELEGRAM__PAIRING=false); /unpair still works
 UNKNOWN_CODE = "No request has the code {code}. /pair lists the requests waiting."
 EXPIRED = "The code {code} has expired. Ask {who} to write to me again for a new one."
 PAIRED = "Paired: {who} (id {user_id}) can talk to me now. /unpair {user_id} undoes it."
-UNPAIR_USAGE = "Usage: /unpair <id> — the Telegram id /pair lists."
+UNPAIR_USAGE = "Usage: /unpair ID, with the Telegram id /pair lists."
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ class Door:
         return [Notice(reply), *([welcome] if welcome is not None else [])]
 
     async def approve(self, code: str) -> tuple[str, Notice | None]:
-        """The answer to `/pair <code>`, and the notice to the user it let in."""
+        """The answer to `/pair CODE`, and the notice to the user it let in."""
         try:
             approval = await self.pairing.approve(code)
         except StorageError as exc:
@@ -242,7 +244,7 @@ class Door:
         return reply, Notice(WELCOME, chat_id=request.chat_id)
 
     async def unpair(self, args: str) -> tuple[str, bool]:
-        """The answer to `/unpair <id>`, and whether someone was unpaired."""
+        """The answer to `/unpair ID`, and whether someone was unpaired."""
         text = args.strip()
         if not text.isdecimal():
             return UNPAIR_USAGE, False
@@ -275,7 +277,7 @@ class Door:
         paired = self.pairing.paired()
         if paired:
             names = ", ".join(f"{_name(m)} (id {m.id})" for m in paired)
-            lines.append(f"Paired: {names}. /unpair <id> removes someone.")
+            lines.append(f"Paired: {names}. /unpair ID removes someone.")
         else:
             lines.append("Nobody is paired yet.")
         return "\n".join(lines)
