@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 
 from bot.app import App, build_app
 from bot.turn.door import CLAIM_PRIVATE, CLAIM_WRONG, CLAIMED, OWNED, PLACEHOLDER_LOG, UNCLAIMED
-from bot.turn.pairing import ALPHABET, PLACEHOLDER_OWNER, owners
+from bot.turn.pairing import ALPHABET, PLACEHOLDER_OWNER, Owners, owners
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import (
@@ -183,7 +183,5 @@ async def test_the_example_owner_id_is_nobody_and_the_log_says_so(
         await app.aclose()
 
 
-def _owners(configured: tuple[int, ...], claimed: tuple[int, ...], *, placeholder: bool) -> Any:
-    from bot.turn.pairing import Owners
-
+def _owners(configured: tuple[int, ...], claimed: tuple[int, ...], *, placeholder: bool) -> Owners:
     return Owners(configured, claimed, placeholder=placeholder)
