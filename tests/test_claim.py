@@ -130,7 +130,7 @@ async def test_the_claimed_owner_is_an_owner_after_a_restart_and_no_code_is_logg
     try:
         assert fresh.runner.access.is_owner(OWNER)
         assert [e for e in logs if e["event"] == "owners"] == [
-            {"event": "owners", "ids": [OWNER], "pairing": True, "log_level": "info"}
+            {"event": "owners", "ids": [OWNER], "pairing": True, "log_level": "debug"}
         ]
         assert not any(CLAIM_LINE.search(str(e["event"])) for e in logs)
     finally:

@@ -116,7 +116,7 @@ class Door:
             log.warning(PLACEHOLDER_LOG)
         owners = self.access.owners()
         if owners:
-            log.info("owners", ids=sorted(owners), pairing=self.enabled)
+            log.debug("owners", ids=sorted(owners), pairing=self.enabled)
         else:
             self._claimable()
 
