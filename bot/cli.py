@@ -1,5 +1,5 @@
-"""Command line: `python -m bot run | chat | doctor | memory … | eval retrieval`. Thin: parse,
-load settings, hand over.
+"""Command line: `python -m bot run | chat | doctor | memory … | pair … | eval retrieval`.
+Thin: parse, load settings, hand over.
 
 Failures end here, never as a raw traceback and never with a secret: a `ConfigError` or a
 `StartupError` (a rejected token, Telegram out of reach) is one `error: …` line on stderr, exit
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import structlog
 
-from bot import logs, memory_cli
+from bot import logs, memory_cli, pair_cli
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel
 from bot.channels.telegram import TelegramChannel, check_token
@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("doctor", help="check settings, workspace, Telegram and the model")
     _add_eval_parser(sub)
     memory_cli.add_parser(sub)
+    pair_cli.add_parser(sub)
     args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     try:
@@ -54,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return eval_retrieval(settings, args)
         if args.command == "memory":
             return memory_cli.run(settings, args)
+        if args.command == "pair":
+            return pair_cli.run(settings, args)
         return asyncio.run(_COMMANDS[args.command](settings))
     except ConfigError as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)

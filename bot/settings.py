@@ -62,6 +62,7 @@ class TelegramSettings(_Section):
     base_url: str = "https://api.telegram.org/bot"
     owner_ids: UserIds = ()
     allowed_user_ids: UserIds = ()
+    pairing: bool = True  # strangers get a code an owner approves with /pair (bot.turn.door)
     poll_timeout: int = Field(default=30, ge=0)
     typing_interval: float = Field(default=4.0, gt=0)
     max_message_length: int = Field(default=4096, gt=0, le=4096)

@@ -14,7 +14,8 @@ import pytest
 from bot.app import App, build_app
 from bot.storage.inbox import Inbox
 from bot.systems.tool_loop import EMPTY_REPLY
-from bot.turn.runner import MESSAGE_TOO_LONG, REFUSAL
+from bot.turn.door import UNCLAIMED
+from bot.turn.runner import MESSAGE_TOO_LONG
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
@@ -165,7 +166,8 @@ async def test_a_stranger_is_refused_once_and_never_reaches_the_model(
     for text in ("let me in", "/status", "please"):
         await app.runner.handle(message(text, user=STRANGER), replier)
 
-    assert replier.sent == [REFUSAL]
+    [notice] = replier.sent  # one notice, with their id (the pairing code: test_pairing.py)
+    assert f"Telegram id: {STRANGER}" in notice
     assert replier.typing_entries == 0
     assert fake_openai.calls == 0
     assert list((workspace / "sessions").iterdir()) == []
@@ -185,7 +187,8 @@ async def test_the_console_user_is_an_owner_even_when_no_owners_are_configured(
 
     assert console.sent == ["hello, owner"]
     assert "The owner's secret plan." in system_text(fake_openai.requests[0])
-    assert telegram.sent == [REFUSAL]  # empty lists mean the owners only, never everybody
+    # empty lists mean the owners only, never everybody: the bot waits to be claimed
+    assert telegram.sent == [UNCLAIMED.format(user_id=OWNER)]
 
 
 async def test_typing_is_shown_for_a_model_turn_but_not_for_a_command(

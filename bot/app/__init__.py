@@ -27,14 +27,18 @@ from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
 from bot.settings import Settings
+from bot.storage.files import FileLocks
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
+from bot.storage.roster import RosterFile
 from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Commands
+from bot.turn.door import Door
+from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
 from bot.turn.runner import TurnRunner
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
@@ -73,8 +77,11 @@ def clock(timezone: str) -> Callable[[], datetime]:
     return lambda: datetime.now(zone)
 
 
-def build_app(settings: Settings, *, api_key: str) -> App:
-    now = clock(settings.timezone)
+def build_app(
+    settings: Settings, *, api_key: str, now: Callable[[], datetime] | None = None
+) -> App:
+    """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
+    now = now or clock(settings.timezone)
     workspace = Workspace(settings.workspace)
     workspace.ensure()
     sessions = SessionStore(workspace, now=now)
@@ -114,6 +121,7 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     upkeep = _build_upkeep(settings, workspace, writer, now)
     services: list[Service] = [
         recall.index,
+        runner.door,  # says who owns the bot (or logs the claim code) before the first message
         recall.usage,
         *upkeep,
         consolidator,
@@ -150,8 +158,7 @@ def _build_runner(
     writer: MemoryWriter,
 ) -> TurnRunner:
     locks, running = ChatLocks(), RunningTurns()
-    telegram = settings.telegram
-    access = AccessPolicy(owner_ids=telegram.owner_ids, allowed_user_ids=telegram.allowed_user_ids)
+    access, door = build_door(settings, workspace, memory.file_locks, now)
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
     active = consolidator if consolidating else None
     commands = Commands(
@@ -175,6 +182,7 @@ def _build_runner(
         sessions=sessions,
         inbox=Inbox(workspace.inbox_dir),
         access=access,
+        door=door,
         commands=commands,
         locks=locks,
         running=running,
@@ -183,6 +191,27 @@ def _build_runner(
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
     )
+
+
+def build_door(
+    settings: Settings, workspace: Workspace, locks: FileLocks, now: Callable[[], datetime]
+) -> tuple[AccessPolicy, Door]:
+    """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
+    telegram = settings.telegram
+    roster = RosterFile(workspace.roster_path, locks)
+    access = AccessPolicy(
+        owner_ids=real_owners(telegram.owner_ids),
+        allowed_user_ids=telegram.allowed_user_ids,
+        roster=roster,
+    )
+    door = Door(
+        access,
+        Pairing(roster, now=now),
+        now=now,
+        enabled=telegram.pairing,
+        placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
+    )
+    return access, door
 
 
 def _build_inventory(

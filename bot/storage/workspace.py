@@ -135,6 +135,11 @@ class Workspace:
         return self.state_dir / f"{channel}.json"
 
     @property
+    def roster_path(self) -> Path:
+        """Claimed owners, paired users, pairing requests (`bot.storage.roster`)."""
+        return self.state_dir / "paired.json"
+
+    @property
     def undo_dir(self) -> Path:
         """What /forget removed, kept for /undo for a few minutes (`bot.storage.undo`)."""
         return self.state_dir / "undo"

@@ -1,6 +1,7 @@
 """Who may talk to the bot, and whose memory a chat may see (DESIGN §3).
 
-Owners and allowed users may chat; empty lists mean owners only, never everybody. Only an
+Owners (configured, or claimed with /claim) and allowed users (configured, or paired with
+/pair: `bot.turn.pairing`) may chat; empty lists mean owners only, never everybody. Only an
 owner's private chat sees the global memory; every other chat sees just its own.
 """
 
@@ -9,22 +10,39 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot.models import GLOBAL_SCOPE, Inbound, MemoryScope
+from bot.storage.roster import Roster, RosterFile
 
 LOCAL_USER_ID = 0  # the person at the console (Telegram user ids are positive)
 
 
 class AccessPolicy:
-    def __init__(self, *, owner_ids: Iterable[int], allowed_user_ids: Iterable[int]) -> None:
-        self.owner_ids = frozenset(owner_ids) | {LOCAL_USER_ID}
-        self.allowed_ids = frozenset(allowed_user_ids) | self.owner_ids
+    def __init__(
+        self,
+        *,
+        owner_ids: Iterable[int],
+        allowed_user_ids: Iterable[int],
+        roster: RosterFile | None = None,  # None: only the configured ids count
+    ) -> None:
+        self.configured_owners = frozenset(owner_ids)
+        self.configured_allowed = frozenset(allowed_user_ids)
+        self.roster = roster
+
+    def owners(self) -> frozenset[int]:
+        """The owners' Telegram ids: configured and claimed (not the console's user)."""
+        return self.configured_owners | self._roster().owner_ids
 
     def is_owner(self, user_id: int) -> bool:
-        return user_id in self.owner_ids
+        return user_id == LOCAL_USER_ID or user_id in self.owners()
 
     def allows(self, user_id: int) -> bool:
-        return user_id in self.allowed_ids
+        if user_id in self.configured_allowed or self.is_owner(user_id):
+            return True
+        return user_id in self._roster().paired_ids
 
     def scope_for(self, inbound: Inbound) -> MemoryScope:
         if inbound.is_private and self.is_owner(inbound.user_id):
             return GLOBAL_SCOPE
         return MemoryScope(chat_key=inbound.session_key)
+
+    def _roster(self) -> Roster:
+        return self.roster.current() if self.roster is not None else Roster()

@@ -24,6 +24,7 @@ import structlog
 from bot.models import Inbound
 from bot.storage.inbox import Entry
 from bot.turn.delivery import Replier
+from bot.turn.door import Reach
 from bot.turn.runner import TurnRunner
 
 log = structlog.get_logger(__name__)
@@ -32,10 +33,16 @@ SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent a
 
 class Intake:
     def __init__(
-        self, runner: TurnRunner, replier_for: Callable[[Inbound], Replier], *, channel: str
+        self,
+        runner: TurnRunner,
+        replier_for: Callable[[Inbound], Replier],
+        *,
+        channel: str,
+        reach: Reach | None = None,  # the door's way to a private chat (owners, new users)
     ) -> None:
         self.runner = runner
         self.replier_for = replier_for
+        self.reach = reach
         self.channel = channel
         self._queues: dict[str, deque[Entry]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
@@ -55,7 +62,8 @@ class Intake:
         journaled: list[Inbound] = []
         for inbound in inbounds:
             if self.runner.jumps_queue(inbound):
-                self.aside(self.runner.answer_at_once(inbound, self.replier_for(inbound)))
+                replier = self.replier_for(inbound)
+                self.aside(self.runner.answer_at_once(inbound, replier, self.reach))
             else:
                 journaled.append(inbound)
         for entry in await self.runner.inbox.accept_all(journaled):

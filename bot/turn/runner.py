@@ -1,6 +1,6 @@
 """The turn runner: access, commands, one chat's turns in order, the reply through the ledger.
 
-channel ──Inbound──▶ a stranger, or /stop? ── answered at once (`answer_at_once`)
+channel ──Inbound──▶ the door's (`bot.turn.door`), or /stop? ── answered at once (`answer_at_once`)
                      └─▶ inbox.accept (the journal) ─▶ `answer`: the reply made (a command, or
                          the pipeline under the chat lock, as a task /stop can cancel), recorded
                          in the entry, delivered part by part (`Delivery`), the entry closed
@@ -45,12 +45,12 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Command, Commands, parse_command
 from bot.turn.delivery import Delivery, Replier
+from bot.turn.door import Door, Reach
 from bot.turn.progress import NOTICE_AFTER, ProgressNotice
 
 log = structlog.get_logger(__name__)
 OVERFLOW_KEEP_SHARE = 0.5  # of the conversation's room in the window: kept after an overflow
 
-REFUSAL = "Sorry, this is a private assistant. Ask its owner for access."
 SORRY = "Sorry, something went wrong on my side. Please try again."
 TOO_LONG = (
     "This conversation is too long for the model even after compacting it. Use /new to start fresh."
@@ -73,6 +73,7 @@ class TurnRunner:
         sessions: SessionStore,
         inbox: Inbox,
         access: AccessPolicy,
+        door: Door,
         commands: Commands,
         locks: ChatLocks,
         running: RunningTurns,
@@ -87,6 +88,7 @@ class TurnRunner:
         self.sessions = sessions
         self.inbox = inbox
         self.access = access
+        self.door = door
         self.commands = commands
         self.locks = locks
         self.running = running
@@ -96,28 +98,36 @@ class TurnRunner:
         self.renewal = renewal
         self.delivery = delivery or Delivery(inbox)
         self.notice_after = notice_after
-        self._refused: set[int] = set()
 
     def jumps_queue(self, inbound: Inbound) -> bool:
-        """A stranger's message (refused) and /stop are answered at once, never journaled."""
-        if not self.access.allows(inbound.user_id):
+        """The door's messages (a stranger's, /pair, /claim …) and /stop are answered at
+        once, never journaled."""
+        if self.door.takes(inbound):
             return True
         command = parse_command(inbound.text)
         return command is not None and command.name == "stop"
 
-    async def answer_at_once(self, inbound: Inbound, replier: Replier) -> None:
+    async def answer_at_once(
+        self, inbound: Inbound, replier: Replier, reach: Reach | None = None
+    ) -> None:
+        """Answer a message that `jumps_queue`; `reach` finds the private chats the door may
+        tell (an owner, of a request; a user, that they were let in)."""
         with structlog.contextvars.bound_contextvars(chat=inbound.session_key):
-            if not self.access.allows(inbound.user_id):
-                await self._refuse(inbound, replier)
+            if self.door.takes(inbound):
+                for notice in await self.door.answer(inbound):
+                    chat = notice.chat_id
+                    target = replier if chat is None else reach(chat) if reach else None
+                    if target is not None:
+                        await self.delivery.notice(notice.text, target)
                 return
             command = parse_command(inbound.text)
             if command is not None:
                 await self.delivery.notice(await self.commands.run(command, inbound), replier)
 
-    async def handle(self, inbound: Inbound, replier: Replier) -> None:
+    async def handle(self, inbound: Inbound, replier: Replier, reach: Reach | None = None) -> None:
         """A message from a channel that answers in line: at once, or journaled and answered."""
         if self.jumps_queue(inbound):
-            await self.answer_at_once(inbound, replier)
+            await self.answer_at_once(inbound, replier, reach)
             return
         entry = await self.inbox.accept(inbound)
         if entry is not None:
@@ -263,13 +273,6 @@ class TurnRunner:
         """An owner in their private chat (or at the console): told what failed and what to
         change; a group, even the owner's message in it, hears the short words."""
         return inbound.is_private and self.access.is_owner(inbound.user_id)
-
-    async def _refuse(self, inbound: Inbound, replier: Replier) -> None:
-        log.info("access_refused", user=inbound.user_id)
-        if inbound.user_id in self._refused:
-            return
-        self._refused.add(inbound.user_id)
-        await self.delivery.notice(REFUSAL, replier)
 
 
 def _last_reply(session: Session) -> str:

@@ -468,6 +468,25 @@ class FakeTelegram(LocalServer):
         self._incoming[(chat_id, message["message_id"])] = message
         return self.push_update({"message": message})
 
+    def push_media(self, chat_id: int, user_id: int, kind: str, *, first_name: str = "Ann") -> int:
+        """Queue a private message without text: a "sticker", a "photo" or a "voice" note."""
+        media: dict[str, Any] = {"file_id": f"{kind}-1", "file_unique_id": f"{kind}-u1"}
+        content = {
+            "sticker": {**media, "type": "regular", "width": 512, "height": 512,
+                        "is_animated": False, "is_video": False},
+            "photo": [{**media, "width": 90, "height": 90}],
+            "voice": {**media, "duration": 2},
+        }[kind]  # fmt: skip
+        user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
+        message: dict[str, Any] = {
+            "message_id": self._next_message_id(chat_id),
+            "date": _now(),
+            "chat": self._remember_chat(chat_id, "private", None, user),
+            "from": user,
+            kind: content,
+        }
+        return self.push_update({"message": message})
+
     def fail_next(
         self,
         method: str,

@@ -7,7 +7,7 @@ import re
 from datetime import UTC
 from typing import Any
 
-from telegram import Update
+from telegram import Chat, Message, Update, User
 
 from bot.models import ChatType, Inbound
 
@@ -30,6 +30,19 @@ def to_inbound(update: Update, *, bot_username: str | None) -> Inbound | None:
         if addressed is None:
             return None
         text = addressed
+    return _inbound(update, message, chat, user, text)
+
+
+def unreadable(update: Update) -> Inbound | None:
+    """A private message we cannot read (a photo, a sticker, a voice note …) as an `Inbound`
+    with no text: a stranger's gets the door's notice, anyone else's `TEXT_ONLY`."""
+    message, chat, user = update.message, update.effective_chat, update.effective_user
+    if message is None or chat is None or user is None or chat.type != "private":
+        return None
+    return None if message.text else _inbound(update, message, chat, user, "")
+
+
+def _inbound(update: Update, message: Message, chat: Chat, user: User, text: str) -> Inbound:
     return Inbound(
         id=f"{CHANNEL}:update:{update.update_id}",  # `update_id_of` reads it back
         channel=CHANNEL,
@@ -52,12 +65,6 @@ def update_id_of(inbound_id: str) -> int | None:
     prefix = f"{CHANNEL}:update:"
     tail = inbound_id.removeprefix(prefix)
     return int(tail) if inbound_id.startswith(prefix) and tail.isdigit() else None
-
-
-def is_private_non_text(update: Update) -> bool:
-    """A private message we cannot read (a photo, a voice note …): it gets `TEXT_ONLY`."""
-    message, chat = update.message, update.effective_chat
-    return message is not None and chat is not None and chat.type == "private" and not message.text
 
 
 def _addressed_text(text: str, message: Any, bot_username: str | None) -> str | None:

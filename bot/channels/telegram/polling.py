@@ -30,8 +30,8 @@ from telegram.ext import AIORateLimiter, ExtBot
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.inbound import (
     CHANNEL,
-    is_private_non_text,
     to_inbound,
+    unreadable,
     update_id_of,
 )
 from bot.channels.telegram.replies import TelegramReplier
@@ -81,7 +81,12 @@ class TelegramChannel:
         )
         await _started(bot, self.base_url)
         try:
-            intake = Intake(self.runner, lambda i: self._replier(bot, i), channel=CHANNEL)
+            intake = Intake(
+                self.runner,
+                lambda i: self._replier(bot, i),
+                channel=CHANNEL,
+                reach=lambda chat_id: self._private(bot, chat_id),
+            )
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
@@ -123,10 +128,17 @@ class TelegramChannel:
             inbound = to_inbound(update, bot_username=bot.username)
             if inbound is not None:
                 inbounds.append(inbound)
-            elif is_private_non_text(update) and update.effective_chat is not None:
-                replier = TelegramReplier(bot, update.effective_chat.id, None, typing_interval=4)
-                intake.aside(self.runner.delivery.notice(TEXT_ONLY, replier))
+            elif (unread := unreadable(update)) is not None:
+                if self.runner.jumps_queue(unread):  # a stranger's: the door's notice, once
+                    inbounds.append(unread)
+                else:
+                    replier = self._private(bot, unread.chat_id)
+                    intake.aside(self.runner.delivery.notice(TEXT_ONLY, replier))
         await intake.receive(inbounds)
+
+    def _private(self, bot: Bot, chat_id: int) -> TelegramReplier:
+        """A replier for a private chat (a user's chat id is their user id)."""
+        return TelegramReplier(bot, chat_id, None, typing_interval=self.typing_interval)
 
     def _replier(self, bot: Bot, inbound: Inbound) -> TelegramReplier:
         return TelegramReplier(

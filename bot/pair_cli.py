@@ -1,0 +1,52 @@
+"""`python -m bot pair list | approve CODE | unpair ID`: pairing from a shell, as an owner does it
+with /pair and /unpair in their chat (the same words, `bot.turn.door`).
+
+They need the settings and the workspace only (no token, no model key), and may run while the
+bot runs: both change `state/paired.json` under its lock, and the bot reads it afresh. A user
+approved here is not told by the bot (it hears nothing of it); they just write again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+
+from bot.app import build_door, clock
+from bot.settings import Settings
+from bot.storage.files import FileLocks
+from bot.storage.workspace import Workspace
+from bot.turn.door import Door
+
+Print = Callable[[str], None]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    pair = sub.add_parser("pair", help="list, approve or remove pairing requests and users")
+    commands = pair.add_subparsers(dest="pair_command", required=True)
+    commands.add_parser("list", help="the requests waiting and the users paired")
+    approve = commands.add_parser("approve", help="let in the user whose request has CODE")
+    approve.add_argument("code")
+    unpair = commands.add_parser("unpair", help="shut a paired user out again")
+    unpair.add_argument("user_id", metavar="ID")
+
+
+def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
+    workspace = Workspace(settings.workspace)
+    workspace.ensure()
+    locks = FileLocks(workspace.locks_dir)
+    _, door = build_door(settings, workspace, locks, clock(settings.timezone))
+    return asyncio.run(_run(door, args, out))
+
+
+async def _run(door: Door, args: argparse.Namespace, out: Print) -> int:
+    if args.pair_command == "list":
+        out(door.listing())
+        return 0
+    if args.pair_command == "approve":
+        reply, welcome = await door.approve(args.code)
+        out(reply)
+        return 0 if welcome is not None else 1
+    reply, done = await door.unpair(args.user_id)
+    out(reply)
+    return 0 if done else 1

@@ -1,0 +1,173 @@
+"""`state/paired.json`: who became an owner by /claim, whom an owner let in by /pair, and the
+pairing requests waiting for an owner (the rules about them: `bot.turn.pairing`).
+
+    {"version": 1,
+     "owners":  [{"id": 1001, "name": "ann", "at": "…"}],
+     "paired":  [{"id": 3003, "name": "bob", "at": "…"}],
+     "pending": [{"code": "K7M3Q9XP", "user_id": 3003, "chat_id": 3003, "name": "bob",
+                  "at": "…", "expires_at": "…"}]}
+
+Written atomically; every change is a read-modify-write under the file's lock, across processes
+(`python -m bot pair approve` writes it while the bot runs). Readers take `current()`, re-read
+when the file changed on disk. A file that cannot be parsed is never overwritten: `current()`
+reads it as empty (a warning), `change` refuses with a `StorageError` that says what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import structlog
+
+from bot.errors import StorageError
+from bot.storage.files import FileLocks, atomic_write_text
+
+log = structlog.get_logger(__name__)
+VERSION = 1
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Member:
+    """An owner who claimed the bot, or a user an owner paired."""
+
+    id: int
+    name: str | None
+    at: datetime  # when they claimed or were paired
+
+
+@dataclass(frozen=True)
+class Request:
+    """A stranger's pairing request, waiting for an owner until `expires_at`."""
+
+    code: str
+    user_id: int
+    chat_id: int  # where to tell them they were let in
+    name: str | None
+    at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Roster:
+    owners: tuple[Member, ...] = ()
+    paired: tuple[Member, ...] = ()
+    pending: tuple[Request, ...] = ()
+
+    @property
+    def owner_ids(self) -> frozenset[int]:
+        return frozenset(m.id for m in self.owners)
+
+    @property
+    def paired_ids(self) -> frozenset[int]:
+        return frozenset(m.id for m in self.paired)
+
+    def with_pending(self, pending: tuple[Request, ...]) -> Roster:
+        return replace(self, pending=pending)
+
+
+class RosterFile:
+    def __init__(self, path: Path, locks: FileLocks) -> None:
+        self.path = path
+        self.locks = locks
+        self._seen: tuple[int, int, int] | None = None  # the file `_cached` holds (`_stamp`)
+        self._cached = Roster()
+
+    def current(self) -> Roster:
+        """The roster as the file holds it now (read again only when it changed)."""
+        seen = _stamp(self.path)
+        if seen is None:
+            self._seen, self._cached = None, Roster()
+        elif seen != self._seen:
+            try:
+                self._cached = self._read()
+            except StorageError as exc:
+                log.warning("roster_unreadable", path=str(self.path), reason=str(exc))
+                self._cached = Roster()
+            self._seen = seen
+        return self._cached
+
+    async def change(self, edit: Callable[[Roster], tuple[Roster, T]]) -> T:
+        """Apply `edit` to the roster on disk under its lock; save what it returns when it
+        differs; `edit`'s answer."""
+        async with self.locks.hold(self.path):
+            roster = await asyncio.to_thread(self._read)
+            changed, answer = edit(roster)
+            if changed != roster:
+                await asyncio.to_thread(atomic_write_text, self.path, _dumps(changed))
+                self._seen, self._cached = _stamp(self.path), changed
+            return answer
+
+    def _read(self) -> Roster:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return Roster()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StorageError(self._damaged(type(exc).__name__)) from exc
+        try:
+            return _loads(text)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StorageError(self._damaged(str(exc)[:100])) from exc
+
+    def _damaged(self, reason: str) -> str:
+        name = f"{self.path.parent.name}/{self.path.name}"
+        return (
+            f"{name} cannot be read ({reason}): fix it, or move it aside to start over "
+            "(claimed owners and paired users are then forgotten)"
+        )
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of the file from another (an atomic write makes a new inode)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def _loads(text: str) -> Roster:
+    document: dict[str, Any] = json.loads(text)
+    if document.get("version") != VERSION:
+        raise ValueError(f"unknown version {document.get('version')!r}")
+    return Roster(
+        owners=tuple(_member(m) for m in document.get("owners", [])),
+        paired=tuple(_member(m) for m in document.get("paired", [])),
+        pending=tuple(_request(r) for r in document.get("pending", [])),
+    )
+
+
+def _member(raw: dict[str, Any]) -> Member:
+    return Member(id=int(raw["id"]), name=raw.get("name"), at=datetime.fromisoformat(raw["at"]))
+
+
+def _request(raw: dict[str, Any]) -> Request:
+    return Request(
+        code=str(raw["code"]),
+        user_id=int(raw["user_id"]),
+        chat_id=int(raw["chat_id"]),
+        name=raw.get("name"),
+        at=datetime.fromisoformat(raw["at"]),
+        expires_at=datetime.fromisoformat(raw["expires_at"]),
+    )
+
+
+def _dumps(roster: Roster) -> str:
+    def plain(record: Member | Request) -> dict[str, Any]:
+        fields = asdict(record).items()
+        return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in fields}
+
+    document = {
+        "version": VERSION,
+        "owners": [plain(m) for m in roster.owners],
+        "paired": [plain(m) for m in roster.paired],
+        "pending": [plain(r) for r in roster.pending],
+    }
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"

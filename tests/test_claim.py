@@ -1,0 +1,187 @@
+"""Claiming a bot without an owner: the code in the log at start, /claim once, the owner kept in
+the workspace, and what `doctor` can ask (`bot.turn.pairing.owners`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from bot.app import App, build_app
+from bot.turn.door import CLAIM_PRIVATE, CLAIM_WRONG, CLAIMED, OWNED, PLACEHOLDER_LOG, UNCLAIMED
+from bot.turn.pairing import ALPHABET, PLACEHOLDER_OWNER, Owners, owners
+from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.fakes.telegram_api import FakeTelegram
+from tests.harness import (
+    API_KEY,
+    FRIEND,
+    OWNER,
+    STRANGER,
+    bot_env,
+    make_settings,
+    start_bot_process,
+)
+from tests.talk import RecordingReplier, message
+from tests.test_e2e_process import stop_process
+
+CLAIM_LINE = re.compile(
+    rf"No owner yet: send /claim ([{ALPHABET}]{{4}}-[{ALPHABET}]{{4}}) to your bot in a "
+    "private chat"
+)
+
+
+async def claim_code_in(log_path: Path, *, within: float = 30.0) -> str:
+    """The claim code of the last start, once the log shows it."""
+    for _ in range(int(within * 10)):
+        text = await asyncio.to_thread(lambda: log_path.read_text() if log_path.exists() else "")
+        found = CLAIM_LINE.findall(text)
+        if found:
+            return str(found[-1])
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"no claim line in {log_path}")
+
+
+@pytest.fixture
+async def unowned(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[tuple[App, str]]:
+    """A started app with no owner configured, and the claim code its start logged."""
+    app = build_app(
+        make_settings(
+            workspace, telegram=None, openai=fake_openai, owner_ids=(), allowed_user_ids=()
+        ),
+        api_key=API_KEY,
+    )
+    with capture_logs() as logs:
+        await app.start()
+    try:
+        yield app, _claim_code(logs)
+    finally:
+        await app.aclose()
+
+
+def _claim_code(logs: list[dict[str, Any]]) -> str:
+    [code] = [m.group(1) for e in logs if (m := CLAIM_LINE.fullmatch(str(e["event"])))]
+    return code
+
+
+async def say(app: App, text: str, *, user: int, chat: int | None = None) -> list[str]:
+    replier = RecordingReplier()
+    await app.runner.handle(message(text, at=app.now(), user=user, chat=chat), replier)
+    return replier.sent
+
+
+async def test_a_bot_without_an_owner_is_claimed_from_the_code_in_its_log(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    workspace, log_path = tmp_path / "ws", tmp_path / "bot.log"
+    env = bot_env(workspace, fake_telegram, fake_openai) | {
+        "BOT_TELEGRAM__OWNER_IDS": "[]",
+        "BOT_TELEGRAM__ALLOWED_USER_IDS": "[]",
+    }
+    fake_openai.script(Reply("hello, owner"))
+    process = start_bot_process(env, tmp_path, log_path)
+    try:
+        code = await claim_code_in(log_path)
+        await fake_telegram.wait_for_poll(timeout=30)
+        fake_telegram.push_text(STRANGER, STRANGER, "hello?")
+        fake_telegram.push_text(STRANGER, STRANGER, "anyone?")
+        fake_telegram.push_text(OWNER, OWNER, "/claim WRNG-C0DE")
+        await fake_telegram.wait_for_messages(OWNER, 1, timeout=30)
+        fake_telegram.push_text(OWNER, OWNER, f"/claim {code}")
+        await fake_telegram.wait_for_messages(OWNER, 2, timeout=30)
+        fake_telegram.push_text(OWNER, OWNER, "hi")
+        fake_telegram.push_text(FRIEND, FRIEND, f"/claim {code}")  # the code is void now
+        await fake_telegram.wait_for_messages(FRIEND, 1, timeout=30)
+        await fake_telegram.wait_for_messages(
+            OWNER, 4, timeout=30
+        )  # "hi"'s reply, and Bob's request
+    finally:
+        assert await stop_process(process) == 0
+
+    [unclaimed] = [m.text for m in fake_telegram.sent_messages(STRANGER)]
+    assert unclaimed == UNCLAIMED.format(user_id=STRANGER)
+    owner = [m.text for m in fake_telegram.sent_messages(OWNER)]
+    assert owner[:2] == [CLAIM_WRONG, CLAIMED.format(user_id=OWNER)]
+    assert "hello, owner" in owner[2:]
+    assert any(f"(Telegram id {FRIEND}) asks to talk to me" in text for text in owner[2:])
+    [friend] = fake_telegram.sent_messages(FRIEND)
+    assert f"Your Telegram id: {FRIEND}" in friend.text  # a stranger's pairing notice
+    stored = json.loads((workspace / "state" / "paired.json").read_text())
+    assert [m["id"] for m in stored["owners"]] == [OWNER]
+    assert fake_openai.calls == 1
+    assert CLAIM_LINE.findall(log_path.read_text()) == [code]  # one code, void once claimed
+
+
+async def test_the_claimed_owner_is_an_owner_after_a_restart_and_no_code_is_logged(
+    unowned: tuple[App, str], workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    app, code = unowned
+    assert await say(app, f"/claim {code.lower()}", user=OWNER) == [CLAIMED.format(user_id=OWNER)]
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, owner_ids=())
+
+    fresh = build_app(settings, api_key=API_KEY)
+    with capture_logs() as logs:
+        await fresh.start()
+    try:
+        assert fresh.runner.access.is_owner(OWNER)
+        assert [e for e in logs if e["event"] == "owners"] == [
+            {"event": "owners", "ids": [OWNER], "pairing": True, "log_level": "debug"}
+        ]
+        assert not any(CLAIM_LINE.search(str(e["event"])) for e in logs)
+    finally:
+        await fresh.aclose()
+
+
+async def test_a_claim_in_a_group_or_with_a_wrong_code_is_refused(
+    unowned: tuple[App, str], workspace: Path
+) -> None:
+    app, code = unowned
+
+    in_group = await say(app, f"/claim {code}", user=OWNER, chat=-100500)
+    wrong = await say(app, "/claim", user=OWNER)
+
+    assert (in_group, wrong) == ([CLAIM_PRIVATE], [CLAIM_WRONG])
+    assert not (workspace / "state" / "paired.json").exists()
+    assert not app.runner.access.is_owner(OWNER)
+
+
+async def test_two_claims_at_once_make_one_owner(unowned: tuple[App, str]) -> None:
+    app, code = unowned
+
+    first, second = await asyncio.gather(
+        say(app, f"/claim {code}", user=OWNER), say(app, f"/claim {code}", user=FRIEND)
+    )
+
+    assert sorted([*first, *second]) == sorted([CLAIMED.format(user_id=OWNER), OWNED])
+    assert app.runner.access.owners() == {OWNER}
+
+
+async def test_the_example_owner_id_is_nobody_and_the_log_says_so(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(
+        workspace, telegram=None, openai=fake_openai, owner_ids=(PLACEHOLDER_OWNER,)
+    )
+    app = build_app(settings, api_key=API_KEY)
+    with capture_logs() as logs:
+        await app.start()
+    try:
+        code = _claim_code(logs)
+        assert PLACEHOLDER_LOG in [e["event"] for e in logs]
+        assert not app.runner.access.allows(PLACEHOLDER_OWNER)
+        assert owners((PLACEHOLDER_OWNER,), workspace) == _owners((), (), placeholder=True)
+        await say(app, f"/claim {code}", user=OWNER)
+        assert owners((PLACEHOLDER_OWNER,), workspace) == _owners((), (OWNER,), placeholder=True)
+        assert owners((FRIEND,), workspace).any
+        assert not owners((), workspace / "elsewhere").any
+    finally:
+        await app.aclose()
+
+
+def _owners(configured: tuple[int, ...], claimed: tuple[int, ...], *, placeholder: bool) -> Owners:
+    return Owners(configured, claimed, placeholder=placeholder)
