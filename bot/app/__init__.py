@@ -12,12 +12,14 @@ from zoneinfo import ZoneInfo
 from bot.app.conversation import (
     Compaction,
     build_compaction,
+    build_context,
     build_lightrag,
     build_pipeline,
     build_tools,
 )
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
+from bot.llm.inspection import LastRequests
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.recall.inventory import MemoryInventory
@@ -35,6 +37,7 @@ from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Commands
+from bot.turn.preview import PromptPreview
 from bot.turn.runner import TurnRunner
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
@@ -54,6 +57,7 @@ class App:
     llm: OpenAIChat
     workspace: Workspace
     now: Callable[[], datetime]
+    preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
     services: list[Service] = field(default_factory=list)
     recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
 
@@ -94,11 +98,13 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     compaction = build_compaction(
         settings, sessions, llm, memory, writer, now, windows=windows, tools=tools.specs
     )
+    sent = LastRequests()
+    context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
     pipeline = build_pipeline(
         settings,
         sessions,
         llm,
-        memory,
+        context,
         recall,
         consolidator,
         compaction,
@@ -107,9 +113,18 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         writer=writer,
         lightrag=lightrag,
         tools=tools,
+        sent=sent,
     )
     runner = _build_runner(
-        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer
+        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer, sent
+    )
+    preview = PromptPreview(
+        context=context,
+        sessions=sessions,
+        access=runner.access,
+        tools=tools.specs,
+        meter=compaction.meter,
+        now=now,
     )
     upkeep = _build_upkeep(settings, workspace, writer, now)
     services: list[Service] = [
@@ -121,7 +136,13 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         *([lightrag] if lightrag else []),
     ]
     return App(
-        runner=runner, llm=llm, workspace=workspace, now=now, services=services, recall=recall
+        runner=runner,
+        llm=llm,
+        workspace=workspace,
+        now=now,
+        preview=preview,
+        services=services,
+        recall=recall,
     )  # the index first: opened and synced before anything else starts, stopped last
 
 
@@ -148,6 +169,7 @@ def _build_runner(
     compaction: Compaction,
     now: Callable[[], datetime],
     writer: MemoryWriter,
+    sent: LastRequests,
 ) -> TurnRunner:
     locks, running = ChatLocks(), RunningTurns()
     telegram = settings.telegram
@@ -169,6 +191,7 @@ def _build_runner(
         meter=compaction.meter,
         history=memory.history,
         keep_last_messages=compaction.keep,
+        sent=sent,
     )
     return TurnRunner(
         pipeline=pipeline,

@@ -105,7 +105,8 @@ class TurnRunner:
                 return
             command = parse_command(inbound.text)
             if command is not None:
-                await self.delivery.notice(await self.commands.run(command, inbound), replier)
+                answer = await self.commands.run(command, inbound)
+                await self.delivery.notice(answer.text, replier)
 
     async def handle(self, inbound: Inbound, replier: Replier) -> None:
         """A message from a channel that answers in line: at once, or journaled and answered."""
@@ -140,7 +141,10 @@ class TurnRunner:
         """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
         try:
             if (command := parse_command(inbound.text)) is not None:
-                return await self.commands.run(command, inbound)
+                answer = await self.commands.run(command, inbound)
+                if answer.document is not None:  # before the text, outside the ledger
+                    await self.delivery.notice(answer.document, replier)
+                return answer.text
             return await self._locked_turn(inbound, replier)
         except asyncio.CancelledError:
             raise
