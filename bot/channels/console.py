@@ -53,7 +53,7 @@ class ConsoleReplier:
 
     async def send_part(self, part: object) -> None:
         if isinstance(part, Document):
-            part = self._saved(part)
+            part = await asyncio.to_thread(self._saved, part)
         if not self.terminal:
             self.out.write(f"{LABEL}{part}\n")
             self.out.flush()

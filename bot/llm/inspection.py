@@ -98,7 +98,7 @@ def full_text(request: SentRequest) -> str:
     """The whole request as text: each message under its role, then the tools' JSON."""
     blocks = [_message_text(message) for message in request.messages]
     if request.tools:
-        wire = json.dumps([tool_to_wire(tool) for tool in request.tools], indent=2)
+        wire = json.dumps([tool_to_wire(t) for t in request.tools], indent=2, ensure_ascii=False)
         blocks.append(f"{RULE} tools ({len(request.tools)}) {RULE}\n{wire}")
     return "\n\n".join(blocks) + "\n"
 
