@@ -23,7 +23,7 @@ import structlog
 
 from bot import logs, memory_cli, prompt_cli
 from bot.app import build_app
-from bot.channels.console import ConsoleChannel, ConsoleReplier
+from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram import TelegramChannel, check_token
 from bot.channels.telegram.errors import is_network_error, startup_error
 from bot.errors import ConfigError, MnemoError, StartupError
@@ -116,8 +116,9 @@ async def run_console(settings: Settings) -> int:
     )
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, channel.interrupt)
     try:
-        await app.start()
-        await channel.run()
+        with own_terminal(sys.stdin):
+            await app.start()
+            await channel.run()
     finally:
         await app.aclose()
     return 0

@@ -6,6 +6,10 @@ their turn. An interrupt at the prompt, or the end of input (Ctrl-D), ends the c
 gets a spinner while the model works and replies rendered from markdown (rich); a pipe gets the
 plain text, `mnemo> ` before each reply. A file a reply sends (`/context full`) is written into
 `files` and named.
+
+Under `make chat` the terminal's Ctrl-C would reach make as well, which then ends itself by the
+signal once the chat is over (a shell reports the interrupt); `own_terminal` gives the chat a
+process group of its own in the terminal's foreground while it runs, so only the chat hears it.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ import asyncio
 import codecs
 import contextlib
 import os
+import signal
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -60,6 +65,12 @@ class ConsoleReplier:
             return
         self.console.print(Text(LABEL.strip(), style="bold cyan"))
         self.console.print(Markdown(str(part)))
+
+    def end(self) -> None:
+        """The chat is over: a terminal's shell prompt starts on a line of its own."""
+        if self.terminal:
+            self.out.write("\n")
+            self.out.flush()
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
@@ -108,6 +119,7 @@ class ConsoleChannel:
                 self.replier.out.flush()
                 line = self._waiting.popleft() if self._waiting else await self._lines.get()
                 if line is None or line is INTERRUPTED:
+                    self.replier.end()
                     return
                 if text := str(line).strip():
                     await self._answer(text)
@@ -139,6 +151,36 @@ class ConsoleChannel:
             text=text,
             received_at=self.now(),
         )
+
+
+@contextlib.contextmanager
+def own_terminal(stream: TextIO) -> Iterator[None]:
+    """While the block runs, this process's own group is the terminal's foreground (so that
+    Ctrl-C reaches only it); the terminal is given back after. Nothing when `stream` is not a
+    terminal, or when this process leads its group already (a shell started it)."""
+    fd = _shared_terminal(stream)
+    if fd is None:
+        yield
+        return
+    before = os.tcgetpgrp(fd)
+    ttou = signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a background group may hand back
+    try:
+        os.setpgid(0, 0)
+        os.tcsetpgrp(fd, os.getpgrp())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(fd, before)
+        signal.signal(signal.SIGTTOU, ttou)
+
+
+def _shared_terminal(stream: TextIO) -> int | None:
+    """The descriptor of the terminal `stream` is, when this process shares its group."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return None
+    return fd if os.isatty(fd) and os.getpgrp() != os.getpid() else None
 
 
 @contextlib.asynccontextmanager
