@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -20,6 +20,7 @@ from bot.app.conversation import (
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.llm.inspection import LastRequests
+from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.recall.inventory import MemoryInventory
@@ -27,6 +28,7 @@ from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
+from bot.models import ToolSpec
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.inbox import Inbox
@@ -34,6 +36,7 @@ from bot.storage.jobs import JobStore
 from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
+from bot.systems.context import ContextBuilding
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Commands
@@ -118,14 +121,6 @@ def build_app(settings: Settings, *, api_key: str) -> App:
     runner = _build_runner(
         settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer, sent
     )
-    preview = PromptPreview(
-        context=context,
-        sessions=sessions,
-        access=runner.access,
-        tools=tools.specs,
-        meter=compaction.meter,
-        now=now,
-    )
     upkeep = _build_upkeep(settings, workspace, writer, now)
     services: list[Service] = [
         recall.index,
@@ -134,16 +129,27 @@ def build_app(settings: Settings, *, api_key: str) -> App:
         consolidator,
         undo,
         *([lightrag] if lightrag else []),
-    ]
-    return App(
-        runner=runner,
-        llm=llm,
-        workspace=workspace,
+    ]  # the index first: opened and synced before anything else starts, stopped last
+    preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
+    return App(runner, llm, workspace, now, preview, services=services, recall=recall)
+
+
+def _build_preview(
+    context: ContextBuilding,
+    runner: TurnRunner,
+    tools: Sequence[ToolSpec],
+    meter: PromptMeter,
+    now: Callable[[], datetime],
+) -> PromptPreview:
+    """`python -m bot prompt`: system 20 over a chat's session, as a turn would run it."""
+    return PromptPreview(
+        context=context,
+        sessions=runner.sessions,
+        access=runner.access,
+        tools=tools,
+        meter=meter,
         now=now,
-        preview=preview,
-        services=services,
-        recall=recall,
-    )  # the index first: opened and synced before anything else starts, stopped last
+    )
 
 
 def minutes(count: int) -> timedelta:
