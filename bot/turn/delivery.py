@@ -76,13 +76,13 @@ class Delivery:
         if self._attempts:
             await asyncio.wait(self._attempts)
 
-    async def notice(self, text: str | Document, replier: Replier) -> None:
+    async def notice(self, message: str | Document, replier: Replier) -> None:
         """A short message, or a file, outside the ledger (a notice before the reply, a
         refusal, /context's file)."""
-        if isinstance(text, Document):
-            await self._send(text, replier)
+        if isinstance(message, Document):
+            await self._send(message, replier)
             return
-        for part in replier.parts(text):
+        for part in replier.parts(message):
             if not await self._send(part, replier):
                 return
 
