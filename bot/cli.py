@@ -1,5 +1,8 @@
-"""Command line: `python -m bot run | chat | doctor | memory … | pair … | eval retrieval`.
-Thin: parse, load settings, hand over.
+"""Command line: `python -m bot run | chat | doctor | prompt | memory … | pair … | eval
+retrieval`. Thin: parse, load settings, hand over.
+
+`chat` logs to `logs/console.log` in the workspace (to stderr with `-v`), so that nothing but the
+conversation is on the terminal; Ctrl-C stops a reply, or at the prompt ends the chat, exit 0.
 
 Failures end here, never as a raw traceback and never with a secret: a `ConfigError` or a
 `StartupError` (a rejected token, Telegram out of reach) is one `error: …` line on stderr, exit
@@ -18,9 +21,9 @@ from pathlib import Path
 
 import structlog
 
-from bot import logs, memory_cli, pair_cli
+from bot import logs, memory_cli, pair_cli, prompt_cli
 from bot.app import build_app
-from bot.channels.console import ConsoleChannel
+from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram import TelegramChannel, check_token
 from bot.channels.telegram.errors import is_network_error, startup_error
 from bot.errors import ConfigError, MnemoError, StartupError
@@ -30,6 +33,7 @@ from bot.index import Embedder, Model2VecEmbedder
 from bot.llm.tokens import TokenCounter
 from bot.models import ChatMessage
 from bot.settings import Settings, load_settings, require_secret
+from bot.storage.workspace import Workspace
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
@@ -41,22 +45,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="run the Telegram bot (long polling)")
-    sub.add_parser("chat", help="talk to the bot in this terminal")
+    chat = sub.add_parser("chat", help="talk to the bot in this terminal")
+    chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
     sub.add_parser("doctor", help="check settings, workspace, Telegram and the model")
     _add_eval_parser(sub)
     memory_cli.add_parser(sub)
     pair_cli.add_parser(sub)
+    prompt_cli.add_parser(sub)
     args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     try:
         settings = load_settings()
-        scrub = _configure_logs(settings)  # before anything else can log or fail
+        scrub = _configure_logs(settings, to_file=_log_file(settings, args))  # before all else
         if args.command == "eval":
             return eval_retrieval(settings, args)
         if args.command == "memory":
             return memory_cli.run(settings, args)
         if args.command == "pair":
             return pair_cli.run(settings, args)
+        if args.command == "prompt":
+            return asyncio.run(prompt_cli.run(settings, args, out=lambda line: print(scrub(line))))
         return asyncio.run(_COMMANDS[args.command](settings))
     except ConfigError as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
@@ -65,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return 0 if args.command == "chat" else 130  # `make chat`: no "Error 130" at the end
     except Exception:  # a bug: its traceback goes through the scrubbing log, never raw
         log.exception("stopped_on_error")
         print("error: stopped on an unexpected error (logged above)", file=sys.stderr)
@@ -105,9 +113,15 @@ async def run_telegram(settings: Settings) -> int:
 async def run_console(settings: Settings) -> int:
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
     app = build_app(settings, api_key=api_key)
+    replier = ConsoleReplier(sys.stdout, files=app.workspace.logs_dir)
+    channel = ConsoleChannel(
+        app.runner, now=app.now, stdin=sys.stdin, stdout=sys.stdout, replier=replier
+    )
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, channel.interrupt)
     try:
-        await app.start()
-        await ConsoleChannel(app.runner, now=app.now, stdin=sys.stdin, stdout=sys.stdout).run()
+        with own_terminal(sys.stdin):
+            await app.start()
+            await channel.run()
     finally:
         await app.aclose()
     return 0
@@ -156,14 +170,23 @@ def _what_failed(exc: Exception, settings: Settings) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _configure_logs(settings: Settings) -> logs.Scrubber:
-    """Logs scrubbed of every secret in the settings; the scrubber, for what we print."""
+def _configure_logs(settings: Settings, *, to_file: Path | None = None) -> logs.Scrubber:
+    """Logs scrubbed of every secret in the settings (on stderr, or appended `to_file`); the
+    scrubber, for what we print."""
     return logs.configure(
         fmt=settings.log.format,
         level=settings.log.level,
         secrets=_secrets(settings),
         transient=_transient,
+        path=to_file,
     )
+
+
+def _log_file(settings: Settings, args: argparse.Namespace) -> Path | None:
+    """The console's log file, unless `chat -v` (or another command) logs to stderr."""
+    if args.command != "chat" or args.verbose:
+        return None
+    return Workspace(settings.workspace).logs_dir / "console.log"
 
 
 def _secrets(settings: Settings) -> tuple[str, ...]:

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import socket
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus
 
@@ -129,6 +131,12 @@ def is_transport_error(exc: BaseException) -> bool:
     return False
 
 
+def _file_handler(path: Path) -> logging.Handler:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # made private
+    return logging.FileHandler(path, encoding="utf-8")
+
+
 def configure(
     *,
     fmt: Literal["json", "console"],
@@ -136,6 +144,7 @@ def configure(
     secrets: Iterable[str] = (),
     stream: Any = None,
     transient: Transient = is_transport_error,
+    path: Path | None = None,  # given: lines are appended to this file (0600), not `stream`
 ) -> Scrubber:
     """Route structlog and stdlib logging through one scrubbing renderer; the `Scrubber` it
     uses, for what the caller prints itself."""
@@ -164,7 +173,7 @@ def configure(
             Redacting(renderer, scrub),
         ],
     )
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = _file_handler(path) if path else logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]

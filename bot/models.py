@@ -37,6 +37,19 @@ class Inbound:
         return self.chat_type == "private"
 
 
+def parse_session_key(key: str) -> tuple[str, int, int | None] | None:
+    """`Inbound.session_key` read back: (channel, chat id, thread id); None when `key` is not
+    one (e.g. `telegram:-100123:7` → ("telegram", -100123, 7))."""
+    channel, _, rest = key.partition(":")
+    chat, _, thread = rest.partition(":")
+    if not channel:
+        return None
+    try:
+        return channel, int(chat), int(thread) if thread else None
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class MemoryScope:
     """Whose memory a turn sees: the owner's global memory, or one chat's own memory."""
@@ -118,6 +131,24 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, object]
+
+
+@dataclass(frozen=True)
+class PromptPart:
+    """A named piece of a request's text (system 20 names them; /context counts them)."""
+
+    label: str  # "persona", "# Memory", "## Long-term Memory" …
+    text: str
+    within: str = ""  # the label of the part this one is a section of ("" at the top)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A file a reply sends beside its text (e.g. /context full)."""
+
+    name: str  # "context.txt"
+    text: str
+    caption: str = ""
 
 
 @dataclass(frozen=True)

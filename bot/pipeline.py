@@ -15,7 +15,7 @@ from typing import Protocol
 import structlog
 
 from bot.errors import PipelineError
-from bot.models import ChatMessage, Inbound, MemoryItem, MemoryScope, Session, Usage
+from bot.models import ChatMessage, Inbound, MemoryItem, MemoryScope, PromptPart, Session, Usage
 
 log = structlog.get_logger(__name__)
 
@@ -34,6 +34,8 @@ class TurnContext:
     # 20: the user's message as the model gets it, after what this message recalls and the
     # time (new every turn); empty until 20 ran: the message alone
     message_prompt: tuple[ChatMessage, ...] = ()
+    # 20: the named pieces of the system prompt, memory and the message's context (/context)
+    prompt_parts: tuple[PromptPart, ...] = ()
     new_messages: list[ChatMessage] = field(default_factory=list)  # 30 adds; 40 strips tags
     reply: str | None = None  # 30 sets; 40 strips tags (what the user will see)
     usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import App
-from bot.models import ChatType, Inbound
+from bot.models import ChatType, Document, Inbound
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import OWNER
 
@@ -26,16 +26,21 @@ _ids = itertools.count(1)
 
 
 class RecordingReplier:
-    """Keeps what the bot sent, and counts how often it showed "typing"."""
+    """Keeps what the bot sent (texts, and files apart), and counts how often it showed
+    "typing"."""
 
     def __init__(self) -> None:
         self.sent: list[str] = []
+        self.documents: list[Document] = []
         self.typing_entries = 0
 
     def parts(self, text: str) -> list[str]:
         return [text]
 
     async def send_part(self, part: object) -> None:
+        if isinstance(part, Document):
+            self.documents.append(part)
+            return
         assert isinstance(part, str)
         self.sent.append(part)
 

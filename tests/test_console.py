@@ -1,17 +1,24 @@
-"""The console channel: lines in, `mnemo>` replies out, commands, replay, and the end at EOF."""
+"""The console channel: lines in, `mnemo>` replies out, commands, replay, the end at EOF; /stop
+and Ctrl-C during a reply, markdown on a terminal, and `python -m bot chat` as a process: only
+the conversation on the terminal (logs in a file), exit status 0."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import json
+import os
+import signal
+import sys
+from asyncio.subprocess import Process
 from pathlib import Path
 
 from bot.app import App
-from bot.channels.console import ConsoleChannel
+from bot.channels.console import ConsoleChannel, ConsoleReplier
 from bot.models import Inbound
 from bot.storage.inbox import Inbox
-from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
+from tests.harness import API_KEY, REPO
 
 
 async def chat(app: App, lines: str) -> str:
@@ -75,3 +82,167 @@ async def test_a_console_message_left_by_a_crash_is_answered_first(
 
     assert out == "mnemo> answering what was left\nyou> "
     assert await inbox.pending() == []
+
+
+# ----------------------------------------------------------------------------- stopping, files
+
+
+async def test_stop_typed_during_a_reply_cancels_it_and_later_lines_wait_their_turn(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Hang(), Reply("hello again"))
+    read_end, write_end = os.pipe()
+    stdout = io.StringIO()
+    with os.fdopen(read_end, "r") as stdin:
+        console = ConsoleChannel(app.runner, now=app.now, stdin=stdin, stdout=stdout)
+        running = asyncio.create_task(console.run())
+        os.write(write_end, b"tell me a very long story\n")
+        await fake_openai.wait_until_hanging()
+        os.write(write_end, b"/stop\nand now?\n")
+        os.close(write_end)  # the end of input, after those lines
+        await asyncio.wait_for(running, timeout=5)
+
+    out = stdout.getvalue()
+    assert "mnemo> Stopped.\n" in out
+    assert out.index("mnemo> Stopped.") < out.index("mnemo> hello again")
+    assert fake_openai.requests[-1]["messages"][-1]["content"] == "and now?"
+
+
+def test_a_terminal_gets_markdown_rendered_and_a_pipe_the_text() -> None:
+    terminal, pipe = io.StringIO(), io.StringIO()
+
+    asyncio.run(ConsoleReplier(terminal, terminal=True).send_part("Take **the ferry**."))
+    asyncio.run(ConsoleReplier(pipe, terminal=False).send_part("Take **the ferry**."))
+
+    assert "**" not in terminal.getvalue()
+    assert "\x1b[1mthe ferry\x1b[0m" in terminal.getvalue()  # bold
+    assert pipe.getvalue() == "mnemo> Take **the ferry**.\n"
+
+
+async def test_context_full_at_the_console_writes_the_prompt_to_a_file(
+    app: App, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_openai.script(Reply("Noted."))
+    stdout = io.StringIO()
+    replier = ConsoleReplier(stdout, files=tmp_path)
+    console = ConsoleChannel(
+        app.runner,
+        now=app.now,
+        stdin=io.StringIO("my kite is red\n/context full\n"),
+        stdout=stdout,
+        replier=replier,
+    )
+
+    await asyncio.wait_for(console.run(), timeout=5)
+
+    [saved] = files(tmp_path)
+    assert "my kite is red" in saved.read_text()
+    assert f"mnemo> The whole prompt: {saved}\n" in stdout.getvalue()
+
+
+def files(folder: Path) -> list[Path]:
+    return list(folder.glob("context-*.txt"))
+
+
+# ----------------------------------------------------------------------------- as a process
+
+
+def chat_env(workspace: Path, openai: FakeOpenAI) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(workspace.parent),
+        "PYTHONPATH": str(REPO),
+        "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
+        "BOT_WORKSPACE": str(workspace),
+        "BOT_LLM__BASE_URL": openai.base_url,
+        "BOT_LLM__API_KEY": API_KEY,
+        "BOT_LLM__MODEL": "fake-model",
+        "BOT_LLM__MAX_RETRIES": "0",
+    }
+
+
+async def start_chat(workspace: Path, openai: FakeOpenAI, *args: str) -> Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "chat",
+        *args,
+        cwd=workspace.parent,
+        env=chat_env(workspace, openai),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def read_until(process: Process, text: str, *, within: float = 30) -> str:
+    """What the process printed, up to and with `text`."""
+    assert process.stdout is not None
+    seen = b""
+    while text.encode() not in seen:
+        chunk = await asyncio.wait_for(process.stdout.read(1024), timeout=within)
+        assert chunk, f"the chat ended before {text!r}: {seen.decode()!r}"
+        seen += chunk
+    return seen.decode()
+
+
+async def finish(process: Process) -> tuple[int, str, str]:
+    """Its exit status and the rest of its output and its errors."""
+    out, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_the_chat_prints_the_conversation_only_and_ends_cleanly_at_eof(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    fake_openai.script(Reply("Hi **there**!"))
+    process = await start_chat(workspace, fake_openai)
+    assert process.stdin is not None
+    process.stdin.write(b"hello\n")
+
+    shown = await read_until(process, "mnemo> Hi **there**!\n")
+    process.stdin.close()
+    status, rest, errors = await finish(process)
+
+    assert status == 0
+    assert shown + rest == "you> mnemo> Hi **there**!\nyou> "
+    assert errors == ""  # no log line, no traceback
+    log = workspace / "logs" / "console.log"
+    assert "turn_done" in log.read_text()
+    assert log.stat().st_mode & 0o777 == 0o600
+
+
+async def test_ctrl_c_stops_the_reply_then_ends_the_chat_with_status_0(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    fake_openai.script(Hang())
+    process = await start_chat(workspace, fake_openai)
+    assert process.stdin is not None
+    process.stdin.write(b"tell me a very long story\n")
+    await fake_openai.wait_until_hanging(timeout=30)
+
+    process.send_signal(signal.SIGINT)
+    await read_until(process, "mnemo> Stopped.\nyou> ")
+    process.send_signal(signal.SIGINT)  # at the prompt: the end
+    status, _, errors = await finish(process)
+
+    assert status == 0
+    assert "Traceback" not in errors and "KeyboardInterrupt" not in errors
+
+
+async def test_verbose_logs_go_to_stderr(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    process = await start_chat(workspace, fake_openai, "-v")
+    assert process.stdin is not None
+    process.stdin.close()
+
+    status, out, errors = await finish(process)
+
+    assert status == 0
+    assert out == "you> "
+    assert "index_opened" in errors
+    assert not (workspace / "logs" / "console.log").exists()

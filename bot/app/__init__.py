@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -12,12 +12,15 @@ from zoneinfo import ZoneInfo
 from bot.app.conversation import (
     Compaction,
     build_compaction,
+    build_context,
     build_lightrag,
     build_pipeline,
     build_tools,
 )
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
+from bot.llm.inspection import LastRequests
+from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.recall.inventory import MemoryInventory
@@ -25,6 +28,7 @@ from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
+from bot.models import ToolSpec
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.files import FileLocks
@@ -34,11 +38,13 @@ from bot.storage.roster import RosterFile
 from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
+from bot.systems.context import ContextBuilding
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Commands
 from bot.turn.door import Door
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
+from bot.turn.preview import PromptPreview
 from bot.turn.runner import TurnRunner
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
@@ -58,6 +64,7 @@ class App:
     llm: OpenAIChat
     workspace: Workspace
     now: Callable[[], datetime]
+    preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
     services: list[Service] = field(default_factory=list)
     recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
 
@@ -101,11 +108,13 @@ def build_app(
     compaction = build_compaction(
         settings, sessions, llm, memory, writer, now, windows=windows, tools=tools.specs
     )
+    sent = LastRequests()
+    context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
     pipeline = build_pipeline(
         settings,
         sessions,
         llm,
-        memory,
+        context,
         recall,
         consolidator,
         compaction,
@@ -114,9 +123,10 @@ def build_app(
         writer=writer,
         lightrag=lightrag,
         tools=tools,
+        sent=sent,
     )
     runner = _build_runner(
-        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer
+        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer, sent
     )
     upkeep = _build_upkeep(settings, workspace, writer, now)
     services: list[Service] = [
@@ -127,10 +137,27 @@ def build_app(
         consolidator,
         undo,
         *([lightrag] if lightrag else []),
-    ]
-    return App(
-        runner=runner, llm=llm, workspace=workspace, now=now, services=services, recall=recall
-    )  # the index first: opened and synced before anything else starts, stopped last
+    ]  # the index first: opened and synced before anything else starts, stopped last
+    preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
+    return App(runner, llm, workspace, now, preview, services=services, recall=recall)
+
+
+def _build_preview(
+    context: ContextBuilding,
+    runner: TurnRunner,
+    tools: Sequence[ToolSpec],
+    meter: PromptMeter,
+    now: Callable[[], datetime],
+) -> PromptPreview:
+    """`python -m bot prompt`: system 20 over a chat's session, as a turn would run it."""
+    return PromptPreview(
+        context=context,
+        sessions=runner.sessions,
+        access=runner.access,
+        tools=tools,
+        meter=meter,
+        now=now,
+    )
 
 
 def minutes(count: int) -> timedelta:
@@ -156,6 +183,7 @@ def _build_runner(
     compaction: Compaction,
     now: Callable[[], datetime],
     writer: MemoryWriter,
+    sent: LastRequests,
 ) -> TurnRunner:
     locks, running = ChatLocks(), RunningTurns()
     access, door = build_door(settings, workspace, memory.file_locks, now)
@@ -176,6 +204,7 @@ def _build_runner(
         meter=compaction.meter,
         history=memory.history,
         keep_last_messages=compaction.keep,
+        sent=sent,
     )
     return TurnRunner(
         pipeline=pipeline,

@@ -11,6 +11,7 @@ from bot.app.memory import ItemsAndIndex, Memory, build_memory_prompt
 from bot.conversation.compaction import Compactor
 from bot.conversation.flush import MemoryFlush
 from bot.index.lightrag import LightRagBackend
+from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows
@@ -169,11 +170,32 @@ def _instructions(settings: Settings) -> str:
     return f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"
 
 
+def build_context(
+    settings: Settings,
+    memory: Memory,
+    recall: ItemsAndIndex,
+    compaction: Compaction,
+    now: Callable[[], datetime],
+    *,
+    lightrag: LightRagBackend | None,
+) -> ContextBuilding:
+    """System 20: a turn's prompt (also `python -m bot prompt`'s, through `PromptPreview`)."""
+    return ContextBuilding(
+        persona=settings.persona,
+        instructions=_instructions(settings),
+        memory=build_memory_prompt(settings, recall, memory.recall, memory.count, remote=lightrag),
+        notes=memory.notes.format,
+        now=now,
+        memory_room=compaction.meter.memory_room,
+        context_role=settings.llm.context_role,
+    )
+
+
 def build_pipeline(
     settings: Settings,
     sessions: SessionStore,
     llm: OpenAIChat,
-    memory: Memory,
+    context: ContextBuilding,
     recall: ItemsAndIndex,
     consolidator: Consolidator,
     compaction: Compaction,
@@ -183,25 +205,23 @@ def build_pipeline(
     writer: MemoryWriter,
     lightrag: LightRagBackend | None,
     tools: ToolRegistry,
+    sent: LastRequests,
 ) -> Pipeline:
     flush = _build_flush(settings, sessions, llm, writer, compaction, now)
-    context = ContextBuilding(
-        persona=settings.persona,
-        instructions=_instructions(settings),
-        memory=build_memory_prompt(settings, recall, memory.recall, memory.count, remote=lightrag),
-        notes=memory.notes.format,
+    loop = ToolLoop(
+        llm,
+        tools,
+        max_steps=settings.llm.max_tool_steps,
         now=now,
-        memory_room=compaction.meter.memory_room,
-        context_role=settings.llm.context_role,
+        meter=compaction.meter,
+        sent=sent,
     )
     return Pipeline(
         [
             *([BestEffort(flush)] if flush else []),
             BestEffort(_auto_compaction(settings, compaction)),
             context,
-            ToolLoop(
-                llm, tools, max_steps=settings.llm.max_tool_steps, now=now, meter=compaction.meter
-            ),
+            loop,
             MemoryTags(writer),
             _persist(settings, sessions, writer, consolidator, compaction, now),
             BestEffort(RagIndexing(workspace, index=recall.index, remote=lightrag)),

@@ -1,58 +1,146 @@
-"""The console channel: `python -m bot chat` talks to the same turn runner in a terminal."""
+"""The console channel: `python -m bot chat` talks to the same turn runner in a terminal.
+
+Input is read as it comes, also while a reply is being made: `/stop` (or an interrupt, Ctrl-C,
+`ConsoleChannel.interrupt`) then cancels the running reply; other lines typed meanwhile wait
+their turn. An interrupt at the prompt, or the end of input (Ctrl-D), ends the chat. A terminal
+gets a spinner while the model works and replies rendered from markdown (rich); a pipe gets the
+plain text, `mnemo> ` before each reply. A file a reply sends (`/context full`) is written into
+`files` and named.
+
+Under `make chat` the terminal's Ctrl-C would reach make as well, which then ends itself by the
+signal once the chat is over (a shell reports the interrupt); `own_terminal` gives the chat a
+process group of its own in the terminal's foreground while it runs, so only the chat hears it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
+import os
+import signal
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TextIO
 
-from bot.models import Inbound
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.text import Text
+
+from bot.models import Document, Inbound
+from bot.storage.files import atomic_write_text
 from bot.turn.access import LOCAL_USER_ID
 from bot.turn.runner import TurnRunner
 
 CHANNEL = "console"
 PROMPT = "you> "
+LABEL = "mnemo> "
+STOP = "/stop"
+SPINNER = "thinking… (/stop or Ctrl-C stops the reply)"
+INTERRUPTED = object()  # an interrupt, queued like a line
+Line = str | object | None  # a line, `INTERRUPTED`, or None: the end of input
 
 
 class ConsoleReplier:
-    def __init__(self, out: TextIO) -> None:
+    def __init__(
+        self, out: TextIO, *, terminal: bool | None = None, files: Path | None = None
+    ) -> None:
         self.out = out
+        self.terminal = out.isatty() if terminal is None else terminal
+        self.console = Console(file=out, force_terminal=self.terminal, highlight=False)
+        self.files = files
 
     def parts(self, text: str) -> Sequence[str]:
         return [text]
 
     async def send_part(self, part: object) -> None:
-        self.out.write(f"mnemo> {part}\n")
-        self.out.flush()
+        if isinstance(part, Document):
+            part = await asyncio.to_thread(self._saved, part)
+        if not self.terminal:
+            self.out.write(f"{LABEL}{part}\n")
+            self.out.flush()
+            return
+        self.console.print(Text(LABEL.strip(), style="bold cyan"))
+        self.console.print(Markdown(str(part)))
+
+    def end(self) -> None:
+        """The chat is over: a terminal's shell prompt starts on a line of its own."""
+        if self.terminal:
+            self.out.write("\n")
+            self.out.flush()
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
-        yield
+        if not self.terminal:
+            yield
+            return
+        with self.console.status(SPINNER, spinner="dots"):
+            yield
+
+    def _saved(self, document: Document) -> str:
+        """Where the file went (or, with no folder for files, its text)."""
+        if self.files is None:
+            return document.text
+        path = self.files / document.name
+        atomic_write_text(path, document.text)
+        return f"{document.caption or document.name}: {path}"
 
 
 class ConsoleChannel:
     def __init__(
-        self, runner: TurnRunner, *, now: Callable[[], datetime], stdin: TextIO, stdout: TextIO
+        self,
+        runner: TurnRunner,
+        *,
+        now: Callable[[], datetime],
+        stdin: TextIO,
+        stdout: TextIO,
+        replier: ConsoleReplier | None = None,
     ) -> None:
         self.runner = runner
         self.now = now
         self.stdin = stdin
-        self.replier = ConsoleReplier(stdout)
+        self.replier = replier or ConsoleReplier(stdout)
+        self._lines: asyncio.Queue[Line] = asyncio.Queue()
+        self._waiting: deque[Line] = deque()  # read during a reply: answered after it
+
+    def interrupt(self) -> None:
+        """Ctrl-C: stops the reply in progress, or, at the prompt, ends the chat."""
+        self._lines.put_nowait(INTERRUPTED)
 
     async def run(self) -> None:
-        """Replay, then read lines until end of input."""
+        """Replay, then answer lines until the end of input or an interrupt at the prompt."""
         await self.runner.replay(lambda _: self.replier, channel=CHANNEL)
-        while True:
-            self.replier.out.write(PROMPT)
-            self.replier.out.flush()
-            line = await asyncio.to_thread(self.stdin.readline)
-            if not line:
-                return
-            if text := line.strip():
-                await self.runner.handle(self._inbound(text), self.replier)
+        async with _reading(self.stdin, self._lines):
+            while True:
+                self.replier.out.write(PROMPT)
+                self.replier.out.flush()
+                line = self._waiting.popleft() if self._waiting else await self._lines.get()
+                if line is None or line is INTERRUPTED:
+                    self.replier.end()
+                    return
+                if text := str(line).strip():
+                    await self._answer(text)
+
+    async def _answer(self, text: str) -> None:
+        """One line answered, while `/stop` or an interrupt read meanwhile can stop it."""
+        reply = asyncio.create_task(self.runner.handle(self._inbound(text), self.replier))
+        try:
+            while not reply.done():
+                line = asyncio.create_task(self._lines.get())
+                await asyncio.wait({reply, line}, return_when=asyncio.FIRST_COMPLETED)
+                if not line.done():
+                    line.cancel()
+                    continue
+                found = line.result()
+                if found is INTERRUPTED or (isinstance(found, str) and found.strip() == STOP):
+                    await self.runner.handle(self._inbound(STOP), self.replier)
+                else:
+                    self._waiting.append(found)
+        finally:
+            await reply
 
     def _inbound(self, text: str) -> Inbound:
         return Inbound(
@@ -63,3 +151,78 @@ class ConsoleChannel:
             text=text,
             received_at=self.now(),
         )
+
+
+@contextlib.contextmanager
+def own_terminal(stream: TextIO) -> Iterator[None]:
+    """While the block runs, this process's own group is the terminal's foreground (so that
+    Ctrl-C reaches only it); the terminal is given back after. Nothing when `stream` is not a
+    terminal, or when this process leads its group already (a shell started it)."""
+    fd = _shared_terminal(stream)
+    if fd is None:
+        yield
+        return
+    before = os.tcgetpgrp(fd)
+    ttou = signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a background group may hand back
+    try:
+        os.setpgid(0, 0)
+        os.tcsetpgrp(fd, os.getpgrp())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(fd, before)
+        signal.signal(signal.SIGTTOU, ttou)
+
+
+def _shared_terminal(stream: TextIO) -> int | None:
+    """The descriptor of the terminal `stream` is, when this process shares its group."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return None
+    return fd if os.isatty(fd) and os.getpgrp() != os.getpid() else None
+
+
+@contextlib.asynccontextmanager
+async def _reading(stream: TextIO, lines: asyncio.Queue[Line]) -> AsyncIterator[None]:
+    """Lines of `stream` into `lines` as they come (None at its end): from the event loop for a
+    terminal or a pipe; at once for what never blocks (a file, a StringIO)."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = stream.fileno()
+        loop.add_reader(fd, _Lines(fd, lines, loop).read)
+    except (OSError, ValueError):  # no descriptor, or a regular file the loop cannot watch
+        for line in iter(stream.readline, ""):
+            lines.put_nowait(line)
+        lines.put_nowait(None)
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_reader(fd)
+
+
+class _Lines:
+    """What a descriptor has to read, cut into lines (UTF-8; a broken byte is replaced)."""
+
+    def __init__(
+        self, fd: int, lines: asyncio.Queue[Line], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.fd = fd
+        self.lines = lines
+        self.loop = loop
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.partial = ""
+
+    def read(self) -> None:
+        data = os.read(self.fd, 65536)
+        text = self.partial + self.decoder.decode(data, final=not data)
+        *complete, self.partial = text.split("\n")
+        for line in complete:
+            self.lines.put_nowait(line + "\n")
+        if not data:
+            self.loop.remove_reader(self.fd)
+            if self.partial:
+                self.lines.put_nowait(self.partial)
+            self.lines.put_nowait(None)

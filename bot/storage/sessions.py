@@ -23,7 +23,7 @@ import structlog
 from bot.models import ChatMessage, Session, ToolCall
 from bot.storage.files import atomic_write_text, ensure_dir
 from bot.storage.transcript import repair
-from bot.storage.workspace import Workspace, encode_key
+from bot.storage.workspace import Workspace, decode_key, encode_key
 
 FORMAT_VERSION = 1
 RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
@@ -44,6 +44,11 @@ class SessionStore:
     def fresh(self, key: str) -> Session:
         moment = self.now()
         return Session(key=key, messages=(), created_at=moment, updated_at=moment)
+
+    def keys(self) -> list[str]:
+        """The session keys that have a conversation file, sorted."""
+        folder = self.workspace.sessions_dir
+        return sorted(decode_key(path.stem) for path in folder.glob("*.json"))
 
     async def load(self, key: str) -> Session:
         return await asyncio.to_thread(self._load, key)

@@ -150,5 +150,10 @@ class Workspace:
         return self.state_dir / "locks"
 
     @property
+    def logs_dir(self) -> Path:
+        """Logs of `python -m bot chat`, and the files its replies send (/context full)."""
+        return ensure_dir(self.root / "logs")
+
+    @property
     def index_dir(self) -> Path:
         return self.root / "index"

@@ -22,7 +22,8 @@ marks where the user's own words begin).
 The memory sections come from `MemoryPrompt` (`bot.memory.recall.prompt`): fresh from the files
 every turn, within their token budgets, only the memory this chat may see (DESIGN §3), and none
 of what the conversation carries already. The structured items shown are noted on the context
-for system 50 to mark used after the reply.
+for system 50 to mark used after the reply. The pieces are named on the context as well
+(`prompt_parts`: persona, instructions, each section of `# Memory`, …) for /context to count.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from typing import Literal
 
 from bot.index.transcripts import exchanges
 from bot.memory.notes.daily import NoteFormat
-from bot.memory.recall.prompt import Carried, MemoryPrompt
-from bot.models import ChatMessage, Session
+from bot.memory.recall import relevant, section
+from bot.memory.recall.prompt import RECALLED_HEADER, Carried, MemoryPrompt, PromptMemory
+from bot.models import ChatMessage, PromptPart, Session
 from bot.pipeline import TurnContext
 
 REMEMBERING = "# Remembering"
@@ -94,11 +96,30 @@ class ContextBuilding:
         else:
             parts = [self.persona, self.instructions, found.memory]
             ctx.system_prompt = "\n\n".join(part for part in parts if part)
-        tail = [found.recalled, found.relevant, f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}"]
+        time = f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}"
+        tail = [found.recalled, found.relevant, time]
         ctx.message_prompt = self.message_prompt(
             "\n\n".join(part for part in tail if part), ctx.user_message
         )
         ctx.memory_shown = found.items
+        ctx.prompt_parts = self.parts(found, time)
+
+    def parts(self, found: PromptMemory, time: str) -> tuple[PromptPart, ...]:
+        """The request's pieces by name, in the order sent; the sections of `# Memory` follow
+        it, marked as within it."""
+        named = [
+            PromptPart("persona", self.persona),
+            PromptPart("instructions", self.instructions),
+            PromptPart(section.HEADER, found.memory),
+            *(
+                PromptPart(part.partition("\n")[0], part, within=section.HEADER)
+                for part in found.memory_parts
+            ),
+            PromptPart(RECALLED_HEADER, found.recalled),
+            PromptPart(relevant.HEADER, found.relevant),
+            PromptPart("current time", time),
+        ]
+        return tuple(part for part in named if part.text)
 
     def message_prompt(self, context: str, message: ChatMessage) -> tuple[ChatMessage, ...]:
         """The message as the model gets it, its context first: a system message before it,

@@ -2,17 +2,19 @@
 
 The one control loop of a turn. The last step offers no tools, so the model has to answer. A
 request that would not fit the model's window is not sent (`PromptMeter.check` raises
-`ContextOverflow`: the runner compacts the session and runs the turn again).
+`ContextOverflow`: the runner compacts the session and runs the turn again). Each request is
+kept, by reference, as the chat's last (`LastRequests`, for /context).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.llm.client import LLM
+from bot.llm.inspection import LastRequests, SentRequest
 from bot.llm.meter import PromptMeter
-from bot.models import ChatMessage, Completion
+from bot.models import ChatMessage, Completion, ToolSpec
 from bot.pipeline import TurnContext
 from bot.tools.registry import ToolContext, ToolRegistry
 
@@ -31,12 +33,14 @@ class ToolLoop:
         max_steps: int,
         now: Callable[[], datetime],
         meter: PromptMeter | None = None,  # given: a request over the window is never sent
+        sent: LastRequests | None = None,  # given: each request is kept as the chat's last
     ) -> None:
         self.llm = llm
         self.tools = tools
         self.max_steps = max_steps
         self.now = now
         self.meter = meter
+        self.sent = sent
 
     async def process(self, ctx: TurnContext) -> None:
         prompt = ctx.request()
@@ -48,6 +52,7 @@ class ToolLoop:
             request = [*prompt, *ctx.new_messages]
             if self.meter is not None:
                 self.meter.check(request, tools=offered, metadata=ctx.session.metadata)
+            self._keep(ctx, request, offered)
             completion = await self.llm.complete(request, tools=offered)
             ctx.model = completion.model
             if completion.usage is not None:
@@ -62,6 +67,22 @@ class ToolLoop:
                 ctx.new_messages.append(
                     ChatMessage(role="tool", content=result, tool_call_id=call.id, name=call.name)
                 )
+
+    def _keep(
+        self, ctx: TurnContext, request: list[ChatMessage], offered: Sequence[ToolSpec]
+    ) -> None:
+        if self.sent is None:
+            return
+        sent = SentRequest(
+            messages=tuple(request),
+            tools=tuple(offered),
+            parts=ctx.prompt_parts,
+            conversation=ctx.session.messages,
+            message=ctx.user_message,
+            at=self.now(),
+            steps=tuple(ctx.new_messages),
+        )
+        self.sent.record(ctx.inbound.session_key, sent)
 
     def _assistant(self, completion: Completion, calls: tuple[object, ...]) -> ChatMessage:
         return ChatMessage(

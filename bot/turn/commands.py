@@ -1,8 +1,10 @@
 """Chat commands, handled before the pipeline: /start /help /new /reset /compact /status
 (worded by `bot.turn.status`) /stop, and /memory /remember /forget (which act only on the
-memory this chat may see).
+memory this chat may see), and /context (owners only: the last prompt's parts and tokens,
+`bot.llm.inspection`).
 
-Each handler returns the text to send. `COMMANDS` is also what channels register as the menu.
+Each handler returns the text to send, or a `Reply` that sends a file before it. `COMMANDS` is
+also what channels register as the menu.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Protocol
 
 from bot.conversation.compaction import CompactionResult, Compactor
 from bot.errors import NotTextError
+from bot.llm.inspection import LastRequests, breakdown, full_text, summary
 from bot.llm.meter import PromptMeter
 from bot.memory.forgetting import (
     FORGET_MIN_CHARS,
@@ -25,7 +28,7 @@ from bot.memory.forgetting import (
 from bot.memory.notes.history import HistoryLog
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.consolidation import ConsolidationQueue
-from bot.models import Inbound, MemoryScope
+from bot.models import Document, Inbound, MemoryScope
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
@@ -40,6 +43,14 @@ class Command:
     args: str
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A command's answer: its text, and a file sent before it (or none)."""
+
+    text: str
+    document: Document | None = None
+
+
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("start", "Say hello"),
     ("help", "What I can do"),
@@ -52,6 +63,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("remember", "Save a fact to this chat's memory"),
     ("forget", "Forget a text everywhere I keep it (/undo puts it back)"),
     ("undo", "Put back what the last /forget removed (for a few minutes)"),
+    ("context", "The last prompt's parts and tokens (owners; /context full sends it as a file)"),
 )
 
 HELP = (
@@ -76,6 +88,16 @@ FORGET_USAGE = (
     "Usage: /forget <text> (3 characters or more) — I remove it from everything I keep: "
     "memory, notes, history, items and our conversations."
 )
+CONTEXT_OWNERS_ONLY = "Only the bot's owner can see its prompts."
+CONTEXT_USAGE = (
+    "Usage: /context — the last prompt's parts and their tokens; /context full sends the whole "
+    "prompt as a file."
+)
+CONTEXT_NONE = (
+    "No prompt was sent in this chat since the bot started. Send a message, then /context again "
+    "(or, in a shell: python -m bot prompt --chat {key})."
+)
+CONTEXT_FULL_HINT = "/context full sends the whole prompt as a file."
 COMPACT_USAGE = (
     "Usage: /compact [N] — summarise all but the last N messages (N a positive whole number; "
     "{keep} when left out)."
@@ -131,6 +153,7 @@ class Commands:
         meter: PromptMeter,
         history: HistoryLog,
         keep_last_messages: int,  # /compact without N
+        sent: LastRequests,  # the last request of each chat (/context)
         undo_minutes: int = 10,  # how long a /forget can be undone
     ) -> None:
         self.sessions = sessions
@@ -147,7 +170,8 @@ class Commands:
         self.history = history
         self.keep_last_messages = keep_last_messages
         self.undo_minutes = undo_minutes
-        self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str]]] = {
+        self.sent = sent
+        self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str | Reply]]] = {
             "start": self._start,
             "help": self._help,
             "status": self._status,
@@ -156,6 +180,7 @@ class Commands:
             "remember": self._remember,
             "forget": self._forget,
             "undo": self._undo,
+            "context": self._context,
         }
         self._slow: dict[str, Callable[[Inbound, str, Progress], Awaitable[str]]] = {
             "new": self._new,
@@ -170,14 +195,15 @@ class Commands:
 
     async def run(
         self, command: Command, inbound: Inbound, *, progress: Progress | None = None
-    ) -> str:
-        """What to answer: the handler's text, or a hint for an unknown command."""
+    ) -> Reply:
+        """What to answer: the handler's, or a hint for an unknown command."""
         if (slow := self._slow.get(command.name)) is not None:
-            return await slow(inbound, command.args, progress or _Quiet())
+            return Reply(await slow(inbound, command.args, progress or _Quiet()))
         handler = self._handlers.get(command.name)
         if handler is None:
-            return f"Unknown command /{command.name}. /help lists what I understand."
-        return await handler(inbound, command.args)
+            return Reply(f"Unknown command /{command.name}. /help lists what I understand.")
+        answer = await handler(inbound, command.args)
+        return answer if isinstance(answer, Reply) else Reply(answer)
 
     async def _start(self, inbound: Inbound, args: str) -> str:
         return GREETING
@@ -257,6 +283,24 @@ class Commands:
         async with self.locks.hold(key):  # no note is appended meanwhile
             forgotten = await self.memory.forget(scope, key, args)
         return forget_receipt(args, forgotten, undo_minutes=self.undo_minutes)
+
+    async def _context(self, inbound: Inbound, args: str) -> str | Reply:
+        """The last request's parts counted; with `full` (or `file`) the whole text as a file."""
+        if not self.access.is_owner(inbound.user_id):
+            return CONTEXT_OWNERS_ONLY
+        if args.lower() not in ("", "full", "file"):
+            return CONTEXT_USAGE
+        sent = self.sent.last(inbound.session_key)
+        if sent is None:
+            return CONTEXT_NONE.format(key=inbound.session_key)
+        tokens, window = self.meter.tokens, self.meter.window
+        found = await asyncio.to_thread(breakdown, sent, tokens, window=window)
+        table = summary(found, title=f"Tokens ({self.model}, counted offline):")
+        text = f"Last prompt in this chat, sent {sent.at:%Y-%m-%d %H:%M}.\n```\n{table}\n```"
+        if not args:
+            return f"{text}\n{CONTEXT_FULL_HINT}"
+        name = f"context-{sent.at:%Y%m%d-%H%M%S}.txt"
+        return Reply(text, Document(name=name, text=full_text(sent), caption="The whole prompt"))
 
     async def _undo(self, inbound: Inbound, args: str) -> str:
         async with self.locks.hold(inbound.session_key):

@@ -21,6 +21,7 @@ from typing import Protocol
 import structlog
 
 from bot.errors import SendFailed
+from bot.models import Document
 from bot.storage.inbox import Entry, Inbox
 
 log = structlog.get_logger(__name__)
@@ -37,7 +38,7 @@ class Replier(Protocol):
         ...
 
     async def send_part(self, part: object) -> None:
-        """Send one piece; `SendFailed` when it did not go out."""
+        """Send one piece (or a `Document`, as a file); `SendFailed` when it did not go out."""
         ...
 
     def typing(self) -> AbstractAsyncContextManager[None]: ...
@@ -75,9 +76,13 @@ class Delivery:
         if self._attempts:
             await asyncio.wait(self._attempts)
 
-    async def notice(self, text: str, replier: Replier) -> None:
-        """A short message outside the ledger (a notice before the reply, a refusal)."""
-        for part in replier.parts(text):
+    async def notice(self, message: str | Document, replier: Replier) -> None:
+        """A short message, or a file, outside the ledger (a notice before the reply, a
+        refusal, /context's file)."""
+        if isinstance(message, Document):
+            await self._send(message, replier)
+            return
+        for part in replier.parts(message):
             if not await self._send(part, replier):
                 return
 

@@ -122,7 +122,8 @@ class TurnRunner:
                 return
             command = parse_command(inbound.text)
             if command is not None:
-                await self.delivery.notice(await self.commands.run(command, inbound), replier)
+                answer = await self.commands.run(command, inbound)
+                await self.delivery.notice(answer.text, replier)
 
     async def handle(self, inbound: Inbound, replier: Replier, reach: Reach | None = None) -> None:
         """A message from a channel that answers in line: at once, or journaled and answered."""
@@ -166,16 +167,21 @@ class TurnRunner:
             return SORRY
 
     async def _command(self, command: Command, inbound: Inbound, replier: Replier) -> str:
-        """A command's answer; one that takes time shows typing from its start, and says what
-        it is doing if it takes longer than `notice_after` (`bot.turn.progress`)."""
+        """A command's answer (a file it has goes first, outside the ledger); one that takes
+        time shows typing from its start, and says what it is doing if it takes longer than
+        `notice_after` (`bot.turn.progress`)."""
         if not self.commands.takes_time(command):
-            return await self.commands.run(command, inbound)
+            answer = await self.commands.run(command, inbound)
+        else:
 
-        async def say(text: str) -> None:
-            await self.delivery.notice(text, replier)
+            async def say(text: str) -> None:
+                await self.delivery.notice(text, replier)
 
-        async with replier.typing(), ProgressNotice(say, after=self.notice_after) as progress:
-            return await self.commands.run(command, inbound, progress=progress)
+            async with replier.typing(), ProgressNotice(say, after=self.notice_after) as progress:
+                answer = await self.commands.run(command, inbound, progress=progress)
+        if answer.document is not None:
+            await self.delivery.notice(answer.document, replier)
+        return answer.text
 
     async def _locked_turn(self, inbound: Inbound, replier: Replier) -> str:
         """The turn under its chat lock, as a task /stop can cancel ("" when it did)."""

@@ -141,6 +141,17 @@ class UploadedFile:
     data: bytes
 
 
+@dataclass(frozen=True)
+class SentDocument:
+    """A file the bot sent with sendDocument."""
+
+    chat_id: int | str
+    file: UploadedFile
+    caption: str | None
+    message_thread_id: int | None
+    message_id: int
+
+
 @dataclass
 class _Failure:
     method: str
@@ -374,6 +385,7 @@ class FakeTelegram(LocalServer):
         self._next_update_id = FIRST_UPDATE_ID
         self._last_message_id: dict[int | str, int] = {}
         self._sent: dict[tuple[int | str, int], SentMessage] = {}
+        self._documents: list[SentDocument] = []
         self._incoming: dict[tuple[int | str, int], dict[str, Any]] = {}
         self._chats: dict[int | str, dict[str, Any]] = {}
         self._commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -392,6 +404,7 @@ class FakeTelegram(LocalServer):
             "deleteMyCommands": self._delete_my_commands,
             "sendChatAction": self._send_chat_action,
             "sendMessage": self._send_message,
+            "sendDocument": self._send_document,
             "editMessageText": self._edit_message_text,
             "deleteMessage": self._delete_message,
             "close": lambda _params: True,
@@ -518,6 +531,10 @@ class FakeTelegram(LocalServer):
     def sent_messages(self, chat_id: int | str | None = None) -> list[SentMessage]:
         """Messages the bot sent, in sending order, with edits applied."""
         return [m for m in self._sent.values() if chat_id is None or m.chat_id == chat_id]
+
+    def sent_documents(self, chat_id: int | str | None = None) -> list[SentDocument]:
+        """Files the bot sent, in sending order."""
+        return [d for d in self._documents if chat_id is None or d.chat_id == chat_id]
 
     def bot_commands(
         self, scope: dict[str, Any] | None = None, language_code: str = ""
@@ -764,6 +781,38 @@ class FakeTelegram(LocalServer):
         )
         self._sent[(chat_id, sent.message_id)] = sent
         return self._message_json(sent)
+
+    def _send_document(self, params: Params) -> dict[str, Any]:
+        chat_id = _chat_id(params)
+        file = params.get("document")
+        if not isinstance(file, UploadedFile) or not file.data:
+            raise ApiError(400, "Bad Request: file must be non-empty")
+        caption = params.get("caption")
+        if caption is not None and utf16_len(caption) > 1024:
+            raise ApiError(400, "Bad Request: message caption is too long")
+        thread = params.get("message_thread_id")
+        sent = SentDocument(
+            chat_id=chat_id,
+            file=file,
+            caption=caption,
+            message_thread_id=None if thread is None else int(thread),
+            message_id=self._next_message_id(chat_id),
+        )
+        self._documents.append(sent)
+        return {
+            "message_id": sent.message_id,
+            "date": _now(),
+            "chat": self._chat(chat_id),
+            "from": self.bot_user,
+            "document": {
+                "file_id": f"doc-{sent.message_id}",
+                "file_unique_id": f"u-doc-{sent.message_id}",
+                "file_name": file.filename,
+                "mime_type": file.content_type,
+                "file_size": len(file.data),
+            },
+            **({"caption": caption} if caption else {}),
+        }
 
     def _edit_message_text(self, params: Params) -> dict[str, Any] | bool:
         if params.get("inline_message_id"):

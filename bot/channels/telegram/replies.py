@@ -1,4 +1,5 @@
-"""`TelegramReplier`: answers one chat (and forum topic) in rendered pieces, with fallbacks.
+"""`TelegramReplier`: answers one chat (and forum topic) in rendered pieces, with fallbacks, and
+sends a `Document` as a file (sendDocument).
 
 A piece whose entities Telegram cannot parse goes again as plain text; one Telegram finds too
 long is split in two (plain) and sent as both halves. Failures become `SendFailed`: permanent
@@ -15,7 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
 import structlog
-from telegram import Bot, MessageEntity
+from telegram import Bot, InputFile, MessageEntity
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -27,6 +28,7 @@ from telegram.error import (
 
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
+from bot.models import Document
 
 log = structlog.get_logger(__name__)
 
@@ -44,9 +46,12 @@ class TelegramReplier:
         return render(text)
 
     async def send_part(self, part: object) -> None:
-        assert isinstance(part, Chunk)
+        assert isinstance(part, Chunk | Document)
         try:
-            await self._send_chunk(part)
+            if isinstance(part, Document):
+                await self._send_document(part)
+            else:
+                await self._send_chunk(part)
         except RetryAfter as exc:
             raise SendFailed(str(exc), permanent=False, retry_after=_seconds(exc)) from None
         except (Forbidden, ChatMigrated) as exc:
@@ -82,6 +87,15 @@ class TelegramReplier:
                 await self._send_plain(chunk.text)
             else:
                 raise
+
+    async def _send_document(self, document: Document) -> None:
+        data = InputFile(document.text.encode("utf-8"), filename=document.name)
+        await self.bot.send_document(
+            self.chat_id,
+            data,
+            caption=document.caption or None,
+            message_thread_id=self.thread_id,
+        )
 
     async def _send_plain(self, text: str) -> None:
         """Plain text, halved (at a line break when there is one) while Telegram says too long."""

@@ -76,6 +76,7 @@ class PromptMemory:
     recalled: str  # `# Memory for this message`: the pack's items, "" when none
     relevant: str  # the `# Relevant Memory` section, "" when nothing new was found
     items: tuple[MemoryItem, ...]  # the structured items `recalled` shows
+    memory_parts: tuple[str, ...] = ()  # `memory`'s sections, each opening with its heading
 
 
 class MemoryPrompt:
@@ -126,7 +127,8 @@ class MemoryPrompt:
             if self.relevant
             else ""
         )
-        return PromptMemory(view.text, recalled, relevant, pack.items if pack else ())
+        items = pack.items if pack else ()
+        return PromptMemory(view.text, recalled, relevant, items, memory_parts=view.parts)
 
     def scale(self, room: int | None) -> float:
         """The share of each section's budget that `room` allows (1.0: all of it): a small

@@ -44,6 +44,7 @@ class MemorySnapshot:
 class MemoryView:
     text: str  # the whole section, "" when there is no memory
     omitted_lines: int  # lines the budget left out (announced at the end of `text`)
+    parts: tuple[str, ...] = ()  # `text` after its header: each part opens with its heading
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,8 @@ def _fill(sections: list[_Section], room: _Room, total: int) -> tuple[MemoryView
     omitted = total - shown
     if omitted:
         texts.append(OMITTED.format(count=omitted))
-    return MemoryView(text="\n\n".join([HEADER, *texts]), omitted_lines=omitted), shown
+    text = "\n\n".join([HEADER, *texts])
+    return MemoryView(text=text, omitted_lines=omitted, parts=tuple(texts)), shown
 
 
 def _fit_section(section: _Section, room: _Room) -> tuple[str, int]:
