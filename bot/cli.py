@@ -1,5 +1,5 @@
-"""Command line: `python -m bot run | chat | doctor | memory … | eval retrieval`. Thin: parse,
-load settings, hand over.
+"""Command line: `python -m bot run | chat | doctor | health | memory … | eval retrieval`.
+Thin: parse, load settings, hand over (`doctor` and `health` live in `bot.doctor`).
 
 Failures end here, never as a raw traceback and never with a secret: a `ConfigError` or a
 `StartupError` (a rejected token, Telegram out of reach) is one `error: …` line on stderr, exit
@@ -21,19 +21,19 @@ import structlog
 from bot import logs, memory_cli
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel
-from bot.channels.telegram import TelegramChannel, check_token
+from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.errors import is_network_error, startup_error
-from bot.errors import ConfigError, MnemoError, StartupError
+from bot.doctor import doctor, health
+from bot.errors import ConfigError, StartupError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
 from bot.index import Embedder, Model2VecEmbedder
 from bot.llm.tokens import TokenCounter
-from bot.models import ChatMessage
-from bot.settings import Settings, load_settings, require_secret
+from bot.settings import Settings, load_settings, require_secret, secret_values
+from bot.storage.heartbeat import Heartbeat
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
-DOCTOR_TIMEOUT = 20
 log = structlog.get_logger(__name__)
 
 
@@ -42,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="run the Telegram bot (long polling)")
     sub.add_parser("chat", help="talk to the bot in this terminal")
-    sub.add_parser("doctor", help="check settings, workspace, Telegram and the model")
+    sub.add_parser("doctor", help="check the workspace, Telegram, owners, the model, recall")
+    sub.add_parser("health", help="is the running bot polling? (its heartbeat; Docker)")
     _add_eval_parser(sub)
     memory_cli.add_parser(sub)
     args = parser.parse_args(argv)
@@ -54,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return eval_retrieval(settings, args)
         if args.command == "memory":
             return memory_cli.run(settings, args)
+        if args.command == "health":
+            return health(settings)
         return asyncio.run(_COMMANDS[args.command](settings))
     except ConfigError as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
@@ -81,6 +84,7 @@ async def run_telegram(settings: Settings) -> int:
         typing_interval=settings.telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=settings.telegram.shutdown_grace,
+        heartbeat=Heartbeat(app.workspace.heartbeat_path),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -110,70 +114,14 @@ async def run_console(settings: Settings) -> int:
     return 0
 
 
-async def doctor(settings: Settings) -> int:
-    """Check each part and say what is wrong, one line each, no secret."""
-    scrub = logs.Scrubber(_secrets(settings))
-    problems = 0
-    for name, check in (("telegram", _check_telegram), ("model", _check_model)):
-        try:
-            print(f"ok    {name}: {scrub(await check(settings))}")
-        except Exception as exc:
-            problems += 1
-            print(f"FAIL  {name}: {scrub(_what_failed(exc, settings))[:300]}")
-    return 1 if problems else 0
-
-
-async def _check_telegram(settings: Settings) -> str:
-    token = require_secret(settings.telegram.token, TOKEN_VAR)
-    base_url = settings.telegram.base_url
-    try:
-        return await asyncio.wait_for(check_token(token, base_url), timeout=DOCTOR_TIMEOUT)
-    except TimeoutError:
-        raise StartupError(
-            f"Telegram did not answer within {DOCTOR_TIMEOUT} s at {base_url}: check the "
-            "network and BOT_TELEGRAM__BASE_URL"
-        ) from None
-
-
-async def _check_model(settings: Settings) -> str:
-    api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    app = build_app(settings, api_key=api_key)
-    try:
-        reply = await app.llm.complete([ChatMessage(role="user", content="Say OK.")], max_tokens=5)
-        return f"{settings.llm.model} answered {reply.content!r}; workspace {app.workspace.root}"
-    finally:
-        await app.aclose()
-
-
-def _what_failed(exc: Exception, settings: Settings) -> str:
-    """A failed check as one line: what to fix when we know, else the error's type and text."""
-    known = startup_error(exc, base_url=settings.telegram.base_url)
-    if known is not None or isinstance(exc, MnemoError):
-        return str(known or exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _configure_logs(settings: Settings) -> logs.Scrubber:
     """Logs scrubbed of every secret in the settings; the scrubber, for what we print."""
     return logs.configure(
         fmt=settings.log.format,
         level=settings.log.level,
-        secrets=_secrets(settings),
+        secrets=secret_values(settings),
         transient=_transient,
     )
-
-
-def _secrets(settings: Settings) -> tuple[str, ...]:
-    """The bot token, the model's key, the embedding model's and LightRAG's keys (sent in a
-    header only; cut all the same), whichever are set."""
-    rag = settings.rag
-    values = (
-        settings.telegram.token,
-        settings.llm.api_key,
-        rag.embedding_api_key,
-        rag.lightrag_api_key,
-    )
-    return tuple(v.get_secret_value() for v in values if v is not None and v.get_secret_value())
 
 
 def _transient(exc: BaseException) -> bool:

@@ -2,8 +2,10 @@
 
 The only module that speaks the SDK: our messages in, a `Completion` out, SDK errors mapped onto
 the `bot.errors.LLMError` tree, each with one line that says what failed and, where we know, what
-to fix (`python -m bot doctor` prints it). Timeouts and retries are explicit (the SDK's own retry
-loop, which honours `Retry-After`).
+to fix (`python -m bot doctor` prints it). Retries are the SDK's own loop (it honours
+`Retry-After`). Every answer is streamed, so that the timeouts measure progress rather than the
+whole answer (`bot.llm.stream`): `first_token_timeout` for the first piece, `timeout` for each
+silence after it.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import openai
 import structlog
 
 from bot.errors import ContextOverflow, LLMRejected, LLMUnavailable
+from bot.llm.stream import Silence, read_stream
 from bot.llm.windows import ModelWindows
-from bot.models import ChatMessage, Completion, ToolCall, ToolSpec, Usage
+from bot.models import ChatMessage, Completion, ToolSpec
 
 log = structlog.get_logger(__name__)
 
+CONNECT_TIMEOUT = 15.0  # seconds to open a connection: a host that is away is told at once
 _REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
 _OVERFLOW_MARKERS = (
     "context_length_exceeded",
@@ -46,7 +50,8 @@ class OpenAIChat:
         base_url: str,
         api_key: str,
         model: str,
-        timeout: float,
+        timeout: float,  # seconds of silence once an answer has started
+        first_token_timeout: float | None = None,  # seconds to its first piece; `timeout` if None
         max_retries: int,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -57,8 +62,14 @@ class OpenAIChat:
         self.windows = windows
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.first_token_timeout = first_token_timeout or timeout
+        longest = max(timeout, self.first_token_timeout)
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            base_url=base_url,
+            api_key=api_key,
+            timeout=openai.Timeout(longest, connect=min(CONNECT_TIMEOUT, longest)),
+            max_retries=max_retries,
         )
 
     async def complete(
@@ -81,13 +92,38 @@ class OpenAIChat:
         if (limit := max_tokens or self.max_tokens) is not None:
             request["max_tokens"] = limit
         try:
-            response = await self._client.chat.completions.create(**request)
+            completion = await self._stream(request)
         except openai.APIError as exc:
-            error = _translate(exc, base_url=self.base_url)
+            error = _translate(exc, base_url=self.base_url, model=request["model"])
             if isinstance(error, ContextOverflow) and error.limit and self.windows:
                 await asyncio.to_thread(self.windows.learn, request["model"], error.limit)
             raise error from exc
-        return _from_wire(response)
+        except Silence as silence:
+            raise self._silent(silence) from None
+        if completion is None:
+            raise LLMUnavailable(f"the model at {self.base_url} returned no choices")
+        return completion
+
+    async def _stream(self, request: dict[str, Any]) -> Completion | None:
+        opening = self._client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}
+        )
+        return await read_stream(
+            opening, first_piece=self.first_token_timeout, between_pieces=self.timeout
+        )
+
+    def _silent(self, silence: Silence) -> LLMUnavailable:
+        log.warning("llm_silent", waited=silence.waited, started=silence.started)
+        if silence.started:
+            return LLMUnavailable(
+                f"the model at {self.base_url} stopped answering for {silence.waited:g} s "
+                "mid-answer: is the server still running? (or raise BOT_LLM__TIMEOUT)"
+            )
+        return LLMUnavailable(
+            f"the model at {self.base_url} did not answer in time ({silence.waited:g} s without "
+            "a word): check that it is running and BOT_LLM__BASE_URL; a slow local model may "
+            "need a larger BOT_LLM__FIRST_TOKEN_TIMEOUT"
+        )
 
     async def close(self) -> None:
         await self._client.close()
@@ -116,26 +152,6 @@ def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
     }
 
 
-def _from_wire(response: Any) -> Completion:
-    if not response.choices:
-        raise LLMUnavailable("the model returned no choices")
-    message = response.choices[0].message
-    calls = tuple(
-        ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
-        for c in (message.tool_calls or ())
-        if getattr(c, "function", None) is not None
-    )
-    usage = None
-    if response.usage is not None:
-        usage = Usage(
-            prompt_tokens=response.usage.prompt_tokens or 0,
-            completion_tokens=response.usage.completion_tokens or 0,
-        )
-    return Completion(
-        content=message.content, tool_calls=calls, usage=usage, model=response.model or ""
-    )
-
-
 def stated_limit(text: str) -> int | None:
     """The context window an overflow error states, or None when it states none."""
     for pattern in _STATED_LIMITS:
@@ -144,7 +160,7 @@ def stated_limit(text: str) -> int | None:
     return None
 
 
-def _translate(exc: openai.APIError, *, base_url: str) -> Exception:
+def _translate(exc: openai.APIError, *, base_url: str, model: str) -> Exception:
     """The SDK's error as ours. The provider's words stay in the message where they help (a
     refused request, a 5xx); a refused key or an unreachable server says what to fix instead.
     Whatever a provider echoes (a key, in full or masked) is cut where it is logged or printed
@@ -158,10 +174,15 @@ def _translate(exc: openai.APIError, *, base_url: str) -> Exception:
         return LLMRejected(
             f"the model at {base_url} rejected the API key (HTTP 401): check BOT_LLM__API_KEY"
         )
+    if status == 404 or "model_not_found" in text or "not a valid model" in text:
+        return LLMRejected(
+            f"the model at {base_url} has no model {model!r} ({exc.message[:120]}): check "
+            "BOT_LLM__MODEL"
+        )
     if isinstance(exc, openai.APITimeoutError):
         return LLMUnavailable(
             f"the model at {base_url} did not answer in time: check the network and "
-            "BOT_LLM__BASE_URL, or raise BOT_LLM__TIMEOUT"
+            "BOT_LLM__BASE_URL, or raise BOT_LLM__FIRST_TOKEN_TIMEOUT"
         )
     if isinstance(exc, openai.APIConnectionError):
         return LLMUnavailable(
