@@ -32,7 +32,7 @@ help:
 	@echo "make lint       ruff check + ruff format --check"
 	@echo "make fmt        sort imports and format with ruff"
 	@echo "make typecheck  mypy (strict, see pyproject.toml)"
-	@echo "make lock       re-resolve requirements.lock and requirements-dev.lock against PyPI"
+	@echo "make lock       re-resolve requirements{,-embedder,-dev}.lock against PyPI"
 	@echo "                (keeps current pins; 'make lock LOCK_ARGS=--upgrade' takes the newest)"
 	@echo "make bench      run benchmarks/run_all.py if present"
 	@echo "make clean      remove $(VENV) and caches"
@@ -91,8 +91,8 @@ bench: $(STAMP)
 # Resolved in a scratch venv against PyPI only: this machine's pip config
 # (local mirrors, find-links) is ignored so that the pins install anywhere
 # that reaches PyPI. Pins are for CPython 3.11 on Linux x86_64 (run this with
-# such a $(PYTHON)). The dev lock is constrained by the runtime lock, so the
-# two always agree on shared packages.
+# such a $(PYTHON)). Each lock is constrained by the one before it (runtime,
+# + the embedder extra, + dev), so they always agree on shared packages.
 
 LOCK_VENV ?= $(or $(TMPDIR),/tmp)/mnemo-lockvenv
 PIP_TOOLS_VERSION := 7.6.2
@@ -108,7 +108,8 @@ lock:
 	@if [ ! -x "$(LOCK_VENV)/bin/pip-compile" ]; then $(PYTHON) -m venv "$(LOCK_VENV)"; fi
 	$(LOCK_ENV) $(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip "pip-tools==$(PIP_TOOLS_VERSION)"
 	$(PIP_COMPILE) --output-file requirements.lock pyproject.toml
-	$(PIP_COMPILE) --extra dev --constraint requirements.lock --output-file requirements-dev.lock pyproject.toml
+	$(PIP_COMPILE) --extra embedder --constraint requirements.lock --output-file requirements-embedder.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev --constraint requirements-embedder.lock --output-file requirements-dev.lock pyproject.toml
 
 # --- housekeeping -------------------------------------------------------------
 
