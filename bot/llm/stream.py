@@ -44,15 +44,15 @@ async def read_stream(
     """The completion that `opening` (the SDK's streaming `create(...)`) streams; None when
     the stream held no choice at all."""
     parts = _Parts()
+    stream: ChunkStream | None = None
     try:
-        async with asyncio.timeout(first_piece):
-            stream = await opening
-            chunks = aiter(stream)
-            first = await anext(chunks, None)
-    except TimeoutError:
-        raise Silence(first_piece, started=False) from None
-    try:
-        chunk = first
+        try:
+            async with asyncio.timeout(first_piece):
+                stream = await opening
+                chunks = aiter(stream)
+                chunk = await anext(chunks, None)
+        except TimeoutError:
+            raise Silence(first_piece, started=False) from None
         while chunk is not None:
             parts.add(chunk)
             try:
@@ -61,7 +61,8 @@ async def read_stream(
             except TimeoutError:
                 raise Silence(between_pieces, started=True) from None
     finally:
-        await stream.close()
+        if stream is not None:
+            await stream.close()
     return parts.completion()
 
 
