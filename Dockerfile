@@ -1,10 +1,18 @@
 # Mnemo — the image holds code only; all state lives in the /app/workspace volume.
 #
-#   docker build -t mnemo .
+#   docker build -t mnemo .                                   (or `docker compose up -d --build`)
 #   docker run --env-file .env -v "$PWD/workspace:/app/workspace" mnemo
 #
-# (or `docker compose up -d`, see docker-compose.yml)
+# Build arguments:
+#   UID, GID   the user the bot runs as (default 1000:1000): make them yours (`id -u`, `id -g`)
+#              and the bind-mounted workspace stays editable on the host without sudo
+#   EMBEDDER   1 adds the local embedding model's packages (model2vec, ~45 MB) for
+#              BOT_RAG__EMBEDDER=model2vec; left out by default
 FROM python:3.11-slim
+
+ARG UID=1000
+ARG GID=1000
+ARG EMBEDDER=0
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -12,17 +20,21 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 
-# Unprivileged runtime user; it owns the workspace and nothing else.
-RUN groupadd --system --gid 10001 mnemo \
- && useradd --system --uid 10001 --gid mnemo --home-dir /app --no-create-home \
+# The runtime user; it owns the workspace and nothing else. --non-unique: a host id may
+# already name a user or group of the base image (e.g. GID 100, "users").
+RUN groupadd --non-unique --gid "${GID}" mnemo \
+ && useradd --non-unique --uid "${UID}" --gid "${GID}" --home-dir /app --no-create-home \
         --shell /usr/sbin/nologin mnemo
 
 WORKDIR /app
 
-# Dependencies first: this layer is rebuilt only when the lock changes.
-# The lock carries hashes, so pip installs in --require-hashes mode.
-COPY requirements.lock ./
-RUN pip install -r requirements.lock
+# Dependencies first: this layer is rebuilt only when a lock changes. The locks carry
+# hashes, so pip installs in --require-hashes mode; requirements-embedder.lock is the
+# runtime lock plus the embedder extra.
+COPY requirements.lock requirements-embedder.lock ./
+RUN if [ "${EMBEDDER}" = "1" ]; then lock=requirements-embedder.lock; \
+    else lock=requirements.lock; fi \
+ && pip install -r "${lock}"
 
 # Then the code (root-owned, read-only for the runtime user). Editable install:
 # the `mnemo` entry point and `python -m bot` (run from /app) both use /app/bot,
@@ -32,12 +44,16 @@ COPY config/ ./config/
 COPY bot/ ./bot/
 RUN pip install --no-deps -e . \
  && mkdir -p /app/workspace \
- && chown mnemo:mnemo /app/workspace
+ && chown "${UID}:${GID}" /app/workspace
 
 ENV BOT_WORKSPACE=/app/workspace
 VOLUME ["/app/workspace"]
 
-# Numeric (= mnemo) so runtimes can verify it is not root.
-USER 10001:10001
+# Numeric, so runtimes can verify it is not root.
+USER ${UID}:${GID}
+
+# Alive and polling: the bot touches state/heartbeat after every poll (no network call here).
+HEALTHCHECK --interval=60s --timeout=15s --start-period=60s --retries=3 \
+    CMD ["python", "-m", "bot", "health"]
 
 CMD ["python", "-m", "bot", "run"]

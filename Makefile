@@ -21,7 +21,7 @@ define check_python
 $(1) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "error: Mnemo needs Python >= 3.11, but '$(1)' is: $$(command -v $(1) >/dev/null && $(1) -V 2>&1 | head -n1 || echo 'not found') (try: make PYTHON=python3.11 ...)" >&2; exit 1; }
 endef
 
-.PHONY: help install run chat doctor test lint fmt typecheck lock bench clean
+.PHONY: help install run chat doctor test lint fmt typecheck lock bench real-model-check clean
 
 help:
 	@echo "make install    create $(VENV) and install runtime + dev deps from requirements-dev.lock"
@@ -32,9 +32,11 @@ help:
 	@echo "make lint       ruff check + ruff format --check"
 	@echo "make fmt        sort imports and format with ruff"
 	@echo "make typecheck  mypy (strict, see pyproject.toml)"
-	@echo "make lock       re-resolve requirements.lock and requirements-dev.lock against PyPI"
+	@echo "make lock       re-resolve requirements{,-embedder,-dev}.lock against PyPI"
 	@echo "                (keeps current pins; 'make lock LOCK_ARGS=--upgrade' takes the newest)"
 	@echo "make bench      run benchmarks/run_all.py if present"
+	@echo "make real-model-check MODEL_GGUF=/path/to.gguf"
+	@echo "                a real small model on this CPU through the bot (opt-in, minutes)"
 	@echo "make clean      remove $(VENV) and caches"
 
 # --- environment -----------------------------------------------------------
@@ -87,12 +89,22 @@ bench: $(STAMP)
 		echo "no benchmarks yet (benchmarks/run_all.py is missing)"; \
 	fi
 
+# Opt-in, never in CI: llama.cpp's server (the xllamacpp wheel, installed on first use) with
+# a GGUF you downloaded; scripts/real_model_check.py says which one fits a small CPU.
+MODEL_GGUF ?=
+XLLAMACPP_VERSION := 2026.10.11549
+
+real-model-check: $(STAMP)
+	@if [ ! -f "$(MODEL_GGUF)" ]; then $(PY) scripts/real_model_check.py "$(MODEL_GGUF)"; exit 2; fi
+	@$(PY) -c 'import xllamacpp' 2>/dev/null || $(PY) -m pip install --quiet "xllamacpp==$(XLLAMACPP_VERSION)"
+	$(PY) scripts/real_model_check.py "$(MODEL_GGUF)"
+
 # --- lock files --------------------------------------------------------------
 # Resolved in a scratch venv against PyPI only: this machine's pip config
 # (local mirrors, find-links) is ignored so that the pins install anywhere
 # that reaches PyPI. Pins are for CPython 3.11 on Linux x86_64 (run this with
-# such a $(PYTHON)). The dev lock is constrained by the runtime lock, so the
-# two always agree on shared packages.
+# such a $(PYTHON)). Each lock is constrained by the one before it (runtime,
+# + the embedder extra, + dev), so they always agree on shared packages.
 
 LOCK_VENV ?= $(or $(TMPDIR),/tmp)/mnemo-lockvenv
 PIP_TOOLS_VERSION := 7.6.2
@@ -108,7 +120,8 @@ lock:
 	@if [ ! -x "$(LOCK_VENV)/bin/pip-compile" ]; then $(PYTHON) -m venv "$(LOCK_VENV)"; fi
 	$(LOCK_ENV) $(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip "pip-tools==$(PIP_TOOLS_VERSION)"
 	$(PIP_COMPILE) --output-file requirements.lock pyproject.toml
-	$(PIP_COMPILE) --extra dev --constraint requirements.lock --output-file requirements-dev.lock pyproject.toml
+	$(PIP_COMPILE) --extra embedder --constraint requirements.lock --output-file requirements-embedder.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev --constraint requirements-embedder.lock --output-file requirements-dev.lock pyproject.toml
 
 # --- housekeeping -------------------------------------------------------------
 

@@ -33,7 +33,7 @@ async def serving(handle: Handler) -> AsyncIterator[str]:
     """An OpenAI-compatible `/v1/chat/completions` on 127.0.0.1 answered by `handle`; yields
     its base URL."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app.router.add_post("/v1/chat/completions", handle)
+    app.router.add_post("/v1/chat/completions", streaming(handle))
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -42,6 +42,49 @@ async def serving(handle: Handler) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
     finally:
         await runner.cleanup()
+
+
+def streaming(handle: Handler) -> Handler:
+    """`handle`, answering a streamed request (the bot streams every answer) with its
+    completion in server-sent events, as OpenAI does: the message in one chunk, then the
+    usage, then `[DONE]`. Errors and plain requests pass as they are."""
+
+    async def streamed(request: web.Request) -> web.StreamResponse:
+        response = await handle(request)
+        body = await request.json()
+        if not body.get("stream") or response.status != 200:
+            return response
+        assert isinstance(response, web.Response) and response.body is not None
+        completion = json.loads(bytes(response.body))  # type: ignore[arg-type]
+        choice = completion["choices"][0]
+        delta = dict(choice["message"])
+        for n, call in enumerate(delta.get("tool_calls") or []):
+            call["index"] = n
+        head = {key: completion[key] for key in ("id", "created", "model")}
+        chunks = [
+            {
+                **head,
+                "object": "chat.completion.chunk",
+                "choices": [
+                    {"index": 0, "delta": delta, "finish_reason": choice.get("finish_reason")}
+                ],
+            },
+            {
+                **head,
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": completion.get("usage"),
+            },
+        ]
+        stream = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await stream.prepare(request)
+        for chunk in chunks:
+            await stream.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await stream.write(b"data: [DONE]\n\n")
+        await stream.write_eof()
+        return stream
+
+    return streamed
 
 
 def skip_sdk_transform() -> None:

@@ -1,5 +1,6 @@
-"""Command line: `python -m bot run | chat | doctor | prompt | memory … | pair … | eval
-retrieval`. Thin: parse, load settings, hand over.
+"""Command line: `python -m bot run | chat | doctor | health | prompt | memory … | pair … |
+eval retrieval`. Thin: parse, load settings, hand over (`doctor` and `health` live in
+`bot.doctor`).
 
 `chat` logs to `logs/console.log` in the workspace (to stderr with `-v`), so that nothing but the
 conversation is on the terminal; Ctrl-C stops a reply, or at the prompt ends the chat, exit 0.
@@ -24,20 +25,20 @@ import structlog
 from bot import logs, memory_cli, pair_cli, prompt_cli
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
-from bot.channels.telegram import TelegramChannel, check_token
+from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.errors import is_network_error, startup_error
-from bot.errors import ConfigError, MnemoError, StartupError
+from bot.doctor import doctor, health
+from bot.errors import ConfigError, StartupError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
 from bot.index import Embedder, Model2VecEmbedder
 from bot.llm.tokens import TokenCounter
-from bot.models import ChatMessage
-from bot.settings import Settings, load_settings, require_secret
+from bot.settings import Settings, load_settings, require_secret, secret_values
+from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
-DOCTOR_TIMEOUT = 20
 log = structlog.get_logger(__name__)
 
 
@@ -47,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("run", help="run the Telegram bot (long polling)")
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
-    sub.add_parser("doctor", help="check settings, workspace, Telegram and the model")
+    sub.add_parser("doctor", help="check the workspace, Telegram, owners, the model, recall")
+    sub.add_parser("health", help="is the running bot polling? (its heartbeat; Docker)")
     _add_eval_parser(sub)
     memory_cli.add_parser(sub)
     pair_cli.add_parser(sub)
@@ -65,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return pair_cli.run(settings, args)
         if args.command == "prompt":
             return asyncio.run(prompt_cli.run(settings, args, out=lambda line: print(scrub(line))))
+        if args.command == "health":
+            return health(settings)
         return asyncio.run(_COMMANDS[args.command](settings))
     except ConfigError as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
@@ -92,6 +96,7 @@ async def run_telegram(settings: Settings) -> int:
         typing_interval=settings.telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=settings.telegram.shutdown_grace,
+        heartbeat=Heartbeat(app.workspace.heartbeat_path),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -127,56 +132,13 @@ async def run_console(settings: Settings) -> int:
     return 0
 
 
-async def doctor(settings: Settings) -> int:
-    """Check each part and say what is wrong, one line each, no secret."""
-    scrub = logs.Scrubber(_secrets(settings))
-    problems = 0
-    for name, check in (("telegram", _check_telegram), ("model", _check_model)):
-        try:
-            print(f"ok    {name}: {scrub(await check(settings))}")
-        except Exception as exc:
-            problems += 1
-            print(f"FAIL  {name}: {scrub(_what_failed(exc, settings))[:300]}")
-    return 1 if problems else 0
-
-
-async def _check_telegram(settings: Settings) -> str:
-    token = require_secret(settings.telegram.token, TOKEN_VAR)
-    base_url = settings.telegram.base_url
-    try:
-        return await asyncio.wait_for(check_token(token, base_url), timeout=DOCTOR_TIMEOUT)
-    except TimeoutError:
-        raise StartupError(
-            f"Telegram did not answer within {DOCTOR_TIMEOUT} s at {base_url}: check the "
-            "network and BOT_TELEGRAM__BASE_URL"
-        ) from None
-
-
-async def _check_model(settings: Settings) -> str:
-    api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    app = build_app(settings, api_key=api_key)
-    try:
-        reply = await app.llm.complete([ChatMessage(role="user", content="Say OK.")], max_tokens=5)
-        return f"{settings.llm.model} answered {reply.content!r}; workspace {app.workspace.root}"
-    finally:
-        await app.aclose()
-
-
-def _what_failed(exc: Exception, settings: Settings) -> str:
-    """A failed check as one line: what to fix when we know, else the error's type and text."""
-    known = startup_error(exc, base_url=settings.telegram.base_url)
-    if known is not None or isinstance(exc, MnemoError):
-        return str(known or exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _configure_logs(settings: Settings, *, to_file: Path | None = None) -> logs.Scrubber:
     """Logs scrubbed of every secret in the settings (on stderr, or appended `to_file`); the
     scrubber, for what we print."""
     return logs.configure(
         fmt=settings.log.format,
         level=settings.log.level,
-        secrets=_secrets(settings),
+        secrets=secret_values(settings),
         transient=_transient,
         path=to_file,
     )
@@ -187,19 +149,6 @@ def _log_file(settings: Settings, args: argparse.Namespace) -> Path | None:
     if args.command != "chat" or args.verbose:
         return None
     return Workspace(settings.workspace).logs_dir / "console.log"
-
-
-def _secrets(settings: Settings) -> tuple[str, ...]:
-    """The bot token, the model's key, the embedding model's and LightRAG's keys (sent in a
-    header only; cut all the same), whichever are set."""
-    rag = settings.rag
-    values = (
-        settings.telegram.token,
-        settings.llm.api_key,
-        rag.embedding_api_key,
-        rag.lightrag_api_key,
-    )
-    return tuple(v.get_secret_value() for v in values if v is not None and v.get_secret_value())
 
 
 def _transient(exc: BaseException) -> bool:

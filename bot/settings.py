@@ -74,6 +74,9 @@ class LLMSettings(_Section):
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
     fast_model: str | None = None  # summaries and consolidation; the main model when unset
+    # seconds (answers are streamed, bot.llm.stream): to the first piece of an answer (the
+    # model reading the prompt), then of silence between pieces
+    first_token_timeout: float = Field(default=300.0, gt=0)
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
     max_tool_steps: int = Field(default=8, ge=1)
@@ -120,7 +123,7 @@ class MemorySettings(_Section):
     memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
     keep_messages: int = Field(default=10, ge=2)
     max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
-    consolidation_timeout: float = Field(default=30.0, gt=0)
+    consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see README
     raw_fallback_messages: int = Field(default=10, gt=0)
     raw_fallback_chars: int = Field(default=200, gt=0)
     # Tags and working memory (seed 002)
@@ -137,7 +140,7 @@ class CompactionSettings(_Section):
     threshold: float = Field(default=0.8, gt=0, le=1)  # share of the window that triggers it
     keep_last_messages: int = Field(default=20, ge=2)
     summary_max_tokens: int = Field(default=500, gt=0)
-    summary_timeout: float = Field(default=15.0, gt=0)
+    summary_timeout: float = Field(default=600.0, gt=0)  # the summary (and flush), all told
     summary_temperature: float = Field(default=0.3, ge=0)
     message_chars: int = Field(default=300, gt=0)  # each message cut to this for the summary
     # Pre-compaction memory flush (seed 004)
@@ -243,3 +246,16 @@ def require_secret(value: SecretStr | None, variable: str) -> str:
     if value is None or not value.get_secret_value().strip():
         raise ConfigError(f"{variable} is not set: put it in .env (see .env.example)")
     return value.get_secret_value()
+
+
+def secret_values(settings: Settings) -> tuple[str, ...]:
+    """The bot token, the model's key, the embedding model's and LightRAG's keys (sent in a
+    header only; cut all the same), whichever are set: what no output may show."""
+    rag = settings.rag
+    values = (
+        settings.telegram.token,
+        settings.llm.api_key,
+        rag.embedding_api_key,
+        rag.lightrag_api_key,
+    )
+    return tuple(v.get_secret_value() for v in values if v is not None and v.get_secret_value())

@@ -183,7 +183,7 @@ async def test_the_owner_in_a_group_hears_the_short_words(
 async def test_an_unreachable_or_slow_model_says_which_setting(workspace: Path) -> None:
     async with FakeOpenAI() as model:
         settings = make_settings(workspace, telegram=None, openai=model)
-        llm = settings.llm.model_copy(update={"timeout": 0.3})
+        llm = settings.llm.model_copy(update={"timeout": 0.3, "first_token_timeout": 0.3})
         async with started_app(settings.model_copy(update={"llm": llm})) as app:
             model.script(Hang())
             [slow] = await say(app, "hello")
@@ -194,7 +194,7 @@ async def test_an_unreachable_or_slow_model_says_which_setting(workspace: Path) 
 
     assert slow == (
         f"The model (fake-model at 127.0.0.1:{model.port}) did not answer in time. Try again; "
-        "a slow or local model may need a higher BOT_LLM__TIMEOUT."
+        "a slow or local model may need a higher BOT_LLM__FIRST_TOKEN_TIMEOUT."
     )
     assert gone == (
         f"Cannot reach the model server at 127.0.0.1:{port}. Check that it is running and that "

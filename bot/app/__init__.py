@@ -19,6 +19,7 @@ from bot.app.conversation import (
 )
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
+from bot.errors import StartupError
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -90,10 +91,12 @@ def build_app(
     """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
     now = now or clock(settings.timezone)
     workspace = Workspace(settings.workspace)
+    if (problem := workspace.unwritable()) is not None:
+        raise StartupError(problem)
     workspace.ensure()
     sessions = SessionStore(workspace, now=now)
     windows = build_windows(settings, workspace)
-    llm = _build_llm(settings, api_key, windows)
+    llm = build_llm(settings, api_key, windows)
     memory = build_memory(settings, workspace, now)
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
@@ -261,12 +264,14 @@ def build_windows(settings: Settings, workspace: Workspace) -> ModelWindows:
     )
 
 
-def _build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAIChat:
+def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAIChat:
+    """The model client (also `python -m bot doctor`'s, without the rest of the app)."""
     return OpenAIChat(
         base_url=settings.llm.base_url,
         api_key=api_key,
         model=settings.llm.model,
         timeout=settings.llm.timeout,
+        first_token_timeout=settings.llm.first_token_timeout,
         max_retries=settings.llm.max_retries,
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,

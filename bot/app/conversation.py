@@ -109,7 +109,7 @@ def _build_flush(
         writer,
         instructions=TAG_INSTRUCTIONS,
         model=settings.llm.model,
-        timeout=settings.llm.timeout,
+        timeout=config.summary_timeout,  # a silent turn for the same compaction: the same bound
     )
     trigger = flush_trigger(
         compaction.meter.window,

@@ -50,7 +50,13 @@ class Model2VecEmbedder:
         if not (folder / "config.json").is_file():
             raise ConfigError(f"no model2vec model in {folder} (config.json is missing)")
         os.environ["HF_HUB_OFFLINE"] = "1"  # before huggingface_hub is first imported
-        from model2vec import StaticModel  # heavy: imported only when configured
+        try:
+            from model2vec import StaticModel  # heavy: imported only when configured
+        except ImportError:
+            raise ConfigError(
+                "BOT_RAG__EMBEDDER=model2vec needs the embedder extra: `pip install -e "
+                "'.[embedder]'`, or in Docker MNEMO_EMBEDDER=1 in .env (--build-arg EMBEDDER=1)"
+            ) from None
 
         self._model = StaticModel.from_pretrained(folder)
         self._name = f"model2vec:{folder.resolve().name}:{self._model.dim}"

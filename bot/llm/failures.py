@@ -21,7 +21,7 @@ from bot.errors import LLMCause, LLMError
 KEY = "BOT_LLM__API_KEY"
 MODEL = "BOT_LLM__MODEL"
 BASE_URL = "BOT_LLM__BASE_URL"
-TIMEOUT = "BOT_LLM__TIMEOUT"
+TIMEOUT = "BOT_LLM__FIRST_TOKEN_TIMEOUT"  # the wait a slow model outlasts (`bot.llm.stream`)
 
 # causes only the owner can end (a setting, the account); the rest pass by themselves
 OWNER_MUST_FIX = frozenset(

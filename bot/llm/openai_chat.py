@@ -2,13 +2,16 @@
 
 The only module that speaks the SDK: our messages in, a `Completion` out, SDK errors mapped onto
 the `bot.errors.LLMError` tree by cause (`LLMCause`: key rejected, out of credit, model not
-found, rate-limited, timed out, overloaded, …), worded by `bot.llm.failures`. Timeouts and
-retries are explicit (the SDK's own retry loop, which honours `Retry-After`).
+found, rate-limited, timed out, overloaded, …), worded by `bot.llm.failures`. Retries are the
+SDK's own loop (it honours `Retry-After`). Every answer is streamed, so that the timeouts
+measure progress rather than the whole answer (`bot.llm.stream`): `first_token_timeout` for the
+first piece, `timeout` for each silence after it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -18,12 +21,14 @@ import structlog
 
 from bot.errors import ContextOverflow, LLMCause, LLMError, LLMRejected, LLMUnavailable
 from bot.llm import failures
+from bot.llm.stream import Silence, read_stream
 from bot.llm.windows import ModelWindows
 from bot.logs import Scrubber
-from bot.models import ChatMessage, Completion, ToolCall, ToolSpec, Usage
+from bot.models import ChatMessage, Completion, ToolSpec
 
 log = structlog.get_logger(__name__)
 
+CONNECT_TIMEOUT = 15.0  # seconds to open a connection: a host that is away is told at once
 _REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
 _PASSING = frozenset(  # causes that pass by themselves: `LLMUnavailable`; the rest `LLMRejected`
     {
@@ -75,7 +80,8 @@ class OpenAIChat:
         base_url: str,
         api_key: str,
         model: str,
-        timeout: float,
+        timeout: float,  # seconds of silence once an answer has started
+        first_token_timeout: float | None = None,  # seconds to its first piece; `timeout` if None
         max_retries: int,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -87,8 +93,14 @@ class OpenAIChat:
         self._scrub = Scrubber((api_key,))
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.first_token_timeout = first_token_timeout or timeout
+        longest = max(timeout, self.first_token_timeout)
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            base_url=base_url,
+            api_key=api_key,
+            timeout=openai.Timeout(longest, connect=min(CONNECT_TIMEOUT, longest)),
+            max_retries=max_retries,
         )
 
     async def complete(
@@ -111,7 +123,7 @@ class OpenAIChat:
         if (limit := max_tokens or self.max_tokens) is not None:
             request["max_tokens"] = limit
         try:
-            response = await self._client.chat.completions.create(**request)
+            completion = await self._stream(request)
         except openai.APIError as exc:
             error = _translate(
                 exc, base_url=self.base_url, model=request["model"], scrub=self._scrub
@@ -119,7 +131,40 @@ class OpenAIChat:
             if isinstance(error, ContextOverflow) and error.limit and self.windows:
                 await asyncio.to_thread(self.windows.learn, request["model"], error.limit)
             raise error from exc
-        return _from_wire(response)
+        except Silence as silence:
+            raise self._silent(silence) from None
+        if completion is None:
+            raise LLMUnavailable(
+                f"the model at {self.base_url} returned no choices", model=request["model"]
+            )
+        return completion
+
+    async def _stream(self, request: dict[str, Any]) -> Completion | None:
+        opening = self._client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}
+        )
+        return await read_stream(
+            opening, first_piece=self.first_token_timeout, between_pieces=self.timeout
+        )
+
+    def _silent(self, silence: Silence) -> LLMUnavailable:
+        log.warning("llm_silent", waited=silence.waited, started=silence.started)
+        timed_out = functools.partial(
+            LLMUnavailable,
+            cause=LLMCause.TIMED_OUT,
+            model=self.model,
+            host=failures.host_of(self.base_url),
+        )
+        if silence.started:
+            return timed_out(
+                f"the model at {self.base_url} stopped answering for {silence.waited:g} s "
+                "mid-answer: is the server still running? (or raise BOT_LLM__TIMEOUT)"
+            )
+        return timed_out(
+            f"the model at {self.base_url} did not answer in time ({silence.waited:g} s without "
+            "a word): check that it is running and BOT_LLM__BASE_URL; a slow local model may "
+            "need a larger BOT_LLM__FIRST_TOKEN_TIMEOUT"
+        )
 
     async def close(self) -> None:
         await self._client.close()
@@ -146,26 +191,6 @@ def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
             "parameters": tool.parameters,
         },
     }
-
-
-def _from_wire(response: Any) -> Completion:
-    if not response.choices:
-        raise LLMUnavailable("the model returned no choices", model=response.model or "")
-    message = response.choices[0].message
-    calls = tuple(
-        ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
-        for c in (message.tool_calls or ())
-        if getattr(c, "function", None) is not None
-    )
-    usage = None
-    if response.usage is not None:
-        usage = Usage(
-            prompt_tokens=response.usage.prompt_tokens or 0,
-            completion_tokens=response.usage.completion_tokens or 0,
-        )
-    return Completion(
-        content=message.content, tool_calls=calls, usage=usage, model=response.model or ""
-    )
 
 
 def stated_limit(text: str) -> int | None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from datetime import date
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -32,6 +34,26 @@ def _is_day(stem: str) -> bool:
 class Workspace:
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    def unwritable(self) -> str | None:
+        """Why this user cannot keep the workspace (it, or a folder of it that exists, is not a
+        writable folder; or it is missing and cannot be made) and how to fix it; None when it
+        can. Tried with a real file, as permission bits do not tell a read-only mount."""
+        if not self.root.exists():
+            parent = next(p for p in self.root.absolute().parents if p.exists())
+            if _can_write(parent):
+                return None
+            return (
+                f"workspace {self.root} does not exist and {parent} is not writable: create it "
+                f"(`sudo mkdir -p {self.root}`) and {_own_it(self.root)}"
+            )
+        if not self.root.is_dir():
+            return f"workspace {self.root} is not a folder: set BOT_WORKSPACE to a folder"
+        folders = (self.root, self.sessions_dir, self.memory_root, self.state_dir, self.index_dir)
+        for folder in folders:
+            if folder.exists() and not _can_write(folder):
+                return f"workspace folder {folder} is not writable: {_own_it(self.root)}"
+        return None
 
     def ensure(self) -> None:
         for folder in (self.sessions_dir, self.memory_root, self.state_dir, self.inbox_dir):
@@ -130,6 +152,11 @@ class Workspace:
     def inbox_dir(self) -> Path:
         return self.state_dir / "inbox"
 
+    @property
+    def heartbeat_path(self) -> Path:
+        """Touched after every poll (`bot.storage.heartbeat`)."""
+        return self.state_dir / "heartbeat"
+
     def channel_state_path(self, channel: str) -> Path:
         """What a channel keeps between runs (Telegram: the next update id to fetch)."""
         return self.state_dir / f"{channel}.json"
@@ -157,3 +184,22 @@ class Workspace:
     @property
     def index_dir(self) -> Path:
         return self.root / "index"
+
+
+def _can_write(folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def _own_it(root: Path) -> str:
+    """The fix for a workspace this user cannot write."""
+    uid, gid = os.getuid(), os.getgid()
+    return (
+        f"give it to this user (uid {uid}): `sudo chown -R {uid}:{gid} {root}`, or set "
+        "BOT_WORKSPACE to a folder you own"
+    )

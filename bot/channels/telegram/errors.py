@@ -12,7 +12,9 @@ from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, Tim
 
 from bot.errors import StartupError
 
-TOKEN_REJECTED = "Telegram rejected the bot token (BOT_TELEGRAM__TOKEN); check it with @BotFather"
+TOKEN_REJECTED = (
+    "Telegram rejected the bot token: get one from @BotFather and set BOT_TELEGRAM__TOKEN"
+)
 
 
 def startup_error(exc: BaseException, *, base_url: str) -> StartupError | None:

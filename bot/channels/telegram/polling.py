@@ -38,6 +38,7 @@ from bot.channels.telegram.replies import TelegramReplier
 from bot.errors import StartupError
 from bot.models import Inbound
 from bot.storage.files import atomic_write_text
+from bot.storage.heartbeat import Heartbeat
 from bot.turn.commands import COMMANDS
 from bot.turn.intake import Intake
 from bot.turn.runner import TurnRunner
@@ -61,6 +62,7 @@ class TelegramChannel:
         typing_interval: float,
         state_path: Path,
         shutdown_grace: float = 8.0,
+        heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
     ) -> None:
         self.runner = runner
         self.token = token
@@ -69,6 +71,7 @@ class TelegramChannel:
         self.typing_interval = typing_interval
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
+        self.heartbeat = heartbeat
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -80,6 +83,7 @@ class TelegramChannel:
             rate_limiter=AIORateLimiter(max_retries=3),
         )
         await _started(bot, self.base_url)
+        await self._beat()
         try:
             intake = Intake(
                 self.runner,
@@ -111,6 +115,7 @@ class TelegramChannel:
             )
             if not await _first(fetch, stop):
                 return
+            await self._beat()
             try:
                 updates = fetch.result()
             except TelegramError as exc:
@@ -121,6 +126,10 @@ class TelegramChannel:
                 await self._take(bot, intake, updates)
                 offset = updates[-1].update_id + 1
                 await asyncio.to_thread(self.offset.save, offset)
+
+    async def _beat(self) -> None:
+        if self.heartbeat is not None:
+            await asyncio.to_thread(self.heartbeat.beat)
 
     async def _take(self, bot: Bot, intake: Intake, updates: Sequence[Update]) -> None:
         inbounds: list[Inbound] = []

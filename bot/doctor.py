@@ -1,0 +1,201 @@
+"""`python -m bot doctor` and `python -m bot health`: is everything the bot depends on there?
+
+`doctor` checks each part once, one line each, the fix on the line when something is wrong:
+
+    ok    workspace: /srv/mnemo/workspace (writable)
+    ok    telegram: @my_mnemo_bot (getMe at https://api.telegram.org/bot)
+    warn  owners: BOT_TELEGRAM__OWNER_IDS holds the example id 123456789: …how to find yours
+    ok    model: gpt-4o-mini answered; context window 128,000 tokens (from config/models.json)
+    ok    embedder: none (keyword search only)
+    ok    lightrag: healthy at http://lightrag:9621          (only with BOT_RAG__BACKEND=lightrag)
+
+Exit status 1 when any check FAILs (a warning does not). No line carries a secret: each goes
+through `bot.logs.Scrubber`.
+
+`health` (Docker's HEALTHCHECK) is cheap and local: the heartbeat the running bot beats after
+every poll (`bot.storage.heartbeat`) must be recent. Exit 0 or 1, one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import SecretStr
+
+from bot import logs
+from bot.app import build_llm, build_windows
+from bot.app.conversation import build_lightrag
+from bot.app.memory import embedder_loader
+from bot.channels.telegram import check_token
+from bot.channels.telegram.errors import startup_error
+from bot.errors import ConfigError, MnemoError, StartupError
+from bot.models import ChatMessage
+from bot.settings import Settings, require_secret, secret_values
+from bot.storage.heartbeat import Heartbeat
+from bot.storage.workspace import Workspace
+from bot.turn.pairing import PLACEHOLDER_OWNER, owners
+
+TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
+API_KEY_VAR = "BOT_LLM__API_KEY"
+TELEGRAM_TIMEOUT = 20.0
+MODEL_TIMEOUT = 60.0  # a local server may still be loading its model
+HEALTH_SLACK = 60.0  # seconds past one poll and the longest pause after a failed one
+FIND_YOUR_ID = (
+    "to find your Telegram id, message @userinfobot, then set BOT_TELEGRAM__OWNER_IDS=[<id>]; "
+    "or start the bot and send it /claim <code> with the code it logs"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Literal["ok", "warn", "FAIL"]
+    text: str
+
+
+Check = Callable[[Settings], Awaitable[Finding]]
+
+
+async def doctor(settings: Settings) -> int:
+    """Run every check; print one scrubbed line each; 1 if any failed."""
+    scrub = logs.Scrubber(secret_values(settings))
+    failed = 0
+    for name, check in CHECKS:
+        try:
+            finding = await check(settings)
+        except Exception as exc:
+            finding = Finding("FAIL", _what_failed(exc, settings))
+        failed += finding.level == "FAIL"
+        print(f"{finding.level:<5} {name}: {scrub(finding.text)[:400]}")
+    return 1 if failed else 0
+
+
+def health(settings: Settings) -> int:
+    """0 when the bot beat its heartbeat recently enough (one poll, a pause, slack)."""
+    heartbeat = Heartbeat(Workspace(settings.workspace).heartbeat_path)
+    age = heartbeat.age()
+    limit = settings.telegram.poll_timeout + HEALTH_SLACK
+    if age is None:
+        print(f"unhealthy: no heartbeat at {heartbeat.path}: the bot has not polled yet")
+        return 1
+    if age > limit:
+        print(f"unhealthy: the bot last polled {age:.0f} s ago (over {limit:g} s): see its log")
+        return 1
+    print(f"healthy: the bot polled {age:.0f} s ago")
+    return 0
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+async def check_workspace(settings: Settings) -> Finding:
+    workspace = Workspace(settings.workspace)
+    if (problem := await asyncio.to_thread(workspace.unwritable)) is not None:
+        return Finding("FAIL", problem)
+    state = "writable" if settings.workspace.exists() else "will be created"
+    return Finding("ok", f"{settings.workspace.absolute()} ({state})")
+
+
+async def check_telegram(settings: Settings) -> Finding:
+    token = _secret(settings.telegram.token, TOKEN_VAR, "get one from @BotFather")
+    base_url = settings.telegram.base_url
+    try:
+        async with asyncio.timeout(TELEGRAM_TIMEOUT):
+            username = await check_token(token, base_url)
+    except TimeoutError:
+        raise StartupError(
+            f"Telegram did not answer within {TELEGRAM_TIMEOUT:g} s at {base_url}: check the "
+            "network and BOT_TELEGRAM__BASE_URL"
+        ) from None
+    return Finding("ok", f"{username} (getMe at {base_url})")
+
+
+async def check_owners(settings: Settings) -> Finding:
+    """Owners set in the settings or claimed with /claim (`bot.turn.pairing.owners`)."""
+    found = owners(settings.telegram.owner_ids, settings.workspace)
+    if found.any:
+        claimed = [f"{owner} (claimed)" for owner in found.claimed]
+        return Finding("ok", ", ".join([*map(str, found.configured), *claimed]))
+    if found.placeholder:
+        return Finding(
+            "warn",
+            f"BOT_TELEGRAM__OWNER_IDS holds the example id {PLACEHOLDER_OWNER}, nobody's: "
+            f"{FIND_YOUR_ID}",
+        )
+    return Finding("warn", f"no owner set (BOT_TELEGRAM__OWNER_IDS is empty): {FIND_YOUR_ID}")
+
+
+async def check_model(settings: Settings) -> Finding:
+    """A one-token request; the window the bot will assume for the model, and from where."""
+    api_key = _secret(settings.llm.api_key, API_KEY_VAR, "any non-empty value for a local server")
+    model = settings.llm.model
+    windows = build_windows(settings, Workspace(settings.workspace))
+    llm = build_llm(settings, api_key, windows)
+    try:
+        async with asyncio.timeout(MODEL_TIMEOUT):
+            await llm.complete([ChatMessage(role="user", content="Say OK.")], max_tokens=1)
+    except TimeoutError:
+        raise StartupError(
+            f"the model at {settings.llm.base_url} did not answer within {MODEL_TIMEOUT:g} s: "
+            "is it running? Check BOT_LLM__BASE_URL"
+        ) from None
+    finally:
+        await llm.close()
+    window = windows.for_model(model)
+    return Finding(
+        "ok", f"{model} answered; context window {window:,} tokens ({windows.source(model)})"
+    )
+
+
+async def check_embedder(settings: Settings) -> Finding:
+    rag = settings.rag
+    if not rag.enabled or rag.embedder == "none":
+        return Finding("ok", "none (keyword search only; BOT_RAG__EMBEDDER to add one)")
+    key = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
+    load = embedder_loader(rag, llm_base_url=settings.llm.base_url, api_key=key)
+    embedder = await asyncio.to_thread(load, settings.llm.timeout)
+    assert embedder is not None  # "none" was answered above
+    vectors = await asyncio.to_thread(embedder.embed, ["doctor"])
+    return Finding("ok", f"{embedder.name} ({len(vectors[0])} dimensions)")
+
+
+async def check_lightrag(settings: Settings) -> Finding:
+    server = build_lightrag(settings, lambda: datetime.now(UTC))
+    if server is None:
+        return Finding("ok", "not used (BOT_RAG__BACKEND is not lightrag)")
+    try:
+        status = await server.health()
+    finally:
+        await server.stop()
+    return Finding("ok", f"{status} at {settings.rag.lightrag_url}")
+
+
+CHECKS: tuple[tuple[str, Check], ...] = (
+    ("workspace", check_workspace),
+    ("telegram", check_telegram),
+    ("owners", check_owners),
+    ("model", check_model),
+    ("embedder", check_embedder),
+    ("lightrag", check_lightrag),
+)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _secret(value: SecretStr | None, variable: str, hint: str) -> str:
+    try:
+        return require_secret(value, variable)
+    except ConfigError:
+        raise ConfigError(f"{variable} is not set ({hint}): put it in .env") from None
+
+
+def _what_failed(exc: Exception, settings: Settings) -> str:
+    """A failed check as one line: what to fix when we know, else the error's type and text."""
+    known = startup_error(exc, base_url=settings.telegram.base_url)
+    if known is not None or isinstance(exc, MnemoError):
+        return str(known or exc)
+    return f"{type(exc).__name__}: {exc}"

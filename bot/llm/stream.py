@@ -1,0 +1,129 @@
+"""Reading a streamed chat completion: its pieces into one `Completion`, every wait bounded.
+
+Why streamed: the model's timeouts measure progress, not the whole answer. A hosted model
+answers in seconds; a small local model on a CPU may read a long prompt for a minute or more and
+then write a few tokens a second. Two limits fit both:
+
+    send ──(first_piece: the server reads the prompt, queues, the SDK retries)──▶ first piece
+         ──(between_pieces: each silence once the answer has started)──▶ … ──▶ last piece
+
+A model that keeps writing is never cut off, however long its answer; one that goes silent for
+longer than the limit is, with `Silence` (`bot.llm.openai_chat` says what to change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.models import Completion, ToolCall, Usage
+
+
+class Silence(Exception):  # a condition, mapped to LLMUnavailable by the client
+    """The model sent nothing for `waited` seconds (`started`: after its first piece)."""
+
+    def __init__(self, waited: float, *, started: bool) -> None:
+        super().__init__(f"no answer for {waited:g} s")
+        self.waited = waited
+        self.started = started
+
+
+class ChunkStream(Protocol):
+    """What the SDK's `AsyncStream` offers us: chunks, and closing the connection."""
+
+    def __aiter__(self) -> AsyncIterator[Any]: ...
+
+    async def close(self) -> None: ...
+
+
+async def read_stream(
+    opening: Awaitable[ChunkStream], *, first_piece: float, between_pieces: float
+) -> Completion | None:
+    """The completion that `opening` (the SDK's streaming `create(...)`) streams; None when
+    the stream held no choice at all."""
+    parts = _Parts()
+    stream: ChunkStream | None = None
+    try:
+        try:
+            async with asyncio.timeout(first_piece):
+                stream = await opening
+                chunks = aiter(stream)
+                chunk = await anext(chunks, None)
+        except TimeoutError:
+            raise Silence(first_piece, started=False) from None
+        while chunk is not None:
+            parts.add(chunk)
+            try:
+                async with asyncio.timeout(between_pieces):
+                    chunk = await anext(chunks, None)
+            except TimeoutError:
+                raise Silence(between_pieces, started=True) from None
+    finally:
+        if stream is not None:
+            await stream.close()
+    return parts.completion()
+
+
+@dataclass
+class _Call:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Parts:
+    """What the chunks said so far: text, tool calls by index, usage (a last chunk with
+    `stream_options.include_usage`), the model's name."""
+
+    content: list[str] = field(default_factory=list)
+    calls: dict[int, _Call] = field(default_factory=dict)
+    usage: Usage | None = None
+    model: str = ""
+    answered: bool = False
+
+    def add(self, chunk: Any) -> None:
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = Usage(
+                prompt_tokens=chunk.usage.prompt_tokens or 0,
+                completion_tokens=chunk.usage.completion_tokens or 0,
+            )
+        for choice in chunk.choices[:1]:
+            self.answered = True
+            delta = choice.delta
+            if delta.content:
+                self.content.append(delta.content)
+            for position, piece in enumerate(delta.tool_calls or ()):
+                self._add_call(piece, position)
+
+    def _add_call(self, piece: Any, position: int) -> None:
+        index = piece.index if piece.index is not None else position
+        call = self.calls.setdefault(index, _Call())
+        call.id = piece.id or call.id
+        if piece.function is not None:
+            call.name = piece.function.name or call.name
+            call.arguments.append(piece.function.arguments or "")
+
+    def completion(self) -> Completion | None:
+        """The answer, or None when no chunk carried a choice (the server answered nothing)."""
+        if not self.answered:
+            return None
+        calls = tuple(
+            ToolCall(
+                id=call.id or f"call_{index}",
+                name=call.name,
+                arguments="".join(call.arguments) or "{}",
+            )
+            for index, call in sorted(self.calls.items())
+            if call.name
+        )
+        text = "".join(self.content)
+        return Completion(
+            content=None if calls and not text else text,
+            tool_calls=calls,
+            usage=self.usage,
+            model=self.model,
+        )

@@ -1,0 +1,30 @@
+"""The heartbeat: a file (`state/heartbeat`) whose modification time the running bot moves on
+after every poll of its channel, and how old it is — what `python -m bot health` (Docker's
+HEALTHCHECK) reads: a cheap local check that the process is alive and polling, no network."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from bot.storage.files import atomic_write_text
+
+
+class Heartbeat:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def beat(self) -> None:
+        """Now (blocking: call it in a thread). The file is empty; only its time counts."""
+        try:
+            os.utime(self.path)
+        except FileNotFoundError:
+            atomic_write_text(self.path, "")
+
+    def age(self) -> float | None:
+        """Seconds since the last beat; None when there was none."""
+        try:
+            return max(0.0, time.time() - self.path.stat().st_mtime)
+        except FileNotFoundError:
+            return None
