@@ -670,6 +670,18 @@ async def test_fenced_and_list_shaped_answers_are_stored_clean(
     assert "```" not in history and "[raw-fallback]" not in history
 
 
+async def test_the_leftovers_of_a_broken_answer_are_no_facts(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    # a small model's JSON cut short: what is left of memory_update is punctuation
+    await talk(app, fake_openai, 1, 4, answer(memory="{\n- }\n- Tom plays chess\n],\n"))
+    await settle(app)
+
+    text = (memory / "MEMORY.md").read_text()
+    assert "- Tom plays chess" in text
+    assert not [line for line in text.splitlines() if line.strip(" -") in ("{", "}")]
+
+
 # ----------------------------------------------------------------------------- within the window
 
 

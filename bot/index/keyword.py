@@ -3,8 +3,10 @@ score.
 
 bm25 costs about a microsecond per posting it scores, and a common word is in a large share
 of all chunks. So the query's terms are taken rarest first (document frequencies from FTS5,
-cached) until their postings reach `POSTINGS_BUDGET`; the rest are dropped (a word in many
-chunks adds almost nothing to bm25 anyway). When even the rarest term is over the budget the
+cached) until their postings reach the budget; the rest are dropped (a word in many chunks adds
+almost nothing to bm25 anyway: in a quarter of them, its idf is under a fifth of a rare word's).
+The budget is a quarter of the index's chunks, at least `MIN_POSTINGS` and at most
+`POSTINGS_BUDGET`. When even the rarest term is over the budget the
 query is vague: its candidates are the newest chunks that contain one of its three rarest
 terms, without bm25. The vector side, when present, still ranks such queries by meaning.
 """
@@ -17,6 +19,7 @@ from bot.index.query import fts_expression
 from bot.index.store import IndexStore
 
 POSTINGS_BUDGET = 4000
+MIN_POSTINGS = 1000
 VAGUE_TERMS = 3
 _STALE_SHARE = 0.1  # frequencies are recounted when the index grew or shrank by this share
 _CACHE_TERMS = 50_000
@@ -25,9 +28,9 @@ _CACHE_TERMS = 50_000
 class KeywordSearch:
     """Not thread-safe on its own: `MemoryIndex` holds its lock around every call."""
 
-    def __init__(self, store: IndexStore, *, budget: int = POSTINGS_BUDGET) -> None:
+    def __init__(self, store: IndexStore, *, budget: int | None = None) -> None:
         self.store = store
-        self.budget = budget
+        self.fixed_budget = budget  # tests; else from the index's size
         self._frequency: dict[str, int] = {}
         self._counted_at = 0  # chunk count when the cache was started
 
@@ -41,18 +44,25 @@ class KeywordSearch:
             return self.store.match(expression, scopes, limit=limit, ranked=False)
         return self.store.match(expression, scopes, limit=limit, ranked=True)
 
+    @property
+    def budget(self) -> int:
+        if self.fixed_budget is not None:
+            return self.fixed_budget
+        return min(max(self.store.size // 4, MIN_POSTINGS), POSTINGS_BUDGET)
+
     def _choose(self, terms: Sequence[str]) -> tuple[list[str], int]:
         """The rarest terms within the budget (at least one), or the vague-query terms;
         and their postings."""
         by_rarity = sorted((self._document_frequency(term), term) for term in terms)
+        budget = self.budget
         chosen: list[str] = []
         total = 0
         for frequency, term in by_rarity:
-            if chosen and total + frequency > self.budget:
+            if chosen and total + frequency > budget:
                 break
             chosen.append(term)
             total += frequency
-        if total > self.budget:
+        if total > budget:
             chosen = [term for _, term in by_rarity[:VAGUE_TERMS]]
         return chosen, total
 

@@ -12,6 +12,7 @@ shown statement and "Noted."). Texts shorter than `MIN_CHARS` once flat never co
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -36,8 +37,8 @@ def flat(text: str) -> str:
 class Shown:
     """What a prompt holds so far; texts are added as they are placed. Checking a text costs
     about its own length, not the prompt's: held pieces are looked up whole, then by substring
-    in their joined text, and the pieces a text may contain are found by their first
-    `MIN_CHARS` characters."""
+    in their joined text, and the pieces a text may contain are found by their first two words
+    (a held line lies in a text from a word's start)."""
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self._order: dict[str, int] = {}  # piece -> when it was added
@@ -51,7 +52,7 @@ class Shown:
             piece = flat(line)
             if len(piece) >= MIN_CHARS and piece not in self._order:
                 self._order[piece] = len(self._order)
-                self._by_start.setdefault(piece[:MIN_CHARS], []).append(piece)
+                self._by_start.setdefault(_opening(piece), []).append(piece)
                 self._joined = None
 
     def holds(self, text: str) -> bool:
@@ -75,9 +76,13 @@ class Shown:
         return self._joined
 
     def _inside(self, text: str) -> list[str]:
-        """The held pieces that may lie in `text` (their start does), in the order added."""
-        starts = {text[at : at + MIN_CHARS] for at in range(len(text) - MIN_CHARS + 1)}
-        found = [
-            piece for start in starts & self._by_start.keys() for piece in self._by_start[start]
-        ]
+        """The held pieces that may lie in `text` (their opening does), in the order added."""
+        words = text.split(" ")
+        openings = {*words, *(" ".join(pair) for pair in itertools.pairwise(words))}
+        found = [piece for at in openings & self._by_start.keys() for piece in self._by_start[at]]
         return sorted(found, key=self._order.__getitem__)
+
+
+def _opening(piece: str) -> str:
+    """A flat piece's first two words (its only one, if so)."""
+    return " ".join(piece.split(" ", 2)[:2])

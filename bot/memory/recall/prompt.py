@@ -104,16 +104,8 @@ class MemoryPrompt:
         room: int | None = None,  # tokens for all three sections; None: their own budgets
     ) -> PromptMemory:
         scale = self.scale(room)
-        view = await self.recall.view(
-            scope,
-            session_key,
-            moment.date(),
-            carried=carried.notes,
-            budget=int(self.recall.budget_tokens * scale),
-        )
-        shown = "\n".join([view.text, *sorted(carried.notes)])
-        pack, hits = await asyncio.gather(  # the pack's scoring beside the index's query
-            self._pack(scope, session_key, query, shown, scale),
+        (view, shown, pack), hits = await asyncio.gather(  # the index's query beside the rest
+            self._view_and_pack(scope, session_key, query, moment, carried, scale),
             self._hits(scope, session_key, query),
         )
         recalled = recalled_section(pack)
@@ -129,6 +121,26 @@ class MemoryPrompt:
         )
         items = pack.items if pack else ()
         return PromptMemory(view.text, recalled, relevant, items, memory_parts=view.parts)
+
+    async def _view_and_pack(
+        self,
+        scope: MemoryScope,
+        session_key: str,
+        query: str,
+        moment: datetime,
+        carried: Carried,
+        scale: float,
+    ) -> tuple[section.MemoryView, str, packs.MemoryPack | None]:
+        """The markdown section, what the prompt shows with it, and the pack beyond that."""
+        view = await self.recall.view(
+            scope,
+            session_key,
+            moment.date(),
+            carried=carried.notes,
+            budget=int(self.recall.budget_tokens * scale),
+        )
+        shown = "\n".join([view.text, *sorted(carried.notes)])
+        return view, shown, await self._pack(scope, session_key, query, shown, scale)
 
     def scale(self, room: int | None) -> float:
         """The share of each section's budget that `room` allows (1.0: all of it): a small

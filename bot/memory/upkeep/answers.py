@@ -8,7 +8,8 @@ Real small models answer loosely, so the values are read loosely too, and always
 text: a list is its items one a line (as `- item` lines for `memory_update`), an object its keys
 as `## key` headings over their values, and fence lines (```` ```markdown ````) inside a value
 are dropped — a fence never reaches MEMORY.md or HISTORY; nor does a heading of the request
-echoed back (`## Current Long-term Memory`, as Qwen2.5 1.5B did). A number, `null` or an empty
+echoed back (`## Current Long-term Memory`, as Qwen2.5 1.5B did), nor a line of only JSON
+punctuation (`{`, `- }`: what is left of an answer cut short). A number, `null` or an empty
 value is missing, so a malformed answer can never blank out `MEMORY.md`. `removed` (optional)
 lists the MEMORY.md lines the model means to drop; consolidation keeps any other line it leaves
 out.
@@ -28,6 +29,7 @@ from bot.memory.upkeep.requests import PROMPT_HEADINGS
 FIELDS = ("history_entry", "memory_update")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _FENCE_LINE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_PUNCTUATION_LINE = re.compile(r"^[\s\-*+]*[{}\[\],:\"]+[\s,]*$")
 _MARKED = ("#", "- ", "* ", "+ ")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
 
@@ -130,7 +132,9 @@ def _unfenced(text: str) -> str | None:
     kept = [
         line
         for line in text.splitlines()
-        if not _FENCE_LINE.match(line) and line.strip() not in PROMPT_HEADINGS
+        if not _FENCE_LINE.match(line)
+        and not _PUNCTUATION_LINE.match(line)
+        and line.strip() not in PROMPT_HEADINGS
     ]
     return "\n".join(kept).strip() or None
 
