@@ -97,7 +97,8 @@ class MemoryIndex:
         self.embedder = embedder
         self.chunker = chunker or Chunker()
         self.min_similarity = min_similarity
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the store's contents and the caches, as searches see them
+        self._syncing = threading.RLock()  # one sync at a time; searches never wait for its reads
         self.store = IndexStore(index_dir / INDEX_FILE, embedder=embedder.name if embedder else "")
         self._vectors = VectorCache(embedder.dim) if embedder else None
         self._keywords = KeywordSearch(self.store)
@@ -121,9 +122,12 @@ class MemoryIndex:
         return self._sync(list(paths))
 
     def _sync(self, paths: Sequence[Path] | None) -> SyncReport:
+        """Files are read, chunked and embedded under `_syncing` only (a search meanwhile
+        sees the index as it was); the write and the vector cache's update under `_lock`."""
         started = time.perf_counter()
-        with self._lock:
-            self._refresh()
+        with self._syncing:
+            with self._lock:
+                self._refresh()
             if paths is None:
                 files, known = source_files(self.readers), self.store.files()
             else:
@@ -149,15 +153,16 @@ class MemoryIndex:
         new = [u for s, u in updates.items() if known.get(s) != u.digest or not u.digest]
         vectors = self._embed([c.text for u in new for c in u.chunks])
         claims = [FileClaims(c.signature, c.sources, added=c.grown) for c in delta.changed]
-        written = self.store.apply(
-            new, vectors, files=claims, touched=delta.touched, gone=delta.removed
-        )
-        self._follow(written, new, vectors)
+        with self._lock:
+            written = self.store.apply(
+                new, vectors, files=claims, touched=delta.touched, gone=delta.removed
+            )
+            self._follow(written, new, vectors)
 
     def rebuild(self) -> SyncReport:
         """Drop everything and index the source files again: the same index a live sync
         keeps, since both come from the files alone."""
-        with self._lock:
+        with self._syncing, self._lock:
             self.store.reset()
             if self._vectors is not None:
                 self._vectors.clear()
@@ -165,7 +170,7 @@ class MemoryIndex:
 
     def scrub(self) -> None:
         """Leave no trace of removed text in the index's files (after a forget)."""
-        with self._lock:
+        with self._syncing, self._lock:
             self.store.scrub()
 
     def add_exchange(self, exchange: Exchange) -> None:
@@ -218,7 +223,7 @@ class MemoryIndex:
         return SourceUpdate(source_of_document(doc.doc_id), tuple(chunks))
 
     def remove_document(self, doc_id: str) -> None:
-        with self._lock:
+        with self._syncing, self._lock:
             self._refresh()
             self._forget(self.store.remove_sources([source_of_document(doc_id)]))
 
@@ -226,7 +231,7 @@ class MemoryIndex:
         if not updates:
             return
         vectors = self._embed([c.text for u in updates for c in u.chunks])
-        with self._lock:
+        with self._syncing, self._lock:
             self._refresh()
             self._follow(self.store.write(updates, vectors), updates, vectors)
 
