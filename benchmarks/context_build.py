@@ -41,7 +41,7 @@ from bot.memory.items.format import encode
 from bot.memory.items.rules import new_item
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, MemoryLayer, Session
 from bot.pipeline import System, TurnContext
-from bot.settings import LLMSettings, MemorySettings, RagSettings, Settings
+from bot.settings import LLMSettings, MemorySettings, RagSettings, Settings, TelegramSettings
 from bot.storage.files import append_text
 
 NOTE_LINES = 30
@@ -109,6 +109,7 @@ def settings(root: Path, embedder: str, model: Path) -> Settings:
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
         workspace=root,
+        telegram=TelegramSettings(owner_ids=(OWNER,)),
         llm=LLMSettings(base_url="http://127.0.0.1:9/v1", api_key=SecretStr("unused")),
         memory=MemorySettings(retention_days=400),
         rag=RagSettings(embedder=embedder, model2vec_path=model),  # type: ignore[arg-type]
@@ -141,7 +142,7 @@ class Build:
     p50_ms: float
     p95_ms: float
     max_ms: float
-    prompt_chars: int  # p50
+    prompt_chars: int  # p50, the whole request (memory, context, the message)
 
 
 async def measure(root: Path, embedder: str, model: Path, words: Words, turns: int) -> Build:
@@ -159,7 +160,7 @@ async def measure(root: Path, embedder: str, model: Path, words: Words, turns: i
             await system.process(ctx)
             if n:  # the first turn warms the caches
                 times.append((time.perf_counter() - begun) * 1000)
-                sizes.append(len(ctx.system_prompt))
+                sizes.append(sum(len(m.content or "") for m in ctx.request()))
             append_text(note, words.note_line(23, n % 60) + "\n")
     finally:
         await app.aclose()

@@ -36,14 +36,14 @@ RUNS = {
 }
 COLUMNS = (
     f"{'run':<8}{'messages':>9}{'chats':>7}{'SIGKILL':>9}{'SIGTERM':>9}{'lost':>6}"
-    f"{'duplicated':>12}{'recalled':>10}{'extra calls':>13}{'seconds':>9}"
+    f"{'duplicated':>12}{'in flight':>11}{'recalled':>10}{'extra calls':>13}{'seconds':>9}"
 )
 
 
 def row(name: str, figures: CrashFigures) -> str:
     return (
         f"{name:<8}{figures.messages:>9,}{figures.chats:>7}{figures.kills:>9}{figures.terms:>9}"
-        f"{figures.lost:>6}{figures.duplicated:>12}{figures.recalled:>10}"
+        f"{figures.lost:>6}{figures.duplicated:>12}{figures.in_flight:>11}{figures.recalled:>10}"
         f"{figures.extra_calls:>13}{figures.seconds:>9.1f}"
     )
 
@@ -52,7 +52,8 @@ def misses(name: str, figures: CrashFigures) -> list[str]:
     counts = {"lost": figures.lost, "duplicated": figures.duplicated}
     counts["asked again"] = figures.recalled
     missed = [f"{name}: {count} {what}" for what, count in counts.items() if count]
-    missed += [f"{name}: e.g. {', '.join(figures.examples)}"] if figures.examples else []
+    if figures.lost or figures.duplicated:
+        missed += [f"{name}: e.g. {', '.join(figures.examples)}"]
     missed += [f"{name}: {path} does not parse" for path in figures.broken_files]
     return missed + [f"{name}: {problem}" for problem in figures.history_problems]
 

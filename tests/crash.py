@@ -4,7 +4,9 @@ points, then a last start that answers what is left. `tests/test_crash.py` asser
 figures; `benchmarks/crash_run.py` prints them for larger runs.
 
 What it counts, from outside the code (the fakes' records and the workspace's files):
-- lost: a message never answered; duplicated: answered more than once;
+- lost: a message never answered; duplicated: answered more than once, but for a reply sent in
+  the last `IN_FLIGHT` seconds before a SIGKILL (in flight: the one window no journal closes,
+  between Telegram taking a part and the bot's record of it; counted apart);
 - recalled: model calls for a message whose answer was already in a session file when the
   bot was killed (it must be sent from there, not made again);
 - extra calls: model calls beyond one per message (a kill during a call may cost one);
@@ -31,6 +33,7 @@ from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, bot_env, start_bot_process
 
 TEXT = re.compile(r"^m\d{5}$")
+IN_FLIGHT = 0.05  # seconds before a SIGKILL in which a reply sent may be sent again
 USERS = (OWNER, 2101, 2102, 2103, 2104, 2105, 2106, 2107, 2108, 2109, 2110, 2111, 2112, 2113)
 
 
@@ -42,6 +45,7 @@ class CrashFigures:
     terms: int  # SIGTERMs
     lost: int = 0
     duplicated: int = 0
+    in_flight: int = 0  # answered twice, the first sent just before a SIGKILL
     recalled: int = 0
     extra_calls: int = 0
     broken_files: list[str] = field(default_factory=list)
@@ -82,6 +86,7 @@ async def crash_run(
             "BOT_LOG__LEVEL": "INFO",
         }
         saved_calls: dict[str, int] = {}  # message → model calls when its answer was saved
+        in_flight: set[str] = set()  # replies sent just before a SIGKILL
         pushed = 0
         for stop in range(1, stops + 1):
             process = await _started(env, tmp, log_path)
@@ -91,7 +96,9 @@ async def crash_run(
                     user = rng.choice(users)
                     telegram.push_text(user, user, text)
                 pushed = min(messages, pushed + burst)
-                await asyncio.sleep(rng.uniform(0.2, 2.0))
+                await asyncio.sleep(rng.uniform(0.2, 2.0) - IN_FLIGHT)
+                before = _sent(telegram, users)
+                await asyncio.sleep(IN_FLIGHT)
             finally:
                 if stop % sigterm_every == 0:
                     process.send_signal(signal.SIGTERM)
@@ -101,6 +108,7 @@ async def crash_run(
                     process.kill()
                     figures.kills += 1
                     await _exit(process, 30)
+                    in_flight |= (_sent(telegram, users) - before).keys()
             calls = _calls(model)
             for text in _saved(workspace) - saved_calls.keys():
                 saved_calls[text] = calls[text]
@@ -114,7 +122,7 @@ async def crash_run(
         finally:
             process.send_signal(signal.SIGTERM)
             figures.term_exit_codes.append(await _exit(process, 30))
-        _count(figures, telegram, users, texts, _calls(model), saved_calls)
+        _count(figures, _sent(telegram, users), texts, _calls(model), saved_calls, in_flight)
     figures.broken_files = _broken_files(workspace)
     figures.history_problems = _history_problems(workspace)
     figures.seconds = round(time.monotonic() - started, 1)
@@ -188,17 +196,22 @@ async def _all_answered(
         await asyncio.sleep(0.2)
 
 
+def _sent(telegram: FakeTelegram, users: tuple[int, ...]) -> Counter[str]:
+    return Counter(m.text for user in users for m in telegram.sent_messages(user))
+
+
 def _count(
     figures: CrashFigures,
-    telegram: FakeTelegram,
-    users: tuple[int, ...],
+    sent: Counter[str],
     texts: list[str],
     calls: Counter[str],
     saved_calls: dict[str, int],
+    in_flight: set[str],
 ) -> None:
-    sent = Counter(m.text for user in users for m in telegram.sent_messages(user))
     figures.lost = sum(1 for text in texts if sent[f"re: {text}"] == 0)
-    figures.duplicated = sum(1 for text in texts if sent[f"re: {text}"] > 1)
+    twice = [text for text in texts if sent[f"re: {text}"] > 1]
+    figures.in_flight = sum(1 for text in twice if f"re: {text}" in in_flight)
+    figures.duplicated = len(twice) - figures.in_flight
     odd = [f"{text}×{sent[f're: {text}']}" for text in texts if sent[f"re: {text}"] != 1]
     figures.examples = odd[:10]
     figures.recalled = sum(1 for text, then in saved_calls.items() if calls[text] > then)

@@ -19,6 +19,7 @@ async def test_kills_and_terms_at_random_points_lose_nothing_and_repeat_nothing(
     assert (figures.kills, figures.terms) == (4, 2)
     assert figures.lost == 0, figures.line()
     assert figures.duplicated == 0, figures.line()
+    assert figures.in_flight <= figures.kills, figures.line()  # the window no record closes
     assert figures.recalled == 0, figures.line()
     assert figures.extra_calls <= figures.kills * figures.chats, figures.line()
     assert figures.broken_files == []
