@@ -12,7 +12,6 @@ shown statement and "Noted."). Texts shorter than `MIN_CHARS` once flat never co
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -42,7 +41,7 @@ class Shown:
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self._order: dict[str, int] = {}  # piece -> when it was added
-        self._by_start: dict[str, list[str]] = {}
+        self._by_start: dict[str, dict[str, list[str]]] = {}  # first word -> second -> pieces
         self._joined: str | None = ""
         for text in texts:
             self.add(text)
@@ -52,7 +51,9 @@ class Shown:
             piece = flat(line)
             if len(piece) >= MIN_CHARS and piece not in self._order:
                 self._order[piece] = len(self._order)
-                self._by_start.setdefault(_opening(piece), []).append(piece)
+                first, _, rest = piece.partition(" ")
+                second = rest.partition(" ")[0]
+                self._by_start.setdefault(first, {}).setdefault(second, []).append(piece)
                 self._joined = None
 
     def holds(self, text: str) -> bool:
@@ -76,13 +77,15 @@ class Shown:
         return self._joined
 
     def _inside(self, text: str) -> list[str]:
-        """The held pieces that may lie in `text` (their opening does), in the order added."""
+        """The held pieces that may lie in `text` (their first two words do), in the order
+        added."""
         words = text.split(" ")
-        openings = {*words, *(" ".join(pair) for pair in itertools.pairwise(words))}
-        found = [piece for at in openings & self._by_start.keys() for piece in self._by_start[at]]
+        found: set[str] = set()
+        for at, word in enumerate(words):
+            if (seconds := self._by_start.get(word)) is None:
+                continue
+            after = words[at + 1] if at + 1 < len(words) else ""
+            found.update(seconds.get(after, ()))
+            if after:
+                found.update(seconds.get("", ()))  # one-word pieces
         return sorted(found, key=self._order.__getitem__)
-
-
-def _opening(piece: str) -> str:
-    """A flat piece's first two words (its only one, if so)."""
-    return " ".join(piece.split(" ", 2)[:2])
