@@ -65,7 +65,6 @@ class Scored:
     ) -> None:
         self.lines, self.on_lines = lines, on_lines
         self.items, self.on_items = items, on_items
-        self.now = now
         self.layers: list[PackLayer] = ["working"] * len(lines)
         self.layers += [LAYERS[item.layer] for item in items]
         stamp = now.timestamp()
