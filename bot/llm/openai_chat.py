@@ -14,6 +14,7 @@ import asyncio
 import functools
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -22,6 +23,7 @@ import structlog
 from bot.errors import ContextOverflow, LLMCause, LLMError, LLMRejected, LLMUnavailable
 from bot.llm import failures
 from bot.llm.stream import Silence, read_stream
+from bot.llm.text_calls import calls_in_text
 from bot.llm.windows import ModelWindows
 from bot.logs import Scrubber
 from bot.models import ChatMessage, Completion, ToolSpec
@@ -137,7 +139,7 @@ class OpenAIChat:
             raise LLMUnavailable(
                 f"the model at {self.base_url} returned no choices", model=request["model"]
             )
-        return completion
+        return _calls_in_text(completion, tools)
 
     async def _stream(self, request: dict[str, Any]) -> Completion | None:
         opening = self._client.chat.completions.create(
@@ -191,6 +193,18 @@ def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
             "parameters": tool.parameters,
         },
     }
+
+
+def _calls_in_text(completion: Completion, tools: Sequence[ToolSpec]) -> Completion:
+    """The completion, its text taken as tool calls when it is only those
+    (`bot.llm.text_calls`: small local models write them so)."""
+    if not tools or completion.tool_calls or not completion.content:
+        return completion
+    calls = calls_in_text(completion.content, {tool.name for tool in tools})
+    if not calls:
+        return completion
+    log.info("llm_tool_calls_in_text", calls=len(calls))
+    return replace(completion, content=None, tool_calls=calls)
 
 
 def stated_limit(text: str) -> int | None:
