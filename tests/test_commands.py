@@ -13,7 +13,7 @@ import pytest
 
 from bot.app import App
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
-from tests.harness import OWNER
+from tests.harness import FRIEND, OWNER
 from tests.talk import RecordingReplier, conversation, message, system_text
 from tests.talk import say as say_at
 
@@ -31,9 +31,11 @@ def memory_files(workspace: Path) -> dict[Path, bytes]:
 
 async def test_help_lists_every_command(app: App, fake_openai: FakeOpenAI) -> None:
     [text] = await say(app, "/help")
+    [others] = await say(app, "/help", user=FRIEND)
 
-    for name in ("start", "help", "new", "reset", "status", "stop"):
+    for name in ("start", "help", "new", "reset", "status", "stop", "pair", "unpair"):
         assert f"/{name} — " in text
+    assert "/pair" not in others and "/status — " in others  # pairing is the owners'
     assert fake_openai.calls == 0
 
 

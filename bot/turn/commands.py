@@ -65,11 +65,20 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("undo", "Put back what the last /forget removed (for a few minutes)"),
     ("context", "The last prompt's parts and tokens (owners; /context full sends it as a file)"),
 )
+OWNER_COMMANDS: tuple[tuple[str, str], ...] = (  # in private; `bot.turn.door` answers them
+    ("pair", "Let in whoever got a code: /pair CODE; alone, requests and who is paired"),
+    ("unpair", "Shut a paired user out again: /unpair ID"),
+)
 
 HELP = (
     "I'm Mnemo, an assistant that remembers.\n\n"
     + "\n".join(f"/{name} — {description}" for name, description in COMMANDS)
     + "\n\nAnything else you write goes to the model."
+)
+OWNER_HELP = (
+    HELP
+    + "\n\nFor you as an owner, in this private chat:\n"
+    + "\n".join(f"/{name} — {description}" for name, description in OWNER_COMMANDS)
 )
 GREETING = "Hello! I'm Mnemo. Talk to me; I keep notes so I remember. /help lists commands."
 NEW_EMPTY = "Started a new conversation. Your memory files are kept."
@@ -209,7 +218,8 @@ class Commands:
         return GREETING
 
     async def _help(self, inbound: Inbound, args: str) -> str:
-        return HELP
+        owner = inbound.is_private and self.access.is_owner(inbound.user_id)
+        return OWNER_HELP if owner else HELP
 
     async def _new(self, inbound: Inbound, args: str, progress: Progress) -> str:
         """Consolidate the session (awaited, bounded; raw fallback), then archive it."""
