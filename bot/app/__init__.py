@@ -90,10 +90,7 @@ def build_app(
 ) -> App:
     """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
     now = now or clock(settings.timezone)
-    workspace = Workspace(settings.workspace)
-    if (problem := workspace.unwritable()) is not None:
-        raise StartupError(problem)
-    workspace.ensure()
+    workspace = _open_workspace(settings)
     sessions = SessionStore(workspace, now=now)
     windows = build_windows(settings, workspace)
     llm = build_llm(settings, api_key, windows)
@@ -131,18 +128,27 @@ def build_app(
     runner = _build_runner(
         settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer, sent
     )
-    upkeep = _build_upkeep(settings, workspace, writer, now)
     services: list[Service] = [
-        recall.index,
+        recall.index,  # first: opened and synced before anything else starts, stopped last
         runner.door,  # says who owns the bot (or logs the claim code) before the first message
         recall.usage,
-        *upkeep,
+        *_build_upkeep(settings, workspace, writer, now),
         consolidator,
         undo,
         *([lightrag] if lightrag else []),
-    ]  # the index first: opened and synced before anything else starts, stopped last
+    ]
     preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
     return App(runner, llm, workspace, now, preview, services=services, recall=recall)
+
+
+def _open_workspace(settings: Settings) -> Workspace:
+    """The workspace, created if need be; a `StartupError` that says how to fix one the bot
+    may not write."""
+    workspace = Workspace(settings.workspace)
+    if (problem := workspace.unwritable()) is not None:
+        raise StartupError(problem)
+    workspace.ensure()
+    return workspace
 
 
 def _build_preview(
