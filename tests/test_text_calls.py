@@ -1,34 +1,15 @@
-"""Tool calls a small model wrote as text (`bot.llm.text_calls`), and the tool loop running them."""
+"""Tool calls a small model wrote as text (`bot.llm.text_calls`); the tool loop running one is
+in `test_tool_loop`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.llm.openai_chat import OpenAIChat
 from bot.llm.text_calls import calls_in_text
-from tests.fakes.openai_api import Reply
-from tests.test_tool_loop import Echo, RawArgumentsOpenAI, make_ctx, tool_loop
 
 TOOLS = {"echo", "memory_search"}
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[RawArgumentsOpenAI]:
-    async with RawArgumentsOpenAI() as fake:
-        yield fake
-    fake.assert_done()
-
-
-@pytest.fixture
-async def llm(model: RawArgumentsOpenAI) -> AsyncIterator[OpenAIChat]:
-    chat = OpenAIChat(
-        base_url=model.base_url, api_key="sk-test", model="fake-model", timeout=5, max_retries=0
-    )
-    yield chat
-    await chat.close()
 
 
 def named(text: str) -> list[tuple[str, dict[str, object]]]:
@@ -83,23 +64,3 @@ def test_anything_else_stays_text(text: str) -> None:
 
 def test_without_tools_offered_nothing_is_a_call() -> None:
     assert calls_in_text('{"name": "echo", "arguments": {}}', ()) == ()
-
-
-async def test_the_loop_runs_a_call_written_as_text_and_the_user_gets_the_answer(
-    llm: OpenAIChat, model: RawArgumentsOpenAI
-) -> None:
-    echo = Echo()
-    written = '```json\n{"name": "echo", "arguments": {"text": "ping"}}\n```'
-    model.script(Reply(written), Reply("The tool said ping."))
-    ctx = make_ctx("use the tool")
-
-    await tool_loop(llm, echo).process(ctx)
-
-    assert ctx.reply == "The tool said ping."
-    assert [args for args, _ in echo.calls] == [{"text": "ping"}]
-    *_, assistant, tool = model.requests[1]["messages"]
-    assert assistant["tool_calls"][0]["function"] == {
-        "name": "echo",
-        "arguments": '{"text": "ping"}',
-    }
-    assert tool["content"] == "echo: ping" and tool["tool_call_id"] == "call_text_1"

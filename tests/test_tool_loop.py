@@ -240,3 +240,23 @@ async def test_usage_of_every_completion_and_the_model_are_recorded(
     assert [u.prompt_tokens for u in ctx.usages] == [100, 250]
     assert ctx.usages[-1] == Usage(prompt_tokens=250, completion_tokens=2)
     assert ctx.model == "fake-model"
+
+
+async def test_the_loop_runs_a_call_written_as_text_and_the_user_gets_the_answer(
+    llm: OpenAIChat, model: FakeOpenAI
+) -> None:
+    echo = Echo()
+    written = '```json\n{"name": "echo", "arguments": {"text": "ping"}}\n```'
+    model.script(Reply(written), Reply("The tool said ping."))
+    ctx = make_ctx("use the tool")
+
+    await tool_loop(llm, echo).process(ctx)
+
+    assert ctx.reply == "The tool said ping."
+    assert [args for args, _ in echo.calls] == [{"text": "ping"}]
+    *_, assistant, tool = model.requests[1]["messages"]
+    assert assistant["tool_calls"][0]["function"] == {
+        "name": "echo",
+        "arguments": '{"text": "ping"}',
+    }
+    assert tool["content"] == "echo: ping" and tool["tool_call_id"] == "call_text_1"

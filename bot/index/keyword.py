@@ -38,11 +38,8 @@ class KeywordSearch:
         """Chunk ids for the query's terms within `scopes`, best first."""
         if not terms or not scopes:
             return []
-        chosen, total = self._choose(terms)
-        expression = fts_expression(chosen)
-        if total > self.budget:
-            return self.store.match(expression, scopes, limit=limit, ranked=False)
-        return self.store.match(expression, scopes, limit=limit, ranked=True)
+        chosen, vague = self._choose(terms)
+        return self.store.match(fts_expression(chosen), scopes, limit=limit, ranked=not vague)
 
     @property
     def budget(self) -> int:
@@ -50,9 +47,9 @@ class KeywordSearch:
             return self.fixed_budget
         return min(max(self.store.size // 4, MIN_POSTINGS), POSTINGS_BUDGET)
 
-    def _choose(self, terms: Sequence[str]) -> tuple[list[str], int]:
-        """The rarest terms within the budget (at least one), or the vague-query terms;
-        and their postings."""
+    def _choose(self, terms: Sequence[str]) -> tuple[list[str], bool]:
+        """The rarest terms within the budget (at least one), or the vague-query terms; and
+        whether the query is vague (even its rarest term is over the budget)."""
         by_rarity = sorted((self._document_frequency(term), term) for term in terms)
         budget = self.budget
         chosen: list[str] = []
@@ -63,8 +60,8 @@ class KeywordSearch:
             chosen.append(term)
             total += frequency
         if total > budget:
-            chosen = [term for _, term in by_rarity[:VAGUE_TERMS]]
-        return chosen, total
+            return [term for _, term in by_rarity[:VAGUE_TERMS]], True
+        return chosen, False
 
     def _document_frequency(self, term: str) -> int:
         self._expire()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from typing import Any
 
 from bot.models import ToolCall
@@ -39,7 +39,7 @@ def calls_in_text(text: str, tools: Collection[str]) -> tuple[ToolCall, ...]:
         pieces = [fenced[1] if fenced else body]
     found: list[ToolCall] = []
     for piece in pieces:
-        objects = list(_objects(piece))
+        objects = _objects(piece)
         if not objects:
             return ()
         for value in objects:
@@ -50,20 +50,20 @@ def calls_in_text(text: str, tools: Collection[str]) -> tuple[ToolCall, ...]:
     return tuple(found)
 
 
-def _objects(text: str) -> Iterator[Any]:
-    """The JSON values `text` holds one after another (a list is its items); nothing when any
-    part of it is not JSON."""
+def _objects(text: str) -> list[Any]:
+    """The JSON values `text` holds one after another (a list is its items); [] when any part
+    of it is not JSON."""
     decoder, at, values = json.JSONDecoder(), 0, []
     text = text.strip()
     while at < len(text):
         try:
             value, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError:
-            return
+            return []
         values.extend(value if isinstance(value, list) else [value])
         while at < len(text) and text[at] in " \t\r\n,":
             at += 1
-    yield from values
+    return values
 
 
 def _call(value: Any, tools: Collection[str], *, number: int) -> ToolCall | None:

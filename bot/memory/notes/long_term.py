@@ -149,14 +149,12 @@ def _ended(text: str) -> str:
 
 def new_lines(update: str, *, seen: str, current: str) -> list[str]:
     """Lines the model added: in `update` but neither in what it saw nor in the file now (so a
-    fact deleted by hand meanwhile is not brought back). Headings and bullets are dropped, and
-    lines without a letter or digit."""
+    fact deleted by hand meanwhile is not brought back). Headings and bullets are dropped."""
     known = {bare_line(line) for line in (seen + "\n" + current).splitlines()}
     found: list[str] = []
     for line in update.splitlines():
         fact = bare_line(line)
-        worded = any(c.isalnum() for c in fact)
-        if worded and not fact.startswith("#") and fact not in known and fact not in found:
+        if fact and not fact.startswith("#") and fact not in known and fact not in found:
             found.append(fact)
     return found
 
