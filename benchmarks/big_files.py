@@ -33,7 +33,14 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from benchmarks.common import Quiet, machine_line, scratch, serving, skip_sdk_transform
+from benchmarks.common import (
+    Quiet,
+    machine_line,
+    print_missed,
+    scratch,
+    serving,
+    skip_sdk_transform,
+)
 from bot.app import App, build_app, clock
 from bot.llm.tokens import TokenCounter
 from bot.logs import configure
@@ -157,8 +164,7 @@ def report(cases: list[Case]) -> list[str]:
         for case in cases
         if case.first_s > GOAL_FIRST_TURN_S
     ]
-    for line in missed:
-        print(f"missed: {line}")
+    print_missed(missed)
     return missed
 
 

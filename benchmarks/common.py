@@ -139,6 +139,12 @@ def machine_line() -> str:
     )
 
 
+def print_missed(missed: list[str]) -> None:
+    """One `missed:` line for each target a run missed (the scripts exit 1 then)."""
+    for line in missed:
+        print(f"missed: {line}")
+
+
 def model_option(parser: argparse.ArgumentParser) -> None:
     """`--model PATH`: the model2vec folder to embed with; else `$MNEMO_BENCH_MODEL2VEC`, else
     the small model the tests ship (its figures are not the README's: see benchmarks/README.md)."""

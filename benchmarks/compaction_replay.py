@@ -39,7 +39,14 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from benchmarks.common import Quiet, machine_line, scratch, serving, skip_sdk_transform
+from benchmarks.common import (
+    Quiet,
+    machine_line,
+    print_missed,
+    scratch,
+    serving,
+    skip_sdk_transform,
+)
 from bot.app import build_app
 from bot.conversation.flush import FLUSH_REQUEST
 from bot.logs import configure
@@ -347,8 +354,7 @@ def report(runs: list[Replay], turns: int, naive: int) -> list[str]:
             missed.append(f"{run.window}: {share:.3f} of naive replay's tokens")
         if reuse < GOALS["prefix"]:
             missed.append(f"{run.window}: prefix reuse {reuse:.3f}")
-    for line in missed:
-        print(f"missed: {line}")
+    print_missed(missed)
     return missed
 
 

@@ -34,7 +34,14 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from benchmarks.common import machine_line, model_line, model_option, scratch, vocabulary
+from benchmarks.common import (
+    machine_line,
+    model_line,
+    model_option,
+    print_missed,
+    scratch,
+    vocabulary,
+)
 from bot import logs
 from bot.app import App, build_app
 from bot.memory.items.format import encode
@@ -195,8 +202,7 @@ def report(builds: list[Build]) -> list[str]:
         for build in builds
         if build.p95_ms > GOAL_P95_MS
     ]
-    for line in missed:
-        print(f"missed: {line}")
+    print_missed(missed)
     return missed
 
 

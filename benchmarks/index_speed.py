@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from benchmarks.common import machine_line, model_line, model_option, vocabulary
+from benchmarks.common import machine_line, model_line, model_option, print_missed, vocabulary
 from bot.index import Exchange, MemoryIndex, Model2VecEmbedder
 from bot.index.embedding import Embedder
 
@@ -123,8 +123,7 @@ def report(speeds: list[Speed]) -> list[str]:
             f"{owner_ms:>32}{group_ms:>25}{speed.reopen_s:>7.2f} s"
         )
     missed = [line for speed in speeds for line in misses(speed)]
-    for line in missed:
-        print(f"missed: {line}")
+    print_missed(missed)
     return missed
 
 

@@ -34,7 +34,14 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from benchmarks.common import Quiet, machine_line, scratch, serving, skip_sdk_transform
+from benchmarks.common import (
+    Quiet,
+    machine_line,
+    print_missed,
+    scratch,
+    serving,
+    skip_sdk_transform,
+)
 from bot.app import App, build_app
 from bot.llm.tokens import TokenCounter
 from bot.logs import configure
@@ -191,8 +198,7 @@ def report(rows: list[Years]) -> list[str]:
             missed.append(f"{row.days} days: a consolidation request of {tokens:,} tokens")
         if not row.requests:
             missed.append(f"{row.days} days: no consolidation ran")
-    for line in missed:
-        print(f"missed: {line}")
+    print_missed(missed)
     return missed
 
 

@@ -48,6 +48,7 @@ from benchmarks.common import (
     SMALL_MODEL,
     Quiet,
     machine_line,
+    print_missed,
     rss_mb,
     scratch,
     serving,
@@ -280,8 +281,7 @@ def report(runs: list[Run], turns: int) -> list[str]:
             missed.append(f"{run.name}: last turn {run.growth:.2f}× turn 100 > {GOAL_GROWTH}×")
         if run.rss_end - run.rss_idle > GOAL_RSS_MB:
             missed.append(f"{run.name}: RSS grew {run.rss_end - run.rss_idle:.0f} MB")
-    for line in missed:
-        print(f"missed: {line}")
+    print_missed(missed)
     return missed
 
 
