@@ -85,7 +85,7 @@ async def test_a_high_reported_count_makes_the_next_turn_compact(
 ) -> None:
     """Our count stays far under the threshold; the provider says the prompt is 3x that."""
     fake_openai.answer_all(lambda request: Reply("fine"))
-    for _ in range(10):
+    for _ in range(14):
         await say(small_app, WORDS)
     assert all(r["model"] == "fake-model" for r in fake_openai.requests)
     fake_openai.script(Reply("fine", prompt_tokens=10**5))

@@ -94,6 +94,40 @@ async def test_messages_and_tools_go_out_in_openai_wire_format(
     ]
 
 
+async def test_tools_go_out_without_the_limits_they_check_themselves(
+    make_chat: MakeChat, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply("ok"))
+    bounded = {"type": "integer", "minimum": 1, "maximum": 20}
+    search = ToolSpec(
+        name="search",
+        description="Finds things.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": 1000},
+                "maximum": bounded,  # a property may be called so
+                "tags": {"type": "array", "items": {"type": "string", "maxLength": 40}},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    )
+
+    await make_chat().complete([ChatMessage(role="user", content="hi")], tools=[search])
+
+    assert fake_openai.last_request["tools"][0]["function"]["parameters"] == {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "maximum": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["query"],
+    }
+    assert search.parameters["additionalProperties"] is False  # the tool's own schema is whole
+
+
 async def test_without_tools_or_settings_the_request_carries_none_of_them(
     make_chat: MakeChat, fake_openai: FakeOpenAI
 ) -> None:

@@ -56,3 +56,15 @@ def test_texts_are_compared_as_memory_writes_them() -> None:
     chunk = "## Pets\n- My cat is called Pixel\n- The dog is Rex, a terrier\n- The fish died"
     assert not shown.holds(chunk)  # shares a line, and says more
     assert flat("```bash\npip install rich\n```") == "pip install rich"
+
+
+def test_held_lines_are_found_inside_a_text_whatever_their_length() -> None:
+    lines = [f"User: Turn {n}: what about the garden plan number {n}" for n in range(40)]
+    shown = Shown(["Antidisestablishment", "Basil thrives well", *lines])
+
+    assert shown.holds("Here: user: turn 7: what about the garden plan number 7. Ok")
+    assert not shown.holds("user: turn 7: what about the garden plan number 8, and more")
+    assert shown.holds("Said: antidisestablishment | ok")  # a one-word line
+    assert shown.holds("Noted: basil thrives well!")  # a three-word line, its end glued
+    assert not shown.holds("Noted: basil thrives in the sun on the balcony")
+    assert Shown(["Basilicum thrives"]).holds("Yes: basilicum thrives")  # a two-word line

@@ -131,3 +131,16 @@ async def test_a_part_cut_from_a_session_is_archived_under_its_key(tmp_path: Pat
     saved, _ = decode_session(path.read_text())
     assert saved.key == "telegram:1" and saved.messages == part
     assert await sessions.archive_part(session, ()) is None
+
+
+def test_a_session_file_holds_a_message_a_line() -> None:
+    said = ChatMessage(role="user", content='two\nlines and "quotes"', at=NOW)
+    answer = ChatMessage(role="assistant", content="ok")
+    for messages in ((), (said,), (said, answer)):
+        session = Session(key="k", messages=messages, created_at=NOW, updated_at=NOW)
+        text = encode_session(session)
+        decoded, dropped = decode_session(text)
+        assert decoded == session and dropped == ()
+        lines = text.splitlines()
+        opened = next(i for i, line in enumerate(lines) if line.startswith(' "messages": ['))
+        assert len(lines) - opened - 1 == (len(messages) + 2 if messages else 1)  # " ]", "}"

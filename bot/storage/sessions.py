@@ -127,7 +127,9 @@ def _repaired(session: Session, unreadable: tuple[str, ...]) -> Session:
 
 
 def encode_session(session: Session) -> str:
-    document = {
+    """The session document, a message a line: as readable as an indented one, and encoded by
+    json's C encoder (an indent makes json take its pure-Python one, ~6× slower)."""
+    head = {
         "version": FORMAT_VERSION,
         "key": session.key,
         "created_at": session.created_at.isoformat(),
@@ -137,9 +139,11 @@ def encode_session(session: Session) -> str:
         "total_completion_tokens": session.total_completion_tokens,
         "compactions": session.compactions,
         "metadata": session.metadata,
-        "messages": [encode_message(m) for m in session.messages],
     }
-    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+    lines = [json.dumps(encode_message(m), ensure_ascii=False) for m in session.messages]
+    messages = "\n".join(["[", ",\n".join(lines), " ]"]) if lines else "[]"
+    opened = json.dumps(head, ensure_ascii=False, indent=1).removesuffix("\n}")
+    return f'{opened},\n "messages": {messages}\n}}\n'
 
 
 def decode_session(text: str) -> tuple[Session, tuple[str, ...]]:

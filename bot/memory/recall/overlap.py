@@ -36,12 +36,14 @@ def flat(text: str) -> str:
 class Shown:
     """What a prompt holds so far; texts are added as they are placed. Checking a text costs
     about its own length, not the prompt's: held pieces are looked up whole, then by substring
-    in their joined text, and the pieces a text may contain are found by their first two words
-    (a held line lies in a text from a word's start)."""
+    in their joined text, and the pieces a text may contain are found by their first words, up to
+    three but never the last (a held line lies in a text from a word's start, and its last word
+    may have punctuation after it there; notes' lines share their first two, "user:" and a
+    common word)."""
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self._order: dict[str, int] = {}  # piece -> when it was added
-        self._by_start: dict[str, dict[str, list[str]]] = {}  # first word -> second -> pieces
+        self._by_start: dict[str, dict[str, dict[str, list[str]]]] = {}  # `_key` -> pieces
         self._joined: str | None = ""
         for text in texts:
             self.add(text)
@@ -51,9 +53,9 @@ class Shown:
             piece = flat(line)
             if len(piece) >= MIN_CHARS and piece not in self._order:
                 self._order[piece] = len(self._order)
-                first, _, rest = piece.partition(" ")
-                second = rest.partition(" ")[0]
-                self._by_start.setdefault(first, {}).setdefault(second, []).append(piece)
+                first, second, third = _key(piece)
+                seconds = self._by_start.setdefault(first, {})
+                seconds.setdefault(second, {}).setdefault(third, []).append(piece)
                 self._joined = None
 
     def holds(self, text: str) -> bool:
@@ -77,15 +79,26 @@ class Shown:
         return self._joined
 
     def _inside(self, text: str) -> list[str]:
-        """The held pieces that may lie in `text` (their first two words do), in the order
+        """The held pieces that may lie in `text` (their first three words do), in the order
         added."""
-        words = text.split(" ")
+        words = [*text.split(" "), "", ""]
         found: set[str] = set()
-        for at, word in enumerate(words):
-            if (seconds := self._by_start.get(word)) is None:
+        for at in range(len(words) - 2):
+            if (seconds := self._by_start.get(words[at])) is None:
                 continue
-            after = words[at + 1] if at + 1 < len(words) else ""
-            found.update(seconds.get(after, ()))
-            if after:
-                found.update(seconds.get("", ()))  # one-word pieces
+            if (one := seconds.get("")) is not None:
+                found.update(one.get("", ()))  # pieces of one or two words
+            if words[at + 1] and (thirds := seconds.get(words[at + 1])) is not None:
+                found.update(thirds.get("", ()))  # of three
+                if words[at + 2]:
+                    found.update(thirds.get(words[at + 2], ()))
         return sorted(found, key=self._order.__getitem__)
+
+
+def _key(piece: str) -> tuple[str, str, str]:
+    """The words a piece is found by: its first, and its second and third when more follow
+    ("" for those it is not found by)."""
+    words = piece.split(" ", 3)
+    used = 1 if len(words) <= 2 else len(words) - 1
+    first, second, third = [*words[:used], "", ""][:3]
+    return first, second, third
