@@ -28,7 +28,7 @@ from bot.models import ChatMessage, Session
 from bot.storage.sessions import SCOPE, SessionFormatError, decode_session
 
 PREFIX = "sessions/"
-EXCHANGES_REMEMBERED = 1024  # a few sessions' worth: those rewritten turn after turn
+EXCHANGES_REMEMBERED = 256  # a few sessions' worth: those rewritten turn after turn
 
 
 @dataclass(frozen=True)

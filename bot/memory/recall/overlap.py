@@ -25,7 +25,7 @@ _LABELS = re.compile(r"\b(?:user|assistant):")
 _LETTERS = re.compile(r"[^\w]|_")
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)  # a turn compares a few hundred lines; most are the last turn's
 def flat(text: str) -> str:
     """`text` as compared: see the module's docstring."""
     text = _FENCE.sub(" ", _BULLET.sub("", _CLOCK.sub("", text)))
