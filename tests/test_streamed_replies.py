@@ -181,4 +181,3 @@ async def test_streaming_off_sends_only_the_final_message(
     assert not fake_telegram.calls_to("sendMessageDraft")
     assert not fake_telegram.calls_to("editMessageText")
     assert len(fake_telegram.calls_to("sendMessage")) == 1
-
