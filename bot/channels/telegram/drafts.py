@@ -5,7 +5,7 @@ In a private chat the draft is `sendMessageDraft` (Bot API 9.5+): an animated, e
 that the final `sendMessage` replaces. In a group, or once a server refused that call (it is
 then not asked again while the bot runs), a first message is sent, edited as the text grows, and
 deleted when the turn ends (`close`), before the final, formatted reply goes out through the
-ledger: no text is left twice.
+ledger: no text is left twice. A group's message is edited at most every `GROUP_INTERVAL`.
 
 Each showing is rendered as the reply will be (entities; plain when Telegram cannot parse them);
 past the message limit, the last piece is shown. Flood control or a network error skips one
@@ -25,6 +25,7 @@ from bot.channels.telegram.format import Chunk, render
 from bot.channels.telegram.replies import TelegramReplier
 
 log = structlog.get_logger(__name__)
+GROUP_INTERVAL = 3.0  # seconds: Telegram (and AIORateLimiter) allow a group 20 messages a minute
 _Send = Callable[[str, list[MessageEntity] | None], Awaitable[None]]  # text, entities
 
 
@@ -72,7 +73,7 @@ class TelegramDraft:
         self.chat_id = chat_id
         self.thread_id = thread_id
         self.support = support
-        self.interval = interval
+        self.interval = interval if _private(chat_id) else max(interval, GROUP_INTERVAL)
         self.draft_id = secrets.randbelow(2**31 - 2) + 1  # non-zero; one per turn
         self.message_id: int | None = None  # the preview message, once one was sent
 
@@ -99,8 +100,7 @@ class TelegramDraft:
         self.message_id = None
 
     def _drafts(self) -> bool:
-        private = self.chat_id > 0  # groups and channels have negative ids
-        return self.support.usable and private and self.message_id is None
+        return self.support.usable and _private(self.chat_id) and self.message_id is None
 
     async def _draft(self, chunk: Chunk) -> bool:
         """Show `chunk` with sendMessageDraft; False when Telegram refuses the method."""
@@ -149,3 +149,7 @@ class TelegramDraft:
             if not entities or "can't parse entities" not in exc.message.lower():
                 raise
             await send(chunk.text, None)
+
+
+def _private(chat_id: int) -> bool:
+    return chat_id > 0  # groups and channels have negative ids
