@@ -96,6 +96,8 @@ async def run_telegram(settings: Settings) -> int:
         typing_interval=settings.telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=settings.telegram.shutdown_grace,
+        stream=settings.telegram.stream,
+        stream_interval=settings.telegram.stream_interval,
         heartbeat=Heartbeat(app.workspace.heartbeat_path),
     )
     stop = asyncio.Event()

@@ -1,6 +1,7 @@
 """The turn pipeline: `TurnContext`, the `System` protocol, `StopTurn`, `BestEffort`, `Pipeline`.
 
-A turn's logic lives here and nowhere else: ordered systems read and write one `TurnContext`.
+A turn's logic lives here and nowhere else: ordered systems read and write one `TurnContext`
+(and `LiveText`, where the runner shows the model's text as it comes).
 Orders are a public contract (logs and /status name them): 18 auto-compaction, 20 context
 building, 30 LLM tool loop, 40 memory tags, 50 memory persist, 55 RAG indexing.
 """
@@ -43,6 +44,7 @@ class TurnContext:
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
     written: list[Path] = field(default_factory=list)  # 50: the files it wrote; 55 indexes them
+    live: LiveText | None = None  # runner: where the model's text is shown as it comes (30 feeds)
 
     def request(self) -> list[ChatMessage]:
         """The turn's first request, laid out by system 20 from most stable to least: the
@@ -56,6 +58,19 @@ class TurnContext:
             *self.session.messages,
             *(self.message_prompt or (self.user_message,)),
         ]
+
+
+class LiveText(Protocol):
+    """The reply shown while the model writes it (`bot.turn.live`): fed by the tool loop."""
+
+    def restart(self, *, calls_possible: bool) -> None:
+        """A new answer starts (the next step); `calls_possible`: it may be tool calls
+        written as text, not shown until it is clearly not."""
+        ...
+
+    def add(self, piece: str) -> None:
+        """The next piece of the answer's text (never blocks)."""
+        ...
 
 
 class System(Protocol):

@@ -67,6 +67,8 @@ class TelegramSettings(_Section):
     typing_interval: float = Field(default=4.0, gt=0)
     max_message_length: int = Field(default=4096, gt=0, le=4096)
     shutdown_grace: float = Field(default=8.0, ge=0)  # seconds running turns get on SIGTERM
+    stream: bool = True  # show a reply while it is written (bot.channels.telegram.drafts)
+    stream_interval: float = Field(default=1.0, gt=0)  # seconds between two showings
 
 
 class LLMSettings(_Section):

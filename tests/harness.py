@@ -123,6 +123,8 @@ async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterat
         typing_interval=settings.telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=settings.telegram.shutdown_grace,
+        stream=settings.telegram.stream,
+        stream_interval=settings.telegram.stream_interval,
     )
     await app.start()
     stop = asyncio.Event()

@@ -246,3 +246,37 @@ async def test_verbose_logs_go_to_stderr(fake_openai: FakeOpenAI, tmp_path: Path
     assert out == "you> "
     assert "index_opened" in errors
     assert not (workspace / "logs" / "console.log").exists()
+
+
+async def test_a_terminal_shows_the_end_of_the_answer_as_it_is_written() -> None:
+    terminal = io.StringIO()
+    replier = ConsoleReplier(terminal, terminal=True)
+
+    async with replier.typing():
+        draft = replier.draft()
+        await draft.show("First line.\nThe second line is still gro")
+        await asyncio.sleep(0.3)  # the spinner redraws about ten times a second
+        await draft.close()
+
+    assert "The second line is still gro" in terminal.getvalue()
+    assert "First line." not in terminal.getvalue()
+
+
+async def test_a_turn_at_a_terminal_streams_then_prints_the_reply_once(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    answer = " ".join(f"word{n}" for n in range(30))
+    fake_openai.script(Reply(answer, pieces=10, chunk_delay=0.1))
+    terminal = io.StringIO()
+    console = ConsoleChannel(
+        app.runner,
+        now=app.now,
+        stdin=io.StringIO("talk\n"),
+        stdout=terminal,
+        replier=ConsoleReplier(terminal, terminal=True),
+    )
+    await asyncio.wait_for(console.run(), timeout=5)
+
+    shown, label, printed = terminal.getvalue().rpartition("mnemo")
+    assert label and "word5" in shown  # on the spinner's line first
+    assert printed.count("word0 ") == 1 and printed.count("word29") == 1  # the reply, once

@@ -151,6 +151,43 @@ async def test_streaming_text_with_usage(
     assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens == 123
 
 
+async def test_a_streamed_answer_comes_in_the_pieces_asked_for_with_pauses(
+    client: openai.AsyncOpenAI, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply("abcdefghij", pieces=5, chunk_delay=0.05))
+    loop = asyncio.get_running_loop()
+
+    stream = await client.chat.completions.create(model=MODEL, messages=[USER], stream=True)
+    arrivals = [(loop.time(), c.choices[0].delta.content) async for c in stream if c.choices]
+
+    texts = [text for _, text in arrivals if text]
+    assert texts == ["ab", "cd", "ef", "gh", "ij"]
+    times = [at for at, text in arrivals if text]
+    assert times[-1] - times[0] >= 0.15  # four pauses between five pieces
+
+
+@pytest.mark.parametrize(
+    ("step", "error"),
+    [
+        (Reply("abcdefghij", pieces=5, fail_after=2), openai.APIError),
+        (Reply("abcdefghij", pieces=5, cut_after=2), openai.APIConnectionError),
+    ],
+    ids=["error-event", "connection-cut"],
+)
+async def test_a_stream_can_fail_halfway(
+    client: openai.AsyncOpenAI, fake_openai: FakeOpenAI, step: Reply, error: type[Exception]
+) -> None:
+    fake_openai.script(step)
+    texts: list[str] = []
+
+    stream = await client.chat.completions.create(model=MODEL, messages=[USER], stream=True)
+    with pytest.raises(error):
+        async for chunk in stream:
+            texts.extend(c.delta.content for c in chunk.choices if c.delta.content)
+
+    assert texts == ["ab", "cd"]
+
+
 async def test_streaming_tool_call_arguments_arrive_in_fragments(
     client: openai.AsyncOpenAI, fake_openai: FakeOpenAI
 ) -> None:

@@ -272,3 +272,29 @@ async def test_a_second_poller_terminates_the_first_with_conflict(
         [update] = await second
 
     assert update.message is not None and update.message.text == "for the survivor"
+
+
+async def test_drafts_are_recorded_in_private_chats_only(
+    bot: Bot, fake_telegram: FakeTelegram
+) -> None:
+    assert await bot.send_message_draft(CHAT, 7, "Hel")
+    assert await bot.send_message_draft(CHAT, 7, "Hello", entities=[MessageEntity("bold", 0, 5)])
+    with pytest.raises(BadRequest, match="private chat"):
+        await bot.send_message_draft(-100, 7, "Hel")
+
+    assert [(d.chat_id, d.draft_id, d.text) for d in fake_telegram.drafts] == [
+        (CHAT, 7, "Hel"),
+        (CHAT, 7, "Hello"),
+    ]
+    assert fake_telegram.drafts[1].entities == [{"type": "bold", "offset": 0, "length": 5}]
+    assert not fake_telegram.sent_messages()
+
+
+async def test_a_server_without_drafts_answers_not_found(
+    bot: Bot, fake_telegram: FakeTelegram
+) -> None:
+    fake_telegram.drafts_supported = False
+
+    with pytest.raises(InvalidToken, match="Not Found"):
+        await bot.send_message_draft(CHAT, 7, "Hel")
+    assert not fake_telegram.drafts

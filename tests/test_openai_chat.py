@@ -205,6 +205,40 @@ async def test_tool_calls_are_parsed_with_their_json_text(
     )
 
 
+async def test_the_text_is_handed_on_piece_by_piece_as_it_arrives(
+    make_chat: MakeChat, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(
+        ToolCalls([("echo", {"text": "x"})], text="Five words come in pieces", pieces=5)
+    )
+    pieces: list[str] = []
+
+    completion = await make_chat().complete(HELLO, tools=[ECHO], on_text=pieces.append)
+
+    assert len(pieces) == 5  # the tool call's fragments are not text
+    assert "".join(pieces) == completion.content == "Five words come in pieces"
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        Reply("Half of an answer that never ends", pieces=4, fail_after=2),
+        Reply("Half of an answer that never ends", pieces=4, cut_after=2),
+    ],
+    ids=["error-event", "connection-cut"],
+)
+async def test_a_stream_failing_halfway_is_unavailable_after_its_first_pieces(
+    make_chat: MakeChat, fake_openai: FakeOpenAI, step: Step
+) -> None:
+    fake_openai.script(step)
+    pieces: list[str] = []
+
+    with pytest.raises(LLMUnavailable):
+        await make_chat().complete(HELLO, on_text=pieces.append)
+
+    assert len(pieces) == 2
+
+
 @pytest.mark.parametrize(
     ("step", "expected"),
     [

@@ -177,3 +177,22 @@ def test_missing_token_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         "error: BOT_TELEGRAM__TOKEN is not set: put it in .env (see .env.example)"
     ]
+
+
+def test_streaming_is_on_by_default_and_turned_off_by_one_variable(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config.write_text("")
+    assert load_settings(None).telegram.stream is True
+    assert load_settings(None).telegram.stream_interval == 1.0
+    monkeypatch.setenv("BOT_TELEGRAM__STREAM", "false")
+    assert load_settings(None).telegram.stream is False
+    monkeypatch.setenv("BOT_TELEGRAM__STREAM_INTERVAL", "0")
+    with pytest.raises(ConfigError, match="BOT_TELEGRAM__STREAM_INTERVAL"):
+        load_settings(None)
+
+
+def test_the_shipped_config_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOT_CONFIG_FILE", str(REPO / "config" / "settings.toml"))
+    telegram = load_settings(None).telegram
+    assert (telegram.stream, telegram.stream_interval) == (True, 1.0)

@@ -6,7 +6,12 @@ import random
 
 import pytest
 
-from bot.memory.notes.tags import TAG_INSTRUCTIONS, ExtractedTags, extract_tags
+from bot.memory.notes.tags import (
+    TAG_INSTRUCTIONS,
+    ExtractedTags,
+    extract_tags,
+    shown_while_written,
+)
 
 
 def test_a_plain_reply_passes_untouched_apart_from_outer_whitespace() -> None:
@@ -217,3 +222,27 @@ def test_the_instructions_name_every_tag_and_what_working_memory_holds() -> None
         assert tag in TAG_INSTRUCTIONS
     for word in ("Topic", "Decisions", "Pending", "replaces", "removed before the user"):
         assert word in TAG_INSTRUCTIONS
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Sure! <memory>Ann prefers tea</memory> Anything else?",
+        "Done.\n<Chat_Memory kind='x'>The trip is in May</Chat_Memory>\nBye, a < b.",
+        "Ok <working-memory>\n- Topic: trip\n</working-memory> <memory/>and <  / memory>",
+    ],
+)
+def test_no_beginning_of_a_reply_shows_a_tag_or_what_it_holds(reply: str) -> None:
+    final = extract_tags(reply).text
+    for end in range(len(reply) + 1):
+        shown = shown_while_written(reply[:end])
+        assert "memory" not in shown.lower() and "tea" not in shown, (end, shown)
+        assert "May" not in shown and "Topic" not in shown, (end, shown)
+        assert "<" not in shown.replace("a < b", ""), (end, shown)
+    assert shown_while_written(reply) == final
+
+
+def test_a_less_than_sign_is_held_back_only_while_it_may_open_a_tag() -> None:
+    assert shown_while_written("x <") == "x"
+    assert shown_while_written("x < 3 and y <w") == "x < 3 and y"  # <w…: working-memory?
+    assert shown_while_written("x < 3 and y <b") == "x < 3 and y <b"

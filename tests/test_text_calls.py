@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bot.llm.text_calls import calls_in_text
+from bot.llm.text_calls import calls_in_text, may_be_calls
 
 TOOLS = {"echo", "memory_search"}
 
@@ -64,3 +64,35 @@ def test_anything_else_stays_text(text: str) -> None:
 
 def test_without_tools_offered_nothing_is_a_call() -> None:
     assert calls_in_text('{"name": "echo", "arguments": {}}', ()) == ()
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [
+        "",
+        "  ",
+        '{"name": "ec',
+        "[{",
+        "<tool",
+        "<tool_call>\n{",
+        "`",
+        "```json",
+        "```\n",
+        "```json\n{",
+    ],
+)
+def test_a_beginning_that_may_still_be_a_call_is_held_back(partial: str) -> None:
+    assert may_be_calls(partial)
+
+
+@pytest.mark.parametrize(
+    "partial", ["Hello", "`code` first", "```python\nprint(1)", "<b>bold", "- a list"]
+)
+def test_a_beginning_that_cannot_be_a_call_is_text(partial: str) -> None:
+    assert not may_be_calls(partial)
+
+
+def test_every_beginning_of_a_call_written_as_text_is_held_back() -> None:
+    call = '```json\n{"name": "echo", "arguments": {"text": "hi"}}\n```'
+    assert calls_in_text(call, TOOLS)
+    assert all(may_be_calls(call[:end]) for end in range(len(call) + 1))

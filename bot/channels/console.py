@@ -4,8 +4,9 @@ Input is read as it comes, also while a reply is being made: `/stop` (or an inte
 `ConsoleChannel.interrupt`) then cancels the running reply; other lines typed meanwhile wait
 their turn. An interrupt at the prompt, or the end of input (Ctrl-D), ends the chat. A terminal
 gets a spinner while the model works and replies rendered from markdown (rich); a pipe gets the
-plain text, `mnemo> ` before each reply. A file a reply sends (`/context full`) is written into
-`files` and named.
+plain text, `mnemo> ` before each reply. On a terminal the spinner's line shows the end of the
+answer as it is written (`ConsoleDraft`, a draft of `bot.turn.live`). A file a reply sends
+(`/context full`) is written into `files` and named.
 
 Under `make chat` the terminal's Ctrl-C would reach make as well, which then ends itself by the
 signal once the chat is over (a shell reports the interrupt); `own_terminal` gives the chat a
@@ -28,6 +29,7 @@ from typing import TextIO
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.status import Status
 from rich.text import Text
 
 from bot.models import Document, Inbound
@@ -40,6 +42,7 @@ PROMPT = "you> "
 LABEL = "mnemo> "
 STOP = "/stop"
 SPINNER = "thinking… (/stop or Ctrl-C stops the reply)"
+DRAFT_INTERVAL = 0.1  # seconds between two updates of the spinner's line
 INTERRUPTED = object()  # an interrupt, queued like a line
 Line = str | object | None  # a line, `INTERRUPTED`, or None: the end of input
 
@@ -52,6 +55,7 @@ class ConsoleReplier:
         self.terminal = out.isatty() if terminal is None else terminal
         self.console = Console(file=out, force_terminal=self.terminal, highlight=False)
         self.files = files
+        self.status: Status | None = None  # the spinner, while the model works
 
     def parts(self, text: str) -> Sequence[str]:
         return [text]
@@ -77,8 +81,15 @@ class ConsoleReplier:
         if not self.terminal:
             yield
             return
-        with self.console.status(SPINNER, spinner="dots"):
-            yield
+        with self.console.status(SPINNER, spinner="dots") as status:
+            self.status = status
+            try:
+                yield
+            finally:
+                self.status = None
+
+    def draft(self) -> ConsoleDraft:
+        return ConsoleDraft(self)
 
     def _saved(self, document: Document) -> str:
         """Where the file went (or, with no folder for files, its text)."""
@@ -87,6 +98,25 @@ class ConsoleReplier:
         path = self.files / document.name
         atomic_write_text(path, document.text)
         return f"{document.caption or document.name}: {path}"
+
+
+class ConsoleDraft:
+    """The end of the answer being written, on the spinner's line (a pipe shows nothing)."""
+
+    interval = DRAFT_INTERVAL
+
+    def __init__(self, replier: ConsoleReplier) -> None:
+        self.replier = replier
+
+    async def show(self, text: str) -> None:
+        if (status := self.replier.status) is not None:
+            line = text.rstrip().rpartition("\n")[2]
+            room = max(self.replier.console.width - 4, 8)  # the spinner goes before it
+            status.update(Text(line if len(line) <= room else "…" + line[-room + 1 :]))
+
+    async def close(self) -> None:
+        if (status := self.replier.status) is not None:
+            status.update(SPINNER)
 
 
 class ConsoleChannel:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from bot.models import ChatMessage, Completion, ToolSpec
@@ -19,6 +19,8 @@ class LLM(Protocol):
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        """One completion; raises `LLMUnavailable`, `LLMRejected` or `ContextOverflow`."""
+        """One completion; raises `LLMUnavailable`, `LLMRejected` or `ContextOverflow`.
+        `on_text` gets each piece of the answer's text as it arrives (it must not block)."""
         ...

@@ -5,7 +5,7 @@ the `bot.errors.LLMError` tree by cause (`LLMCause`: key rejected, out of credit
 found, rate-limited, timed out, overloaded, …), worded by `bot.llm.failures`. Retries are the
 SDK's own loop (it honours `Retry-After`). Every answer is streamed, so that the timeouts
 measure progress rather than the whole answer (`bot.llm.stream`): `first_token_timeout` for the
-first piece, `timeout` for each silence after it.
+first piece, `timeout` for each silence after it; `on_text` sees the text as it comes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -113,6 +113,7 @@ class OpenAIChat:
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         request: dict[str, Any] = {
             "model": model or self.model,
@@ -125,7 +126,7 @@ class OpenAIChat:
         if (limit := max_tokens or self.max_tokens) is not None:
             request["max_tokens"] = limit
         try:
-            completion = await self._stream(request)
+            completion = await self._stream(request, on_text)
         except openai.APIError as exc:
             error = _translate(
                 exc, base_url=self.base_url, model=request["model"], scrub=self._scrub
@@ -141,12 +142,17 @@ class OpenAIChat:
             )
         return _calls_in_text(completion, tools)
 
-    async def _stream(self, request: dict[str, Any]) -> Completion | None:
+    async def _stream(
+        self, request: dict[str, Any], on_text: Callable[[str], None] | None
+    ) -> Completion | None:
         opening = self._client.chat.completions.create(
             **request, stream=True, stream_options={"include_usage": True}
         )
         return await read_stream(
-            opening, first_piece=self.first_token_timeout, between_pieces=self.timeout
+            opening,
+            first_piece=self.first_token_timeout,
+            between_pieces=self.timeout,
+            on_text=on_text,
         )
 
     def _silent(self, silence: Silence) -> LLMUnavailable:

@@ -9,12 +9,15 @@ then write a few tokens a second. Two limits fit both:
 
 A model that keeps writing is never cut off, however long its answer; one that goes silent for
 longer than the limit is, with `Silence` (`bot.llm.openai_chat` says what to change).
+
+`on_text`, when given, gets each piece of the answer's text as it arrives (a reply shown while it
+is written, `bot.turn.live`); it must not block.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,7 +42,11 @@ class ChunkStream(Protocol):
 
 
 async def read_stream(
-    opening: Awaitable[ChunkStream], *, first_piece: float, between_pieces: float
+    opening: Awaitable[ChunkStream],
+    *,
+    first_piece: float,
+    between_pieces: float,
+    on_text: Callable[[str], None] | None = None,
 ) -> Completion | None:
     """The completion that `opening` (the SDK's streaming `create(...)`) streams; None when
     the stream held no choice at all."""
@@ -54,7 +61,8 @@ async def read_stream(
         except TimeoutError:
             raise Silence(first_piece, started=False) from None
         while chunk is not None:
-            parts.add(chunk)
+            if (text := parts.add(chunk)) and on_text is not None:
+                on_text(text)
             try:
                 async with asyncio.timeout(between_pieces):
                     chunk = await anext(chunks, None)
@@ -84,7 +92,9 @@ class _Parts:
     model: str = ""
     answered: bool = False
 
-    def add(self, chunk: Any) -> None:
+    def add(self, chunk: Any) -> str:
+        """Take in one chunk; the text it added ("" when none)."""
+        text = ""
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = Usage(
@@ -95,9 +105,11 @@ class _Parts:
             self.answered = True
             delta = choice.delta
             if delta.content:
-                self.content.append(delta.content)
+                text = delta.content
+                self.content.append(text)
             for position, piece in enumerate(delta.tool_calls or ()):
                 self._add_call(piece, position)
+        return text
 
     def _add_call(self, piece: Any, position: int) -> None:
         index = piece.index if piece.index is not None else position

@@ -10,6 +10,9 @@ calls it names when it is nothing else: one or more JSON objects (or a list of t
 one fenced block, or each in tags, every one naming a tool that was offered, with an object of
 arguments (`arguments` or `parameters`, possibly as a JSON string). Anything else stays text
 for the user: words around the JSON, an unknown tool, arguments that are not an object.
+
+While such a message is still being written (streamed), `may_be_calls` says whether it may yet
+turn out to be calls, so that it is not shown as it comes.
 """
 
 from __future__ import annotations
@@ -23,6 +26,27 @@ from bot.models import ToolCall
 
 _TAGGED = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _FENCED = re.compile(r"^```[\w-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
+_TAG_OPENER = "<tool_call>"
+_FENCE = "```"
+_JSON_START = ("{", "[")
+
+
+def may_be_calls(partial: str) -> bool:
+    """True when a message that begins with `partial` may still be only tool calls: it
+    starts (or may start) with JSON, a `<tool_call>` tag, or a fence whose content starts
+    with JSON or has not started yet."""
+    body = partial.lstrip()
+    if not body or body.startswith(_JSON_START):
+        return True
+    if _TAG_OPENER.startswith(body[: len(_TAG_OPENER)]):
+        return True
+    if not _FENCE.startswith(body[:3]):
+        return False
+    head, newline, content = body.partition("\n")
+    if not newline:
+        return re.fullmatch(r"`{1,3}[\w-]*[ \t]*", head) is not None
+    content = content.lstrip()
+    return not content or content.startswith(_JSON_START)
 
 
 def calls_in_text(text: str, tools: Collection[str]) -> tuple[ToolCall, ...]:

@@ -3,7 +3,8 @@
 The one control loop of a turn. The last step offers no tools, so the model has to answer. A
 request that would not fit the model's window is not sent (`PromptMeter.check` raises
 `ContextOverflow`: the runner compacts the session and runs the turn again). Each request is
-kept, by reference, as the chat's last (`LastRequests`, for /context).
+kept, by reference, as the chat's last (`LastRequests`, for /context). The text of each answer
+goes to the turn's `live` reply as it comes, when it has one.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class ToolLoop:
             if self.meter is not None:
                 self.meter.check(request, tools=offered, metadata=ctx.session.metadata)
             self._keep(ctx, request, offered)
-            completion = await self.llm.complete(request, tools=offered)
+            if ctx.live is not None:
+                ctx.live.restart(calls_possible=bool(offered))
+            on_text = ctx.live.add if ctx.live is not None else None
+            completion = await self.llm.complete(request, tools=offered, on_text=on_text)
             ctx.model = completion.model
             if completion.usage is not None:
                 ctx.usages.append(completion.usage)

@@ -17,6 +17,9 @@ When the model says the prompt is over its context window (or the meter says it 
 nothing is sent), the session is compacted once and the same turn runs again; if it still does
 not fit, the user is told so (seed 004).
 
+While the model writes, a replier that can shows the text as it comes (`bot.turn.live`); that
+draft is closed before the reply is recorded, so the ledger's message is the only one left.
+
 Before the pipeline, the chat hears (before the reply) that a damaged session file was set aside,
 and that a stale conversation was closed and a new one started (`bot.conversation.renewal`).
 """
@@ -46,6 +49,7 @@ from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Command, Commands, parse_command
 from bot.turn.delivery import Delivery, Replier
 from bot.turn.door import Door, Reach
+from bot.turn.live import live_reply
 from bot.turn.progress import NOTICE_AFTER, ProgressNotice
 
 log = structlog.get_logger(__name__)
@@ -208,7 +212,8 @@ class TurnRunner:
             ),
         )
         log.info("turn_start", chars=len(inbound.text))
-        async with replier.typing():
+        async with replier.typing(), live_reply(replier) as live:
+            ctx.live = live
             try:
                 ctx = await self._run(ctx)
             except StopTurn as stop:
@@ -255,6 +260,7 @@ class TurnRunner:
             scope=ctx.scope,
             session=result.session,
             user_message=ctx.user_message,
+            live=ctx.live,
         )
         return fresh, result.compacted
 

@@ -62,13 +62,18 @@ EMBEDDING_DIMENSIONS = 16
 
 @dataclass(frozen=True)
 class Reply:
-    """Answer with assistant text. ``chunk_delay`` spaces out streamed chunks."""
+    """Answer with assistant text. Streamed, the text comes in ``pieces`` chunks spaced by
+    ``chunk_delay``; ``fail_after`` (pieces) ends the stream there with an error event, as a
+    provider that fails mid-answer does, ``cut_after`` by closing the connection."""
 
     text: str
     _: KW_ONLY
     delay: float = 0
     prompt_tokens: int | None = None
     chunk_delay: float = 0
+    pieces: int = 3
+    fail_after: int | None = None
+    cut_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,9 @@ class ToolCalls:
     delay: float = 0
     prompt_tokens: int | None = None
     chunk_delay: float = 0
+    pieces: int = 3
+    fail_after: int | None = None
+    cut_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -597,7 +605,7 @@ class FakeOpenAI(LocalServer):
         self._completion_ids += 1
         message, finish_reason = self._message(step)
         deltas: list[Json] = [{"role": "assistant", "content": ""}]
-        deltas += [{"content": piece} for piece in _pieces(message["content"] or "")]
+        deltas += [{"content": piece} for piece in _pieces(message["content"] or "", step.pieces)]
         for index, call in enumerate(message.get("tool_calls", [])):
             function = call["function"]
             head = {"id": call["id"], "type": "function"}
@@ -624,8 +632,19 @@ class FakeOpenAI(LocalServer):
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await response.prepare(request)
+        texts = 0
         for chunk in self._chunks(body, step):
+            if chunk["choices"] and chunk["choices"][0]["delta"].get("content"):
+                texts += 1
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if texts == step.cut_after and request.transport is not None:
+                request.transport.close()
+                return response
+            if texts == step.fail_after:
+                error = {"error": {"message": "The server had an error", "type": "server_error"}}
+                await response.write(f"data: {json.dumps(error)}\n\n".encode())
+                await response.write_eof()
+                return response
             if step.chunk_delay:
                 await asyncio.sleep(step.chunk_delay)
         await response.write(b"data: [DONE]\n\n")

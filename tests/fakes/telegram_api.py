@@ -3,7 +3,9 @@
 Real HTTP on 127.0.0.1 (aiohttp), so the real python-telegram-bot ``Bot``/``Application`` talks to
 it through ``base_url``. It records every call, validates what a bot most often gets wrong
 (empty or over-long text, broken entities, unbalanced HTML), answers long polls, and can inject
-failures (``fail_next``) such as "can't parse entities" or 429 flood control.
+failures (``fail_next``) such as "can't parse entities" or 429 flood control. Drafts
+(``sendMessageDraft``, private chats only) are recorded in ``drafts``; ``drafts_supported = False``
+answers them 404, as a Bot API server older than 9.5 does.
 
     async with FakeTelegram() as tg:
         app = ApplicationBuilder().token(tg.token).base_url(tg.base_url).build()
@@ -130,6 +132,17 @@ class SentMessage:
     parse_mode: str | None = None
     edit_count: int = 0
     deleted: bool = False
+
+
+@dataclass(frozen=True)
+class ShownDraft:
+    """One sendMessageDraft call: the text a private chat saw being written."""
+
+    chat_id: int | str
+    draft_id: int
+    text: str
+    entities: list[dict[str, Any]] | None
+    message_thread_id: int | None
 
 
 @dataclass(frozen=True)
@@ -390,6 +403,8 @@ class FakeTelegram(LocalServer):
         self._chats: dict[int | str, dict[str, Any]] = {}
         self._commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._failures: list[_Failure] = []
+        self.drafts: list[ShownDraft] = []
+        self.drafts_supported = True
         self._poll_generation = 0
         self._polls_waiting = 0
         self._wakeup = asyncio.Event()
@@ -406,6 +421,7 @@ class FakeTelegram(LocalServer):
             "sendMessage": self._send_message,
             "sendDocument": self._send_document,
             "editMessageText": self._edit_message_text,
+            "sendMessageDraft": self._send_message_draft,
             "deleteMessage": self._delete_message,
             "close": lambda _params: True,
             "logOut": lambda _params: True,
@@ -781,6 +797,23 @@ class FakeTelegram(LocalServer):
         )
         self._sent[(chat_id, sent.message_id)] = sent
         return self._message_json(sent)
+
+    def _send_message_draft(self, params: Params) -> bool:
+        if not self.drafts_supported:
+            raise ApiError(404, "Not Found")
+        chat_id = _chat_id(params)
+        if self._chat(chat_id)["type"] != "private":
+            raise ApiError(400, "Bad Request: chat must be a private chat")
+        draft_id = _int_param(params, "draft_id", 0)
+        if draft_id == 0:
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        text, entities = _checked_text(params)
+        thread = params.get("message_thread_id")
+        draft = ShownDraft(
+            chat_id, draft_id, text, entities, None if thread is None else int(thread)
+        )
+        self.drafts.append(draft)
+        return True
 
     def _send_document(self, params: Params) -> dict[str, Any]:
         chat_id = _chat_id(params)

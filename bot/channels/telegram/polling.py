@@ -27,6 +27,7 @@ from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, ExtBot
 
+from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.inbound import (
     CHANNEL,
@@ -63,6 +64,8 @@ class TelegramChannel:
         state_path: Path,
         shutdown_grace: float = 8.0,
         heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
+        stream: bool = True,  # replies shown while they are written (`drafts`)
+        stream_interval: float = 1.0,  # seconds between two showings
     ) -> None:
         self.runner = runner
         self.token = token
@@ -72,6 +75,9 @@ class TelegramChannel:
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
         self.heartbeat = heartbeat
+        self.stream = stream
+        self.stream_interval = stream_interval
+        self.drafts = DraftSupport()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -150,6 +156,15 @@ class TelegramChannel:
         return TelegramReplier(bot, chat_id, None, typing_interval=self.typing_interval)
 
     def _replier(self, bot: Bot, inbound: Inbound) -> TelegramReplier:
+        if self.stream:
+            return DraftingReplier(
+                bot,
+                inbound.chat_id,
+                inbound.thread_id,
+                typing_interval=self.typing_interval,
+                support=self.drafts,
+                interval=self.stream_interval,
+            )
         return TelegramReplier(
             bot, inbound.chat_id, inbound.thread_id, typing_interval=self.typing_interval
         )

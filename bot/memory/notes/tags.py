@@ -6,6 +6,9 @@ case-insensitive (`chat_memory` works too), openers may carry attributes, nested
 their outer one, an unclosed tag runs to the end, stray closers vanish, and a truncated opener
 at the very end (`<memo`) is dropped. Whatever happens, no raw tag reaches the user.
 
+A reply still being written (streamed) shows only `shown_while_written`: what the whole reply
+would show if it ended there, so no partial text ever shows a tag or the start of one.
+
 Echoes are not memory (`without_echoes`): a tag whose text the user or a tool supplied verbatim
 in the same turn — typed as a tag or not — is someone else's words repeated, and is not stored.
 """
@@ -116,6 +119,13 @@ def extract_tags(reply: str) -> ExtractedTags:
         chat_memories=_facts(b.content for b in blocks if b.kind == CHAT_MEMORY),
         working_memory=_last_snapshot(b.content for b in blocks if b.kind == WORKING_MEMORY),
     )
+
+
+def shown_while_written(partial: str) -> str:
+    """What the user may see of a reply cut at any point while it is written: an opened tag
+    hides the rest (it runs to the end until closed), a possible opener at the end (`<`,
+    `<memo`, `</chat-`) is held back."""
+    return extract_tags(partial).text
 
 
 def _drop_truncated_tag(reply: str) -> str:

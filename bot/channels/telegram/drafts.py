@@ -1,0 +1,155 @@
+"""Replies shown while they are written (`bot.turn.live`), in Telegram: `DraftingReplier` (a
+`TelegramReplier` that offers a draft per turn), `TelegramDraft`, and `DraftSupport`.
+
+In a private chat the draft is `sendMessageDraft` (Bot API 9.5+): an animated, ephemeral preview
+that the final `sendMessage` replaces. In a group, or once a server refused that call (it is
+then not asked again while the bot runs), a first message is sent, edited as the text grows, and
+deleted when the turn ends (`close`), before the final, formatted reply goes out through the
+ledger: no text is left twice. A group's message is edited at most every `GROUP_INTERVAL`.
+
+Each showing is rendered as the reply will be (entities; plain when Telegram cannot parse them);
+past the message limit, the last piece is shown. Flood control or a network error skips one
+showing; the next comes after the interval.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+
+import structlog
+from telegram import Bot, MessageEntity
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+
+from bot.channels.telegram.format import Chunk, render
+from bot.channels.telegram.replies import TelegramReplier
+
+log = structlog.get_logger(__name__)
+GROUP_INTERVAL = 3.0  # seconds: Telegram (and AIORateLimiter) allow a group 20 messages a minute
+_Send = Callable[[str, list[MessageEntity] | None], Awaitable[None]]  # text, entities
+
+
+class DraftSupport:
+    """Whether this bot may use sendMessageDraft: yes until Telegram refuses it once."""
+
+    def __init__(self) -> None:
+        self.usable = True
+
+
+class DraftingReplier(TelegramReplier):
+    def __init__(
+        self,
+        bot: Bot,
+        chat_id: int,
+        thread_id: int | None,
+        *,
+        typing_interval: float,
+        support: DraftSupport,
+        interval: float,  # seconds between two showings
+    ) -> None:
+        super().__init__(bot, chat_id, thread_id, typing_interval=typing_interval)
+        self.support = support
+        self.interval = interval
+
+    def draft(self) -> TelegramDraft:
+        return TelegramDraft(
+            self.bot, self.chat_id, self.thread_id, support=self.support, interval=self.interval
+        )
+
+
+class TelegramDraft:
+    """One turn's draft: sendMessageDraft while it works, else a message edited in place."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        chat_id: int,
+        thread_id: int | None,
+        *,
+        support: DraftSupport,
+        interval: float,
+    ) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.thread_id = thread_id
+        self.support = support
+        self.interval = interval if _private(chat_id) else max(interval, GROUP_INTERVAL)
+        self.draft_id = secrets.randbelow(2**31 - 2) + 1  # non-zero; one per turn
+        self.message_id: int | None = None  # the preview message, once one was sent
+
+    async def show(self, text: str) -> None:
+        pieces = render(text)
+        if not pieces:
+            return
+        try:
+            if self._drafts() and await self._draft(pieces[-1]):
+                return
+            await self._edit(pieces[-1])
+        except (RetryAfter, NetworkError) as exc:
+            log.info("draft_skipped", reason=f"{type(exc).__name__}: {exc}"[:200])
+
+    async def close(self) -> None:
+        """Delete the preview message (a sendMessageDraft preview needs nothing: the final
+        message replaces it)."""
+        if self.message_id is None:
+            return
+        try:
+            await self.bot.delete_message(self.chat_id, self.message_id)
+        except TelegramError as exc:
+            log.warning("draft_delete_failed", detail=str(exc)[:200])
+        self.message_id = None
+
+    def _drafts(self) -> bool:
+        return self.support.usable and _private(self.chat_id) and self.message_id is None
+
+    async def _draft(self, chunk: Chunk) -> bool:
+        """Show `chunk` with sendMessageDraft; False when Telegram refuses the method."""
+        try:
+            await self._plain_if_unparsed(self._send_draft, chunk)
+        except (RetryAfter, NetworkError):
+            raise
+        except TelegramError as exc:
+            log.info("draft_refused_editing_instead", detail=str(exc)[:200])
+            self.support.usable = False
+            return False
+        return True
+
+    async def _send_draft(self, text: str, entities: list[MessageEntity] | None) -> None:
+        await self.bot.send_message_draft(
+            self.chat_id,
+            self.draft_id,
+            text,
+            message_thread_id=self.thread_id,
+            entities=entities,
+        )
+
+    async def _edit(self, chunk: Chunk) -> None:
+        try:
+            await self._plain_if_unparsed(self._send_or_edit, chunk)
+        except BadRequest as exc:
+            if "not modified" not in exc.message.lower():
+                raise
+
+    async def _send_or_edit(self, text: str, entities: list[MessageEntity] | None) -> None:
+        if self.message_id is None:
+            message = await self.bot.send_message(
+                self.chat_id, text, entities=entities, message_thread_id=self.thread_id
+            )
+            self.message_id = message.message_id
+        else:
+            await self.bot.edit_message_text(
+                text, chat_id=self.chat_id, message_id=self.message_id, entities=entities
+            )
+
+    async def _plain_if_unparsed(self, send: _Send, chunk: Chunk) -> None:
+        entities = [MessageEntity(**entity) for entity in chunk.entities]
+        try:
+            await send(chunk.text, entities or None)
+        except BadRequest as exc:
+            if not entities or "can't parse entities" not in exc.message.lower():
+                raise
+            await send(chunk.text, None)
+
+
+def _private(chat_id: int) -> bool:
+    return chat_id > 0  # groups and channels have negative ids

@@ -1,0 +1,118 @@
+"""The reply shown while the model writes it: `LiveReply`, and the `Draft` a channel shows it in.
+
+    tool loop ──pieces──▶ LiveReply ──at most once per `Draft.interval`──▶ Draft.show(text)
+
+What is shown is the current answer's text (a new step of the tool loop starts it again), with
+memory tags and anything that may be the start of one held back (`bot.memory.notes.tags`), and
+nothing while it may still be tool calls written as text (`bot.llm.text_calls`).
+
+The draft is never the reply: the final, formatted reply goes through the ledger (`Delivery`)
+as before. When the turn ends — answered, stopped, failed — the draft is closed before the
+reply is recorded (Telegram deletes a preview message it sent), so the final message is the only
+one left. Showing is best effort: a draft that fails is logged and the turn goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+import structlog
+
+from bot.llm.text_calls import may_be_calls
+from bot.memory.notes.tags import shown_while_written
+
+log = structlog.get_logger(__name__)
+
+
+class Draft(Protocol):
+    """Where a channel shows one reply while it is written."""
+
+    interval: float  # seconds between two showings the channel allows
+
+    async def show(self, text: str) -> None:
+        """Show `text` as the reply so far, in place of what was shown before."""
+        ...
+
+    async def close(self) -> None:
+        """Take what was shown away: the final reply comes next."""
+        ...
+
+
+@runtime_checkable
+class Drafts(Protocol):
+    """A replier that can show a reply while it is written (one draft per turn)."""
+
+    def draft(self) -> Draft: ...
+
+
+def live_reply(replier: object) -> AbstractAsyncContextManager[LiveReply | None]:
+    """A `LiveReply` for the turn when the replier `Drafts`, else None."""
+    if isinstance(replier, Drafts):
+        return LiveReply(replier.draft())
+    return contextlib.nullcontext()
+
+
+class LiveReply:
+    """Shows the model's text as it comes, while the block runs; closes the draft after."""
+
+    def __init__(self, draft: Draft) -> None:
+        self.draft = draft
+        self._pieces: list[str] = []
+        self._calls_possible = False
+        self._shown = ""
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def restart(self, *, calls_possible: bool) -> None:
+        self._pieces.clear()
+        self._calls_possible = calls_possible
+
+    def add(self, piece: str) -> None:
+        self._pieces.append(piece)
+        self._changed.set()
+
+    def visible(self) -> str:
+        """What may be shown of the current answer so far ("" for nothing yet)."""
+        text = "".join(self._pieces)
+        if self._calls_possible and may_be_calls(text):
+            return ""
+        return shown_while_written(text)
+
+    async def __aenter__(self) -> LiveReply:
+        self._task = asyncio.create_task(self._show_changes())
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._shown:
+            try:
+                await self.draft.close()
+            except Exception:
+                log.warning("draft_close_failed", exc_info=True)
+
+    async def _show_changes(self) -> None:
+        """Show the visible text whenever it changed, then wait out the interval."""
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            text = self.visible()
+            if not text or text == self._shown:
+                continue
+            try:
+                await self.draft.show(text)
+            except Exception:
+                log.warning("draft_show_failed", exc_info=True)
+            self._shown = text
+            await asyncio.sleep(self.draft.interval)
