@@ -97,6 +97,7 @@ async def run_telegram(settings: Settings) -> int:
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=settings.telegram.shutdown_grace,
         heartbeat=Heartbeat(app.workspace.heartbeat_path),
+        reaction=settings.telegram.reaction,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -123,6 +123,7 @@ async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterat
         typing_interval=settings.telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=settings.telegram.shutdown_grace,
+        reaction=settings.telegram.reaction,
     )
     await app.start()
     stop = asyncio.Event()

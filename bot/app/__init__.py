@@ -32,6 +32,7 @@ from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
 from bot.pipeline import Pipeline
 from bot.settings import Settings
+from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
@@ -228,6 +229,12 @@ def _build_runner(
         compactor=compaction.compactor if compaction.enabled else None,
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
+        chatter=ChatterStore(
+            workspace,
+            memory.file_locks,
+            max_messages=settings.telegram.group_chatter_messages,
+            max_chars=settings.telegram.group_chatter_chars,
+        ),
     )
 
 

@@ -63,6 +63,7 @@ class TelegramChannel:
         state_path: Path,
         shutdown_grace: float = 8.0,
         heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
+        reaction: str = "",  # set on a message when its turn starts ("": none)
     ) -> None:
         self.runner = runner
         self.token = token
@@ -72,6 +73,7 @@ class TelegramChannel:
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
         self.heartbeat = heartbeat
+        self.reaction = reaction
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -150,8 +152,15 @@ class TelegramChannel:
         return TelegramReplier(bot, chat_id, None, typing_interval=self.typing_interval)
 
     def _replier(self, bot: Bot, inbound: Inbound) -> TelegramReplier:
+        """A replier answering `inbound`: it reacts to it, and in a group replies to it."""
         return TelegramReplier(
-            bot, inbound.chat_id, inbound.thread_id, typing_interval=self.typing_interval
+            bot,
+            inbound.chat_id,
+            inbound.thread_id,
+            typing_interval=self.typing_interval,
+            message_id=inbound.message_id,
+            threaded=not inbound.is_private,
+            reaction=self.reaction,
         )
 
 
