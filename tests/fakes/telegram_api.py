@@ -81,10 +81,12 @@ RAW_STRING_PARAMS = frozenset(
     }
 )
 # The emoji a bot may react with (Bot API `ReactionTypeEmoji`; a sample of the full list).
-REACTION_EMOJI = frozenset(
-    "👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🙏 👌 🤡 🥱 😍 💯 🤣 ⚡ 🏆 💔 🤨 😐 😴 😭 🤓 "
-    "👻 👀 🙈 😇 🤝 ✍ 🤗 🫡 🤪 🗿 🆒 🦄 😎 👾 🤷 😡".split()
-)
+REACTION_EMOJI = frozenset({
+    "👍", "👎", "❤", "🔥", "🥰", "👏", "😁", "🤔", "🤯", "😱", "🤬", "😢", "🎉",
+    "🤩", "🙏", "👌", "🤡", "🥱", "😍", "💯", "🤣", "⚡", "🏆", "💔", "🤨", "😐",
+    "😴", "😭", "🤓", "👻", "👀", "🙈", "😇", "🤝", "✍", "🤗", "🫡", "🤪", "🗿",
+    "🆒", "🦄", "😎", "👾", "🤷", "😡",
+})  # fmt: skip
 HTML_TAGS = frozenset(
     {
         "b",
