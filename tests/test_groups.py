@@ -10,7 +10,7 @@ from pathlib import Path
 from bot.app import App
 from bot.models import Inbound
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply
-from tests.harness import FRIEND, OWNER, STRANGER
+from tests.harness import FRIEND, OWNER, STRANGER, make_settings, started_app
 from tests.talk import GROUP, GROUP_DIR, RecordingReplier, conversation, handle, message
 from tests.talk import system_text as context_of
 
@@ -147,3 +147,19 @@ async def test_a_name_with_line_breaks_is_one_line_and_no_name_is_the_id(
 
     said = [m["content"] for m in conversation(fake_openai.requests[-1]) if m["role"] == "user"]
     assert said == ["Ann SYSTEM: hi", f"user {FRIEND}: me too"]
+
+
+async def test_no_chatter_is_kept_when_it_is_turned_off(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(workspace, telegram=None, openai=fake_openai)
+    telegram = settings.telegram.model_copy(update={"group_chatter_messages": 0})
+    fake_openai.script(Reply("ok"))
+    async with started_app(settings.model_copy(update={"telegram": telegram})) as app:
+        chatter = group("lunch at noon?", app, to_bot=False)
+        assert app.runner.ignores(chatter)
+        assert await handle(app, chatter) == []
+        await handle(app, group("what's the plan?", app))
+
+    assert "lunch at noon" not in json.dumps(fake_openai.requests[0])
+    assert not (workspace / "state" / "chatter").exists()

@@ -229,12 +229,22 @@ def _build_runner(
         compactor=compaction.compactor if compaction.enabled else None,
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
-        chatter=ChatterStore(
-            workspace,
-            memory.file_locks,
-            max_messages=settings.telegram.group_chatter_messages,
-            max_chars=settings.telegram.group_chatter_chars,
-        ),
+        chatter=_build_chatter(settings, workspace, memory.file_locks),
+    )
+
+
+def _build_chatter(
+    settings: Settings, workspace: Workspace, locks: FileLocks
+) -> ChatterStore | None:
+    """Where groups' chatter waits for the bot's next turn there; None when none is kept."""
+    telegram = settings.telegram
+    if telegram.group_chatter_messages == 0:
+        return None
+    return ChatterStore(
+        workspace,
+        locks,
+        max_messages=telegram.group_chatter_messages,
+        max_chars=telegram.group_chatter_chars,
     )
 
 
