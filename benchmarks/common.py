@@ -116,6 +116,9 @@ class Quiet:
     async def typing(self) -> AsyncIterator[None]:
         yield
 
+    async def acknowledge(self) -> None:
+        pass
+
 
 def scratch() -> str | None:
     """Memory-backed /dev/shm when there is one (for figures that are not about the disk)."""

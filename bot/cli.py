@@ -99,6 +99,7 @@ async def run_telegram(settings: Settings) -> int:
         stream=settings.telegram.stream,
         stream_interval=settings.telegram.stream_interval,
         heartbeat=Heartbeat(app.workspace.heartbeat_path),
+        reaction=settings.telegram.reaction,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -26,6 +26,7 @@ class Inbound:
     message_id: int | None = None
     reply_to_message_id: int | None = None
     user_name: str | None = None
+    addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
 
     @property
     def session_key(self) -> str:
@@ -48,6 +49,16 @@ def parse_session_key(key: str) -> tuple[str, int, int | None] | None:
         return channel, int(chat), int(thread) if thread else None
     except ValueError:
         return None
+
+
+@dataclass(frozen=True)
+class Said:
+    """A group message that did not address the bot, kept for its next turn in that chat."""
+
+    id: str  # the `Inbound.id` it came as (kept once, however often it is replayed)
+    name: str  # who said it, as the model reads it (`bot.conversation.speakers`)
+    text: str
+    at: datetime
 
 
 @dataclass(frozen=True)

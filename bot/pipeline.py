@@ -16,7 +16,16 @@ from typing import Protocol
 import structlog
 
 from bot.errors import PipelineError
-from bot.models import ChatMessage, Inbound, MemoryItem, MemoryScope, PromptPart, Session, Usage
+from bot.models import (
+    ChatMessage,
+    Inbound,
+    MemoryItem,
+    MemoryScope,
+    PromptPart,
+    Said,
+    Session,
+    Usage,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -30,6 +39,7 @@ class TurnContext:
     scope: MemoryScope  # runner: whose memory this turn may see and write
     session: Session  # runner loads; 18 compacts; 50 replaces with the saved session
     user_message: ChatMessage  # runner
+    chatter: tuple[Said, ...] = ()  # runner: what the group said meanwhile (20 shows it)
     system_prompt: str = ""  # 20: persona and instructions (and `# Memory`, see below)
     memory_prompt: str = ""  # 20: `# Memory`, a system message of its own after the first
     # 20: the user's message as the model gets it, after what this message recalls and the

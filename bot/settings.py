@@ -69,6 +69,10 @@ class TelegramSettings(_Section):
     shutdown_grace: float = Field(default=8.0, ge=0)  # seconds running turns get on SIGTERM
     stream: bool = True  # show a reply while it is written (bot.channels.telegram.drafts)
     stream_interval: float = Field(default=1.0, gt=0)  # seconds between two showings
+    reaction: str = "👀"  # set on a message when work on it starts; "" for none
+    # group messages not addressed to the bot, kept for its next turn there (0: none)
+    group_chatter_messages: int = Field(default=20, ge=0)
+    group_chatter_chars: int = Field(default=3000, ge=1)  # all of them together
 
 
 class LLMSettings(_Section):

@@ -125,6 +125,7 @@ async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterat
         shutdown_grace=settings.telegram.shutdown_grace,
         stream=settings.telegram.stream,
         stream_interval=settings.telegram.stream_interval,
+        reaction=settings.telegram.reaction,
     )
     await app.start()
     stop = asyncio.Event()

@@ -27,12 +27,13 @@ _ids = itertools.count(1)
 
 class RecordingReplier:
     """Keeps what the bot sent (texts, and files apart), and counts how often it showed
-    "typing"."""
+    "typing" and acknowledged a message."""
 
     def __init__(self) -> None:
         self.sent: list[str] = []
         self.documents: list[Document] = []
         self.typing_entries = 0
+        self.acknowledged = 0
 
     def parts(self, text: str) -> list[str]:
         return [text]
@@ -48,6 +49,9 @@ class RecordingReplier:
     async def typing(self) -> AsyncIterator[None]:
         self.typing_entries += 1
         yield
+
+    async def acknowledge(self) -> None:
+        self.acknowledged += 1
 
 
 def message(

@@ -549,7 +549,7 @@ async def test_a_group_consolidates_into_its_own_memory_only(
     assert not (memory / "HISTORY.md").exists()
     assert (memory / "MEMORY.md").read_text() == "# Memory\n- The owner's PIN is 4321\n"
     assert session_messages(workspace, f"telegram:{GROUP}") == [
-        ("user", "m4"),
+        ("user", f"user {OWNER}: m4"),  # a group's message carries who said it
         ("assistant", "r4"),
     ]
 

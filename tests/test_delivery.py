@@ -158,6 +158,9 @@ class SlowChat:
     def typing(self) -> contextlib.AbstractAsyncContextManager[None]:
         return contextlib.nullcontext()
 
+    async def acknowledge(self) -> None:
+        pass
+
 
 async def test_a_stop_during_a_send_still_records_the_part_that_went_out(tmp_path: Path) -> None:
     inbox = Inbox(tmp_path)

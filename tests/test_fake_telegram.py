@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-from telegram import Bot, MessageEntity, Update
+from telegram import Bot, MessageEntity, ReplyParameters, Update
 from telegram.error import BadRequest, Conflict, InvalidToken, RetryAfter
 from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filters
 
@@ -140,6 +140,24 @@ async def test_edit_and_delete(bot: Bot, fake_telegram: FakeTelegram) -> None:
     assert isinstance(edited, type(message)) and edited.text == "final"
     [state] = fake_telegram.sent_messages(CHAT)
     assert (state.text, state.edit_count, state.deleted) == ("final", 1, True)
+
+
+async def test_reactions_and_replies_are_recorded(bot: Bot, fake_telegram: FakeTelegram) -> None:
+    fake_telegram.push_text(CHAT, CHAT, "hi")
+    asked = fake_telegram.pushed_updates[-1]["message"]["message_id"]
+
+    assert await bot.set_message_reaction(CHAT, asked, reaction="👀")
+    reply = await bot.send_message(CHAT, "hello", reply_parameters=ReplyParameters(asked))
+    with pytest.raises(BadRequest, match=r"(?i)reaction_invalid"):
+        await bot.set_message_reaction(CHAT, asked, reaction="🦖")
+    with pytest.raises(BadRequest, match=r"(?i)message to react not found"):
+        await bot.set_message_reaction(CHAT, 99, reaction="👀")
+
+    assert fake_telegram.reactions(CHAT, asked) == [{"type": "emoji", "emoji": "👀"}]
+    assert reply.reply_to_message is not None and reply.reply_to_message.text == "hi"
+    assert fake_telegram.sent_messages(CHAT)[0].reply_to_message_id == asked
+    await bot.set_message_reaction(CHAT, asked)  # no reaction: cleared
+    assert fake_telegram.reactions(CHAT, asked) == []
 
 
 async def test_wrong_token_is_unauthorized(fake_telegram: FakeTelegram) -> None:

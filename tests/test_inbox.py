@@ -4,6 +4,7 @@ arrival order, unreadable entries set aside."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,6 +38,15 @@ async def test_pending_returns_unfinished_entries_in_arrival_order(tmp_path: Pat
     assert [e.inbound.id for e in pending] == ["telegram:update:5", "telegram:update:9"]
     assert pending[0].inbound == inbound(5)
     assert (pending[0].reply, pending[0].sent) == (None, 0)
+
+
+async def test_group_chatter_stays_chatter_across_a_restart(tmp_path: Path) -> None:
+    chatter = replace(inbound(4), addressed=False)
+    await Inbox(tmp_path).accept_all([chatter, inbound(5)])
+
+    pending = await Inbox(tmp_path).pending()
+
+    assert [e.inbound for e in pending] == [chatter, inbound(5)]
 
 
 async def test_an_id_already_journaled_is_not_taken_again(tmp_path: Path) -> None:

@@ -41,8 +41,9 @@ def earlier(author: dict[str, Any]) -> dict[str, Any]:
 
 
 def inbound_text(update: telegram.Update) -> str | None:
+    """The text of the turn the update starts (None: it starts none)."""
     inbound = to_inbound(update, bot_username=BOT_NAME)
-    return None if inbound is None else inbound.text
+    return None if inbound is None or not inbound.addressed else inbound.text
 
 
 def test_a_private_message_becomes_an_inbound() -> None:
@@ -64,8 +65,16 @@ def test_a_private_message_becomes_an_inbound() -> None:
     assert inbound.session_key == "telegram:1001"
 
 
-def test_a_group_message_not_for_us_is_ignored() -> None:
-    assert inbound_text(update("lunch at noon?")) is None
+def test_a_group_message_not_for_us_is_chatter_and_starts_no_turn() -> None:
+    inbound = to_inbound(update("lunch at noon?"), bot_username=BOT_NAME)
+
+    assert inbound is not None
+    assert (inbound.text, inbound.addressed, inbound.user_name) == ("lunch at noon?", False, "ann")
+    assert inbound_text(update("@mnemo_test_bot lunch?")) == "lunch?"
+
+
+def test_a_command_for_another_bot_is_not_even_chatter() -> None:
+    assert to_inbound(update("/new@otherbot now"), bot_username=BOT_NAME) is None
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
 from bot.pipeline import Pipeline
 from bot.settings import Settings
+from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
@@ -228,6 +229,22 @@ def _build_runner(
         compactor=compaction.compactor if compaction.enabled else None,
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
+        chatter=_build_chatter(settings, workspace, memory.file_locks),
+    )
+
+
+def _build_chatter(
+    settings: Settings, workspace: Workspace, locks: FileLocks
+) -> ChatterStore | None:
+    """Where groups' chatter waits for the bot's next turn there; None when none is kept."""
+    telegram = settings.telegram
+    if telegram.group_chatter_messages == 0:
+        return None
+    return ChatterStore(
+        workspace,
+        locks,
+        max_messages=telegram.group_chatter_messages,
+        max_chars=telegram.group_chatter_chars,
     )
 
 

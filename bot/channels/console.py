@@ -70,6 +70,9 @@ class ConsoleReplier:
         self.console.print(Text(LABEL.strip(), style="bold cyan"))
         self.console.print(Markdown(str(part)))
 
+    async def acknowledge(self) -> None:
+        """The console shows its spinner instead."""
+
     def end(self) -> None:
         """The chat is over: a terminal's shell prompt starts on a line of its own."""
         if self.terminal:

@@ -189,6 +189,7 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "message_id": inbound.message_id,
         "reply_to_message_id": inbound.reply_to_message_id,
         "user_name": inbound.user_name,
+        "addressed": inbound.addressed,
     }
 
 
@@ -208,4 +209,5 @@ def _decode(document: dict[str, Any]) -> Inbound:
         message_id=document.get("message_id"),
         reply_to_message_id=document.get("reply_to_message_id"),
         user_name=document.get("user_name"),
+        addressed=bool(document.get("addressed", True)),
     )

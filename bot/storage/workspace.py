@@ -166,6 +166,11 @@ class Workspace:
         """Claimed owners, paired users, pairing requests (`bot.storage.roster`)."""
         return self.state_dir / "paired.json"
 
+    def chatter_path(self, key: str) -> Path:
+        """A group's messages not addressed to the bot since its last answer there
+        (`bot.storage.chatter`)."""
+        return self.state_dir / "chatter" / f"{encode_key(key)}.json"
+
     @property
     def undo_dir(self) -> Path:
         """What /forget removed, kept for /undo for a few minutes (`bot.storage.undo`)."""

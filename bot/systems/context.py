@@ -11,8 +11,9 @@ prefix):
                                                    changes when a memory file does
     …        the conversation (the session)        grows at its end
     system   this message's context: `# Memory for this message` (items scored for it),
-             `# Relevant Memory`, the current time          new every turn
-    user     the message, as the user wrote it
+             `# Relevant Memory`, in a group what was said there meanwhile
+             (`bot.conversation.speakers`), the current time          new every turn
+    user     the message, as the user wrote it (in a group, after its sender's name)
 
 With `context_role = "user"` (for a chat template that refuses a system message after the
 first: Gemma's, some of Mistral's) there is one system message, persona, instructions and
@@ -33,6 +34,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Literal
 
+from bot.conversation.speakers import CHATTER_HEADER, chatter_section
 from bot.index.transcripts import exchanges
 from bot.memory.notes.daily import NoteFormat
 from bot.memory.recall import relevant, section
@@ -97,14 +99,15 @@ class ContextBuilding:
             parts = [self.persona, self.instructions, found.memory]
             ctx.system_prompt = "\n\n".join(part for part in parts if part)
         time = f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}"
-        tail = [found.recalled, found.relevant, time]
+        chatter = chatter_section(ctx.chatter)
+        tail = [found.recalled, found.relevant, chatter, time]
         ctx.message_prompt = self.message_prompt(
             "\n\n".join(part for part in tail if part), ctx.user_message
         )
         ctx.memory_shown = found.items
-        ctx.prompt_parts = self.parts(found, time)
+        ctx.prompt_parts = self.parts(found, time, chatter)
 
-    def parts(self, found: PromptMemory, time: str) -> tuple[PromptPart, ...]:
+    def parts(self, found: PromptMemory, time: str, chatter: str) -> tuple[PromptPart, ...]:
         """The request's pieces by name, in the order sent; the sections of `# Memory` follow
         it, marked as within it."""
         named = [
@@ -117,6 +120,7 @@ class ContextBuilding:
             ),
             PromptPart(RECALLED_HEADER, found.recalled),
             PromptPart(relevant.HEADER, found.relevant),
+            PromptPart(CHATTER_HEADER, chatter),
             PromptPart("current time", time),
         ]
         return tuple(part for part in named if part.text)

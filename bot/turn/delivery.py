@@ -43,6 +43,11 @@ class Replier(Protocol):
 
     def typing(self) -> AbstractAsyncContextManager[None]: ...
 
+    async def acknowledge(self) -> None:
+        """Show that work on the message began (Telegram: a reaction); never raises, and
+        returns within seconds."""
+        ...
+
 
 class Delivery:
     def __init__(

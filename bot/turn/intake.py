@@ -61,6 +61,8 @@ class Intake:
         """Journal a batch (returning only once it is on disk) and queue it."""
         journaled: list[Inbound] = []
         for inbound in inbounds:
+            if self.runner.ignores(inbound):
+                continue
             if self.runner.jumps_queue(inbound):
                 replier = self.replier_for(inbound)
                 self.aside(self.runner.answer_at_once(inbound, replier, self.reach))

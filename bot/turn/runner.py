@@ -20,6 +20,12 @@ not fit, the user is told so (seed 004).
 While the model writes, a replier that can shows the text as it comes (`bot.turn.live`); that
 draft is closed before the reply is recorded, so the ledger's message is the only one left.
 
+A turn starts with the replier's acknowledgement (Telegram: a reaction on the message). In a
+group the message reaches the model with its sender's name, after what the group said meanwhile
+without addressing the bot (`bot.conversation.speakers`): such chatter is journaled like any
+message, kept by `bot.storage.chatter` (only from people the bot talks to: anyone else's is
+dropped before the journal, and never meets the door), and dropped once a turn showed it.
+
 Before the pipeline, the chat hears (before the reply) that a damaged session file was set aside,
 and that a stale conversation was closed and a new one started (`bot.conversation.renewal`).
 """
@@ -34,12 +40,14 @@ from datetime import datetime
 
 import structlog
 
+from bot.conversation import speakers
 from bot.conversation.compaction import Compactor
 from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
 from bot.llm import failures
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
+from bot.storage.chatter import ChatterStore
 from bot.storage.inbox import Entry, Inbox
 from bot.storage.sessions import RECOVERED_FROM, SessionStore
 from bot.systems.persist import LAST_INBOUND
@@ -87,6 +95,7 @@ class TurnRunner:
         renewal: SessionRenewal | None = None,  # None: sessions never go stale
         delivery: Delivery | None = None,  # default: `Delivery(inbox)`
         notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
+        chatter: ChatterStore | None = None,  # None: group messages not for the bot are dropped
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -102,14 +111,25 @@ class TurnRunner:
         self.renewal = renewal
         self.delivery = delivery or Delivery(inbox)
         self.notice_after = notice_after
+        self.chatter = chatter
 
     def jumps_queue(self, inbound: Inbound) -> bool:
         """The door's messages (a stranger's, /pair, /claim …) and /stop are answered at
         once, never journaled."""
+        if not inbound.addressed:
+            return False
         if self.door.takes(inbound):
             return True
         command = parse_command(inbound.text)
         return command is not None and command.name == "stop"
+
+    def ignores(self, inbound: Inbound) -> bool:
+        """Group chatter (a message not for the bot) that is not kept: from someone the bot
+        does not talk to (nothing of theirs is journaled or stored, and the door stays shut
+        and silent), or with chatter off."""
+        if inbound.addressed:
+            return False
+        return self.chatter is None or not self.access.allows(inbound.user_id)
 
     async def answer_at_once(
         self, inbound: Inbound, replier: Replier, reach: Reach | None = None
@@ -131,6 +151,8 @@ class TurnRunner:
 
     async def handle(self, inbound: Inbound, replier: Replier, reach: Reach | None = None) -> None:
         """A message from a channel that answers in line: at once, or journaled and answered."""
+        if self.ignores(inbound):
+            return
         if self.jumps_queue(inbound):
             await self.answer_at_once(inbound, replier, reach)
             return
@@ -150,13 +172,20 @@ class TurnRunner:
         entry closed. Cancelled (shutting down), the entry stays for the next start."""
         inbound = entry.inbound
         with structlog.contextvars.bound_contextvars(chat=inbound.session_key):
-            if entry.reply is None:
+            if not inbound.addressed:
+                await self._keep_chatter(inbound)
+            elif entry.reply is None:
                 entry = await self.inbox.answered(entry, await self._reply(inbound, replier))
             else:
                 log.info("inbox_resend", inbound=inbound.id, parts_sent=entry.sent)
             if entry.reply:
                 await self.delivery.deliver(entry, replier)
             await self.inbox.done(inbound.id)
+
+    async def _keep_chatter(self, inbound: Inbound) -> None:
+        """Group chatter, kept for the chat's next turn (never a turn of its own)."""
+        if self.chatter is not None and self.access.allows(inbound.user_id):
+            await self.chatter.keep(inbound.session_key, speakers.said(inbound))
 
     async def _reply(self, inbound: Inbound, replier: Replier) -> str:
         """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
@@ -201,6 +230,7 @@ class TurnRunner:
         if session.metadata.get(LAST_INBOUND) == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
             return _last_reply(session)
+        await replier.acknowledge()
         session = await self._begin(session, inbound, replier)
         ctx = TurnContext(
             inbound=inbound,
@@ -208,10 +238,11 @@ class TurnRunner:
             scope=self.access.scope_for(inbound),
             session=session,
             user_message=ChatMessage(
-                role="user", content=inbound.text, at=inbound.received_at, turn=turn_id
+                role="user", content=speakers.spoken(inbound), at=inbound.received_at, turn=turn_id
             ),
+            chatter=await self.chatter.pending(inbound.session_key) if self.chatter else (),
         )
-        log.info("turn_start", chars=len(inbound.text))
+        log.info("turn_start", chars=len(inbound.text), chatter=len(ctx.chatter))
         async with replier.typing(), live_reply(replier) as live:
             ctx.live = live
             try:
@@ -221,6 +252,8 @@ class TurnRunner:
             except LLMError as exc:
                 log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
                 return failures.tell(exc, owner=self._owner_chat(inbound))
+        if self.chatter is not None:  # shown once: a turn that failed shows it again
+            await self.chatter.drop(inbound.session_key, {said.id for said in ctx.chatter})
         log.info("turn_done", reply_chars=len(ctx.reply or ""))
         return ctx.reply or ""
 
@@ -261,6 +294,7 @@ class TurnRunner:
             session=result.session,
             user_message=ctx.user_message,
             live=ctx.live,
+            chatter=ctx.chatter,
         )
         return fresh, result.compacted
 

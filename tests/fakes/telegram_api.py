@@ -82,6 +82,13 @@ RAW_STRING_PARAMS = frozenset(
         "message_effect_id",
     }
 )
+# The emoji a bot may react with (Bot API `ReactionTypeEmoji`; a sample of the full list).
+REACTION_EMOJI = frozenset({
+    "👍", "👎", "❤", "🔥", "🥰", "👏", "😁", "🤔", "🤯", "😱", "🤬", "😢", "🎉",
+    "🤩", "🙏", "👌", "🤡", "🥱", "😍", "💯", "🤣", "⚡", "🏆", "💔", "🤨", "😐",
+    "😴", "😭", "🤓", "👻", "👀", "🙈", "😇", "🤝", "✍", "🤗", "🫡", "🤪", "🗿",
+    "🆒", "🦄", "😎", "👾", "🤷", "😡",
+})  # fmt: skip
 HTML_TAGS = frozenset(
     {
         "b",
@@ -399,6 +406,7 @@ class FakeTelegram(LocalServer):
         self._last_message_id: dict[int | str, int] = {}
         self._sent: dict[tuple[int | str, int], SentMessage] = {}
         self._documents: list[SentDocument] = []
+        self._reactions: dict[tuple[int | str, int], list[dict[str, Any]]] = {}
         self._incoming: dict[tuple[int | str, int], dict[str, Any]] = {}
         self._chats: dict[int | str, dict[str, Any]] = {}
         self._commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -423,6 +431,7 @@ class FakeTelegram(LocalServer):
             "editMessageText": self._edit_message_text,
             "sendMessageDraft": self._send_message_draft,
             "deleteMessage": self._delete_message,
+            "setMessageReaction": self._set_message_reaction,
             "close": lambda _params: True,
             "logOut": lambda _params: True,
         }
@@ -551,6 +560,11 @@ class FakeTelegram(LocalServer):
     def sent_documents(self, chat_id: int | str | None = None) -> list[SentDocument]:
         """Files the bot sent, in sending order."""
         return [d for d in self._documents if chat_id is None or d.chat_id == chat_id]
+
+    def reactions(self, chat_id: int | str, message_id: int) -> list[dict[str, Any]]:
+        """The bot's reaction on a message (setMessageReaction), e.g.
+        ``[{"type": "emoji", "emoji": "👀"}]``; [] when it set none or cleared it."""
+        return list(self._reactions.get((chat_id, message_id), []))
 
     def bot_commands(
         self, scope: dict[str, Any] | None = None, language_code: str = ""
@@ -869,6 +883,21 @@ class FakeTelegram(LocalServer):
         )
         self._sent[key] = new
         return self._message_json(new)
+
+    def _set_message_reaction(self, params: Params) -> bool:
+        key = (_chat_id(params), _int_param(params, "message_id", 0))
+        if key not in self._incoming and key not in self._sent:
+            raise ApiError(400, "Bad Request: message to react not found")
+        reaction = params.get("reaction") or []
+        if not isinstance(reaction, list) or len(reaction) > 1:
+            raise ApiError(400, "Bad Request: REACTIONS_TOO_MANY")
+        for kind in reaction:
+            if not isinstance(kind, dict) or kind.get("type") != "emoji":
+                raise ApiError(400, "Bad Request: REACTION_INVALID")
+            if kind.get("emoji") not in REACTION_EMOJI:
+                raise ApiError(400, "Bad Request: REACTION_INVALID")
+        self._reactions[key] = reaction
+        return True
 
     def _delete_message(self, params: Params) -> bool:
         key = (_chat_id(params), _int_param(params, "message_id", 0))

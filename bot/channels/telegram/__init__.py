@@ -2,7 +2,7 @@
 
 polling.py   `TelegramChannel`: start, our own long polling (journal first, then confirm),
              outages, shutdown
-inbound.py   an update as an `Inbound` (groups: only what addresses the bot)
+inbound.py   an update as an `Inbound` (groups: what does not address the bot is chatter)
 replies.py   `TelegramReplier`: pieces, fallbacks (plain text, halves), `SendFailed`
 drafts.py    a reply shown while it is written: sendMessageDraft, or a message edited
 format.py    LLM markdown → text + entities, split under the limit

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 from telegram import Bot, MessageEntity
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from bot.channels.telegram.format import Chunk, render
-from bot.channels.telegram.replies import TelegramReplier
+from bot.channels.telegram.replies import TelegramReplier, replying
 
 log = structlog.get_logger(__name__)
 GROUP_INTERVAL = 3.0  # seconds: Telegram (and AIORateLimiter) allow a group 20 messages a minute
@@ -43,17 +44,22 @@ class DraftingReplier(TelegramReplier):
         chat_id: int,
         thread_id: int | None,
         *,
-        typing_interval: float,
         support: DraftSupport,
         interval: float,  # seconds between two showings
+        **answering: Any,  # `TelegramReplier`'s
     ) -> None:
-        super().__init__(bot, chat_id, thread_id, typing_interval=typing_interval)
+        super().__init__(bot, chat_id, thread_id, **answering)
         self.support = support
         self.interval = interval
 
     def draft(self) -> TelegramDraft:
         return TelegramDraft(
-            self.bot, self.chat_id, self.thread_id, support=self.support, interval=self.interval
+            self.bot,
+            self.chat_id,
+            self.thread_id,
+            support=self.support,
+            interval=self.interval,
+            reply_to=self.message_id if self.threaded else None,
         )
 
 
@@ -68,8 +74,10 @@ class TelegramDraft:
         *,
         support: DraftSupport,
         interval: float,
+        reply_to: int | None = None,  # the message a group's preview replies to
     ) -> None:
         self.bot = bot
+        self.reply_to = reply_to
         self.chat_id = chat_id
         self.thread_id = thread_id
         self.support = support
@@ -133,7 +141,11 @@ class TelegramDraft:
     async def _send_or_edit(self, text: str, entities: list[MessageEntity] | None) -> None:
         if self.message_id is None:
             message = await self.bot.send_message(
-                self.chat_id, text, entities=entities, message_thread_id=self.thread_id
+                self.chat_id,
+                text,
+                entities=entities,
+                message_thread_id=self.thread_id,
+                reply_parameters=replying(self.reply_to),
             )
             self.message_id = message.message_id
         else:

@@ -1,5 +1,6 @@
-"""A Telegram update as an `Inbound`, or None when it is not for us (a group message that does
-not address the bot)."""
+"""A Telegram update as an `Inbound`, or None when it is not for us. A group message that does
+not address the bot is an `Inbound` with `addressed=False` (chatter, kept as context: see
+`bot.turn.runner`); a command addressed to another bot is None."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def to_inbound(update: Update, *, bot_username: str | None) -> Inbound | None:
     if chat.type != "private":
         addressed = _addressed_text(message.text, message, bot_username)
         if addressed is None:
-            return None
+            chatter = not text.startswith("/")
+            return _inbound(update, message, chat, user, text, addressed=False) if chatter else None
         text = addressed
     return _inbound(update, message, chat, user, text)
 
@@ -42,7 +44,9 @@ def unreadable(update: Update) -> Inbound | None:
     return None if message.text else _inbound(update, message, chat, user, "")
 
 
-def _inbound(update: Update, message: Message, chat: Chat, user: User, text: str) -> Inbound:
+def _inbound(
+    update: Update, message: Message, chat: Chat, user: User, text: str, *, addressed: bool = True
+) -> Inbound:
     return Inbound(
         id=f"{CHANNEL}:update:{update.update_id}",  # `update_id_of` reads it back
         channel=CHANNEL,
@@ -57,6 +61,7 @@ def _inbound(update: Update, message: Message, chat: Chat, user: User, text: str
         if message.reply_to_message
         else None,
         user_name=user.username or user.first_name,
+        addressed=addressed,
     )
 
 

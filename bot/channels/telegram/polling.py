@@ -66,6 +66,7 @@ class TelegramChannel:
         heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
         stream: bool = True,  # replies shown while they are written (`drafts`)
         stream_interval: float = 1.0,  # seconds between two showings
+        reaction: str = "",  # set on a message when its turn starts ("": none)
     ) -> None:
         self.runner = runner
         self.token = token
@@ -78,6 +79,7 @@ class TelegramChannel:
         self.stream = stream
         self.stream_interval = stream_interval
         self.drafts = DraftSupport()
+        self.reaction = reaction
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -156,18 +158,24 @@ class TelegramChannel:
         return TelegramReplier(bot, chat_id, None, typing_interval=self.typing_interval)
 
     def _replier(self, bot: Bot, inbound: Inbound) -> TelegramReplier:
+        """A replier answering `inbound`: it reacts to it, in a group replies to it, and
+        shows the reply while it is written unless streaming is off."""
+        answering: dict[str, Any] = {
+            "typing_interval": self.typing_interval,
+            "message_id": inbound.message_id,
+            "threaded": not inbound.is_private,
+            "reaction": self.reaction,
+        }
         if self.stream:
             return DraftingReplier(
                 bot,
                 inbound.chat_id,
                 inbound.thread_id,
-                typing_interval=self.typing_interval,
                 support=self.drafts,
                 interval=self.stream_interval,
+                **answering,
             )
-        return TelegramReplier(
-            bot, inbound.chat_id, inbound.thread_id, typing_interval=self.typing_interval
-        )
+        return TelegramReplier(bot, inbound.chat_id, inbound.thread_id, **answering)
 
 
 class Offset:

@@ -1,6 +1,10 @@
 """`TelegramReplier`: answers one chat (and forum topic) in rendered pieces, with fallbacks, and
 sends a `Document` as a file (sendDocument).
 
+Answering one message (`message_id`), it acknowledges it with a reaction when a turn starts
+(`reaction`, e.g. 👀; "" for none; a failure is logged at debug, and never waits long), and in a
+group (`threaded`) the first piece of each reply is a reply to it (sent even if it was deleted).
+
 A piece whose entities Telegram cannot parse goes again as plain text; one Telegram finds too
 long is split in two (plain) and sent as both halves. Failures become `SendFailed`: permanent
 when the message can never go out (the bot was blocked, the chat is gone, a request Telegram
@@ -13,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
 import structlog
-from telegram import Bot, InputFile, MessageEntity
+from telegram import Bot, InputFile, MessageEntity, ReplyParameters
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -31,25 +36,61 @@ from bot.errors import SendFailed
 from bot.models import Document
 
 log = structlog.get_logger(__name__)
+ACKNOWLEDGE_TIMEOUT = 3.0  # seconds a reaction may hold up the turn
+
+
+@dataclass(frozen=True)
+class Threaded:
+    """A reply's first piece, sent as a reply to the message it answers."""
+
+    chunk: Chunk
+    reply_to: int
 
 
 class TelegramReplier:
     def __init__(
-        self, bot: Bot, chat_id: int, thread_id: int | None, *, typing_interval: float
+        self,
+        bot: Bot,
+        chat_id: int,
+        thread_id: int | None,
+        *,
+        typing_interval: float,
+        message_id: int | None = None,  # the message answered (None: a chat, no message)
+        threaded: bool = False,  # the first piece replies to `message_id` (groups)
+        reaction: str = "",  # set on `message_id` when a turn starts ("": none)
     ) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.thread_id = thread_id
         self.typing_interval = typing_interval
+        self.message_id = message_id
+        self.threaded = threaded
+        self.reaction = reaction
 
-    def parts(self, text: str) -> Sequence[Chunk]:
-        return render(text)
+    def parts(self, text: str) -> Sequence[Chunk | Threaded]:
+        chunks = render(text)
+        if not (self.threaded and self.message_id is not None and chunks):
+            return chunks
+        return [Threaded(chunks[0], self.message_id), *chunks[1:]]
+
+    async def acknowledge(self) -> None:
+        if not self.reaction or self.message_id is None:
+            return
+        try:
+            async with asyncio.timeout(ACKNOWLEDGE_TIMEOUT):
+                await self.bot.set_message_reaction(
+                    self.chat_id, self.message_id, reaction=self.reaction
+                )
+        except (TelegramError, TimeoutError) as exc:
+            log.debug("reaction_failed", error=type(exc).__name__, detail=str(exc)[:200])
 
     async def send_part(self, part: object) -> None:
-        assert isinstance(part, Chunk | Document)
+        assert isinstance(part, Chunk | Threaded | Document)
         try:
             if isinstance(part, Document):
                 await self._send_document(part)
+            elif isinstance(part, Threaded):
+                await self._send_chunk(part.chunk, reply_to=part.reply_to)
             else:
                 await self._send_chunk(part)
         except RetryAfter as exc:
@@ -71,20 +112,24 @@ class TelegramReplier:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _send_chunk(self, chunk: Chunk) -> None:
+    async def _send_chunk(self, chunk: Chunk, *, reply_to: int | None = None) -> None:
         entities = [MessageEntity(**entity) for entity in chunk.entities]
         try:
             await self.bot.send_message(
-                self.chat_id, chunk.text, entities=entities, message_thread_id=self.thread_id
+                self.chat_id,
+                chunk.text,
+                entities=entities,
+                message_thread_id=self.thread_id,
+                reply_parameters=replying(reply_to),
             )
         except BadRequest as exc:
             reason = exc.message.lower()
             if "can't parse entities" in reason:
                 log.warning("entities_rejected_sending_plain", detail=exc.message[:200])
-                await self._send_plain(chunk.text)
+                await self._send_plain(chunk.text, reply_to=reply_to)
             elif "too long" in reason:
                 log.warning("message_too_long_splitting", chars=len(chunk.text))
-                await self._send_plain(chunk.text)
+                await self._send_plain(chunk.text, reply_to=reply_to)
             else:
                 raise
 
@@ -97,17 +142,24 @@ class TelegramReplier:
             message_thread_id=self.thread_id,
         )
 
-    async def _send_plain(self, text: str) -> None:
-        """Plain text, halved (at a line break when there is one) while Telegram says too long."""
+    async def _send_plain(self, text: str, *, reply_to: int | None = None) -> None:
+        """Plain text, halved (at a line break when there is one) while Telegram says too long;
+        the first half replies to `reply_to`."""
         try:
-            await self.bot.send_message(self.chat_id, text, message_thread_id=self.thread_id)
+            await self.bot.send_message(
+                self.chat_id,
+                text,
+                message_thread_id=self.thread_id,
+                reply_parameters=replying(reply_to),
+            )
         except BadRequest as exc:
             if "too long" not in exc.message.lower() or len(text) < 2:
                 raise
             cut = text.rfind("\n", 0, len(text) // 2 + 1) + 1 or len(text) // 2
             for half in (text[:cut], text[cut:]):
                 if half.strip():
-                    await self._send_plain(half)
+                    await self._send_plain(half, reply_to=reply_to)
+                    reply_to = None
 
     async def _keep_typing(self) -> None:
         while True:
@@ -118,6 +170,12 @@ class TelegramReplier:
             except TelegramError as exc:
                 log.debug("typing_failed", detail=str(exc)[:200])
             await asyncio.sleep(self.typing_interval)
+
+
+def replying(message_id: int | None) -> ReplyParameters | None:
+    if message_id is None:
+        return None
+    return ReplyParameters(message_id, allow_sending_without_reply=True)
 
 
 def _seconds(exc: RetryAfter) -> float:

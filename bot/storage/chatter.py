@@ -1,0 +1,105 @@
+"""`state/chatter/<chat>.json`: what a group said that did not address the bot, since the bot
+last answered there, kept (bounded) for its next turn in that chat.
+
+    {"version": 1, "said": [{"id": "telegram:update:1001", "name": "Ann", "text": "…",
+                             "at": "2026-11-25T14:02:00+00:00"}]}
+
+Bounded on every write: the last `max_messages` messages within `max_chars` characters of text
+all told (the oldest go first; one longer message is cut to `max_chars`). A message is kept once
+(by its id, however often a restart replays it). Written atomically; every change is a
+read-modify-write under the file's lock. A file that cannot be parsed is set aside as
+`<name>.unreadable` (a warning) and the chat starts again with none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.models import Said
+from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.workspace import Workspace
+
+log = structlog.get_logger(__name__)
+VERSION = 1
+
+
+class ChatterStore:
+    def __init__(
+        self, workspace: Workspace, locks: FileLocks, *, max_messages: int, max_chars: int
+    ) -> None:
+        self.workspace = workspace
+        self.locks = locks
+        self.max_messages = max_messages
+        self.max_chars = max_chars
+
+    async def keep(self, key: str, said: Said) -> None:
+        """Add one message to the chat's chatter (dropping the oldest past the bounds)."""
+        bounds = self.max_messages, self.max_chars
+        await self._change(key, lambda kept: _bounded(kept, said, *bounds))
+
+    async def pending(self, key: str) -> tuple[Said, ...]:
+        """The chat's chatter, oldest first."""
+        return tuple(await asyncio.to_thread(_load, self.workspace.chatter_path(key)))
+
+    async def drop(self, key: str, ids: Collection[str]) -> None:
+        """Forget the messages a turn showed the model (any kept since stay)."""
+        if ids:
+            await self._change(key, lambda kept: [s for s in kept if s.id not in ids])
+
+    async def _change(self, key: str, change: Callable[[list[Said]], list[Said]]) -> None:
+        path = self.workspace.chatter_path(key)
+        async with self.locks.hold(path):
+            await asyncio.to_thread(_rewrite, path, change)
+
+
+def _bounded(kept: list[Said], said: Said, max_messages: int, max_chars: int) -> list[Said]:
+    if any(s.id == said.id for s in kept) or max_messages <= 0:
+        return kept
+    said = Said(said.id, said.name, said.text[:max_chars], said.at)
+    kept = [*kept, said][-max_messages:]
+    while len(kept) > 1 and sum(len(s.text) for s in kept) > max_chars:
+        kept.pop(0)
+    return kept
+
+
+def _rewrite(path: Path, change: Callable[[list[Said]], list[Said]]) -> None:
+    kept = _load(path)
+    changed = change(kept)
+    if changed == kept:
+        return
+    if not changed:
+        path.unlink(missing_ok=True)
+        return
+    document = {"version": VERSION, "said": [_encode(s) for s in changed]}
+    atomic_write_text(path, json.dumps(document, ensure_ascii=False))
+
+
+def _load(path: Path) -> list[Said]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return [_decode(item) for item in document["said"]]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        aside = path.with_name(path.name + ".unreadable")
+        path.replace(aside)
+        log.warning("chatter_unreadable", path=str(aside), reason=str(exc)[:200])
+        return []
+
+
+def _encode(said: Said) -> dict[str, str]:
+    return {"id": said.id, "name": said.name, "text": said.text, "at": said.at.isoformat()}
+
+
+def _decode(item: dict[str, Any]) -> Said:
+    fields: Sequence[str] = ("id", "name", "text", "at")
+    if not all(isinstance(item[f], str) for f in fields):
+        raise TypeError("a field is not text")
+    return Said(item["id"], item["name"], item["text"], datetime.fromisoformat(item["at"]))
