@@ -17,6 +17,7 @@ from bot.app.conversation import (
     build_pipeline,
     build_tools,
 )
+from bot.app.media import build_media
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
@@ -228,6 +229,7 @@ def _build_runner(
         compactor=compaction.compactor if compaction.enabled else None,
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
+        media=build_media(settings, workspace),
     )
 
 

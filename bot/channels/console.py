@@ -5,7 +5,8 @@ Input is read as it comes, also while a reply is being made: `/stop` (or an inte
 their turn. An interrupt at the prompt, or the end of input (Ctrl-D), ends the chat. A terminal
 gets a spinner while the model works and replies rendered from markdown (rich); a pipe gets the
 plain text, `mnemo> ` before each reply. A file a reply sends (`/context full`) is written into
-`files` and named.
+`files` and named. `/file PATH [caption]` (or a path alone, as a terminal pastes a file dragged
+onto it) sends a file: a photo, a voice note or audio, a document (`bot.media`).
 
 Under `make chat` the terminal's Ctrl-C would reach make as well, which then ends itself by the
 signal once the chat is over (a shell reports the interrupt); `own_terminal` gives the chat a
@@ -17,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import mimetypes
 import os
+import shlex
 import signal
 import uuid
 from collections import deque
@@ -30,7 +33,8 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from bot.models import Document, Inbound
+from bot.media.files import LocalFiles
+from bot.models import Attachment, AttachmentKind, Document, Inbound
 from bot.storage.files import atomic_write_text
 from bot.turn.access import LOCAL_USER_ID
 from bot.turn.runner import TurnRunner
@@ -39,6 +43,7 @@ CHANNEL = "console"
 PROMPT = "you> "
 LABEL = "mnemo> "
 STOP = "/stop"
+FILE = "/file"
 SPINNER = "thinking… (/stop or Ctrl-C stops the reply)"
 INTERRUPTED = object()  # an interrupt, queued like a line
 Line = str | object | None  # a line, `INTERRUPTED`, or None: the end of input
@@ -112,6 +117,8 @@ class ConsoleChannel:
 
     async def run(self) -> None:
         """Replay, then answer lines until the end of input or an interrupt at the prompt."""
+        if self.runner.media is not None:
+            self.runner.media.connect(CHANNEL, LocalFiles())
         await self.runner.replay(lambda _: self.replier, channel=CHANNEL)
         async with _reading(self.stdin, self._lines):
             while True:
@@ -142,7 +149,8 @@ class ConsoleChannel:
         finally:
             await reply
 
-    def _inbound(self, text: str) -> Inbound:
+    def _inbound(self, line: str) -> Inbound:
+        text, attachments = local_file(line)
         return Inbound(
             id=f"{CHANNEL}:{uuid.uuid4().hex}",
             channel=CHANNEL,
@@ -150,7 +158,32 @@ class ConsoleChannel:
             user_id=LOCAL_USER_ID,
             text=text,
             received_at=self.now(),
+            attachments=attachments,
         )
+
+
+def local_file(line: str) -> tuple[str, tuple[Attachment, ...]]:
+    """`/file PATH [caption]`, or a path alone that names a file: (the caption, the file);
+    any other line: (the line, no file)."""
+    command, _, rest = line.partition(" ")
+    try:
+        words = shlex.split(rest if command == FILE else line)
+    except ValueError:
+        words = (rest if command == FILE else line).split()
+    if command == FILE and words:
+        path, caption = Path(words[0]).expanduser(), " ".join(words[1:])
+    elif command != FILE and len(words) == 1 and Path(words[0]).expanduser().is_file():
+        path, caption = Path(words[0]).expanduser(), ""
+    else:
+        return line, ()
+    mime = mimetypes.guess_type(path.name)[0]
+    size = path.stat().st_size if path.is_file() else None
+    return caption, (Attachment(_kind(mime), str(path), path.name, mime, size),)
+
+
+def _kind(mime: str | None) -> AttachmentKind:
+    major = (mime or "").partition("/")[0]
+    return "photo" if major == "image" else "audio" if major == "audio" else "document"
 
 
 @contextlib.contextmanager

@@ -35,6 +35,7 @@ from bot.conversation.compaction import Compactor
 from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
 from bot.llm import failures
+from bot.media.reader import MediaReader
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.inbox import Entry, Inbox
@@ -83,6 +84,7 @@ class TurnRunner:
         renewal: SessionRenewal | None = None,  # None: sessions never go stale
         delivery: Delivery | None = None,  # default: `Delivery(inbox)`
         notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
+        media: MediaReader | None = None,  # None: a message's attachments are not read
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -98,6 +100,7 @@ class TurnRunner:
         self.renewal = renewal
         self.delivery = delivery or Delivery(inbox)
         self.notice_after = notice_after
+        self.media = media
 
     def jumps_queue(self, inbound: Inbound) -> bool:
         """The door's messages (a stranger's, /pair, /claim …) and /stop are answered at
@@ -198,19 +201,10 @@ class TurnRunner:
             log.info("turn_already_answered", inbound=inbound.id)
             return _last_reply(session)
         session = await self._begin(session, inbound, replier)
-        ctx = TurnContext(
-            inbound=inbound,
-            turn_id=turn_id,
-            scope=self.access.scope_for(inbound),
-            session=session,
-            user_message=ChatMessage(
-                role="user", content=inbound.text, at=inbound.received_at, turn=turn_id
-            ),
-        )
-        log.info("turn_start", chars=len(inbound.text))
+        log.info("turn_start", chars=len(inbound.text), attachments=len(inbound.attachments))
         async with replier.typing():
             try:
-                ctx = await self._run(ctx)
+                ctx = await self._run(await self._context(inbound, turn_id, session))
             except StopTurn as stop:
                 return stop.reply or ""
             except LLMError as exc:
@@ -218,6 +212,25 @@ class TurnRunner:
                 return failures.tell(exc, owner=self._owner_chat(inbound))
         log.info("turn_done", reply_chars=len(ctx.reply or ""))
         return ctx.reply or ""
+
+    async def _context(self, inbound: Inbound, turn_id: str, session: Session) -> TurnContext:
+        """The turn's context, what came with the message read first (`bot.media`: its one
+        line ends the turn, `StopTurn`, when it cannot be read)."""
+        scope = self.access.scope_for(inbound)
+        reading = await self.media.read(inbound, scope) if self.media else None
+        return TurnContext(
+            inbound=inbound,
+            turn_id=turn_id,
+            scope=scope,
+            session=session,
+            user_message=ChatMessage(
+                role="user",
+                content=reading.text if reading else inbound.text,
+                at=inbound.received_at,
+                turn=turn_id,
+            ),
+            images=reading.images if reading else (),
+        )
 
     async def _run(self, ctx: TurnContext) -> TurnContext:
         """Run the pipeline; after a context overflow, compact once and run the turn again
@@ -255,6 +268,7 @@ class TurnRunner:
             scope=ctx.scope,
             session=result.session,
             user_message=ctx.user_message,
+            images=ctx.images,
         )
         return fresh, result.compacted
 

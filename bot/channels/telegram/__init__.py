@@ -2,7 +2,8 @@
 
 polling.py   `TelegramChannel`: start, our own long polling (journal first, then confirm),
              outages, shutdown
-inbound.py   an update as an `Inbound` (groups: only what addresses the bot)
+inbound.py   an update as an `Inbound` (groups: only what addresses the bot), attachments too
+files.py     `TelegramFiles`: a message's file (getFile, download) for `bot.media`
 replies.py   `TelegramReplier`: pieces, fallbacks (plain text, halves), `SendFailed`
 format.py    LLM markdown → text + entities, split under the limit
 """
