@@ -1,19 +1,39 @@
-"""Composition of what comes with a message (`bot.media`): one reader per kind and the size
-limit. Part of the composition root (see `bot.app`); each channel connects its own files."""
+"""Composition of what comes with a message (`bot.media`): one reader per kind, the size limit,
+the transcriber of voice notes. Part of the composition root (see `bot.app`); each channel
+connects its own files."""
 
 from __future__ import annotations
 
+from bot.llm.transcription import OpenAITranscriber
 from bot.media.document import DocumentReader
 from bot.media.files import MB
 from bot.media.reader import MediaReader
+from bot.media.voice import VoiceReader
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
 
 
-def build_media(settings: Settings, workspace: Workspace) -> MediaReader:
+def build_media(
+    settings: Settings, workspace: Workspace, transcriber: OpenAITranscriber | None
+) -> MediaReader:
     """The reader of attachments."""
+    voice = VoiceReader(transcriber)
     return MediaReader(
-        {"document": DocumentReader()},
+        {"voice": voice, "audio": voice, "document": DocumentReader()},
         workspace=workspace,
         max_bytes=int(settings.media.max_file_mb * MB),
+    )
+
+
+def build_transcriber(settings: Settings, api_key: str) -> OpenAITranscriber | None:
+    """Speech to text at its own endpoint, or the chat model's (and its key); None when off."""
+    media = settings.media
+    if not media.transcription_model.strip():
+        return None
+    key = media.transcription_api_key
+    return OpenAITranscriber(
+        base_url=media.transcription_base_url or settings.llm.base_url,
+        api_key=key.get_secret_value() if key is not None else api_key,
+        model=media.transcription_model,
+        timeout=media.transcription_timeout,
     )

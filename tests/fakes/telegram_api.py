@@ -504,10 +504,8 @@ class FakeTelegram(LocalServer):
     ) -> int:
         """Queue a message holding a file or thing: a "sticker", a "photo", a "voice" note,
         an "audio" file, a "document", a "location"; its file is served (getFile)."""
-        update_id = self._next_update_id
-        file_id = f"{kind}-{update_id}"
         told = len(data) if size is None else size
-        self._files[file_id] = (data, told)
+        file_id = self.serve_file(data, size=told, file_id=f"{kind}-{self._next_update_id}")
         media: dict[str, Any] = {
             "file_id": file_id,
             "file_unique_id": f"u-{file_id}",
@@ -535,6 +533,12 @@ class FakeTelegram(LocalServer):
         if caption is not None:
             message["caption"] = caption
         return self.push_update({"message": message})
+
+    def serve_file(self, data: bytes, *, size: int | None = None, file_id: str = "") -> str:
+        """Serve `data` (getFile tells `size`, by default its own); the file id."""
+        file_id = file_id or f"file-{len(self._files) + 1}"
+        self._files[file_id] = (data, len(data) if size is None else size)
+        return file_id
 
     def fail_next(
         self,
