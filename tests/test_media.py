@@ -69,7 +69,7 @@ async def test_a_lower_configured_limit_is_the_one_told(
         media=MediaSettings(max_file_mb=1),
     )
     async with running_bot(settings, fake_telegram):
-        fake_telegram.push_media(OWNER, OWNER, "audio", file_name="talk.mp3", size=3 * MB)
+        fake_telegram.push_media(OWNER, OWNER, "photo", size=3 * MB)
         [reply] = await fake_telegram.wait_for_messages(OWNER, 1)
 
     assert reply.text == TOO_LARGE.format(size="3 MB", limit="1 MB")

@@ -139,7 +139,7 @@ def build_app(
         now,
         writer,
         sent,
-        media=build_media(settings, workspace, transcriber),
+        media=build_media(settings, workspace, transcriber, windows),
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last

@@ -5,8 +5,10 @@ connects its own files."""
 from __future__ import annotations
 
 from bot.llm.transcription import OpenAITranscriber
+from bot.llm.windows import ModelWindows
 from bot.media.document import DocumentReader
 from bot.media.files import MB
+from bot.media.photo import PhotoReader
 from bot.media.reader import MediaReader
 from bot.media.voice import VoiceReader
 from bot.settings import Settings
@@ -14,12 +16,20 @@ from bot.storage.workspace import Workspace
 
 
 def build_media(
-    settings: Settings, workspace: Workspace, transcriber: OpenAITranscriber | None
+    settings: Settings,
+    workspace: Workspace,
+    transcriber: OpenAITranscriber | None,
+    windows: ModelWindows,
 ) -> MediaReader:
     """The reader of attachments."""
     voice = VoiceReader(transcriber)
+    model = settings.llm.model
+    vision = settings.media.vision
+    photo = PhotoReader(
+        sees_images=windows.sees_images(model) if vision is None else vision, model=model
+    )
     return MediaReader(
-        {"voice": voice, "audio": voice, "document": DocumentReader()},
+        {"voice": voice, "audio": voice, "photo": photo, "document": DocumentReader()},
         workspace=workspace,
         max_bytes=int(settings.media.max_file_mb * MB),
     )
