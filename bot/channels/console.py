@@ -163,8 +163,8 @@ class ConsoleChannel:
 
 
 def local_file(line: str) -> tuple[str, tuple[Attachment, ...]]:
-    """`/file PATH [caption]`, or a path alone that names a file: (the caption, the file);
-    any other line: (the line, no file)."""
+    """`/file PATH [caption]`, or a full path alone that names a file (a file dragged onto
+    the terminal): (the caption, the file); any other line: (the line, no file)."""
     command, _, rest = line.partition(" ")
     try:
         words = shlex.split(rest if command == FILE else line)
@@ -172,13 +172,17 @@ def local_file(line: str) -> tuple[str, tuple[Attachment, ...]]:
         words = (rest if command == FILE else line).split()
     if command == FILE and words:
         path, caption = Path(words[0]).expanduser(), " ".join(words[1:])
-    elif command != FILE and len(words) == 1 and Path(words[0]).expanduser().is_file():
+    elif len(words) == 1 and words[0].startswith(("/", "~")) and _is_file(words[0]):
         path, caption = Path(words[0]).expanduser(), ""
     else:
         return line, ()
     mime = mimetypes.guess_type(path.name)[0]
     size = path.stat().st_size if path.is_file() else None
     return caption, (Attachment(_kind(mime), str(path), path.name, mime, size),)
+
+
+def _is_file(text: str) -> bool:
+    return Path(text).expanduser().is_file()
 
 
 def _kind(mime: str | None) -> AttachmentKind:
