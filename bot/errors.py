@@ -18,6 +18,8 @@
     │   └── ContextOverflow    the prompt is longer than the model's window
     ├── RagUnavailable         the LightRAG server did not answer (network, timeout, 5xx,
     │                          refused key); recall goes on from the embedded index
+    ├── TranscriptionFailed    a voice note could not be transcribed; the message says why in
+    │                          a few words for the user (never the key or the provider's text)
     ├── ToolError              a tool failed; its text goes back to the model
     ├── SendFailed             a channel could not send a reply: retried later unless permanent
     └── PipelineError          the pipeline is wired wrong (duplicate orders)
@@ -111,6 +113,10 @@ class ContextOverflow(LLMRejected):
 
 
 class RagUnavailable(MnemoError):
+    pass
+
+
+class TranscriptionFailed(MnemoError):
     pass
 
 

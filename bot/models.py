@@ -9,6 +9,21 @@ from typing import Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 ChatType = Literal["private", "group", "supergroup", "channel"]
+AttachmentKind = Literal["voice", "audio", "photo", "document", "other"]
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file or thing that came with a message (its caption is the message's text); read by
+    `bot.media` before the turn."""
+
+    kind: AttachmentKind
+    file_id: str  # the channel's id of the file (Telegram: file_id; console: a local path)
+    file_name: str | None = None
+    mime_type: str | None = None
+    size: int | None = None  # bytes, when the channel tells
+    duration: int | None = None  # seconds (voice, audio)
+    what: str = ""  # kind "other": what it is ("sticker", "location", "video" …)
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,7 @@ class Inbound:
     reply_to_message_id: int | None = None
     user_name: str | None = None
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
+    attachments: tuple[Attachment, ...] = ()
 
     @property
     def session_key(self) -> str:
@@ -119,6 +135,14 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Image:
+    """An image a user message shows the model (sent as a data URL)."""
+
+    mime_type: str  # "image/jpeg"
+    data: bytes
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     role: Role
     content: str | None
@@ -127,6 +151,7 @@ class ChatMessage:
     name: str | None = None  # tool name on role="tool"
     at: datetime | None = None
     turn: str | None = None  # the turn id, on the user message that began the turn
+    images: tuple[Image, ...] = ()  # the current turn's request only: never saved
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ building, 30 LLM tool loop, 40 memory tags, 50 memory persist, 55 RAG indexing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +18,7 @@ import structlog
 from bot.errors import PipelineError
 from bot.models import (
     ChatMessage,
+    Image,
     Inbound,
     MemoryItem,
     MemoryScope,
@@ -38,8 +39,9 @@ class TurnContext:
     turn_id: str  # runner
     scope: MemoryScope  # runner: whose memory this turn may see and write
     session: Session  # runner loads; 18 compacts; 50 replaces with the saved session
-    user_message: ChatMessage  # runner
+    user_message: ChatMessage  # runner (what came with the message read by `bot.media`)
     chatter: tuple[Said, ...] = ()  # runner: what the group said meanwhile (20 shows it)
+    images: tuple[Image, ...] = ()  # runner (`bot.media`): shown with this message, never saved
     system_prompt: str = ""  # 20: persona and instructions (and `# Memory`, see below)
     memory_prompt: str = ""  # 20: `# Memory`, a system message of its own after the first
     # 20: the user's message as the model gets it, after what this message recalls and the
@@ -62,11 +64,13 @@ class TurnContext:
         memory = (
             [ChatMessage(role="system", content=self.memory_prompt)] if self.memory_prompt else []
         )
+        *context, message = self.message_prompt or (self.user_message,)
         return [
             ChatMessage(role="system", content=self.system_prompt),
             *memory,
             *self.session.messages,
-            *(self.message_prompt or (self.user_message,)),
+            *context,
+            replace(message, images=self.images) if self.images else message,
         ]
 
 

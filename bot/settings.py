@@ -176,6 +176,18 @@ class RagSettings(_Section):
     lightrag_timeout: float = Field(default=30.0, gt=0)
 
 
+class MediaSettings(_Section):
+    """What comes with a message (`bot.media`): voice notes, photos, files."""
+
+    max_file_mb: float = Field(default=20.0, gt=0)  # refused before download (Telegram: 20 MB)
+    # voice notes and audio: an OpenAI-compatible /v1/audio/transcriptions; "" turns it off
+    transcription_model: str = "whisper-1"
+    transcription_base_url: str | None = None  # BOT_LLM__BASE_URL when unset
+    transcription_api_key: SecretStr | None = None  # BOT_LLM__API_KEY when unset
+    transcription_timeout: float = Field(default=120.0, gt=0)
+    vision: bool | None = None  # whether the model reads images; unset: config/models.json
+
+
 class SessionPolicySettings(_Section):
     """Seed 004 freshness: both off by default."""
 
@@ -207,6 +219,7 @@ class Settings(BaseSettings):
     compaction: CompactionSettings = CompactionSettings()
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
+    media: MediaSettings = MediaSettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")
@@ -255,13 +268,14 @@ def require_secret(value: SecretStr | None, variable: str) -> str:
 
 
 def secret_values(settings: Settings) -> tuple[str, ...]:
-    """The bot token, the model's key, the embedding model's and LightRAG's keys (sent in a
-    header only; cut all the same), whichever are set: what no output may show."""
+    """The bot token, the model's key, the embedding, transcription and LightRAG keys (sent
+    in a header only; cut all the same), whichever are set: what no output may show."""
     rag = settings.rag
     values = (
         settings.telegram.token,
         settings.llm.api_key,
         rag.embedding_api_key,
         rag.lightrag_api_key,
+        settings.media.transcription_api_key,
     )
     return tuple(v.get_secret_value() for v in values if v is not None and v.get_secret_value())

@@ -14,11 +14,12 @@ from asyncio.subprocess import Process
 from pathlib import Path
 
 from bot.app import App
-from bot.channels.console import ConsoleChannel, ConsoleReplier
+from bot.channels.console import ConsoleChannel, ConsoleReplier, local_file
 from bot.models import Inbound
+from bot.settings import MediaSettings
 from bot.storage.inbox import Inbox
-from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
-from tests.harness import API_KEY, REPO
+from tests.fakes.openai_api import FakeOpenAI, Hang, Reply, image_parts
+from tests.harness import API_KEY, REPO, make_settings, started_app
 
 
 async def chat(app: App, lines: str) -> str:
@@ -47,6 +48,36 @@ async def test_each_line_is_a_turn_and_the_reply_is_printed(
         "how are you?",
         "Fine, thanks.",
     ]
+
+
+async def test_a_file_path_sends_a_photo_or_a_voice_note(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    photo = tmp_path / "my holiday.png"
+    photo.write_bytes(b"\x89PNG a photo")
+    voice = tmp_path / "note.ogg"
+    voice.write_bytes(b"OggS a voice note")
+    fake_openai.transcribe("call mum on sunday")
+    fake_openai.script(Reply("A beach."), Reply("I'll remind you."))
+    settings = make_settings(
+        tmp_path / "ws", telegram=None, openai=fake_openai, media=MediaSettings(vision=True)
+    )
+    async with started_app(settings) as app:
+        out = await chat(app, f"/file '{photo}' where was this?\n{voice}\n")
+
+    assert "mnemo> A beach." in out and "mnemo> I'll remind you." in out
+    shown, heard = fake_openai.requests
+    assert image_parts(shown)[0][1].startswith("data:image/png;base64,")
+    assert shown["messages"][-1]["content"][0]["text"] == "[photo: where was this?]"
+    assert heard["messages"][-1]["content"] == "[audio: note.ogg] call mum on sunday"
+    assert fake_openai.transcription_requests[0]["data"] == b"OggS a voice note"
+
+
+def test_a_line_is_a_file_only_when_it_says_so_or_names_one(tmp_path: Path) -> None:
+    assert local_file("hello there") == ("hello there", ())
+    assert local_file(f"{tmp_path}/missing.jpg") == (f"{tmp_path}/missing.jpg", ())
+    caption, [missing] = local_file("/file /no/such.jpg a caption")
+    assert (caption, missing.kind, missing.file_id) == ("a caption", "photo", "/no/such.jpg")
 
 
 async def test_commands_work_at_the_console(app: App, fake_openai: FakeOpenAI) -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.models import Inbound
+from bot.models import Attachment, Inbound
 from bot.storage.inbox import Inbox
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
@@ -79,6 +79,17 @@ async def test_an_entry_of_the_first_format_is_still_answered(tmp_path: Path) ->
     [entry] = await Inbox(tmp_path).pending()
 
     assert (entry.inbound.text, entry.reply, entry.sent) == ("hi", None, 0)
+
+
+async def test_attachments_survive_a_restart(tmp_path: Path) -> None:
+    voice = Attachment("voice", "AwACAgI", None, "audio/ogg", 5120, duration=3)
+    sticker = Attachment("other", "", what="sticker")
+    sent = replace(inbound(1), text="", attachments=(voice, sticker))
+    await Inbox(tmp_path).accept(sent)
+
+    [entry] = await Inbox(tmp_path).pending()
+
+    assert entry.inbound == sent
 
 
 async def test_done_is_idempotent(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.app import App, build_app
-from bot.channels.telegram.polling import TEXT_ONLY
+from bot.media.photo import UNSEEN
 from bot.turn.door import (
     FULL,
     GROUP,
@@ -137,7 +137,7 @@ async def test_a_stranger_gets_one_notice_however_much_they_send_and_the_owner_i
         fake_telegram.push_media(OWNER, OWNER, "photo")  # the owner's photo: not the door's
         fake_openai.script(Reply("hi owner"))
         fake_telegram.push_text(OWNER, OWNER, "still there?")
-        *_, text_only, hi = await fake_telegram.wait_for_messages(OWNER, 4)
+        *_, photo, hi = await fake_telegram.wait_for_messages(OWNER, 4)
 
     assert len(fake_telegram.sent_messages(STRANGER)) == 1
     assert CODE.search(sticker_notice.text)
@@ -145,7 +145,8 @@ async def test_a_stranger_gets_one_notice_however_much_they_send_and_the_owner_i
     assert found and f"Telegram id: {STRANGER}" in notice.text
     code = found.group(1)
     told = next(m for m in told_both if "Bob" in m.text)
-    assert (text_only.text, hi.text) == (TEXT_ONLY, "hi owner")
+    unseen = UNSEEN.format(model="fake-model", name="").split(" I kept")[0]
+    assert (photo.text.split(" I kept")[0], hi.text) == (unseen, "hi owner")
     assert f"Bob (Telegram id {STRANGER})" in told.text and f"/pair {code}" in told.text
     assert fake_openai.calls == 1  # the owner's message only
     assert "who are you" not in json.dumps(fake_openai.requests)

@@ -103,3 +103,27 @@ def test_a_missing_or_broken_file_gives_defaults_and_a_warning(
     [warning] = logs
     assert (warning["event"], warning["log_level"]) == (event, "warning")
     assert warning["path"] == str(path)
+
+
+@pytest.mark.parametrize(
+    ("model", "sees"),
+    [
+        ("gpt-4o", True),
+        ("openai/gpt-4o-mini-2024-07-18", True),
+        ("gpt-4", False),
+        ("qwen2.5:7b", False),
+        ("llama3.2-vision:11b", True),
+    ],
+)
+def test_the_committed_file_says_which_models_read_images(
+    committed: ContextWindows, model: str, sees: bool
+) -> None:
+    assert committed.sees_images(model) is sees
+
+
+def test_a_vision_entry_that_is_not_a_list_of_names_is_refused(tmp_path: Path) -> None:
+    document = {"version": 1, "context_windows": {}, "vision": "gpt-4o"}
+    with capture_logs() as logs:
+        windows = load_windows(models(tmp_path, document))
+    assert windows == ContextWindows()
+    assert "vision must be a list" in logs[0]["reason"]

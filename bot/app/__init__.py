@@ -17,6 +17,7 @@ from bot.app.conversation import (
     build_pipeline,
     build_tools,
 )
+from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
@@ -24,6 +25,7 @@ from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
+from bot.media.reader import MediaReader
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
@@ -126,8 +128,19 @@ def build_app(
         tools=tools,
         sent=sent,
     )
+    transcriber = build_transcriber(settings, api_key)
     runner = _build_runner(
-        settings, workspace, sessions, pipeline, memory, consolidator, compaction, now, writer, sent
+        settings,
+        workspace,
+        sessions,
+        pipeline,
+        memory,
+        consolidator,
+        compaction,
+        now,
+        writer,
+        sent,
+        media=build_media(settings, workspace, transcriber, windows),
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -137,6 +150,7 @@ def build_app(
         consolidator,
         undo,
         *([lightrag] if lightrag else []),
+        *([transcriber] if transcriber else []),
     ]
     preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
     return App(runner, llm, workspace, now, preview, services=services, recall=recall)
@@ -194,6 +208,8 @@ def _build_runner(
     now: Callable[[], datetime],
     writer: MemoryWriter,
     sent: LastRequests,
+    *,
+    media: MediaReader,
 ) -> TurnRunner:
     locks, running = ChatLocks(), RunningTurns()
     access, door = build_door(settings, workspace, memory.file_locks, now)
@@ -230,6 +246,7 @@ def _build_runner(
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
         chatter=_build_chatter(settings, workspace, memory.file_locks),
+        media=media,
     )
 
 

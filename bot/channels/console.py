@@ -7,6 +7,8 @@ gets a spinner while the model works and replies rendered from markdown (rich); 
 plain text, `mnemo> ` before each reply. On a terminal the spinner's line shows the end of the
 answer as it is written (`ConsoleDraft`, a draft of `bot.turn.live`). A file a reply sends
 (`/context full`) is written into `files` and named.
+`/file PATH [caption]` (or a path alone, as a terminal pastes a file dragged onto it) sends
+a file: a photo, a voice note or audio, a document (`bot.media`).
 
 Under `make chat` the terminal's Ctrl-C would reach make as well, which then ends itself by the
 signal once the chat is over (a shell reports the interrupt); `own_terminal` gives the chat a
@@ -18,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import mimetypes
 import os
+import shlex
 import signal
 import uuid
 from collections import deque
@@ -32,7 +36,8 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
-from bot.models import Document, Inbound
+from bot.media.files import LocalFiles
+from bot.models import Attachment, AttachmentKind, Document, Inbound
 from bot.storage.files import atomic_write_text
 from bot.turn.access import LOCAL_USER_ID
 from bot.turn.runner import TurnRunner
@@ -41,6 +46,7 @@ CHANNEL = "console"
 PROMPT = "you> "
 LABEL = "mnemo> "
 STOP = "/stop"
+FILE = "/file"
 SPINNER = "thinking… (/stop or Ctrl-C stops the reply)"
 DRAFT_INTERVAL = 0.1  # seconds between two updates of the spinner's line
 INTERRUPTED = object()  # an interrupt, queued like a line
@@ -145,6 +151,8 @@ class ConsoleChannel:
 
     async def run(self) -> None:
         """Replay, then answer lines until the end of input or an interrupt at the prompt."""
+        if self.runner.media is not None:
+            self.runner.media.connect(CHANNEL, LocalFiles())
         await self.runner.replay(lambda _: self.replier, channel=CHANNEL)
         async with _reading(self.stdin, self._lines):
             while True:
@@ -175,7 +183,8 @@ class ConsoleChannel:
         finally:
             await reply
 
-    def _inbound(self, text: str) -> Inbound:
+    def _inbound(self, line: str) -> Inbound:
+        text, attachments = local_file(line)
         return Inbound(
             id=f"{CHANNEL}:{uuid.uuid4().hex}",
             channel=CHANNEL,
@@ -183,7 +192,36 @@ class ConsoleChannel:
             user_id=LOCAL_USER_ID,
             text=text,
             received_at=self.now(),
+            attachments=attachments,
         )
+
+
+def local_file(line: str) -> tuple[str, tuple[Attachment, ...]]:
+    """`/file PATH [caption]`, or a full path alone that names a file (a file dragged onto
+    the terminal): (the caption, the file); any other line: (the line, no file)."""
+    command, _, rest = line.partition(" ")
+    try:
+        words = shlex.split(rest if command == FILE else line)
+    except ValueError:
+        words = (rest if command == FILE else line).split()
+    if command == FILE and words:
+        path, caption = Path(words[0]).expanduser(), " ".join(words[1:])
+    elif len(words) == 1 and words[0].startswith(("/", "~")) and _is_file(words[0]):
+        path, caption = Path(words[0]).expanduser(), ""
+    else:
+        return line, ()
+    mime = mimetypes.guess_type(path.name)[0]
+    size = path.stat().st_size if path.is_file() else None
+    return caption, (Attachment(_kind(mime), str(path), path.name, mime, size),)
+
+
+def _is_file(text: str) -> bool:
+    return Path(text).expanduser().is_file()
+
+
+def _kind(mime: str | None) -> AttachmentKind:
+    major = (mime or "").partition("/")[0]
+    return "photo" if major == "image" else "audio" if major == "audio" else "document"
 
 
 @contextlib.contextmanager

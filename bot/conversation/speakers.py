@@ -27,9 +27,10 @@ def speaker(inbound: Inbound) -> str:
     return name or f"user {inbound.user_id}"
 
 
-def spoken(inbound: Inbound) -> str:
-    """The message as the model gets it: with its sender's name in a group."""
-    return inbound.text if inbound.is_private else line(speaker(inbound), inbound.text)
+def spoken(inbound: Inbound, text: str) -> str:
+    """The message's `text` (as `bot.media` read it) as the model gets it: with its sender's
+    name in a group."""
+    return text if inbound.is_private else line(speaker(inbound), text)
 
 
 def said(inbound: Inbound) -> Said:

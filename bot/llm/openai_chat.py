@@ -11,6 +11,7 @@ first piece, `timeout` for each silence after it; `on_text` sees the text as it 
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from bot.llm.stream import Silence, read_stream
 from bot.llm.text_calls import calls_in_text
 from bot.llm.windows import ModelWindows
 from bot.logs import Scrubber
-from bot.models import ChatMessage, Completion, ToolSpec
+from bot.models import ChatMessage, Completion, Image, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -180,6 +181,8 @@ class OpenAIChat:
 
 def to_wire(message: ChatMessage) -> dict[str, Any]:
     wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.images:
+        wire["content"] = _parts(message)
     if message.tool_calls:
         wire["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -188,6 +191,18 @@ def to_wire(message: ChatMessage) -> dict[str, Any]:
     if message.role == "tool":
         wire["tool_call_id"] = message.tool_call_id
     return wire
+
+
+def _parts(message: ChatMessage) -> list[dict[str, Any]]:
+    """A message that shows images: its text, then each image as a data URL."""
+    text = [{"type": "text", "text": message.content}] if message.content else []
+    return text + [
+        {"type": "image_url", "image_url": {"url": data_url(image)}} for image in message.images
+    ]
+
+
+def data_url(image: Image) -> str:
+    return f"data:{image.mime_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
 # Schema words the tools check themselves (`bot.tools.arguments`, whose errors tell the model

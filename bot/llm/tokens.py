@@ -18,6 +18,7 @@ import tiktoken
 from bot.models import ChatMessage
 
 _PER_MESSAGE = 4  # role and separators, as OpenAI counts them
+IMAGE_TOKENS = 1000  # an image part, about as OpenAI counts a photo at high detail
 _CACHED_TEXTS = 4096
 _CACHED_LINES = 16384
 LONG_TEXT = 2048  # characters: a longer message is counted line by line
@@ -82,6 +83,7 @@ class TokenCounter:
         total = 0
         for message in messages:
             total += _PER_MESSAGE + self.remembered(message.content or "")
+            total += IMAGE_TOKENS * len(message.images)
             for call in message.tool_calls:
                 total += self._short(call.name) + self._short(call.arguments)
         return total

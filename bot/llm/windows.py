@@ -1,11 +1,16 @@
-"""Context windows per model: what the bot assumes a model can take.
+"""Context windows per model: what the bot assumes a model can take (and which models see
+images).
 
 `ModelWindows` answers, first to last: the `BOT_LLM__CONTEXT_WINDOW` setting (for the
 configured model); the limit a provider stated in a context-overflow error, remembered in the
 workspace (`state/windows.json`) so a restart knows it too; `config/models.json` (versioned); its
 default for a model nobody listed (`/status` says which, `source`):
 
-    {"version": 1, "default_context_window": 32768, "context_windows": {"gpt-4o": 128000, …}}
+    {"version": 1, "default_context_window": 32768, "context_windows": {"gpt-4o": 128000, …},
+     "vision": ["gpt-4o", …]}
+
+`vision` lists the models that read images (matched the same way; `bot.media.photo` asks, and
+`BOT_MEDIA__VISION` overrides it for the configured model).
 
 A model name is matched case-insensitively, first exactly, then by the longest known name it
 starts with, ending at a separator ("gpt-4o-mini-2024-07-18" → "gpt-4o-mini", but "gpt-4o" is
@@ -20,7 +25,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -31,12 +36,14 @@ log = structlog.get_logger(__name__)
 FORMAT_VERSION = 1
 DEFAULT_CONTEXT_WINDOW = 32768
 OVERRIDE_VAR = "BOT_LLM__CONTEXT_WINDOW"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class ContextWindows:
     default: int = DEFAULT_CONTEXT_WINDOW
     known: Mapping[str, int] = field(default_factory=dict)  # lower-case names
+    vision: frozenset[str] = frozenset()  # lower-case names of the models that read images
 
     def for_model(self, model: str) -> int:
         """The model's window in tokens; `default` for a model nobody listed."""
@@ -49,16 +56,23 @@ class ContextWindows:
 
     def listed(self, model: str) -> int | None:
         """The model's window as listed, or None."""
-        for name in _names(model):
-            if (window := self._match(name)) is not None:
-                return window
-        return None
+        return _lookup(self.known, model)
 
-    def _match(self, name: str) -> int | None:
-        if name in self.known:
-            return self.known[name]
-        prefixes = [k for k in self.known if name.startswith(k) and not name[len(k)].isalnum()]
-        return self.known[max(prefixes, key=len)] if prefixes else None
+    def sees_images(self, model: str) -> bool:
+        """Whether the model is listed under `vision`."""
+        return _lookup(dict.fromkeys(self.vision, True), model) or False
+
+
+def _lookup(known: Mapping[str, T], model: str) -> T | None:
+    """`model`'s entry in `known`: by its name, then without each provider prefix; a name is
+    matched exactly, else by the longest known name it starts with, ending at a separator."""
+    for name in _names(model):
+        if name in known:
+            return known[name]
+        prefixes = [k for k in known if name.startswith(k) and not name[len(k)].isalnum()]
+        if prefixes:
+            return known[max(prefixes, key=len)]
+    return None
 
 
 def _names(model: str) -> list[str]:
@@ -89,7 +103,12 @@ def parse_windows(document: Any) -> ContextWindows:
     if not isinstance(windows, dict):
         raise ValueError("context_windows must be an object of model name → tokens")
     known = {str(name).strip().lower(): _tokens(size, str(name)) for name, size in windows.items()}
-    return ContextWindows(default=default, known=known)
+    vision = document.get("vision", [])
+    if not isinstance(vision, list) or not all(isinstance(name, str) for name in vision):
+        raise ValueError("vision must be a list of model names")
+    return ContextWindows(
+        default=default, known=known, vision=frozenset(name.strip().lower() for name in vision)
+    )
 
 
 def _tokens(value: Any, name: str) -> int:
@@ -120,6 +139,9 @@ class ModelWindows:
         if (learned := self._learned.get(_key(model))) is not None:
             return learned
         return self.table.for_model(model)
+
+    def sees_images(self, model: str) -> bool:
+        return self.table.sees_images(model)
 
     def source(self, model: str) -> str:
         """Where `for_model`'s answer comes from, for a person to read."""

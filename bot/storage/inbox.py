@@ -28,18 +28,18 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
 import structlog
 
-from bot.models import ChatType, Inbound
+from bot.models import Attachment, AttachmentKind, ChatType, Inbound
 from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
 from bot.storage.workspace import encode_key
 
-FORMAT_VERSION = 2  # 1: no reply, no sent count
+FORMAT_VERSION = 2  # 1: no reply, no sent count; "attachments" may be missing (none)
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
@@ -190,6 +190,7 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "reply_to_message_id": inbound.reply_to_message_id,
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
+        "attachments": [asdict(attachment) for attachment in inbound.attachments],
     }
 
 
@@ -210,4 +211,20 @@ def _decode(document: dict[str, Any]) -> Inbound:
         reply_to_message_id=document.get("reply_to_message_id"),
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
+        attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+    )
+
+
+def _attachment(raw: dict[str, Any]) -> Attachment:
+    kind = raw["kind"]
+    if kind not in get_args(AttachmentKind):
+        raise ValueError(f"unknown attachment kind {kind!r}")
+    return Attachment(
+        kind=kind,
+        file_id=str(raw["file_id"]),
+        file_name=raw.get("file_name"),
+        mime_type=raw.get("mime_type"),
+        size=raw.get("size"),
+        duration=raw.get("duration"),
+        what=str(raw.get("what") or ""),
     )

@@ -96,6 +96,11 @@ class Workspace:
         found = sorted(p for p in folder.glob("????-??-??.md") if _is_day(p.stem))
         return [path for path in found if self.inside_scope(path)]
 
+    def media_path(self, scope: MemoryScope, name: str) -> Path:
+        """A file that came with a message (a photo, a voice note …), kept beside the scope's
+        memory (`bot.media`): `files/<name>`."""
+        return self.memory_dir(scope) / "files" / name
+
     def inside_scope(self, path: Path) -> bool:
         """Whether a memory file may be used for the scope it lies in (warned when not)."""
         return inside_scope(path, self.memory_root)

@@ -45,6 +45,7 @@ from bot.conversation.compaction import Compactor
 from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
 from bot.llm import failures
+from bot.media.reader import MediaReader
 from bot.models import ChatMessage, Inbound, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.chatter import ChatterStore
@@ -96,6 +97,7 @@ class TurnRunner:
         delivery: Delivery | None = None,  # default: `Delivery(inbox)`
         notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
         chatter: ChatterStore | None = None,  # None: group messages not for the bot are dropped
+        media: MediaReader | None = None,  # None: a message's attachments are not read
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -112,6 +114,7 @@ class TurnRunner:
         self.delivery = delivery or Delivery(inbox)
         self.notice_after = notice_after
         self.chatter = chatter
+        self.media = media
 
     def jumps_queue(self, inbound: Inbound) -> bool:
         """The door's messages (a stranger's, /pair, /claim …) and /stop are answered at
@@ -232,20 +235,11 @@ class TurnRunner:
             return _last_reply(session)
         await replier.acknowledge()
         session = await self._begin(session, inbound, replier)
-        ctx = TurnContext(
-            inbound=inbound,
-            turn_id=turn_id,
-            scope=self.access.scope_for(inbound),
-            session=session,
-            user_message=ChatMessage(
-                role="user", content=speakers.spoken(inbound), at=inbound.received_at, turn=turn_id
-            ),
-            chatter=await self.chatter.pending(inbound.session_key) if self.chatter else (),
-        )
-        log.info("turn_start", chars=len(inbound.text), chatter=len(ctx.chatter))
+        log.info("turn_start", chars=len(inbound.text), attachments=len(inbound.attachments))
         async with replier.typing(), live_reply(replier) as live:
-            ctx.live = live
             try:
+                ctx = await self._context(inbound, turn_id, session)
+                ctx.live = live
                 ctx = await self._run(ctx)
             except StopTurn as stop:
                 return stop.reply or ""
@@ -256,6 +250,27 @@ class TurnRunner:
             await self.chatter.drop(inbound.session_key, {said.id for said in ctx.chatter})
         log.info("turn_done", reply_chars=len(ctx.reply or ""))
         return ctx.reply or ""
+
+    async def _context(self, inbound: Inbound, turn_id: str, session: Session) -> TurnContext:
+        """The turn's context, what came with the message read first (`bot.media`: its one
+        line ends the turn, `StopTurn`, when it cannot be read)."""
+        scope = self.access.scope_for(inbound)
+        reading = await self.media.read(inbound, scope) if self.media else None
+        text = reading.text if reading else inbound.text
+        return TurnContext(
+            inbound=inbound,
+            turn_id=turn_id,
+            scope=scope,
+            session=session,
+            user_message=ChatMessage(
+                role="user",
+                content=speakers.spoken(inbound, text),
+                at=inbound.received_at,
+                turn=turn_id,
+            ),
+            images=reading.images if reading else (),
+            chatter=await self.chatter.pending(inbound.session_key) if self.chatter else (),
+        )
 
     async def _run(self, ctx: TurnContext) -> TurnContext:
         """Run the pipeline; after a context overflow, compact once and run the turn again
@@ -295,6 +310,7 @@ class TurnRunner:
             user_message=ctx.user_message,
             live=ctx.live,
             chatter=ctx.chatter,
+            images=ctx.images,
         )
         return fresh, result.compacted
 

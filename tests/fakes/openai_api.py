@@ -13,6 +13,10 @@ counted as an over-call, and ``assert_done()`` fails loudly on over-calls and on
 missing model, rate limits, overload); ``Reply(delay=…)`` is a slow model, ``Hang`` one that
 answers only when told.
 
+``POST /v1/audio/transcriptions`` answers the next of ``transcribe(...)``'s texts (or ``Fail``s)
+and keeps each request (model, file name, bytes) in ``transcription_requests``; ``image_parts``
+reads the images a chat request showed.
+
 With ``window`` it refuses, as OpenAI does (and says the limit), every request whose prompt is
 longer than that many tokens, counted as a provider counts (`provider_tokens`), and counts them
 in ``refused``.
@@ -200,6 +204,17 @@ def _content_chars(content: Any) -> int:
     return 0
 
 
+def image_parts(request: Json) -> list[tuple[str, str]]:
+    """The images a chat request's messages show, in order: (role, data URL)."""
+    return [
+        (str(message.get("role")), str(part["image_url"]["url"]))
+        for message in request.get("messages") or []
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("type") == "image_url"
+    ]
+
+
 def rough_prompt_tokens(request: Json) -> int:
     """Total characters of all message contents // 4."""
     messages = request.get("messages") or []
@@ -316,6 +331,8 @@ class FakeOpenAI(LocalServer):
         self.requests: list[Json] = []
         self.request_headers: list[dict[str, str]] = []
         self.embedding_requests: list[Json] = []
+        self.transcription_requests: list[Json] = []
+        self._transcripts: deque[str | Fail] = deque()
         self._models = list(models)
         self._script: deque[Step] = deque()
         self._tool_call_ids = 0
@@ -331,6 +348,7 @@ class FakeOpenAI(LocalServer):
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         app.router.add_get("/v1/models", self._list_models)
         return app
 
@@ -346,6 +364,10 @@ class FakeOpenAI(LocalServer):
     def script(self, *steps: Step) -> None:
         """Append steps; each chat completion request consumes one."""
         self._script.extend(steps)
+
+    def transcribe(self, *answers: str | Fail) -> None:
+        """Append transcription answers: the text heard, or a failure; each request takes one."""
+        self._transcripts.extend(answers)
 
     def answer_all(self, factory: StepFactory) -> None:
         """Answer every request with ``factory(request_json)`` once the script is empty."""
@@ -384,6 +406,8 @@ class FakeOpenAI(LocalServer):
             problems.append(
                 f"{len(self._script)} scripted step(s) never used: {list(self._script)}"
             )
+        if self._transcripts:
+            problems.append(f"transcription(s) never asked for: {list(self._transcripts)}")
         if problems:
             raise AssertionError("FakeOpenAI: " + "; ".join(problems))
 
@@ -538,6 +562,24 @@ class FakeOpenAI(LocalServer):
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             }
         )
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        file = form.get("file")
+        if not isinstance(file, web.FileField):
+            return _error(400, "'file' is a required property", param="file")
+        self.transcription_requests.append(
+            {"model": form.get("model"), "file_name": file.filename, "data": file.file.read()}
+        )
+        self._notify()
+        if (denied := self._auth_error(request)) is not None:
+            return denied
+        if not self._transcripts:
+            return _error(500, "FakeOpenAI: no transcription scripted", type="server_error")
+        answer = self._transcripts.popleft()
+        if isinstance(answer, Fail):
+            return _error(answer.status, answer.message, type=answer.type, code=answer.code)
+        return web.json_response({"text": answer})
 
     async def _list_models(self, request: web.Request) -> web.Response:
         if (denied := self._auth_error(request)) is not None:

@@ -6,6 +6,9 @@ it through ``base_url``. It records every call, validates what a bot most often 
 failures (``fail_next``) such as "can't parse entities" or 429 flood control. Drafts
 (``sendMessageDraft``, private chats only) are recorded in ``drafts``; ``drafts_supported = False``
 answers them 404, as a Bot API server older than 9.5 does.
+It serves the
+files of the messages it was given (``push_media``): getFile, then the download under
+``base_file_url``, each download counted in ``downloads``.
 
     async with FakeTelegram() as tg:
         app = ApplicationBuilder().token(tg.token).base_url(tg.base_url).build()
@@ -36,6 +39,7 @@ Predicate = Callable[[Params], bool]
 
 DEFAULT_TOKEN = "123456:TEST-token-abc"
 MAX_TEXT_UTF16 = 4096
+MAX_DOWNLOAD = 20 * 1024 * 1024  # getFile: "Bad Request: file is too big" past this
 FIRST_UPDATE_ID = 1000
 CANT_PARSE_ENTITIES = (
     "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 5"
@@ -413,6 +417,8 @@ class FakeTelegram(LocalServer):
         self._failures: list[_Failure] = []
         self.drafts: list[ShownDraft] = []
         self.drafts_supported = True
+        self._files: dict[str, tuple[bytes, int]] = {}  # file_id → (bytes served, size told)
+        self.downloads: list[str] = []  # the file ids downloaded, in order
         self._poll_generation = 0
         self._polls_waiting = 0
         self._wakeup = asyncio.Event()
@@ -432,6 +438,7 @@ class FakeTelegram(LocalServer):
             "sendMessageDraft": self._send_message_draft,
             "deleteMessage": self._delete_message,
             "setMessageReaction": self._set_message_reaction,
+            "getFile": self._get_file,
             "close": lambda _params: True,
             "logOut": lambda _params: True,
         }
@@ -442,6 +449,7 @@ class FakeTelegram(LocalServer):
     def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         return app
 
     def on_stop(self) -> None:
@@ -506,24 +514,57 @@ class FakeTelegram(LocalServer):
         self._incoming[(chat_id, message["message_id"])] = message
         return self.push_update({"message": message})
 
-    def push_media(self, chat_id: int, user_id: int, kind: str, *, first_name: str = "Ann") -> int:
-        """Queue a private message without text: a "sticker", a "photo" or a "voice" note."""
-        media: dict[str, Any] = {"file_id": f"{kind}-1", "file_unique_id": f"{kind}-u1"}
+    def push_media(
+        self,
+        chat_id: int,
+        user_id: int,
+        kind: str,
+        *,
+        first_name: str = "Ann",
+        data: bytes = b"fake media",
+        caption: str | None = None,
+        file_name: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,  # the size Telegram tells (default: of `data`)
+        chat_type: str = "private",
+    ) -> int:
+        """Queue a message holding a file or thing: a "sticker", a "photo", a "voice" note,
+        an "audio" file, a "document", a "location"; its file is served (getFile)."""
+        told = len(data) if size is None else size
+        file_id = self.serve_file(data, size=told, file_id=f"{kind}-{self._next_update_id}")
+        media: dict[str, Any] = {
+            "file_id": file_id,
+            "file_unique_id": f"u-{file_id}",
+            "file_size": told,
+        }
+        named = {k: v for k, v in (("file_name", file_name), ("mime_type", mime_type)) if v}
         content = {
             "sticker": {**media, "type": "regular", "width": 512, "height": 512,
                         "is_animated": False, "is_video": False},
-            "photo": [{**media, "width": 90, "height": 90}],
-            "voice": {**media, "duration": 2},
+            "photo": [{**media, "file_id": f"{file_id}-small", "width": 90, "height": 90},
+                      {**media, "width": 1280, "height": 960}],
+            "voice": {**media, "duration": 2, "mime_type": mime_type or "audio/ogg"},
+            "audio": {**media, "duration": 2, **named},
+            "document": {**media, **named},
+            "location": {"latitude": 48.85, "longitude": 2.35},
         }[kind]  # fmt: skip
         user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
         message: dict[str, Any] = {
             "message_id": self._next_message_id(chat_id),
             "date": _now(),
-            "chat": self._remember_chat(chat_id, "private", None, user),
+            "chat": self._remember_chat(chat_id, chat_type, None, user),
             "from": user,
             kind: content,
         }
+        if caption is not None:
+            message["caption"] = caption
         return self.push_update({"message": message})
+
+    def serve_file(self, data: bytes, *, size: int | None = None, file_id: str = "") -> str:
+        """Serve `data` (getFile tells `size`, by default its own); the file id."""
+        file_id = file_id or f"file-{len(self._files) + 1}"
+        self._files[file_id] = (data, len(data) if size is None else size)
+        return file_id
 
     def fail_next(
         self,
@@ -898,6 +939,30 @@ class FakeTelegram(LocalServer):
                 raise ApiError(400, "Bad Request: REACTION_INVALID")
         self._reactions[key] = reaction
         return True
+
+    def _get_file(self, params: Params) -> dict[str, Any]:
+        file_id = str(params.get("file_id") or "")
+        if file_id not in self._files:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        size = self._files[file_id][1]
+        if size > MAX_DOWNLOAD:
+            raise ApiError(400, "Bad Request: file is too big")
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u-{file_id}",
+            "file_size": size,
+            "file_path": f"media/{file_id}",
+        }
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self._token:
+            return web.Response(status=401)
+        file_id = request.match_info["path"].removeprefix("media/")
+        if file_id not in self._files:
+            return web.Response(status=404)
+        self.downloads.append(file_id)
+        self._notify()
+        return web.Response(body=self._files[file_id][0])
 
     def _delete_message(self, params: Params) -> bool:
         key = (_chat_id(params), _int_param(params, "message_id", 0))

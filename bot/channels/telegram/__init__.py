@@ -2,7 +2,9 @@
 
 polling.py   `TelegramChannel`: start, our own long polling (journal first, then confirm),
              outages, shutdown
-inbound.py   an update as an `Inbound` (groups: what does not address the bot is chatter)
+inbound.py   an update as an `Inbound`, attachments too (groups: what does not address the bot
+             is chatter)
+files.py     `TelegramFiles`: a message's file (getFile, download) for `bot.media`
 replies.py   `TelegramReplier`: pieces, fallbacks (plain text, halves), `SendFailed`
 drafts.py    a reply shown while it is written: sendMessageDraft, or a message edited
 format.py    LLM markdown → text + entities, split under the limit

@@ -1,18 +1,25 @@
-"""A Telegram update as an `Inbound`, or None when it is not for us. A group message that does
-not address the bot is an `Inbound` with `addressed=False` (chatter, kept as context: see
-`bot.turn.runner`); a command addressed to another bot is None."""
+"""A Telegram update as an `Inbound`, or None when it is not for us (a command addressed to
+another bot, a service message). A group message that does not address the bot is an `Inbound`
+with `addressed=False` (chatter, kept as context: see `bot.turn.runner`). A photo (its largest
+size), a voice note, an audio file, a document or anything else (a sticker, a location, a video
+…) becomes an `Attachment`, its caption the text; `bot.media` reads it before the turn."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC
+from datetime import UTC, timedelta
 from typing import Any
 
-from telegram import Chat, Message, Update, User
+from telegram import Audio, Chat, Message, Update, User, Voice
 
-from bot.models import ChatType, Inbound
+from bot.models import Attachment, AttachmentKind, ChatType, Inbound
 
 CHANNEL = "telegram"
+# what a message may hold besides text that we only name (kind "other"), in PTB's words
+OTHER_CONTENT = (
+    "sticker", "video", "video_note", "animation", "location", "venue", "contact", "poll",
+    "dice", "game", "story", "paid_media", "checklist",
+)  # fmt: skip
 _CHAT_TYPES: dict[str, ChatType] = {
     "private": "private",
     "group": "group",
@@ -23,29 +30,61 @@ _CHAT_TYPES: dict[str, ChatType] = {
 
 def to_inbound(update: Update, *, bot_username: str | None) -> Inbound | None:
     message, chat, user = update.effective_message, update.effective_chat, update.effective_user
-    if message is None or chat is None or user is None or message.text is None:
+    if message is None or chat is None or user is None:
         return None
-    text = message.text
+    attachments = attachments_of(message)
+    if message.text is None and not attachments:
+        return None
+    text = message.text if message.text is not None else (message.caption or "")
     if chat.type != "private":
-        addressed = _addressed_text(message.text, message, bot_username)
+        addressed = _addressed_text(text, message, bot_username)
         if addressed is None:
-            chatter = not text.startswith("/")
-            return _inbound(update, message, chat, user, text, addressed=False) if chatter else None
+            if not text or text.startswith("/"):  # chatter is text: a caption, not a file
+                return None
+            return _inbound(update, message, chat, user, text, (), addressed=False)
         text = addressed
-    return _inbound(update, message, chat, user, text)
+    return _inbound(update, message, chat, user, text, attachments)
 
 
-def unreadable(update: Update) -> Inbound | None:
-    """A private message we cannot read (a photo, a sticker, a voice note …) as an `Inbound`
-    with no text: a stranger's gets the door's notice, anyone else's `TEXT_ONLY`."""
-    message, chat, user = update.message, update.effective_chat, update.effective_user
-    if message is None or chat is None or user is None or chat.type != "private":
-        return None
-    return None if message.text else _inbound(update, message, chat, user, "")
+def attachments_of(message: Message) -> tuple[Attachment, ...]:
+    """What the message holds besides its text (a message holds one at most)."""
+    if message.photo:
+        largest = max(message.photo, key=lambda size: size.width * size.height)
+        return (Attachment("photo", largest.file_id, None, "image/jpeg", largest.file_size),)
+    if (voice := message.voice) is not None:
+        return (_sound("voice", voice.file_id, None, voice.mime_type, voice.file_size, voice),)
+    if (audio := message.audio) is not None:
+        file = (audio.file_id, audio.file_name, audio.mime_type, audio.file_size)
+        return (_sound("audio", *file, audio),)
+    if (document := message.document) is not None:
+        file = (document.file_id, document.file_name, document.mime_type, document.file_size)
+        return (Attachment("document", *file),)
+    what = next((name for name in OTHER_CONTENT if getattr(message, name, None)), None)
+    return () if what is None else (Attachment("other", "", what=what.replace("_", " ")),)
+
+
+def _sound(
+    kind: AttachmentKind,
+    file_id: str,
+    name: str | None,
+    mime_type: str | None,
+    size: int | None,
+    sound: Voice | Audio,
+) -> Attachment:
+    length = sound.duration
+    seconds = int(length.total_seconds()) if isinstance(length, timedelta) else int(length)
+    return Attachment(kind, file_id, name, mime_type, size, seconds)
 
 
 def _inbound(
-    update: Update, message: Message, chat: Chat, user: User, text: str, *, addressed: bool = True
+    update: Update,
+    message: Message,
+    chat: Chat,
+    user: User,
+    text: str,
+    attachments: tuple[Attachment, ...],
+    *,
+    addressed: bool = True,
 ) -> Inbound:
     return Inbound(
         id=f"{CHANNEL}:update:{update.update_id}",  # `update_id_of` reads it back
@@ -62,6 +101,7 @@ def _inbound(
         else None,
         user_name=user.username or user.first_name,
         addressed=addressed,
+        attachments=attachments,
     )
 
 

@@ -29,12 +29,8 @@ from telegram.ext import AIORateLimiter, ExtBot
 
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
-from bot.channels.telegram.inbound import (
-    CHANNEL,
-    to_inbound,
-    unreadable,
-    update_id_of,
-)
+from bot.channels.telegram.files import TelegramFiles
+from bot.channels.telegram.inbound import CHANNEL, to_inbound, update_id_of
 from bot.channels.telegram.replies import TelegramReplier
 from bot.errors import StartupError
 from bot.models import Inbound
@@ -47,7 +43,6 @@ from bot.turn.runner import TurnRunner
 log = structlog.get_logger(__name__)
 
 ALLOWED = ["message"]  # the updates we ask for: new messages (not edits, not channel posts)
-TEXT_ONLY = "I can only read text messages for now."
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the last repeats
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
@@ -91,6 +86,8 @@ class TelegramChannel:
             rate_limiter=AIORateLimiter(max_retries=3),
         )
         await _started(bot, self.base_url)
+        if self.runner.media is not None:
+            self.runner.media.connect(CHANNEL, TelegramFiles(bot))
         await self._beat()
         try:
             intake = Intake(
@@ -140,18 +137,8 @@ class TelegramChannel:
             await asyncio.to_thread(self.heartbeat.beat)
 
     async def _take(self, bot: Bot, intake: Intake, updates: Sequence[Update]) -> None:
-        inbounds: list[Inbound] = []
-        for update in updates:
-            inbound = to_inbound(update, bot_username=bot.username)
-            if inbound is not None:
-                inbounds.append(inbound)
-            elif (unread := unreadable(update)) is not None:
-                if self.runner.jumps_queue(unread):  # a stranger's: the door's notice, once
-                    inbounds.append(unread)
-                else:
-                    replier = self._private(bot, unread.chat_id)
-                    intake.aside(self.runner.delivery.notice(TEXT_ONLY, replier))
-        await intake.receive(inbounds)
+        inbounds = (to_inbound(update, bot_username=bot.username) for update in updates)
+        await intake.receive([inbound for inbound in inbounds if inbound is not None])
 
     def _private(self, bot: Bot, chat_id: int) -> TelegramReplier:
         """A replier for a private chat (a user's chat id is their user id)."""

@@ -1,0 +1,57 @@
+"""`OpenAITranscriber`: speech to text through an OpenAI-compatible `/v1/audio/transcriptions`
+(OpenAI's whisper-1 or gpt-4o-transcribe, a faster-whisper or LocalAI server, Groq …).
+
+A failure is a `TranscriptionFailed` whose message says why in a few words (the service did not
+answer, refused the key, has no such endpoint or model): never the key, never the provider's
+text (a refused key is echoed there).
+"""
+
+from __future__ import annotations
+
+import openai
+import structlog
+
+from bot.errors import TranscriptionFailed
+
+log = structlog.get_logger(__name__)
+
+_REFUSALS = {
+    401: "the transcription service refused the key",
+    403: "the transcription service refused the key",
+    404: "the transcription service has no such endpoint or model",
+    413: "the recording is too large for the transcription service",
+    429: "the transcription service is busy or out of credit",
+}
+
+
+class OpenAITranscriber:
+    def __init__(
+        self, *, base_url: str, api_key: str, model: str, timeout: float, max_retries: int = 1
+    ) -> None:
+        self.model = model
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
+
+    async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str:
+        """The words spoken in `audio` ("" when none); `TranscriptionFailed` when the service
+        cannot say."""
+        try:
+            result = await self._client.audio.transcriptions.create(
+                model=self.model, file=(file_name, audio, mime_type or "application/octet-stream")
+            )
+        except openai.APIStatusError as exc:
+            log.warning("transcription_refused", status=exc.status_code, model=self.model)
+            down = "is down" if exc.status_code >= 500 else "failed"
+            reason = _REFUSALS.get(exc.status_code, f"the transcription service {down}")
+            raise TranscriptionFailed(f"{reason} (HTTP {exc.status_code})") from None
+        except openai.APIError as exc:  # connection, timeout
+            log.warning("transcription_unreachable", error=type(exc).__name__)
+            raise TranscriptionFailed("the transcription service did not answer") from None
+        return result.text.strip()
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        await self._client.close()

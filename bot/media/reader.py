@@ -1,0 +1,54 @@
+"""`MediaReader`: a message's attachments read, before the pipeline, by the `KindReader` of
+their kind (one module each: voice, photo, document, other); the channels connect their
+`Fetcher`. A message without attachments reads as its text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.media.files import Fetcher, MessageFiles
+from bot.media.other import OtherReader
+from bot.media.reading import KindReader, Reading
+from bot.models import AttachmentKind, Inbound, MemoryScope
+from bot.storage.workspace import Workspace
+
+
+class MediaReader:
+    def __init__(
+        self,
+        readers: Mapping[AttachmentKind, KindReader],
+        *,
+        workspace: Workspace,
+        max_bytes: int,
+        fetchers: Mapping[str, Fetcher] | None = None,  # by channel
+    ) -> None:
+        self.readers = dict(readers)
+        self.workspace = workspace
+        self.max_bytes = max_bytes
+        self.fetchers = dict(fetchers or {})
+        self.other: KindReader = OtherReader()
+
+    def connect(self, channel: str, fetcher: Fetcher) -> None:
+        """The channel's way to its files (Telegram connects its bot once started)."""
+        self.fetchers[channel] = fetcher
+
+    async def read(self, inbound: Inbound, scope: MemoryScope) -> Reading:
+        """The message as the turn reads it; `Unreadable` (one line, the model not called)
+        when an attachment cannot be read."""
+        if not inbound.attachments:
+            return Reading(inbound.text)
+        files = MessageFiles(
+            inbound,
+            scope,
+            fetcher=self.fetchers.get(inbound.channel),
+            workspace=self.workspace,
+            max_bytes=self.max_bytes,
+        )
+        readings = [
+            await self.readers.get(attachment.kind, self.other).read(inbound, attachment, files)
+            for attachment in inbound.attachments
+        ]
+        return Reading(
+            "\n".join(reading.text for reading in readings),
+            tuple(image for reading in readings for image in reading.images),
+        )
