@@ -55,14 +55,14 @@ CHANGING = (
             ],
         ),
         first=(
-            "I just accepted an offer as a {role} at {place}, I start Monday!",
+            "I just accepted a job offer as a {role} at {place}, I start Monday!",
             "Big news: I'm going to be working as a {role} at {place}.",
-            "First week as a {role} at {place} is done, exhausted but happy.",
+            "First week of the new job as a {role} at {place} is done, exhausted but happy.",
         ),
         change=(
-            "I handed in my notice. Next month I become a {role} at {place}.",
+            "I handed in my notice at work. Next month I become a {role} at {place}.",
             "So I switched jobs, I'm a {role} at {place} now.",
-            "Signed the contract today: {role}, {place}. Goodbye old office!",
+            "Signed the contract for my new job today: {role}, {place}. Goodbye old office!",
         ),
         now=(
             "What does {X} do for a living these days?",
@@ -106,13 +106,13 @@ CHANGING = (
         ),
         first=(
             "We've lived in {city} for about six years now and I still love it.",
-            "Rent in {city} keeps climbing, our landlord raised it again.",
+            "Living in {city} gets pricier every year, our landlord raised the rent again.",
             "Spring in {city} is the best, the parks are full every evening.",
         ),
         change=(
             "The movers came yesterday, we're officially living in {city} now!",
             "We signed a lease in {city}, so the big move is happening.",
-            "Still unpacking boxes in the new apartment in {city}.",
+            "Still unpacking boxes after the move to the new apartment in {city}.",
         ),
         now=(
             "Which city does {X} live in now?",
@@ -151,12 +151,12 @@ CHANGING = (
             ],
         ),
         first=(
-            "My old {car} broke down again on the highway, third time this year.",
-            "Took the {car} in for new tyres, cost a fortune.",
+            "My old car, a {car}, broke down again on the highway, third time this year.",
+            "Took my car in for new tyres, that {car} costs a fortune.",
         ),
         change=(
-            "Traded in the old one, I'm driving a {car} now.",
-            "Picked up my new {car} from the dealer this afternoon!",
+            "Traded in the old car, I'm driving a {car} now.",
+            "Picked up my new car from the dealer this afternoon, a {car}!",
         ),
         now=(
             "What car does {X} drive now?",
@@ -215,12 +215,12 @@ CHANGING = (
             ],
         ),
         first=(
-            "I joined a {sport} club, training twice a week.",
+            "I joined a {sport} club, my new sport, training twice a week.",
             "Sore everywhere after {sport} practice yesterday.",
         ),
         change=(
             "My knee can't take it anymore, so I've switched to {sport}.",
-            "Dropped the old club. It's all {sport} for me now.",
+            "Dropped the old club and the old sport. It's all {sport} for me now.",
         ),
         now=(
             "What sport is {X} into at the moment?",
