@@ -37,7 +37,7 @@ Ranking (the decision):
    Reciprocal Rank Fusion (as before issue 13): RRF gives a vector list the same say as bm25
    whatever the embedder is worth, and on long conversations a weak one costs recall (on a
    public two-person benchmark hybrid lost 6.5 points to keyword alone; on
-   tests/data/evalset_months.json an embedder of noise loses 0.05 with RRF). With the keyword
+   tests/data/evalset_months.json an embedder of noise costs 0.09 with RRF). With the keyword
    order untouched, hybrid's first hits are keyword's and every vector hit comes after them,
    so recall@k and recall within a budget can only rise over keyword alone, whatever the
    embedder: a model that knows the words fills the gaps on paraphrases (0.630 → 0.950 within
