@@ -280,9 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dataset = generate(seed=args.seed, conversations=args.conversations)
     atomic_write_text(args.output, json.dumps(dataset, indent=1, ensure_ascii=False) + "\n")
-    questions = dataset["questions"]
-    assert isinstance(questions, list)
-    print(f"{args.output}: {args.conversations} conversations, {len(questions)} questions")
+    asked = len(questions) if isinstance(questions := dataset["questions"], list) else 0
+    print(f"{args.output}: {args.conversations} conversations, {asked} questions")
     return 0
 
 
