@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 from collections.abc import Sequence
@@ -22,17 +21,13 @@ from pathlib import Path
 
 import structlog
 
-from bot import logs, memory_cli, pair_cli, prompt_cli
+from bot import eval_cli, logs, memory_cli, pair_cli, prompt_cli
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.errors import is_network_error, startup_error
 from bot.doctor import doctor, health
 from bot.errors import ConfigError, StartupError
-from bot.eval.dataset import load_dataset
-from bot.eval.retrieval import evaluate
-from bot.index import Embedder, Model2VecEmbedder
-from bot.llm.tokens import TokenCounter
 from bot.settings import Settings, load_settings, require_secret, secret_values
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
@@ -50,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
     sub.add_parser("doctor", help="check the workspace, Telegram, owners, the model, recall")
     sub.add_parser("health", help="is the running bot polling? (its heartbeat; Docker)")
-    _add_eval_parser(sub)
+    eval_cli.add_parser(sub)
     memory_cli.add_parser(sub)
     pair_cli.add_parser(sub)
     prompt_cli.add_parser(sub)
@@ -60,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings()
         scrub = _configure_logs(settings, to_file=_log_file(settings, args))  # before all else
         if args.command == "eval":
-            return eval_retrieval(settings, args)
+            return eval_cli.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "memory":
             return memory_cli.run(settings, args)
         if args.command == "pair":
@@ -156,59 +151,6 @@ def _log_file(settings: Settings, args: argparse.Namespace) -> Path | None:
 
 def _transient(exc: BaseException) -> bool:
     return logs.is_transport_error(exc) or is_network_error(exc)
-
-
-def _add_eval_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    kinds = sub.add_parser("eval", help="measure the bot offline").add_subparsers(required=True)
-    retrieval = kinds.add_parser(
-        "retrieval", help="recall of the memory index on a dataset (README: Retrieval evaluation)"
-    )
-    retrieval.add_argument("dataset", type=Path, metavar="DATASET.json")
-    retrieval.add_argument(
-        "--k", type=_positive, nargs="+", default=[5, 10, 20], help="recall@k for each (5 10 20)"
-    )
-    retrieval.add_argument(
-        "--budget-tokens", type=_positive, default=1024, help="recall@budget's budget (1024)"
-    )
-    retrieval.add_argument("--baseline", choices=["bm25"], help="also run this baseline")
-    retrieval.add_argument(
-        "--embedder", choices=["none", "model2vec"], help="default: the rag.embedder setting"
-    )
-    retrieval.add_argument("--model2vec-path", type=Path, help="default: rag.model2vec_path")
-
-
-def eval_retrieval(settings: Settings, args: argparse.Namespace) -> int:
-    """Print the retrieval evaluation's JSON report (`bot.eval`)."""
-    dataset = load_dataset(args.dataset)
-    report = evaluate(
-        dataset,
-        ks=sorted(set(args.k)),
-        budget_tokens=args.budget_tokens,
-        embedder=_eval_embedder(settings, args.embedder, args.model2vec_path),
-        baseline=args.baseline == "bm25",
-        count=TokenCounter().count,
-    )
-    print(json.dumps({"dataset": str(args.dataset), **report}, indent=2))
-    return 0
-
-
-def _eval_embedder(settings: Settings, choice: str | None, folder: Path | None) -> Embedder | None:
-    choice = choice or settings.rag.embedder
-    if choice == "none":
-        return None
-    if choice != "model2vec":
-        raise ConfigError("the retrieval eval runs offline: pass --embedder none or model2vec")
-    folder = folder or settings.rag.model2vec_path
-    if folder is None:
-        raise ConfigError("--embedder model2vec needs --model2vec-path (or rag.model2vec_path)")
-    return Model2VecEmbedder(folder)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
 
 
 _COMMANDS = {"run": run_telegram, "chat": run_console, "doctor": doctor}

@@ -16,6 +16,7 @@ from bot.cli import main
 from bot.eval.corpus import SourceText, Span, build_corpus, pairs
 from bot.eval.dataset import Conversation, Dataset, Question, Session, Turn
 from bot.eval.report import Answer, Retrieved, score
+from bot.eval.synthetic import generate
 from bot.index import Hit
 from bot.index.search import snippet
 from bot.storage.workspace import Workspace
@@ -160,3 +161,33 @@ def test_recall_at_budget_passes_over_a_hit_too_big_and_takes_a_smaller_one_afte
     hits = (("a" * 6, {"z"}), ("b" * 6, {"x"}), ("c" * 3, {"y"}))
     scored = score(answer(*hits), ks=[3], budget=10, count=len)
     assert (scored.at_budget, scored.budget_hits, scored.budget_tokens) == (0.5, 2, 9)
+
+
+def test_several_datasets_are_slices_with_intervals_and_the_keyword_baseline(
+    tmp_path: Path,
+) -> None:
+    months = tmp_path / "months.json"
+    months.write_text(json.dumps(generate(seed=5, conversations=1)), encoding="utf-8")
+    common = ("--k", "5", "--baseline", "keyword", "--embedder", "model2vec")
+    model = ("--model2vec-path", str(MODEL))
+    done = run_eval(tmp_path, str(months), str(EVALSET), *common, *model)
+    assert done.returncode == 0, done.stderr
+    first, second = json.loads(done.stdout)["slices"]
+    assert (first["dataset"], second["dataset"]) == (str(months), str(EVALSET))
+    assert second["questions"] == 50
+    for report in (first, second):
+        for system in ("mnemo", "keyword"):
+            overall = report[system]["overall"]
+            low, high = overall["ci95"]["recall@budget"]
+            assert low <= overall["recall@budget"] <= high
+    assert first["keyword"]["indexed"] == first["mnemo"]["indexed"]
+
+    table = run_eval(tmp_path, str(months), str(EVALSET), *common, *model, "--table")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith(f"{months}: 1 conversations,")
+    assert any(line.startswith(f"{EVALSET}: 5 conversations,") for line in lines)
+    overall = second["mnemo"]["overall"]
+    row = next(line for line in lines if line.startswith("overall (50) "))
+    assert row.split()[3:5] == [f"{overall['recall@5']:.3f}", f"{overall['recall@budget']:.3f}"]
+    assert sum(line.startswith("target: mnemo >= keyword") for line in lines) == 2

@@ -11,7 +11,7 @@ import pytest
 from bot.index import Exchange, MemoryIndex, Model2VecEmbedder
 from bot.index.keyword import KeywordSearch
 from bot.index.query import fts_expression, query_terms
-from bot.index.search import SNIPPET_CHARS, fuse
+from bot.index.search import SNIPPET_CHARS
 from bot.storage.workspace import Workspace
 from tests.harness import SMALL_MODEL2VEC
 
@@ -167,14 +167,6 @@ def test_newer_and_more_salient_chunks_win_near_ties(keyword_index: MemoryIndex)
     assert keyword_index.search("chess club", scopes=[""], k=1)[0].path == "items/d"
 
 
-def test_reciprocal_rank_fusion_rewards_agreement() -> None:
-    scores = fuse([1, 2, 3], [3, 4])
-
-    assert max(scores, key=lambda i: scores[i]) == 3
-    assert scores[1] == pytest.approx(1 / 61)
-    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
-
-
 def test_a_large_index_scores_only_the_rarer_words(keyword_index: MemoryIndex) -> None:
     """With a budget of 3 postings, "walk" (in 10 chunks) is too common to score."""
     for n in range(10):
@@ -189,3 +181,5 @@ def test_a_large_index_scores_only_the_rarer_words(keyword_index: MemoryIndex) -
 
     assert paths(["walk", "heron"]) == ["items/walk-4"]
     assert paths(["walk", "morning"]) == [f"items/walk-{n}" for n in range(9, 4, -1)], "newest"
+    assert keywords.vague(["walk", "morning"]) and not keywords.vague(["walk", "heron"])
+    assert not keywords.vague([])

@@ -9,8 +9,10 @@ A question's recall is the share of its evidence turns covered by the hits consi
   `TokenCounter` over the text each hit shows; a hit that does not fit is passed over and a
   smaller one after it may still fit (as `# Relevant Memory` and the memory pack fill theirs).
 
-Overall and per-category figures are means over questions; `budget_hits` and `budget_tokens`
-are the mean number of hits and tokens that went into the budget. Latency is per search,
+Overall and per-category figures are means over questions, each recall with its 95%
+confidence interval in `ci95` (`bot.eval.interval`: a bootstrap over the questions);
+`budget_hits` and `budget_tokens` are the mean number of hits and tokens that went into the
+budget. Latency is per search,
 nearest-rank percentiles.
 """
 
@@ -21,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.eval.dataset import Question
+from bot.eval.interval import bootstrap
 
 Count = Callable[[str], int]  # tokens in a text
 
@@ -104,14 +107,18 @@ def percentile(values: Sequence[float], share: float) -> float:
 
 
 def _means(scored: Sequence[Scored], ks: Sequence[int]) -> dict[str, object]:
-    n = len(scored)
-    figures: dict[str, object] = {"questions": n}
-    for position, k in enumerate(ks):
-        figures[f"recall@{k}"] = _mean([s.at_k[position] for s in scored])
-    figures["recall@budget"] = _mean([s.at_budget for s in scored])
+    recalls = {f"recall@{k}": [s.at_k[n] for s in scored] for n, k in enumerate(ks)}
+    recalls["recall@budget"] = [s.at_budget for s in scored]
+    figures: dict[str, object] = {"questions": len(scored)}
+    figures.update((name, _mean(values)) for name, values in recalls.items())
     figures["budget_hits"] = _mean([s.budget_hits for s in scored], digits=1)
     figures["budget_tokens"] = _mean([s.budget_tokens for s in scored], digits=0)
+    figures["ci95"] = {name: _interval(values) for name, values in recalls.items()}
     return figures
+
+
+def _interval(values: Sequence[float]) -> list[float]:
+    return [round(bound, 3) for bound in bootstrap(values)]
 
 
 def _mean(values: Sequence[float], *, digits: int = 3) -> float:

@@ -3,7 +3,9 @@
 `mnemo` is the bot's own index: a fresh `MemoryIndex` in a temporary workspace, fed the
 dataset's exchanges (`add_exchanges`, as system 55 does) and its daily notes (`sync_files`),
 asked each question exactly as `memory_search` asks (`search(question, scopes=[the chat's],
-k=…)`). `bm25` is the baseline over single turns (`bot.eval.bm25`), one index per conversation.
+k=…)`). Baselines: `keyword` is the same index without the embedder (what hybrid ranking must
+never fall below), `bm25` plain BM25 over single turns (`bot.eval.bm25`), one index per
+conversation.
 Both report what each hit shows and which turns it covers (`bot.eval.corpus`); the metrics are
 in `bot.eval.report`. Blocking.
 """
@@ -30,12 +32,15 @@ def evaluate(
     ks: Sequence[int],
     budget_tokens: int,
     embedder: Embedder | None,
-    baseline: bool,
+    baselines: Sequence[str],
     count: Count,
 ) -> dict[str, object]:
-    """The report: the dataset's size, the settings, and each system's figures."""
+    """The report: the dataset's size, the settings, and each system's figures. Baselines:
+    "keyword" (only beside an embedder: without one, `mnemo` is keyword search), "bm25"."""
     runs = [run_mnemo(dataset, k=max(ks), embedder=embedder)]
-    if baseline:
+    if "keyword" in baselines and embedder is not None:
+        runs.append(run_mnemo(dataset, k=max(ks), embedder=None, system="keyword"))
+    if "bm25" in baselines:
         runs.append(run_bm25(dataset, k=max(ks)))
     turns = [c.turns for c in dataset.conversations]
     return {
@@ -49,7 +54,7 @@ def evaluate(
     }
 
 
-def run_mnemo(dataset: Dataset, *, k: int, embedder: Embedder | None) -> Run:
+def run_mnemo(dataset: Dataset, *, k: int, embedder: Embedder | None, system: str = "mnemo") -> Run:
     """The bot's index over the dataset, in a temporary workspace deleted afterwards."""
     with tempfile.TemporaryDirectory(prefix="mnemo-eval-") as folder:
         workspace = Workspace(Path(folder) / "workspace")
@@ -63,7 +68,7 @@ def run_mnemo(dataset: Dataset, *, k: int, embedder: Embedder | None) -> Run:
             index.sync_files()
             built = time.perf_counter() - started
             answers = tuple(_ask(index, corpus, question, k) for question in dataset.questions)
-            return Run("mnemo", answers, built, index.stats().chunks)
+            return Run(system, answers, built, index.stats().chunks)
         finally:
             index.close()
 

@@ -30,13 +30,27 @@ Ranking (the decision):
    rarer words are scored, and a query of nothing but common words takes the newest matches —
    see keyword.py). Vector (when an embedder is configured): the top 50 by cosine over the
    query's embedding, exact brute force in numpy, run in parallel with the keyword query.
-2. Fusion. Reciprocal Rank Fusion with k = 60: score = Σ 1 / (60 + rank) over the lists a
-   chunk appears in (rank from 1). RRF needs no calibration between bm25 and cosine scales
-   and rewards agreement: a chunk in both lists beats any chunk in one. Keyword-only search is
-   the same formula over one list.
+2. Fusion: keyword first, vectors fill. The keyword candidates keep their bm25 order and come
+   before every vector candidate; the vector candidates keyword search did not find continue
+   the list after them (they reach the hits when keyword search finds fewer than k: a
+   question in other words than its answer). A chunk at place n scores 1 / (60 + n). Why not
+   Reciprocal Rank Fusion (as before issue 13): RRF gives a vector list the same say as bm25
+   whatever the embedder is worth, and on long conversations a weak one costs recall (on a
+   public two-person benchmark hybrid lost 6.5 points to keyword alone; on
+   tests/data/evalset_months.json an embedder of noise costs 0.09 with RRF). With the keyword
+   order untouched, hybrid's first hits are keyword's and every vector hit comes after them,
+   so recall@k and recall within a budget can only rise over keyword alone, whatever the
+   embedder: a model that knows the words fills the gaps on paraphrases (0.630 → 0.950 within
+   1,024 tokens on tests/data/evalset.json), a useless one changes nothing that keyword found.
+   Tried and not kept (benchmarks/README.md, "Fusion"): RRF weighted by how much the two lists
+   agree, and letting vectors into the keyword list below its strong matches — both gained a
+   little with a good model and lost up to 0.06 with a bad one. A vague query (its keyword
+   candidates are the newest matches, not bm25-ranked) is fused by RRF with k = 60 instead:
+   Σ 1 / (60 + rank) over the lists a chunk is in; there the vector side ranks by meaning.
 3. Tie-breaks, added to the fused score: 0.0005 × recency (halving every 30 days) and
    0.0005 × salience (0–1). Together at most 0.001 — about the gap between ranks 1 and 5 of
-   one list — so they reorder near-ties and never overturn a clear match.
+   one list — so they reorder near-ties and never overturn a clear match; they never lift a
+   vector candidate above a keyword one.
 4. Diversity. Best first, at most 2 hits per path and each text once (HISTORY.md and its
    monthly file hold the same entries), so one long note cannot fill every slot.
 

@@ -41,6 +41,12 @@ class KeywordSearch:
         chosen, vague = self._choose(terms)
         return self.store.match(fts_expression(chosen), scopes, limit=limit, ranked=not vague)
 
+    def vague(self, terms: Sequence[str]) -> bool:
+        """Whether even the query's rarest term is over the budget: its candidates are the
+        newest matches, not ranked by bm25 (the frequencies are cached: this costs nothing
+        after `candidates`)."""
+        return bool(terms) and self._choose(terms)[1]
+
     @property
     def budget(self) -> int:
         if self.fixed_budget is not None:

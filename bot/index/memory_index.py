@@ -266,10 +266,11 @@ class MemoryIndex:
         with self._lock:
             self._refresh()
             nearest = self._pool.submit(self._nearest, query_vector, allowed)  # in parallel
-            keyword = self._keyword(query, allowed)
-            fused = fuse(keyword, nearest.result())
-            rows = self.store.rows(fused, allowed, text=True)
-        return rank(fused, rows, terms=query_terms(query), now=time.time(), k=k)
+            terms = query_terms(query)
+            keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
+            fused = fuse(keyword, nearest.result(), vague=self._keywords.vague(terms))
+            rows = self.store.rows(fused.scores, allowed, text=True)
+        return rank(fused, rows, terms=terms, now=time.time(), k=k)
 
     def _query_vector(self, query: str) -> Vectors | None:
         """The query's embedding; None for a blank query or when the embedder fails (an
@@ -281,9 +282,6 @@ class MemoryIndex:
         except LLMError:
             log.warning("index_query_embedding_failed", exc_info=True)
             return None
-
-    def _keyword(self, query: str, scopes: Sequence[str]) -> list[int]:
-        return self._keywords.candidates(query_terms(query), scopes, limit=CANDIDATES)
 
     def _nearest(self, query: Vectors | None, scopes: Sequence[str]) -> list[int]:
         if self._vectors is None or query is None:

@@ -1,15 +1,16 @@
 """Hybrid ranking: keyword and vector candidate lists fused into diversified `Hit`s.
 
-The decision and its numbers are in the package docstring (`bot.index`); this module is the
-pure arithmetic: Reciprocal Rank Fusion, the recency and salience tie-breaks, one-path and
-duplicate limits, and the snippet.
+The decision and its numbers are in the package docstring (`bot.index`, "Ranking"); this module
+is the pure arithmetic: the fusion rule (keyword first, vectors fill; Reciprocal Rank Fusion
+only for a vague query), the recency and salience tie-breaks, one-path and duplicate limits,
+and the snippet.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from bot.index.store import ChunkRow
@@ -42,8 +43,28 @@ class Hit:
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
-def fuse(*rankings: Sequence[int]) -> dict[int, float]:
-    """Reciprocal Rank Fusion: each list adds 1 / (RRF_K + rank) to a chunk, rank from 1."""
+@dataclass(frozen=True)
+class Fused:
+    """Candidates' scores, and those ranked ahead of all others whatever the tie-breaks."""
+
+    scores: dict[int, float]
+    ahead: frozenset[int] = field(default_factory=frozenset)
+
+
+def fuse(keyword: Sequence[int], vector: Sequence[int] = (), *, vague: bool = False) -> Fused:
+    """Keyword first, vectors fill: the keyword candidates keep their order, ahead of every
+    other; the vector candidates keyword search did not find continue the list after them.
+    A chunk at place n of that one list scores 1 / (RRF_K + n). For a `vague` query (keyword
+    candidates by recency, not bm25) the lists are fused instead (`reciprocal_rank_fusion`)."""
+    if vague:
+        return Fused(reciprocal_rank_fusion(keyword, vector))
+    ranking = list(dict.fromkeys([*keyword, *vector]))
+    scores = {chunk_id: 1.0 / (RRF_K + n) for n, chunk_id in enumerate(ranking, start=1)}
+    return Fused(scores, frozenset(keyword))
+
+
+def reciprocal_rank_fusion(*rankings: Sequence[int]) -> dict[int, float]:
+    """Each list adds 1 / (RRF_K + rank) to a chunk, rank from 1."""
     scores: dict[int, float] = {}
     for ranking in rankings:
         for rank, chunk_id in enumerate(ranking, start=1):
@@ -59,20 +80,25 @@ def tie_break(row: ChunkRow, *, now: float) -> float:
 
 
 def rank(
-    fused: Mapping[int, float],
+    fused: Fused,
     rows: Mapping[int, ChunkRow],
     *,
     terms: Sequence[str],
     now: float,
     k: int,
 ) -> list[Hit]:
-    """The best k hits: at most PER_PATH per path, identical texts once (HISTORY.md and its
-    monthly file hold the same entries)."""
-    order = sorted((fused[i] + tie_break(row, now=now), i) for i, row in rows.items() if i in fused)
+    """The best k hits: the candidates `ahead` first, each part by score and tie-breaks; at
+    most PER_PATH per path, identical texts once (HISTORY.md and its monthly file hold the
+    same entries)."""
+    order = sorted(
+        (i in fused.ahead, score + tie_break(row, now=now), i)
+        for i, row in rows.items()
+        if (score := fused.scores.get(i)) is not None
+    )
     hits: list[Hit] = []
     per_path: dict[str, int] = {}
     seen: set[str] = set()
-    for score, chunk_id in reversed(order):
+    for _, score, chunk_id in reversed(order):
         row = rows[chunk_id]
         text = " ".join(row.text.split())
         if per_path.get(row.path, 0) >= PER_PATH or text in seen:

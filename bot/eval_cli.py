@@ -1,0 +1,93 @@
+"""`python -m bot eval retrieval DATASET.json…`: the retrieval evaluation (`bot.eval`) from the
+command line. Each dataset is one slice of the report: JSON by default (one dataset: its
+report; several: `{"slices": [each report]}`), or with `--table` the text tables of
+`bot.eval.table`, one per dataset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from bot.errors import ConfigError
+from bot.eval.dataset import load_dataset
+from bot.eval.retrieval import evaluate
+from bot.eval.table import table
+from bot.index import Embedder, Model2VecEmbedder
+from bot.llm.tokens import TokenCounter
+from bot.settings import Settings
+
+Print = Callable[[str], None]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    kinds = sub.add_parser("eval", help="measure the bot offline").add_subparsers(required=True)
+    retrieval = kinds.add_parser(
+        "retrieval", help="recall of the memory index on datasets (README: Retrieval evaluation)"
+    )
+    retrieval.add_argument("datasets", type=Path, nargs="+", metavar="DATASET.json")
+    retrieval.add_argument(
+        "--k", type=_positive, nargs="+", default=[5, 10, 20], help="recall@k for each (5 10 20)"
+    )
+    retrieval.add_argument(
+        "--budget-tokens", type=_positive, default=1024, help="recall@budget's budget (1024)"
+    )
+    retrieval.add_argument(
+        "--baseline",
+        choices=["keyword", "bm25"],
+        nargs="+",
+        default=[],
+        help="also run these: keyword (the index without the embedder), bm25",
+    )
+    retrieval.add_argument(
+        "--embedder", choices=["none", "model2vec"], help="default: the rag.embedder setting"
+    )
+    retrieval.add_argument("--model2vec-path", type=Path, help="default: rag.model2vec_path")
+    retrieval.add_argument("--table", action="store_true", help="text tables instead of JSON")
+
+
+def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
+    """Print the report of every dataset (each loaded first: a bad one stops before any run)."""
+    datasets = [(path, load_dataset(path)) for path in args.datasets]
+    embedder = _embedder(settings, args.embedder, args.model2vec_path)
+    reports = [
+        {
+            "dataset": str(path),
+            **evaluate(
+                dataset,
+                ks=sorted(set(args.k)),
+                budget_tokens=args.budget_tokens,
+                embedder=embedder,
+                baselines=args.baseline,
+                count=TokenCounter().count,
+            ),
+        }
+        for path, dataset in datasets
+    ]
+    if args.table:
+        out("\n\n".join(table(report) for report in reports))
+    elif len(reports) == 1:
+        out(json.dumps(reports[0], indent=2))
+    else:
+        out(json.dumps({"slices": reports}, indent=2))
+    return 0
+
+
+def _embedder(settings: Settings, choice: str | None, folder: Path | None) -> Embedder | None:
+    choice = choice or settings.rag.embedder
+    if choice == "none":
+        return None
+    if choice != "model2vec":
+        raise ConfigError("the retrieval eval runs offline: pass --embedder none or model2vec")
+    folder = folder or settings.rag.model2vec_path
+    if folder is None:
+        raise ConfigError("--embedder model2vec needs --model2vec-path (or rag.model2vec_path)")
+    return Model2VecEmbedder(folder)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value

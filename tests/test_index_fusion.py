@@ -1,0 +1,172 @@
+"""Fusion that cannot hurt: keyword hits keep their places whatever the embedder says; vectors
+fill what keyword search leaves. Unit rules, a hostile embedder on a real index, and the
+evaluation's categories with a noise embedder and the tests' small model."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bot.eval.dataset import Dataset, load_dataset, parse_dataset
+from bot.eval.report import summary
+from bot.eval.retrieval import run_mnemo
+from bot.eval.synthetic import generate
+from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
+from bot.index.embedding import Vectors, normalised
+from bot.index.search import Fused, fuse, rank
+from bot.index.store import ChunkRow
+from tests.harness import REPO, SMALL_MODEL2VEC
+
+NOW = datetime(2026, 11, 25, tzinfo=UTC)
+EVALSET = REPO / "tests" / "data" / "evalset.json"
+
+
+class NoiseEmbedder:
+    """Every text a random unit vector (the same text, the same vector): knows nothing."""
+
+    name = "noise"
+    dim = 32
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        rows = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts]
+        return normalised(np.array(rows).reshape(len(texts), self.dim))
+
+
+class DecoyEmbedder:
+    """Hostile: a text with "decoy" in it is the query's exact match, everything else is far."""
+
+    name = "decoy"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.queries: set[str] = set()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        near = [("decoy" in t or t in self.queries) for t in texts]
+        return np.array([[1.0, 0.0] if n else [0.0, 1.0] for n in near], dtype=np.float32)
+
+
+# ----------------------------------------------------------------------------- the rule
+
+
+def test_keyword_candidates_keep_their_order_and_vectors_continue_after_them() -> None:
+    fused = fuse([7, 3, 5], [9, 3, 8])
+
+    assert sorted(fused.scores, key=lambda i: -fused.scores[i]) == [7, 3, 5, 9, 8]
+    assert fused.scores[3] == pytest.approx(1 / 62), "agreeing vectors add nothing"
+    assert fused.scores[8] == pytest.approx(1 / 65)
+    assert fused.ahead == {7, 3, 5}
+
+
+def test_without_keyword_candidates_the_vectors_rank_alone() -> None:
+    fused = fuse([], [4, 2])
+    assert fused.scores == {4: pytest.approx(1 / 61), 2: pytest.approx(1 / 62)}
+    assert fused.ahead == frozenset()
+
+
+def test_a_vague_query_fuses_both_lists_by_reciprocal_rank() -> None:
+    fused = fuse([1, 2, 3], [3, 4], vague=True)
+
+    assert max(fused.scores, key=lambda i: fused.scores[i]) == 3
+    assert fused.scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused.ahead == frozenset()
+
+
+def row(chunk_id: int, *, at: datetime, salience: float) -> ChunkRow:
+    path = f"note-{chunk_id}.md"
+    return ChunkRow(chunk_id, path, 1, 1, "", "note", at.timestamp(), salience, f"text {chunk_id}")
+
+
+def test_no_tie_break_lifts_a_vector_candidate_over_a_keyword_one() -> None:
+    rows = {
+        1: row(1, at=NOW - timedelta(days=900), salience=0.0),  # old, dull, found by keyword
+        2: row(2, at=NOW, salience=1.0),  # new, salient, found only by vectors
+    }
+    hits = rank(fuse([1], [2]), rows, terms=[], now=NOW.timestamp(), k=2)
+    assert [h.path for h in hits] == ["note-1.md", "note-2.md"]
+
+    hits = rank(Fused({1: 1 / 61, 2: 1 / 61}), rows, terms=[], now=NOW.timestamp(), k=2)
+    assert hits[0].path == "note-2.md", "without the rule the tie-break would decide"
+
+
+# ----------------------------------------------------------------------------- a real index
+
+FACTS = {
+    "violin": "Mia practises the violin every evening before dinner.",
+    "tyres": "The car needs new winter tyres before December.",
+    "lisbon": "Booked flights to Lisbon for the spring holiday.",
+}
+
+
+@pytest.fixture
+def decoy_index(tmp_path: Path) -> Iterator[tuple[MemoryIndex, DecoyEmbedder]]:
+    embedder = DecoyEmbedder()
+    index = MemoryIndex(tmp_path / "memory", tmp_path / "index", embedder=embedder)
+    for key, fact in FACTS.items():
+        index.add_document(key, fact, "", at=NOW - timedelta(days=400), salience=0.0)
+    for n in range(30):
+        index.add_document(f"decoy-{n}", f"decoy note {n} about nothing", "", at=NOW, salience=1)
+    yield index, embedder
+    index.close()
+
+
+def test_a_hostile_embedder_cannot_push_keyword_hits_out(
+    decoy_index: tuple[MemoryIndex, DecoyEmbedder],
+) -> None:
+    index, embedder = decoy_index
+    query = "violin practice and winter tyres"
+    embedder.queries.add(query)
+
+    hits = index.search(query, scopes=[""], k=4)
+
+    paths = [h.path for h in hits]
+    assert paths[:2] in (["items/violin", "items/tyres"], ["items/tyres", "items/violin"])
+    assert all(path.startswith("items/decoy-") for path in paths[2:]), "decoys only fill"
+    assert len(paths) == 4
+
+
+def test_what_keyword_search_misses_the_vectors_still_find(tmp_path: Path) -> None:
+    index = MemoryIndex(
+        tmp_path / "memory", tmp_path / "index", embedder=Model2VecEmbedder(SMALL_MODEL2VEC)
+    )
+    for key, fact in FACTS.items():
+        index.add_document(key, fact, "")
+    hits = index.search("where are we travelling on vacation", scopes=[""], k=1)
+    index.close()
+    assert [h.path for h in hits] == ["items/lisbon"]
+
+
+# ----------------------------------------------------------------------------- the evalsets
+
+
+def recall_by_category(dataset: Dataset, embedder: Embedder | None) -> dict[str, float]:
+    run = run_mnemo(dataset, k=20, embedder=embedder)
+    report = summary(run, ks=[20], budget=1024, count=lambda text: len(text) // 4)
+    categories: dict[str, dict[str, float]] = report["per_category"]  # type: ignore[assignment]
+    overall: dict[str, float] = report["overall"]  # type: ignore[assignment]
+    return {"overall": overall["recall@budget"]} | {
+        name: figures["recall@budget"] for name, figures in categories.items()
+    }
+
+
+@pytest.mark.parametrize("embedder_name", ["noise", "small model"])
+def test_hybrid_is_never_below_keyword_on_any_category_of_either_evalset(
+    embedder_name: str,
+) -> None:
+    embedder: Embedder = (
+        NoiseEmbedder() if embedder_name == "noise" else Model2VecEmbedder(SMALL_MODEL2VEC)
+    )
+    months = parse_dataset(generate(seed=13, conversations=3))
+    for dataset in (months, load_dataset(EVALSET)):
+        keyword = recall_by_category(dataset, None)
+        hybrid = recall_by_category(dataset, embedder)
+        assert hybrid.keys() == keyword.keys()
+        below = {
+            name: (hybrid[name], keyword[name]) for name in keyword if hybrid[name] < keyword[name]
+        }
+        assert not below, f"{embedder_name}: hybrid below keyword in {below}"
