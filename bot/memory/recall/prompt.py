@@ -112,7 +112,7 @@ class MemoryPrompt:
         relevant = (
             self.relevant.section(
                 hits,
-                shown=f"{shown}\n{recalled}",
+                shown=(*shown, recalled),
                 conversation=carried.paths,
                 budget=int(self.relevant.budget_tokens * scale),
             )
@@ -130,8 +130,9 @@ class MemoryPrompt:
         moment: datetime,
         carried: Carried,
         scale: float,
-    ) -> tuple[section.MemoryView, str, packs.MemoryPack | None]:
-        """The markdown section, what the prompt shows with it, and the pack beyond that."""
+    ) -> tuple[section.MemoryView, tuple[str, ...], packs.MemoryPack | None]:
+        """The markdown section, what the prompt shows with it (its parts, most the same from
+        turn to turn, then the notes the messages carry), and the pack beyond that."""
         view = await self.recall.view(
             scope,
             session_key,
@@ -139,7 +140,7 @@ class MemoryPrompt:
             carried=carried.notes,
             budget=int(self.recall.budget_tokens * scale),
         )
-        shown = "\n".join([view.text, *sorted(carried.notes)])
+        shown = (*view.parts, "\n".join(sorted(carried.notes)))
         return view, shown, await self._pack(scope, session_key, query, shown, scale)
 
     def scale(self, room: int | None) -> float:
@@ -159,7 +160,7 @@ class MemoryPrompt:
         scope: MemoryScope,
         session_key: str,
         query: str,
-        shown: str,
+        shown: tuple[str, ...],
         scale: float,
     ) -> packs.MemoryPack | None:
         if self.retriever is None or scale <= 0:

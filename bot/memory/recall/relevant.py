@@ -82,13 +82,13 @@ class RelevantMemory:
         self,
         hits: Sequence[Hit],
         *,
-        shown: str,
+        shown: Sequence[str],
         conversation: frozenset[str] = frozenset(),
         budget: int | None = None,  # tokens; `budget_tokens` when None
     ) -> str:
         """The section ("" when no hit is new); `shown` is what the prompt's other memory
         sections hold, `conversation` the paths of the exchanges in the prompt's messages."""
-        held = Shown([shown])
+        held = Shown(shown)
         fresh = []
         for hit in hits:
             if hit.path in conversation or held.holds(hit.text):
