@@ -64,6 +64,8 @@ def test_held_lines_are_found_inside_a_text_whatever_their_length() -> None:
 
     assert shown.holds("Here: user: turn 7: what about the garden plan number 7. Ok")
     assert not shown.holds("user: turn 7: what about the garden plan number 8, and more")
+    assert shown.holds("what about the garden plan number 7")  # a part of a held line
+    assert not shown.holds("what about the kitchen plan number 7")
     assert shown.holds("Said: antidisestablishment | ok")  # a one-word line
     assert shown.holds("Noted: basil thrives well!")  # a three-word line, its end glued
     assert not shown.holds("Noted: basil thrives in the sun on the balcony")

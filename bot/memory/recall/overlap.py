@@ -39,21 +39,24 @@ class Shown:
     in their joined text, and the pieces a text may contain are found by their first words, up to
     three but never the last (a held line lies in a text from a word's start, and its last word
     may have punctuation after it there; notes' lines share their first two, "user:" and a
-    common word).
-
-    The texts it starts with are read once for all prompts (`_pieces_of`: most of a prompt's
-    memory, MEMORY.md and the recent days, is the same from turn to turn); what is added goes
-    to its own pieces."""
+    common word)."""
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
-        self._own = _Pieces()
-        self._layers = [*(_pieces_of(text) for text in texts), self._own]
+        self._order: dict[str, int] = {}  # piece -> when it was added
+        self._by_start: dict[str, dict[str, dict[str, list[str]]]] = {}  # `_key` -> pieces
+        self._joined: str | None = ""
+        for text in texts:
+            self.add(text)
 
     def add(self, text: str) -> None:
         for line in text.splitlines():
             piece = flat(line)
-            if len(piece) >= MIN_CHARS and not self._has(piece):
-                self._own.put(piece)
+            if len(piece) >= MIN_CHARS and piece not in self._order:
+                self._order[piece] = len(self._order)
+                first, second, third = _key(piece)
+                seconds = self._by_start.setdefault(first, {})
+                seconds.setdefault(second, {}).setdefault(third, []).append(piece)
+                self._joined = None
 
     def holds(self, text: str) -> bool:
         """True when `text` adds nothing substantial to what is shown (see above)."""
@@ -61,7 +64,7 @@ class Shown:
         substantial = [piece for piece in lines if len(piece) >= MIN_CHARS]
         if not substantial:
             return False
-        if all(self._has(piece) or self._within(piece) for piece in substantial):
+        if all(piece in self._order or piece in self._held() for piece in substantial):
             return True
         whole = " ".join(lines)
         rest = whole
@@ -70,45 +73,15 @@ class Shown:
                 rest = rest.replace(piece, " ")
         return rest != whole and len(_LETTERS.sub("", _LABELS.sub("", rest))) < MIN_CHARS
 
-    def _has(self, piece: str) -> bool:
-        return any(piece in layer.order for layer in self._layers)
-
-    def _within(self, piece: str) -> bool:
-        return any(piece in layer.joined() for layer in self._layers)
-
-    def _inside(self, text: str) -> list[str]:
-        """The held pieces that may lie in `text` (their first words do), in the order added."""
-        words = [*text.split(" "), "", ""]
-        found: list[str] = []
-        for layer in self._layers:
-            found += sorted(layer.inside(words), key=layer.order.__getitem__)
-        return found
-
-
-class _Pieces:
-    """Held pieces (flat lines of `MIN_CHARS` or more) in the order added, indexed by `_key`."""
-
-    def __init__(self) -> None:
-        self.order: dict[str, int] = {}
-        self._by_start: dict[str, dict[str, dict[str, list[str]]]] = {}  # `_key` -> pieces
-        self._joined: str | None = ""
-
-    def put(self, piece: str) -> None:
-        if piece in self.order:
-            return
-        self.order[piece] = len(self.order)
-        first, second, third = _key(piece)
-        seconds = self._by_start.setdefault(first, {})
-        seconds.setdefault(second, {}).setdefault(third, []).append(piece)
-        self._joined = None
-
-    def joined(self) -> str:
+    def _held(self) -> str:
         if self._joined is None:
-            self._joined = "\n".join(self.order)
+            self._joined = "\n".join(self._order)
         return self._joined
 
-    def inside(self, words: list[str]) -> set[str]:
-        """The pieces whose first words stand in `words` (which end with two "")."""
+    def _inside(self, text: str) -> list[str]:
+        """The held pieces that may lie in `text` (their first three words do), in the order
+        added."""
+        words = [*text.split(" "), "", ""]
         found: set[str] = set()
         for at in range(len(words) - 2):
             if (seconds := self._by_start.get(words[at])) is None:
@@ -119,20 +92,7 @@ class _Pieces:
                 found.update(thirds.get("", ()))  # of three
                 if words[at + 2]:
                     found.update(thirds.get(words[at + 2], ()))
-        return found
-
-
-@lru_cache(maxsize=12)  # a prompt's memory parts, and the last turns' changing ones
-def _pieces_of(text: str) -> _Pieces:
-    """The pieces of `text`, made once and never changed after (shared between prompts and
-    threads)."""
-    pieces = _Pieces()
-    for line in text.splitlines():
-        piece = flat(line)
-        if len(piece) >= MIN_CHARS:
-            pieces.put(piece)
-    pieces.joined()
-    return pieces
+        return sorted(found, key=self._order.__getitem__)
 
 
 def _key(piece: str) -> tuple[str, str, str]:
