@@ -133,6 +133,9 @@ class Capture:
     async def typing(self) -> AsyncIterator[None]:
         yield
 
+    async def acknowledge(self) -> None:
+        pass
+
 
 def settings_for(workspace: Path, base_url: str, ctx: int) -> Settings:
     """The shipped defaults (timeouts included), but for the model and where it is."""
