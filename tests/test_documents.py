@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from bot.channels.console import ConsoleChannel
-from bot.media.document import CUT, NO_TEXT, UNSUPPORTED, bounded
+from bot.llm.tokens import TokenCounter
+from bot.media.document import CUT, DOCUMENT_SHARE, NO_TEXT, UNSUPPORTED, bounded
 from bot.media.extraction import BROKEN, ENCRYPTED, NO_TEXT_LAYER, NOT_TEXT, kind_of
 from bot.media.files import TOO_LARGE
 from bot.settings import MediaSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls, image_parts
 from tests.fakes.telegram_api import FakeTelegram
-from tests.harness import OWNER, make_settings, running_bot, started_app
+from tests.harness import OWNER, make_settings, running_bot, small_window_settings, started_app
 from tests.pdfs import locked_pdf, scanned_pdf, text_pdf
 from tests.talk import session
 
@@ -284,3 +285,22 @@ async def test_the_console_reads_a_pdf_named_by_file(
     message = said(fake_openai.last_request)
     assert message.startswith("[document: my report.pdf, 2 pages] how did revenue do?\n\n")
     assert "Revenue grew by twelve percent." in message
+
+
+async def test_in_a_small_window_a_document_takes_a_quarter_of_it_and_context_shows_it(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    text = tmp_path / "minutes.txt"
+    text.write_text("\n".join(f"Item {n}: the committee agreed on point {n}." for n in range(3000)))
+    settings = small_window_settings(tmp_path / "ws", tmp_path, fake_openai, window=6000)
+    fake_openai.script(Reply("Agreed on everything."))
+    stdout = io.StringIO()
+    async with started_app(settings) as app:
+        lines = io.StringIO(f"/file {text}\n/context\n")
+        await ConsoleChannel(app.runner, now=app.now, stdin=lines, stdout=stdout).run()
+
+    assert "mnemo> Agreed on everything." in stdout.getvalue()
+    assert "a document's text" in stdout.getvalue()  # /context counts it apart
+    shown = said(fake_openai.last_request).partition("its text: ---\n")[2].partition("\n--- end")[0]
+    assert 1000 < TokenCounter().count(shown) <= 6000 * DOCUMENT_SHARE
+    assert "Item 0: the committee" in shown and "Item 2999" not in shown
