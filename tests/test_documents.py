@@ -19,7 +19,7 @@ from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls, image_parts
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, make_settings, running_bot, small_window_settings, started_app
 from tests.pdfs import locked_pdf, scanned_pdf, text_pdf
-from tests.talk import session
+from tests.talk import say, session, tool_result
 
 MB = 1024 * 1024
 GROUP = -100600
@@ -304,3 +304,22 @@ async def test_in_a_small_window_a_document_takes_a_quarter_of_it_and_context_sh
     shown = said(fake_openai.last_request).partition("its text: ---\n")[2].partition("\n--- end")[0]
     assert 1000 < TokenCounter().count(shown) <= 6000 * DOCUMENT_SHARE
     assert "Item 0: the committee" in shown and "Item 2999" not in shown
+
+
+async def test_forget_takes_the_text_out_of_a_documents_kept_text(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    letter = tmp_path / "letter.txt"
+    letter.write_text("Dear Ann,\nthe spare key is under the blue pot.\nSee you soon.\n")
+    settings = make_settings(tmp_path / "ws", telegram=None, openai=fake_openai)
+    fake_openai.script(Reply("A letter."))
+    async with started_app(settings) as app:
+        lines = io.StringIO(f"/file {letter}\n")
+        await ConsoleChannel(app.runner, now=app.now, stdin=lines, stdout=io.StringIO()).run()
+        [receipt] = await say(app, "/forget spare key")
+        found = await tool_result(app, fake_openai, "memory_search", {"query": "spare key pot"})
+
+    [text] = (tmp_path / "ws" / "memory" / "files").glob("*.md")
+    assert "documents' text" in receipt
+    assert "spare key" not in text.read_text() and "See you soon." in text.read_text()
+    assert "spare key" not in found
