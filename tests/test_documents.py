@@ -12,7 +12,7 @@ from typing import Any
 from bot.channels.console import ConsoleChannel
 from bot.llm.tokens import TokenCounter
 from bot.media.document import CUT, DOCUMENT_SHARE, NO_TEXT, UNSUPPORTED, bounded
-from bot.media.extraction import BROKEN, ENCRYPTED, NO_TEXT_LAYER, NOT_TEXT, kind_of
+from bot.media.extraction import BROKEN, EMPTY, ENCRYPTED, NO_TEXT_LAYER, NOT_TEXT, kind_of
 from bot.media.files import TOO_LARGE
 from bot.settings import MediaSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls, image_parts
@@ -145,13 +145,14 @@ async def test_what_has_no_text_gets_one_line_and_the_file_is_kept(
         ("locked.pdf", locked_pdf("top secret"), ENCRYPTED),
         ("cut.pdf", REPORT[:300], BROKEN),
         ("data.csv", b"\x00\x01\x02\xff\xfe binary" * 20, NOT_TEXT),
+        ("blank.md", b"\n \n", EMPTY),
     ]
     async with running_bot(settings, fake_telegram):
         for name, data, _ in sent:
             fake_telegram.push_media(OWNER, OWNER, "document", data=data, file_name=name)
         replies = await fake_telegram.wait_for_messages(OWNER, len(sent))
 
-    kept = sorted((workspace / "memory" / "files").iterdir(), key=lambda p: p.stat().st_mtime)
+    kept = sorted((workspace / "memory" / "files").iterdir())  # by time, then message
     assert [reply.text for reply in replies] == [
         NO_TEXT.format(name=name, reason=reason, kept=f"files/{path.name}")
         for (name, _, reason), path in zip(sent, kept, strict=True)

@@ -83,14 +83,13 @@ def extract(data: bytes, kind: DocumentKind) -> Extracted:
 
 
 def _text(data: bytes) -> Extracted:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its byte order mark
         try:
-            text: str | None = data.decode("utf-16")
+            data = data.decode("utf-16").encode("utf-8")
         except UnicodeDecodeError:
-            text = None
-    else:
-        text = decode_text(data.removeprefix(b"\xef\xbb\xbf"))
-    if text is None or "\x00" in text:
+            raise NoText(NOT_TEXT) from None
+    text = decode_text(data.removeprefix(b"\xef\xbb\xbf"))
+    if text is None:
         raise NoText(NOT_TEXT)
     text = text.replace("\r\n", "\n").strip("\n")
     if not text.strip():
