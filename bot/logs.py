@@ -180,6 +180,8 @@ def configure(
     root.setLevel(level)
     for name in _NOISY:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    # a damaged PDF is told to its sender in one line (`bot.media.extraction`), not per object
+    logging.getLogger("pypdf").setLevel(max(logging.ERROR, root.level))
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),

@@ -42,6 +42,7 @@ class TurnContext:
     user_message: ChatMessage  # runner (what came with the message read by `bot.media`)
     chatter: tuple[Said, ...] = ()  # runner: what the group said meanwhile (20 shows it)
     images: tuple[Image, ...] = ()  # runner (`bot.media`): shown with this message, never saved
+    attached: str = ""  # runner (`bot.media`): a document's text, after this message, never saved
     system_prompt: str = ""  # 20: persona and instructions (and `# Memory`, see below)
     memory_prompt: str = ""  # 20: `# Memory`, a system message of its own after the first
     # 20: the user's message as the model gets it, after what this message recalls and the
@@ -55,7 +56,8 @@ class TurnContext:
     model: str = ""  # 30: the model that answered
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
-    written: list[Path] = field(default_factory=list)  # 50: the files it wrote; 55 indexes them
+    # runner (a document's text, `bot.media`) and 50: the files the turn wrote; 55 indexes them
+    written: list[Path] = field(default_factory=list)
     live: LiveText | None = None  # runner: where the model's text is shown as it comes (30 feeds)
 
     def request(self) -> list[ChatMessage]:
@@ -70,8 +72,15 @@ class TurnContext:
             *memory,
             *self.session.messages,
             *context,
-            replace(message, images=self.images) if self.images else message,
+            self.sent(message),
         ]
+
+    def sent(self, message: ChatMessage) -> ChatMessage:
+        """The user's message as this turn's request carries it: with what came with it (a
+        document's text after it, the images), which the session never keeps."""
+        if self.attached:
+            message = replace(message, content=f"{message.content or ''}\n\n{self.attached}")
+        return replace(message, images=self.images) if self.images else message
 
 
 class LiveText(Protocol):

@@ -186,6 +186,9 @@ class MediaSettings(_Section):
     transcription_api_key: SecretStr | None = None  # BOT_LLM__API_KEY when unset
     transcription_timeout: float = Field(default=120.0, gt=0)
     vision: bool | None = None  # whether the model reads images; unset: config/models.json
+    # a document's text in the turn at most (and a quarter of the model's window); the whole
+    # text is kept and searchable
+    document_chars: int = Field(default=20_000, ge=500)
 
 
 class SessionPolicySettings(_Section):

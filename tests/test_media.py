@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.media.document import NOT_YET
 from bot.media.files import TOO_LARGE
 from bot.media.other import SUPPORTED
 from bot.settings import MediaSettings
@@ -29,18 +28,6 @@ async def test_a_sticker_or_a_location_gets_one_line_of_what_is_supported(
     assert location.text == SUPPORTED.format(what="location")
     assert fake_openai.calls == 0
     assert fake_telegram.downloads == []
-
-
-async def test_a_document_gets_one_line_for_now(
-    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
-) -> None:
-    settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
-    async with running_bot(settings, fake_telegram):
-        fake_telegram.push_media(OWNER, OWNER, "document", file_name="notes.txt", caption="read")
-        [reply] = await fake_telegram.wait_for_messages(OWNER, 1)
-
-    assert reply.text == NOT_YET
-    assert fake_openai.calls == 0
 
 
 async def test_a_file_over_the_limit_is_refused_in_one_line_before_any_download(

@@ -140,7 +140,7 @@ def build_app(
         now,
         writer,
         sent,
-        media=build_media(settings, workspace, transcriber, windows),
+        media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last

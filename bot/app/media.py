@@ -1,8 +1,10 @@
 """Composition of what comes with a message (`bot.media`): one reader per kind, the size limit,
-the transcriber of voice notes. Part of the composition root (see `bot.app`); each channel
-connects its own files."""
+the transcriber of voice notes, the window a document's text must fit. Part of the composition
+root (see `bot.app`); each channel connects its own files."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from bot.llm.transcription import OpenAITranscriber
 from bot.llm.windows import ModelWindows
@@ -20,16 +22,23 @@ def build_media(
     workspace: Workspace,
     transcriber: OpenAITranscriber | None,
     windows: ModelWindows,
+    count: Callable[[str], int],
 ) -> MediaReader:
-    """The reader of attachments."""
+    """The reader of attachments; `count` counts tokens as the prompt meter does."""
     voice = VoiceReader(transcriber)
     model = settings.llm.model
     vision = settings.media.vision
     photo = PhotoReader(
         sees_images=windows.sees_images(model) if vision is None else vision, model=model
     )
+    document = DocumentReader(
+        photos=photo,
+        max_chars=settings.media.document_chars,
+        window=lambda: windows.for_model(model),
+        count=count,
+    )
     return MediaReader(
-        {"voice": voice, "audio": voice, "photo": photo, "document": DocumentReader()},
+        {"voice": voice, "audio": voice, "photo": photo, "document": document},
         workspace=workspace,
         max_bytes=int(settings.media.max_file_mb * MB),
     )

@@ -1,14 +1,122 @@
-"""Documents: for now one line (their reading and indexing comes here, in this module)."""
+"""Documents: text files and PDFs read into the turn; an image sent as a file goes to the photo
+reader; any other type is one line, refused before it is downloaded.
+
+A document is kept (`MessageFiles`) and its text saved beside it as markdown,
+`files/<kept name>.md` under the scope's memory folder (a `.md` document is its own text), so
+the index takes it into that scope alone — a group's document is found only in that group —
+and `memory_search` cites it `files/….md#Lx-Ly`. The session and the daily note keep the line
+`[document: name.pdf, 12 pages] caption`; the text itself goes with this turn's message only
+(`Reading.attached`), cut to `max_chars` and to a quarter of the model's window
+(`DOCUMENT_SHARE`), saying so when it was cut and where the whole of it is.
+"""
 
 from __future__ import annotations
 
-from bot.media.files import MessageFiles
-from bot.media.reading import Reading, Unreadable
-from bot.models import Attachment, Inbound
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
 
-NOT_YET = "I can't read documents yet. Paste the text, or send a photo or a voice note."
+import structlog
+
+from bot.media.extraction import Extracted, NoText, extract, kind_of
+from bot.media.files import Kept, MessageFiles
+from bot.media.reading import KindReader, Reading, Unreadable
+from bot.models import Attachment, Inbound
+from bot.storage.files import atomic_write_text
+
+log = structlog.get_logger(__name__)
+
+DOCUMENT_SHARE = 0.25  # of the model's window, at most, for a document's text in the turn
+UNSUPPORTED = (
+    "I can't read {name}. I read text files (txt, md, csv, json, source code …) and PDFs, "
+    "and images sent as files."
+)
+NO_TEXT = "I couldn't read {name}: {reason}. I kept it as {kept}."
+SHOWN = "--- {name} ({size}); its text: ---\n{text}\n--- end of {name} ---"
+CUT = (
+    "[Only the first {shown:,} of its {total:,} characters are shown here. The whole text is "
+    "saved as {path} and searchable: memory_search finds any part, memory_get reads it by line.]"
+)
 
 
 class DocumentReader:
+    def __init__(
+        self,
+        *,
+        photos: KindReader,  # an image sent as a file
+        max_chars: int,
+        window: Callable[[], int],  # the model's context window, in tokens
+        count: Callable[[str], int],  # tokens, as the prompt meter counts them
+    ) -> None:
+        self.photos = photos
+        self.max_chars = max_chars
+        self.window = window
+        self.count = count
+
     async def read(self, inbound: Inbound, attachment: Attachment, files: MessageFiles) -> Reading:
-        raise Unreadable(NOT_YET)
+        name = " ".join((attachment.file_name or "").split()) or "the document"
+        kind = kind_of(attachment.file_name or "", attachment.mime_type or "")
+        if kind == "image":
+            return await self.photos.read(inbound, attachment, files)
+        if kind is None:
+            log.info("document_unsupported", mime_type=attachment.mime_type)
+            raise Unreadable(UNSUPPORTED.format(name=name))
+        kept = await files.keep(attachment)
+        try:
+            found = await asyncio.to_thread(extract, kept.data, kind)
+        except NoText as exc:
+            log.info("document_unread", kind=kind, reason=str(exc))
+            raise Unreadable(NO_TEXT.format(name=name, reason=exc, kept=kept.name)) from None
+        saved = await asyncio.to_thread(save_text, kept, name, found)
+        cited = saved.relative_to(files.workspace.memory_root).as_posix()
+        log.info("document_read", kind=kind, chars=len(found.text), path=cited)
+        label = f"[document: {name}, {found.size}]"
+        caption = " ".join(inbound.text.split())
+        return Reading(
+            f"{label} {caption}" if caption else label,
+            attached=self.shown(name, found, cited),
+            written=(saved,),
+        )
+
+    def shown(self, name: str, found: Extracted, path: str) -> str:
+        """The document's text as the turn shows it: whole, or its beginning and a note."""
+        text = bounded(found.text, self.max_chars, int(DOCUMENT_SHARE * self.window()), self.count)
+        block = SHOWN.format(name=name, size=found.size, text=text)
+        if len(text) == len(found.text):
+            return block
+        return f"{block}\n{CUT.format(shown=len(text), total=len(found.text), path=path)}"
+
+
+def bounded(text: str, max_chars: int, max_tokens: int, count: Callable[[str], int]) -> str:
+    """`text`, or its beginning within `max_chars` and `max_tokens` (cut after a line when one
+    ends near the limit)."""
+    limit = max_chars
+    for _ in range(4):  # tokens per character vary: shrink until the count fits
+        if len(text) <= limit and count(text) <= max_tokens:
+            return text
+        cut = _cut(text, limit)
+        tokens = count(cut)
+        if tokens <= max_tokens:
+            return cut
+        limit = int(len(cut) * max_tokens / tokens * 0.95)
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    line = head.rfind("\n", int(limit * 0.9))
+    return head[:line] if line > 0 else head
+
+
+def save_text(kept: Kept, name: str, found: Extracted) -> Path:
+    """Where the document's text is, as markdown beside the file: written unless it is there
+    already (the message answered again after a restart), or the file is its own (`.md`)."""
+    if kept.path.suffix == ".md":
+        return kept.path
+    path = kept.path.with_name(f"{kept.path.name}.md")
+    if not path.exists():
+        header = f"# {name}\n\nA document ({found.size}) kept as {kept.name}; its text:\n\n"
+        atomic_write_text(path, header + found.text + "\n")
+    return path

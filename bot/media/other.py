@@ -8,8 +8,8 @@ from bot.media.reading import Reading, Unreadable
 from bot.models import Attachment, Inbound
 
 SUPPORTED = (
-    "I can't read {what} messages. I read text, voice notes, audio files and photos (with a "
-    "caption if you like)."
+    "I can't read {what} messages. I read text, voice notes, audio files, photos and documents "
+    "(text files and PDFs), with a caption if you like."
 )
 
 

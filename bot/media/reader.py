@@ -51,4 +51,6 @@ class MediaReader:
         return Reading(
             "\n".join(reading.text for reading in readings),
             tuple(image for reading in readings for image in reading.images),
+            "\n\n".join(reading.attached for reading in readings if reading.attached),
+            tuple(path for reading in readings for path in reading.written),
         )

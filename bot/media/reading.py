@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.models import Attachment, Image, Inbound
@@ -19,6 +20,8 @@ class Reading:
 
     text: str  # as the session and the daily note keep it: "[voice] …", "[photo: caption]"
     images: tuple[Image, ...] = ()  # shown to the model with this turn's message only
+    attached: str = ""  # a document's text: shown to the model with this turn's message only
+    written: tuple[Path, ...] = ()  # memory files the reading wrote (a document's text): indexed
 
 
 class Unreadable(StopTurn):

@@ -99,7 +99,11 @@ class Workspace:
     def media_path(self, scope: MemoryScope, name: str) -> Path:
         """A file that came with a message (a photo, a voice note …), kept beside the scope's
         memory (`bot.media`): `files/<name>`."""
-        return self.memory_dir(scope) / "files" / name
+        return self.media_dir(scope) / name
+
+    def media_dir(self, scope: MemoryScope) -> Path:
+        """The scope's kept files, and the text of its documents (`<file>.md`)."""
+        return self.memory_dir(scope) / "files"
 
     def inside_scope(self, path: Path) -> bool:
         """Whether a memory file may be used for the scope it lies in (warned when not)."""

@@ -41,7 +41,7 @@ class AutoCompaction:
     async def process(self, ctx: TurnContext) -> None:
         if not self.enabled:
             return
-        estimate = self.meter.estimate(ctx.session, (ctx.user_message,))
+        estimate = self.meter.estimate(ctx.session, (ctx.sent(ctx.user_message),))
         limit = int(self.threshold * estimate.window)
         if estimate.tokens <= limit:
             return
@@ -59,6 +59,6 @@ class AutoCompaction:
             keep_tokens=self.compactor.room(ctx.session, share=KEEP_SHARE, under=limit),
         )
         ctx.session = result.session
-        after = self.meter.estimate(ctx.session, (ctx.user_message,)).tokens
+        after = self.meter.estimate(ctx.session, (ctx.sent(ctx.user_message),)).tokens
         if after > limit:
             log.warning("auto_compact_not_enough", estimated_tokens=after, threshold=limit)

@@ -105,7 +105,8 @@ class ContextBuilding:
             "\n\n".join(part for part in tail if part), ctx.user_message
         )
         ctx.memory_shown = found.items
-        ctx.prompt_parts = self.parts(found, time, chatter)
+        attached = (PromptPart("a document's text", ctx.attached),) if ctx.attached else ()
+        ctx.prompt_parts = (*self.parts(found, time, chatter), *attached)  # after the message
 
     def parts(self, found: PromptMemory, time: str, chatter: str) -> tuple[PromptPart, ...]:
         """The request's pieces by name, in the order sent; the sections of `# Memory` follow

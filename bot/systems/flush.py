@@ -58,7 +58,7 @@ class PreCompactionFlush:
             return
         if not any(message.role == "user" for message in session.messages):
             return  # nothing said yet that compaction could lose
-        estimate = self.meter.estimate(session, (ctx.user_message,))
+        estimate = self.meter.estimate(session, (ctx.sent(ctx.user_message),))
         if estimate.tokens < self.trigger:
             return
         log.info("memory_flush", estimated_tokens=estimate.tokens, trigger=self.trigger)

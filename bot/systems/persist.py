@@ -101,8 +101,9 @@ class MemoryPersist:
     def _calibration(self, ctx: TurnContext) -> dict[str, str]:
         """What the prompt meter learns from this turn's first completion (its prompt was the
         system prompt, the session before this turn, the message's context and the message)."""
-        if self.meter is None or not ctx.system_prompt or ctx.images:
-            return {}  # an image's tokens are a guess: the meter learns from text-only turns
+        if self.meter is None or not ctx.system_prompt or ctx.images or ctx.attached:
+            return {}  # an image's tokens are a guess, a document's would count as the system
+            # prompt's: the meter learns from turns of text alone
         return self.meter.calibrate(
             request=ctx.request(),  # the session not saved yet: the one the request carried
             conversation=(*ctx.session.messages, ctx.user_message),

@@ -269,6 +269,8 @@ class TurnRunner:
                 turn=turn_id,
             ),
             images=reading.images if reading else (),
+            attached=reading.attached if reading else "",
+            written=list(reading.written) if reading else [],
             chatter=await self.chatter.pending(inbound.session_key) if self.chatter else (),
         )
 
@@ -311,6 +313,8 @@ class TurnRunner:
             live=ctx.live,
             chatter=ctx.chatter,
             images=ctx.images,
+            attached=ctx.attached,
+            written=list(ctx.written),
         )
         return fresh, result.compacted
 

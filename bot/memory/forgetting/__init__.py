@@ -4,7 +4,8 @@ back for a short while.
 Where a chat's text can be (its visible scopes only, DESIGN §3; `targets`):
 
     MEMORY.md, chat memory, daily notes, archived notes, HISTORY*.md,
-    this session's working memory, structured items (JSONL)       lines containing it removed
+    this session's working memory, structured items (JSONL),
+    documents' text (files/*.md, `bot.media`)                      lines containing it removed
     this conversation, this chat's past conversations,
     pending consolidation jobs of this chat                        messages holding it marked
 

@@ -109,6 +109,8 @@ class Forgetting:
         found += [
             Target("history", p, "lines", history) for p in sorted(folder.glob("HISTORY*.md"))
         ]
+        texts = sorted(ws.media_dir(scope).glob("*.md"))  # documents' text (`bot.media`)
+        found += [Target("documents' text", p, "lines", p) for p in texts]
         for path in sorted(ws.items_dir(scope).rglob("*.jsonl")):
             lock = path.parent if path.parent.name == "episodic" else path  # `ItemStore.lock`
             found.append(Target("items", path, "lines", lock))

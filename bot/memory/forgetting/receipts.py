@@ -14,6 +14,7 @@ PLACES = (
     "archived notes",
     "history",
     "items",
+    "documents' text",
     "this conversation",
     "past conversations",
     "pending consolidation",
