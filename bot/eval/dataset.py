@@ -1,10 +1,12 @@
 """The retrieval evaluation dataset: its format, loaded and validated once, at the edge.
 
     {"conversations": [{"id", "sessions": [{"id", "date", "turns": [{"id", "speaker", "text"}]}]}],
-     "questions": [{"conversation", "question", "evidence": [turn ids], "category"}]}
+     "questions": [{"conversation", "question", "evidence": [turn ids], "category", "date"?}]}
 
-`date` is `YYYY-MM-DD`; `speaker` is "user" or "assistant"; turn ids are unique within their
-conversation, and a question's evidence names turns of its own conversation. Every problem is a
+`date` is `YYYY-MM-DD` (a question's is optional: the day it is asked, what "last May" in it is
+read against; without one, the day it is run); `speaker` is "user" or "assistant"; turn ids
+are unique within their conversation, and a question's evidence names turns of its own
+conversation. Every problem is a
 `DatasetError` naming the field, e.g. `conversations[1].sessions[0].turns[3].speaker`.
 """
 
@@ -54,6 +56,7 @@ class Question:
     text: str
     evidence: tuple[str, ...]  # turn ids of that conversation
     category: str
+    asked: date | None = None  # the day it is asked ("date"), if the dataset says
 
 
 @dataclass(frozen=True)
@@ -95,12 +98,15 @@ def _conversation(raw: object, where: str) -> Conversation:
 
 def _session(raw: object, where: str) -> Session:
     item = _object(raw, where)
-    day = _text(item, "date", where)
+    day = _day(_text(item, "date", where), where)
+    return Session(_text(item, "id", where), day, _items(item, "turns", where, _turn))
+
+
+def _day(text: str, where: str) -> date:
     try:
-        parsed = date.fromisoformat(day)
+        return date.fromisoformat(text)
     except ValueError:
-        raise DatasetError(f"{where}.date: expected YYYY-MM-DD, got {day!r}") from None
-    return Session(_text(item, "id", where), parsed, _items(item, "turns", where, _turn))
+        raise DatasetError(f"{where}.date: expected YYYY-MM-DD, got {text!r}") from None
 
 
 def _turn(raw: object, where: str) -> Turn:
@@ -122,7 +128,8 @@ def _question(raw: object, where: str, known: dict[str, set[str]]) -> Question:
         if turn_id not in known[conversation]:
             raise DatasetError(f"{where}.evidence[{n}]: no turn {turn_id!r} in {conversation!r}")
     text, category = _text(item, "question", where), _text(item, "category", where)
-    return Question(conversation, text, evidence, category)
+    asked = _day(_text(item, "date", where), where) if "date" in item else None
+    return Question(conversation, text, evidence, category, asked)
 
 
 # ---------------------------------------------------------------------- field readers
