@@ -17,7 +17,6 @@ _STOP_WORDS = """
 a about an and are as at be been but by can could did do does for from had has have he her his
 how i if in into is it its me my no not of on or our she so than that the their them then there
 these they this to too was we were what when where which who whom why will with would you your
-s t d ll m re ve
 """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
