@@ -126,6 +126,25 @@ def test_each_exchange_is_indexed_twice_and_maps_back_to_its_turns(tmp_path: Pat
     assert corpus.covered(hit) == {"t1", "t2"}
 
 
+def test_named_speakers_are_indexed_with_their_turns_as_in_a_group(tmp_path: Path) -> None:
+    said = (turn("t1", "user", "We got a puppy."), turn("t2", "assistant", "A puppy, lovely!"))
+    home = Conversation(
+        "home",
+        (Session("s1", date(2026, 3, 2), said),),
+        (("user", "Daniel"), ("assistant", "Lucas")),
+    )
+    question = Question("home", "When did Daniel get the puppy?", ("t1",), "temporal")
+    corpus = build_corpus(Dataset((home,), (question,)), Workspace(tmp_path))
+    [exchange] = corpus.exchanges
+    assert exchange.text == "User: Daniel: We got a puppy.\nAssistant: Lucas: A puppy, lovely!"
+    note = "[09:00] User: Daniel: We got a puppy. | Assistant: Lucas: A puppy, lovely!\n"
+    assert corpus.notes == {"chats/eval%3Ahome/2026-03-02.md": note}
+    hit = Hit(exchange.path, 1, 2, exchange.text, 0.1, "exchange", "eval:home", exchange.at)
+    assert corpus.covered(hit) == {"t1", "t2"}
+    [answer] = run_mnemo(Dataset((home,), (question,)), k=1, embedder=None).answers
+    assert "Daniel: We got a puppy." in answer.hits[0].text
+
+
 def test_a_turn_counts_only_when_half_of_it_is_in_the_snippet() -> None:
     lines = [f"[09:0{n}] User: {'question ' * 20}| Assistant: {'answer ' * 25}" for n in range(4)]
     text = "\n".join(lines) + "\n"
