@@ -14,6 +14,7 @@ Loading is model2vec's own, from that folder, offline.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -59,20 +60,24 @@ def normalised(vectors: npt.NDArray[np.floating]) -> Vectors:
     return out
 
 
+def require_model2vec() -> None:
+    """A `ConfigError` saying how to install model2vec when it is not installed."""
+    if importlib.util.find_spec("model2vec") is None:
+        raise ConfigError(
+            "BOT_RAG__EMBEDDER=model2vec needs the embedder extra: `pip install -e "
+            "'.[embedder]'`, or in Docker MNEMO_EMBEDDER=1 in .env (--build-arg EMBEDDER=1)"
+        )
+
+
 class Model2VecEmbedder:
     """A model2vec static model loaded from a local folder; it never touches the network."""
 
     def __init__(self, folder: Path) -> None:
         if not (folder / "config.json").is_file():
             raise ConfigError(f"no model2vec model in {folder} (config.json is missing)")
+        require_model2vec()
         os.environ["HF_HUB_OFFLINE"] = "1"  # before huggingface_hub is first imported
-        try:
-            from model2vec import StaticModel  # heavy: imported only when configured
-        except ImportError:
-            raise ConfigError(
-                "BOT_RAG__EMBEDDER=model2vec needs the embedder extra: `pip install -e "
-                "'.[embedder]'`, or in Docker MNEMO_EMBEDDER=1 in .env (--build-arg EMBEDDER=1)"
-            ) from None
+        from model2vec import StaticModel  # heavy: imported only when configured
 
         self._model = StaticModel.from_pretrained(folder)
         self._name = f"model2vec:{folder.resolve().name}:{self._model.dim}"
@@ -109,6 +114,7 @@ def fetch_model(repo: str, models_dir: Path, *, hub: str, timeout: float) -> Pat
     folder = model_folder(models_dir, repo)
     if is_cached(folder):
         return folder
+    require_model2vec()  # before a download it could not use
     ensure_dir(models_dir)
     with FileLock(str(models_dir / f".{folder.name}.lock")):
         if not is_cached(folder):  # another process may have fetched it meanwhile

@@ -5,7 +5,7 @@ signatures of the files they came from.
     files(path, mtime_ns, size, sha256, text)      what the last sync saw of each source file
     claims(path, source)                           which sources each file holds (sync.py)
     sources(source, digest)                        the content digest each source was written at
-    chunks(id, source, path, start_line, end_line, scope, kind, at, salience)
+    chunks(id, source, path, start_line, end_line, scope, kind, at, salience)   by at too
     chunks_fts(text, scope_tag)                    FTS5, rowid = chunks.id; porter + unicode61
     vectors(id, vector)                            float32 blobs, id = chunks.id
 
