@@ -22,6 +22,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 from pydantic import SecretStr
@@ -33,6 +34,7 @@ from bot.app.memory import embedder_loader
 from bot.channels.telegram import check_token
 from bot.channels.telegram.errors import startup_error
 from bot.errors import ConfigError, MnemoError, StartupError
+from bot.index.embedding import is_cached, model_folder
 from bot.models import ChatMessage
 from bot.settings import Settings, require_secret, secret_values
 from bot.storage.heartbeat import Heartbeat
@@ -154,12 +156,29 @@ async def check_embedder(settings: Settings) -> Finding:
     rag = settings.rag
     if not rag.enabled or rag.embedder == "none":
         return Finding("ok", "none (keyword search only; BOT_RAG__EMBEDDER to add one)")
+    models_dir = Workspace(settings.workspace).models_dir
+    source = ""
+    if rag.embedder == "model2vec" and rag.model2vec_path is None:
+        folder = model_folder(models_dir, rag.model2vec_model)
+        if not is_cached(folder):
+            return Finding("warn", _not_fetched(rag.model2vec_model, rag.model2vec_hub, folder))
+        source = f"; {rag.model2vec_model} cached in {folder}"
     key = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
-    load = embedder_loader(rag, llm_base_url=settings.llm.base_url, api_key=key)
+    load = embedder_loader(
+        rag, llm_base_url=settings.llm.base_url, api_key=key, models_dir=models_dir
+    )
     embedder = await asyncio.to_thread(load, settings.llm.timeout)
-    assert embedder is not None  # "none" was answered above
+    if embedder is None:  # a cached model that went away meanwhile
+        return Finding("warn", "none could be loaded: keyword search only (see the log)")
     vectors = await asyncio.to_thread(embedder.embed, ["doctor"])
-    return Finding("ok", f"{embedder.name} ({len(vectors[0])} dimensions)")
+    return Finding("ok", f"{embedder.name} ({len(vectors[0])} dimensions{source})")
+
+
+def _not_fetched(model: str, hub: str, folder: Path) -> str:
+    return (
+        f"model2vec {model} is not cached yet: the bot fetches it from {hub} on its first "
+        f"start (network needed once) into {folder}; until then keyword search only"
+    )
 
 
 async def check_lightrag(settings: Settings) -> Finding:

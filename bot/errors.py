@@ -18,6 +18,8 @@
     │   └── ContextOverflow    the prompt is longer than the model's window
     ├── RagUnavailable         the LightRAG server did not answer (network, timeout, 5xx,
     │                          refused key); recall goes on from the embedded index
+    ├── ModelFetchError        the embedding model could not be fetched on first use (no
+    │                          network, no such model): recall is keyword-only until it can
     ├── TranscriptionFailed    a voice note could not be transcribed; the message says why in
     │                          a few words for the user (never the key or the provider's text)
     ├── ToolError              a tool failed; its text goes back to the model
@@ -110,6 +112,10 @@ class ContextOverflow(LLMRejected):
     def __init__(self, message: str, *, limit: int | None = None, model: str = "") -> None:
         super().__init__(message, cause=LLMCause.OVERFLOW, model=model)
         self.limit = limit  # the window the provider stated, when it did
+
+
+class ModelFetchError(MnemoError):
+    pass
 
 
 class RagUnavailable(MnemoError):

@@ -163,6 +163,9 @@ class RagSettings(_Section):
     backend: Literal["sqlite", "lightrag"] = "sqlite"
     embedder: Literal["none", "model2vec", "openai"] = "none"  # keyword-only when "none"
     model2vec_path: Path | None = None  # a local model2vec folder, e.g. a downloaded model
+    # else a model on the hub, fetched once on first use into workspace/models/
+    model2vec_model: str = "minishlab/potion-retrieval-32M"
+    model2vec_hub: str = "https://huggingface.co"
     embedding_base_url: str | None = None  # OpenAI-compatible /v1/embeddings; BOT_LLM__* if unset
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -369,3 +370,49 @@ async def test_the_running_bot_is_healthy(
         await asyncio.to_thread(process.wait, 10)
 
     assert (before, during) == (1, 0), said
+
+
+async def test_a_hub_model_not_fetched_yet_is_a_warning_that_says_when_it_will_be(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rag = RagSettings(embedder="model2vec", model2vec_model="minishlab/potion-retrieval-32M")
+    found = await run_doctor(settings_for(workspace, fake_telegram, strict_openai, rag=rag), capsys)
+
+    assert found["embedder"].startswith(
+        "warn  embedder: model2vec minishlab/potion-retrieval-32M is not cached yet: the bot "
+        "fetches it from https://huggingface.co on its first start"
+    )
+    assert found["exit"] == "0"
+    assert not (workspace / "models").exists()  # doctor fetches nothing
+
+
+async def test_a_cached_hub_model_is_loaded_and_said_where_it_is(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cached = workspace / "models" / "tests--small"
+    shutil.copytree(SMALL_MODEL, cached)
+    rag = RagSettings(embedder="model2vec", model2vec_model="tests/small")
+    found = await run_doctor(settings_for(workspace, fake_telegram, strict_openai, rag=rag), capsys)
+
+    assert found["embedder"].startswith("ok    embedder: model2vec:tests--small:")
+    assert found["embedder"].endswith(f"dimensions; tests/small cached in {cached})")
+
+
+async def test_an_embeddings_endpoint_is_used_and_named(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rag = RagSettings(embedder="openai", embedding_model="text-embedding-3-small")
+    found = await run_doctor(settings_for(workspace, fake_telegram, strict_openai, rag=rag), capsys)
+
+    assert found["embedder"].startswith("ok    embedder: openai:text-embedding-3-small (")
+    assert [r["input"] for r in strict_openai.embedding_requests] == [["doctor"]]
+    assert KEY not in found["embedder"]

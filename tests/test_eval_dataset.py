@@ -95,6 +95,18 @@ MISTAKES: list[tuple[Callable[[dict[str, Any]], None], str]] = [
         lambda r: r["questions"][0].pop("category"),
         "questions[0].category: expected a non-empty string, got nothing",
     ),
+    (
+        lambda r: r["conversations"][0].update(speakers={"user": "Ann", "bot": "Mnemo"}),
+        'conversations[0].speakers: expected "user" or "assistant", got \'bot\'',
+    ),
+    (
+        lambda r: r["conversations"][0].update(speakers={"user": ""}),
+        "conversations[0].speakers.user: expected a non-empty string, got an empty string",
+    ),
+    (
+        lambda r: r["questions"][0].update(date="last week"),
+        "questions[0].date: expected YYYY-MM-DD, got 'last week'",
+    ),
 ]
 
 
@@ -104,6 +116,24 @@ def test_a_valid_dataset_loads() -> None:
     assert conversation.sessions[0].day == date(2026, 3, 2)
     assert [t.speaker for t in conversation.turns] == ["user", "assistant"]
     assert dataset.questions[0].evidence == ("t1",)
+    assert dataset.questions[0].asked is None
+
+
+def test_a_conversation_may_name_its_speakers() -> None:
+    [unnamed] = parse_dataset(VALID).conversations
+    named = parse_dataset(
+        changed(lambda r: r["conversations"][0].update(speakers={"user": "Ann", "assistant": "Bo"}))
+    ).conversations[0]
+    assert (unnamed.name_of("user"), named.name_of("user"), named.name_of("assistant")) == (
+        None,
+        "Ann",
+        "Bo",
+    )
+
+
+def test_a_question_may_say_the_day_it_is_asked() -> None:
+    dated = parse_dataset(changed(lambda r: r["questions"][0].update(date="2026-03-09")))
+    assert dated.questions[0].asked == date(2026, 3, 9)
 
 
 @pytest.mark.parametrize(("edit", "message"), MISTAKES)

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from bot.cli import main
 from bot.eval.corpus import SourceText, Span, build_corpus, pairs
 from bot.eval.dataset import Conversation, Dataset, Question, Session, Turn
 from bot.eval.report import Answer, Retrieved, score
+from bot.eval.retrieval import run_mnemo
 from bot.eval.synthetic import generate
 from bot.index import Hit
 from bot.index.search import snippet
@@ -124,6 +126,25 @@ def test_each_exchange_is_indexed_twice_and_maps_back_to_its_turns(tmp_path: Pat
     assert corpus.covered(hit) == {"t1", "t2"}
 
 
+def test_named_speakers_are_indexed_with_their_turns_as_in_a_group(tmp_path: Path) -> None:
+    said = (turn("t1", "user", "We got a puppy."), turn("t2", "assistant", "A puppy, lovely!"))
+    home = Conversation(
+        "home",
+        (Session("s1", date(2026, 3, 2), said),),
+        (("user", "Daniel"), ("assistant", "Lucas")),
+    )
+    question = Question("home", "When did Daniel get the puppy?", ("t1",), "temporal")
+    corpus = build_corpus(Dataset((home,), (question,)), Workspace(tmp_path))
+    [exchange] = corpus.exchanges
+    assert exchange.text == "User: Daniel: We got a puppy.\nAssistant: Lucas: A puppy, lovely!"
+    note = "[09:00] User: Daniel: We got a puppy. | Assistant: Lucas: A puppy, lovely!\n"
+    assert corpus.notes == {"chats/eval%3Ahome/2026-03-02.md": note}
+    hit = Hit(exchange.path, 1, 2, exchange.text, 0.1, "exchange", "eval:home", exchange.at)
+    assert corpus.covered(hit) == {"t1", "t2"}
+    [answer] = run_mnemo(Dataset((home,), (question,)), k=1, embedder=None).answers
+    assert "Daniel: We got a puppy." in answer.hits[0].text
+
+
 def test_a_turn_counts_only_when_half_of_it_is_in_the_snippet() -> None:
     lines = [f"[09:0{n}] User: {'question ' * 20}| Assistant: {'answer ' * 25}" for n in range(4)]
     text = "\n".join(lines) + "\n"
@@ -191,3 +212,20 @@ def test_several_datasets_are_slices_with_intervals_and_the_keyword_baseline(
     row = next(line for line in lines if line.startswith("overall (50) "))
     assert row.split()[3:5] == [f"{overall['recall@5']:.3f}", f"{overall['recall@budget']:.3f}"]
     assert sum(line.startswith("target: mnemo >= keyword") for line in lines) == 2
+
+
+def test_a_question_is_read_against_the_day_it_is_asked() -> None:
+    def session(n: int, day: date) -> Session:
+        said = Turn(f"t{n}", "user", f"The vet visit went fine, number {n}.")
+        return Session(f"s{n}", day, (said, Turn(f"r{n}", "assistant", "Good.")))
+
+    days = (date(2026, 1, 5), date(2026, 2, 9), date(2026, 3, 2))
+    home = Conversation("home", tuple(session(n, day) for n, day in enumerate(days)))
+
+    def first_hit(question: Question) -> float:
+        run = run_mnemo(Dataset((home,), (question,)), k=1, embedder=None)
+        return score(run.answers[0], ks=[1], budget=9999, count=len).at_k[0]
+
+    asked = Question("home", "how did the vet go last month?", ("t1",), "temporal")
+    assert first_hit(replace(asked, asked=date(2026, 3, 10))) == 1.0  # February's
+    assert first_hit(replace(asked, asked=date(2026, 2, 10))) == 0.0  # then January's

@@ -4,9 +4,11 @@ wires them into the app; the CLI's `memory` commands use `build_items_and_index`
 Telegram).
 
 `rag.embedder` picks the index's embedder: "none" (keyword-only), "model2vec" (a local folder,
-`rag.model2vec_path`, checked here so a wrong path stops the start with the variable to fix) or
-"openai" (an OpenAI-compatible `/v1/embeddings`; URL and key fall back to the model's). The
-embedder is loaded when the index opens, in a worker thread (`IndexService`).
+`rag.model2vec_path`, checked here so a wrong path stops the start with the variable to fix;
+without one the hub model `rag.model2vec_model`, fetched once into `workspace/models/` — when
+it cannot be, one warning and keyword-only until a later start can) or "openai" (an
+OpenAI-compatible `/v1/embeddings`; URL and key fall back to the model's). The embedder is
+loaded when the index opens, in a worker thread (`IndexService`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
-from bot.errors import ConfigError
+import structlog
+
+from bot.errors import ConfigError, ModelFetchError
 from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
+from bot.index.embedding import fetch_model, model_folder
 from bot.index.remote import RemoteSearch
 from bot.index.service import IndexService
 from bot.index.transcripts import TranscriptSource
@@ -42,6 +48,8 @@ from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
+
+log = structlog.get_logger(__name__)
 
 Count = Callable[[str], int]
 MODEL2VEC_VAR = "BOT_RAG__MODEL2VEC_PATH"
@@ -174,7 +182,9 @@ def _index_opener(
     rag = settings.rag
     if not rag.enabled:
         return None
-    load = embedder_loader(rag, llm_base_url=settings.llm.base_url, api_key=api_key)
+    load = embedder_loader(
+        rag, llm_base_url=settings.llm.base_url, api_key=api_key, models_dir=workspace.models_dir
+    )
     timeout = settings.llm.timeout
 
     def open_index() -> MemoryIndex:
@@ -190,7 +200,7 @@ def _index_opener(
 
 
 def embedder_loader(
-    rag: RagSettings, *, llm_base_url: str, api_key: str | None
+    rag: RagSettings, *, llm_base_url: str, api_key: str | None, models_dir: Path
 ) -> Callable[[float], Embedder | None]:
     """A loader of the configured embedder (called with a timeout, in a thread); a missing
     model folder or key is a `ConfigError` now, naming the variable to set."""
@@ -198,9 +208,11 @@ def embedder_loader(
         return lambda timeout: None
     if rag.embedder == "model2vec":
         folder = rag.model2vec_path
-        if folder is None or not (folder / "config.json").is_file():
-            where = "is not set" if folder is None else f"{folder} holds no model2vec model"
-            raise ConfigError(f"{MODEL2VEC_VAR} {where} (rag.embedder is model2vec)")
+        if folder is None:
+            model_folder(models_dir, rag.model2vec_model)  # a malformed id stops the start
+            return lambda timeout: _hub_model(rag, models_dir, timeout)
+        if not (folder / "config.json").is_file():
+            raise ConfigError(f"{MODEL2VEC_VAR} {folder} holds no model2vec model")
         return lambda timeout: Model2VecEmbedder(folder)
     secret = rag.embedding_api_key.get_secret_value() if rag.embedding_api_key else api_key
     if not secret:
@@ -209,6 +221,24 @@ def embedder_loader(
     return lambda timeout: OpenAIEmbedder(
         base_url=base_url, api_key=secret, model=rag.embedding_model, timeout=timeout
     )
+
+
+def _hub_model(rag: RagSettings, models_dir: Path, timeout: float) -> Embedder | None:
+    """The hub model, fetched the first time; None (keyword-only, one warning) when it
+    cannot be fetched."""
+    try:
+        folder = fetch_model(
+            rag.model2vec_model, models_dir, hub=rag.model2vec_hub, timeout=timeout
+        )
+    except (ModelFetchError, OSError) as exc:
+        log.warning(
+            "embedder_unavailable_keyword_only",
+            model=rag.model2vec_model,
+            reason=str(exc),
+            fix=f"needs network once to fetch it into {models_dir}, or set {MODEL2VEC_VAR}",
+        )
+        return None
+    return Model2VecEmbedder(folder)
 
 
 def build_memory_prompt(

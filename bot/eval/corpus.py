@@ -1,7 +1,9 @@
 """A dataset as the bot would have stored it: exchanges, daily notes, and the way back from a
 hit to the turns it shows.
 
-Each conversation is one chat (scope key `eval:<conversation id>`, also its session key). Its
+Each conversation is one chat (scope key `eval:<conversation id>`, also its session key). When
+the dataset names its two speakers, each turn is `Name: text`, as a group's message is stored
+(`bot.conversation.speakers`), so a question that names someone finds what they said. Its
 turns are paired as system 55 sees them — a user turn and the assistant turn after it make one
 `Exchange` (a turn without its partner is an exchange alone) — and each exchange is also a
 daily-note line (`bot.memory.notes.daily.note_line`, the bot's default fold lengths) in the chat's
@@ -15,10 +17,11 @@ as covered by the hit when at least half of its span lies in that window.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 
-from bot.eval.dataset import Dataset, Session, Turn
+from bot.conversation import speakers
+from bot.eval.dataset import Conversation, Dataset, Session, Turn
 from bot.index import Exchange, Hit
 from bot.memory.notes.daily import note_line
 from bot.models import MemoryScope
@@ -88,7 +91,7 @@ def build_corpus(dataset: Dataset, workspace: Workspace) -> Corpus:
         scopes[conversation.id] = key = CHAT_PREFIX + conversation.id
         for session in conversation.sessions:
             note = _note_path(workspace, key, session)
-            for at, pair in _timed_pairs(session):
+            for at, pair in _timed_pairs(session, conversation):
                 exchange = _exchange(key, at, pair)
                 exchanges.append(exchange)
                 sources[exchange.path] = _exchange_source(exchange, pair)
@@ -116,9 +119,16 @@ def pairs(turns: Sequence[Turn]) -> list[Pair]:
     return found
 
 
-def _timed_pairs(session: Session) -> list[tuple[datetime, Pair]]:
+def _timed_pairs(session: Session, conversation: Conversation) -> list[tuple[datetime, Pair]]:
     start = datetime.combine(session.day, FIRST_EXCHANGE, tzinfo=UTC)
-    return [(start + n * EXCHANGE_GAP, pair) for n, pair in enumerate(pairs(session.turns))]
+    turns = tuple(_named(turn, conversation) for turn in session.turns)
+    return [(start + n * EXCHANGE_GAP, pair) for n, pair in enumerate(pairs(turns))]
+
+
+def _named(turn: Turn, conversation: Conversation) -> Turn:
+    """The turn as the bot stores a group's message: `Name: text`, when the name is known."""
+    name = conversation.name_of(turn.speaker)
+    return turn if name is None else replace(turn, text=speakers.line(name, turn.text))
 
 
 def _exchange(key: str, at: datetime, pair: Pair) -> Exchange:

@@ -1,11 +1,15 @@
 """The retrieval evaluation dataset: its format, loaded and validated once, at the edge.
 
-    {"conversations": [{"id", "sessions": [{"id", "date", "turns": [{"id", "speaker", "text"}]}]}],
-     "questions": [{"conversation", "question", "evidence": [turn ids], "category"}]}
+    {"conversations": [{"id", "speakers"?: {"user": name, "assistant": name},
+                        "sessions": [{"id", "date", "turns": [{"id", "speaker", "text"}]}]}],
+     "questions": [{"conversation", "question", "evidence": [turn ids], "category", "date"?}]}
 
-`date` is `YYYY-MM-DD`; `speaker` is "user" or "assistant"; turn ids are unique within their
-conversation, and a question's evidence names turns of its own conversation. Every problem is a
-`DatasetError` naming the field, e.g. `conversations[1].sessions[0].turns[3].speaker`.
+`date` is `YYYY-MM-DD` (a question's is optional: the day it is asked, what "last May" in it is
+read against; without one, the day it is run); `speaker` is "user" or "assistant"; `speakers`
+(optional) names them: two people talking, each turn is then stored as a group's message is,
+`Name: text` (`bot.eval.corpus`); turn ids are unique within their conversation, and a
+question's evidence names turns of its own conversation. Every problem is a `DatasetError`
+naming the field, e.g. `conversations[1].sessions[0].turns[3].speaker`.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ class Session:
 class Conversation:
     id: str
     sessions: tuple[Session, ...]
+    names: tuple[tuple[Speaker, str], ...] = ()  # who each speaker is ("speakers"), if said
+
+    def name_of(self, speaker: Speaker) -> str | None:
+        return dict(self.names).get(speaker)
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -54,6 +62,7 @@ class Question:
     text: str
     evidence: tuple[str, ...]  # turn ids of that conversation
     category: str
+    asked: date | None = None  # the day it is asked ("date"), if the dataset says
 
 
 @dataclass(frozen=True)
@@ -87,20 +96,35 @@ def parse_dataset(raw: object) -> Dataset:
 
 def _conversation(raw: object, where: str) -> Conversation:
     item = _object(raw, where)
-    conversation = Conversation(_text(item, "id", where), _items(item, "sessions", where, _session))
+    conversation = Conversation(
+        _text(item, "id", where), _items(item, "sessions", where, _session), _names(item, where)
+    )
     _unique((t.id for t in conversation.turns), f"{where}.sessions[*].turns", "id")
     _unique((s.id for s in conversation.sessions), f"{where}.sessions", "id")
     return conversation
 
 
+def _names(item: dict[str, object], where: str) -> tuple[tuple[Speaker, str], ...]:
+    if "speakers" not in item:
+        return ()
+    names = _object(item["speakers"], _at(where, "speakers"))
+    for speaker in names:
+        if speaker not in SPEAKERS:
+            raise DatasetError(f'{where}.speakers: expected "user" or "assistant", got {speaker!r}')
+    return tuple((s, _text(names, s, _at(where, "speakers"))) for s in SPEAKERS if s in names)
+
+
 def _session(raw: object, where: str) -> Session:
     item = _object(raw, where)
-    day = _text(item, "date", where)
+    day = _day(_text(item, "date", where), where)
+    return Session(_text(item, "id", where), day, _items(item, "turns", where, _turn))
+
+
+def _day(text: str, where: str) -> date:
     try:
-        parsed = date.fromisoformat(day)
+        return date.fromisoformat(text)
     except ValueError:
-        raise DatasetError(f"{where}.date: expected YYYY-MM-DD, got {day!r}") from None
-    return Session(_text(item, "id", where), parsed, _items(item, "turns", where, _turn))
+        raise DatasetError(f"{where}.date: expected YYYY-MM-DD, got {text!r}") from None
 
 
 def _turn(raw: object, where: str) -> Turn:
@@ -122,7 +146,8 @@ def _question(raw: object, where: str, known: dict[str, set[str]]) -> Question:
         if turn_id not in known[conversation]:
             raise DatasetError(f"{where}.evidence[{n}]: no turn {turn_id!r} in {conversation!r}")
     text, category = _text(item, "question", where), _text(item, "category", where)
-    return Question(conversation, text, evidence, category)
+    asked = _day(_text(item, "date", where), where) if "date" in item else None
+    return Question(conversation, text, evidence, category, asked)
 
 
 # ---------------------------------------------------------------------- field readers

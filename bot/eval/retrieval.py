@@ -15,6 +15,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.eval.bm25 import BM25
@@ -76,10 +77,18 @@ def run_mnemo(dataset: Dataset, *, k: int, embedder: Embedder | None, system: st
 def _ask(index: MemoryIndex, corpus: Corpus, question: Question, k: int) -> Answer:
     scopes = [corpus.scopes[question.conversation]]
     started = time.perf_counter()
-    hits = index.search(question.text, scopes=scopes, k=k)
+    hits = index.search(question.text, scopes=scopes, k=k, now=asked_at(question))
     seconds = time.perf_counter() - started
     found = tuple(Retrieved(hit.text, corpus.covered(hit)) for hit in hits)
     return Answer(question, found, seconds)
+
+
+def asked_at(question: Question) -> datetime | None:
+    """The end of the day the question is asked, when the dataset gives one."""
+    if question.asked is None:
+        return None
+    day = question.asked
+    return datetime(day.year, day.month, day.day, 23, 59, tzinfo=UTC)
 
 
 def run_bm25(dataset: Dataset, *, k: int) -> Run:

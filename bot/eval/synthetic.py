@@ -4,7 +4,7 @@
 
 The same seed gives the same file, byte for byte. Each conversation is two people (the first
 speaks as "user", the second as "assistant"; their names are in the conversation's
-informational `speakers`) meeting in 20 dated sessions 4–16 days apart, about six months. Each
+`speakers`) meeting in 20 dated sessions 4–16 days apart, about six months. Each
 person gets facts that change once (a job, a city, …; `bot.eval.phrasebook`), facts told once
 (a dog, an allergy, a race, …) and people introduced by relation ("my sister Lena") who come
 back later by name alone (`bot.eval.cast`). Around them: greetings, small talk that shares

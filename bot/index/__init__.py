@@ -9,10 +9,12 @@ and the next sync makes the same index again.
     sources.py       a memory path's scope, kind and time; `Exchange`; scope keys
     chunking.py      `Chunk`, `Chunker`: ~400-token chunks, line numbers, ~15% overlap
     query.py         free text → a safe FTS5 MATCH expression
+    when.py          a time in a query ("last May", "yesterday") → a time window
     keyword.py       `KeywordSearch`: bm25 candidates, fast by choosing the terms to score
     store.py         `IndexStore`: the SQLite file (chunks, FTS5, vectors, file signatures)
     vectors.py       `VectorCache`: the vectors in memory, one float32 block per scope
-    embedding.py     `Embedder` protocol, `Model2VecEmbedder` (`OpenAIEmbedder`: bot.llm)
+    embedding.py     `Embedder` protocol, `Model2VecEmbedder` and its one fetch from a hub
+                     into the workspace (`OpenAIEmbedder`: bot.llm)
     search.py        `Hit`; fusion, tie-breaks, diversity, snippets
     sync.py          source files → source updates, by (mtime, size) then sha256, appends as
                      appends; markdown
@@ -47,6 +49,11 @@ Ranking (the decision):
    little with a good model and lost up to 0.06 with a bad one. A vague query (its keyword
    candidates are the newest matches, not bm25-ranked) is fused by RRF with k = 60 instead:
    Σ 1 / (60 + rank) over the lists a chunk is in; there the vector side ranks by meaning.
+   A query that names a time ("last May", read against the time asked: when.py) first takes
+   the keyword candidates of that time (bm25 among chunks whose time is in the window; the
+   newest of that time when none matches its other words), then the rest as above: the
+   date's words are not searched for, and what the date misses is still found after them. A
+   query without a time is ranked exactly as before.
 3. Tie-breaks, added to the fused score: 0.0005 × recency (halving every 30 days) and
    0.0005 × salience (0–1). Together at most 0.001 — about the gap between ranks 1 and 5 of
    one list — so they reorder near-ties and never overturn a clear match; they never lift a

@@ -34,12 +34,21 @@ class KeywordSearch:
         self._frequency: dict[str, int] = {}
         self._counted_at = 0  # chunk count when the cache was started
 
-    def candidates(self, terms: Sequence[str], scopes: Sequence[str], *, limit: int) -> list[int]:
-        """Chunk ids for the query's terms within `scopes`, best first."""
+    def candidates(
+        self,
+        terms: Sequence[str],
+        scopes: Sequence[str],
+        *,
+        limit: int,
+        between: tuple[float, float] | None = None,
+    ) -> list[int]:
+        """Chunk ids for the query's terms within `scopes` (and of that time, when
+        `between` is given: epoch seconds, end exclusive), best first."""
         if not terms or not scopes:
             return []
         chosen, vague = self._choose(terms)
-        return self.store.match(fts_expression(chosen), scopes, limit=limit, ranked=not vague)
+        expression = fts_expression(chosen)
+        return self.store.match(expression, scopes, limit=limit, ranked=not vague, between=between)
 
     def vague(self, terms: Sequence[str]) -> bool:
         """Whether even the query's rarest term is over the budget: its candidates are the

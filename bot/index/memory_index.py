@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
@@ -40,6 +40,7 @@ from bot.index.sync import (
     source_files_at,
 )
 from bot.index.vectors import VectorCache
+from bot.index.when import Window, resolve
 
 log = structlog.get_logger(__name__)
 
@@ -256,21 +257,42 @@ class MemoryIndex:
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, query: str, *, scopes: Sequence[str], k: int = 8) -> list[Hit]:
+    def search(
+        self, query: str, *, scopes: Sequence[str], k: int = 8, now: datetime | None = None
+    ) -> list[Hit]:
         """The best `k` hits for free text, only from chunks whose scope is in `scopes`
-        ("" is the owner's global memory). Never raises on odd input."""
+        ("" is the owner's global memory). A time the query names ("last May", read against
+        `now`, default the clock: `bot.index.when`) puts the chunks of that time first. Never
+        raises on odd input."""
         allowed = valid_scopes(scopes)
         if not allowed or k <= 0:
             return []
+        asked = now or datetime.now(UTC)
+        dated = resolve(query, asked)
         query_vector = self._query_vector(query)
         with self._lock:
             self._refresh()
             nearest = self._pool.submit(self._nearest, query_vector, allowed)  # in parallel
-            terms = query_terms(query)
+            terms = query_terms(dated.rest)
             keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
-            fused = fuse(keyword, nearest.result(), vague=self._keywords.vague(terms))
+            vague = self._keywords.vague(terms)
+            if dated.window is not None:
+                keyword, vague = self._dated_first(dated.window, terms, allowed, keyword), False
+            fused = fuse(keyword, nearest.result(), vague=vague)
             rows = self.store.rows(fused.scores, allowed, text=True)
-        return rank(fused, rows, terms=terms, now=time.time(), k=k)
+        return rank(fused, rows, terms=terms, now=asked.timestamp(), k=k)
+
+    def _dated_first(
+        self, window: Window, terms: Sequence[str], scopes: Sequence[str], keyword: Sequence[int]
+    ) -> list[int]:
+        """The keyword candidates of the window's time first (the newest chunks of that time
+        when none of them matches the words: "what happened yesterday?"), then the others: a
+        dated query still finds what the date misses (a note's time is its file's)."""
+        between = (window.start.timestamp(), window.end.timestamp())
+        inside = self._keywords.candidates(terms, scopes, limit=CANDIDATES, between=between)
+        if not inside:
+            inside = self.store.newest(scopes, between=between, limit=CANDIDATES)
+        return list(dict.fromkeys([*inside, *keyword]))
 
     def _query_vector(self, query: str) -> Vectors | None:
         """The query's embedding; None for a blank query or when the embedder fails (an

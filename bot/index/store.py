@@ -5,7 +5,7 @@ signatures of the files they came from.
     files(path, mtime_ns, size, sha256, text)      what the last sync saw of each source file
     claims(path, source)                           which sources each file holds (sync.py)
     sources(source, digest)                        the content digest each source was written at
-    chunks(id, source, path, start_line, end_line, scope, kind, at, salience)
+    chunks(id, source, path, start_line, end_line, scope, kind, at, salience)   by at too
     chunks_fts(text, scope_tag)                    FTS5, rowid = chunks.id; porter + unicode61
     vectors(id, vector)                            float32 blobs, id = chunks.id
 
@@ -54,6 +54,7 @@ CREATE TABLE chunks(id INTEGER PRIMARY KEY, source TEXT NOT NULL, path TEXT NOT 
                     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, scope TEXT NOT NULL,
                     kind TEXT NOT NULL, at REAL NOT NULL, salience REAL NOT NULL);
 CREATE INDEX chunks_source ON chunks(source);
+CREATE INDEX chunks_at ON chunks(at);
 CREATE TABLE claims(path TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY(path, source));
 CREATE INDEX claims_source ON claims(source);
 CREATE TABLE sources(source TEXT PRIMARY KEY, digest TEXT NOT NULL);
@@ -167,7 +168,9 @@ class IndexStore:
         with self._lock:
             if self._meta("schema_version") != str(SCHEMA_VERSION):
                 self._recreate()
-            elif self._meta("embedder") != self.embedder:
+                return
+            self._db.execute("CREATE INDEX IF NOT EXISTS chunks_at ON chunks(at)")  # since 13
+            if self._meta("embedder") != self.embedder:
                 with self._transaction() as db:  # other vectors: the caller re-embeds
                     db.execute("DELETE FROM vectors")
                     self._set_meta(db, "embedder", self.embedder)
@@ -412,12 +415,22 @@ class IndexStore:
         return None if found is None else int(found)
 
     def match(
-        self, expression: str, scopes: Sequence[str], *, limit: int, ranked: bool
+        self,
+        expression: str,
+        scopes: Sequence[str],
+        *,
+        limit: int,
+        ranked: bool,
+        between: tuple[float, float] | None = None,
     ) -> list[int]:
         """Chunk ids matching the expression within `scopes`: best bm25 first when `ranked`,
         else newest first. When the scopes hold most chunks, the MATCH runs unfiltered with
         a larger limit and the join filters (cheaper than ANDing a tag in most rows);
-        otherwise the scope tags are ANDed into the MATCH."""
+        otherwise the scope tags are ANDed into the MATCH. `between` (epoch seconds, end
+        exclusive) keeps only chunks of that time: every match is then joined (the keyword
+        budget bounds how many a ranked query has)."""
+        if between is not None:
+            return self._match_between(expression, scopes, limit=limit, ranked=ranked, at=between)
         coverage = self._coverage(scopes)
         match, fetch = f"text:({expression})", limit
         if coverage < 0.5:
@@ -435,6 +448,38 @@ class IndexStore:
         with self._lock:
             rows = self._db.execute(sql, (match, fetch, *scopes, limit)).fetchall()
         return [int(row[0]) for row in rows]
+
+    def _match_between(
+        self,
+        expression: str,
+        scopes: Sequence[str],
+        *,
+        limit: int,
+        ranked: bool,
+        at: tuple[float, float],
+    ) -> list[int]:
+        score = "bm25(chunks_fts, 1.0, 0.0)" if ranked else "-rowid"
+        sql = (
+            f"SELECT m.id FROM (SELECT rowid AS id, {score} AS score FROM chunks_fts"
+            f" WHERE chunks_fts MATCH ?) AS m JOIN chunks AS c ON c.id = m.id"
+            f" WHERE c.at >= ? AND c.at < ? AND c.scope IN ({','.join('?' * len(scopes))})"
+            f" ORDER BY m.score LIMIT ?"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, (f"text:({expression})", *at, *scopes, limit))
+            return [int(row[0]) for row in rows]
+
+    def newest(
+        self, scopes: Sequence[str], *, between: tuple[float, float], limit: int
+    ) -> list[int]:
+        """The newest chunk ids of that time (epoch seconds, end exclusive) within `scopes`."""
+        sql = (
+            "SELECT id FROM chunks WHERE at >= ? AND at < ?"
+            f" AND scope IN ({','.join('?' * len(scopes))}) ORDER BY at DESC, id DESC LIMIT ?"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, (*between, *scopes, limit))
+            return [int(row[0]) for row in rows]
 
     def document_frequency(self, term: str) -> int:
         """How many chunks contain the word (as FTS5 stems it)."""

@@ -199,6 +199,11 @@ class Workspace:
     def index_dir(self) -> Path:
         return self.root / "index"
 
+    @property
+    def models_dir(self) -> Path:
+        """Embedding models fetched on first use (`bot.index.embedding.fetch_model`)."""
+        return self.root / "models"
+
 
 def _can_write(folder: Path) -> bool:
     if not folder.is_dir():
