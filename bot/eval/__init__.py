@@ -14,5 +14,5 @@ BM25 baseline; and the synthetic evalset it is measured on.
 
 The format and how to read the figures are in README.md ("Retrieval evaluation"); the figures
 measured on `tests/data/evalset_months.json` and `tests/data/evalset.json` are in
-benchmarks/README.md. The command line is `bot/eval_cli.py`.
+benchmarks/README.md. The command line is `bot/cli/evaluate.py`.
 """

@@ -1,5 +1,5 @@
 """The prompt the next message in a chat would get, built without the model: `python -m bot
-prompt --chat KEY` (`bot.prompt_cli`).
+prompt --chat KEY` (`bot.cli.prompt`).
 
 System 20 builds it over the chat's saved session and the workspace, exactly as in a turn (the
 chat's memory scope decided by `AccessPolicy` as for a message from that chat); nothing is

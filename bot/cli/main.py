@@ -1,6 +1,5 @@
 """Command line: `python -m bot run | chat | doctor | health | prompt | memory … | pair … |
-eval retrieval`. Thin: parse, load settings, hand over (`doctor` and `health` live in
-`bot.doctor`).
+eval retrieval`. Thin: parse, load settings, hand over (to the other modules of `bot.cli`).
 
 `chat` logs to `logs/console.log` in the workspace (to stderr with `-v`), so that nothing but the
 conversation is on the terminal; Ctrl-C stops a reply, or at the prompt ends the chat, exit 0.
@@ -21,12 +20,13 @@ from pathlib import Path
 
 import structlog
 
-from bot import eval_cli, logs, memory_cli, pair_cli, prompt_cli
+from bot import logs
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.errors import is_network_error, startup_error
-from bot.doctor import doctor, health
+from bot.cli import evaluate, memory, pairs, prompt
+from bot.cli.doctor import doctor, health
 from bot.errors import ConfigError, StartupError
 from bot.settings import Settings, load_settings, require_secret, secret_values
 from bot.storage.heartbeat import Heartbeat
@@ -45,23 +45,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
     sub.add_parser("doctor", help="check the workspace, Telegram, owners, the model, recall")
     sub.add_parser("health", help="is the running bot polling? (its heartbeat; Docker)")
-    eval_cli.add_parser(sub)
-    memory_cli.add_parser(sub)
-    pair_cli.add_parser(sub)
-    prompt_cli.add_parser(sub)
+    evaluate.add_parser(sub)
+    memory.add_parser(sub)
+    pairs.add_parser(sub)
+    prompt.add_parser(sub)
     args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     try:
         settings = load_settings()
         scrub = _configure_logs(settings, to_file=_log_file(settings, args))  # before all else
         if args.command == "eval":
-            return eval_cli.run(settings, args, out=lambda line: print(scrub(line)))
+            return evaluate.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "memory":
-            return memory_cli.run(settings, args)
+            return memory.run(settings, args)
         if args.command == "pair":
-            return pair_cli.run(settings, args)
+            return pairs.run(settings, args)
         if args.command == "prompt":
-            return asyncio.run(prompt_cli.run(settings, args, out=lambda line: print(scrub(line))))
+            return asyncio.run(prompt.run(settings, args, out=lambda line: print(scrub(line))))
         if args.command == "health":
             return health(settings)
         return asyncio.run(_COMMANDS[args.command](settings))

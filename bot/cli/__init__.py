@@ -1,0 +1,13 @@
+"""The command line, `python -m bot …` (or `mnemo …`): each command a module.
+
+main.py      `main`: run (Telegram), chat (the console), and the dispatch to the others
+doctor.py    doctor (every dependency, one line each) and health (the heartbeat)
+memory.py    memory search | reindex | stats
+pairs.py     pair list | approve | unpair
+prompt.py    prompt --chat KEY: the next prompt of a chat
+evaluate.py  eval retrieval: the recall evaluation (`bot.eval`)
+"""
+
+from bot.cli.main import main
+
+__all__ = ["main"]
