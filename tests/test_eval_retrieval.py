@@ -18,7 +18,7 @@ from bot.eval.dataset import Conversation, Dataset, Question, Session, Turn
 from bot.eval.report import Answer, Retrieved, score
 from bot.eval.synthetic import generate
 from bot.index import Hit
-from bot.index.search import snippet
+from bot.index.snippets import GAP, snippet
 from bot.storage.workspace import Workspace
 from tests.harness import REPO, SMALL_MODEL2VEC
 
@@ -134,11 +134,14 @@ def test_a_turn_counts_only_when_half_of_it_is_in_the_snippet() -> None:
         spans.append(Span(offset + line.index("User: ") + 6, offset + cut, f"u{n}"))
         spans.append(Span(offset + cut + 14, offset + len(line), f"a{n}"))
     source = SourceText(text, tuple(spans))
-    shown = snippet(text.rstrip("\n"), ["question"], limit=520)  # line 1 ends at 382
-    assert shown.endswith("…")
-    assert source.covered(1, 4, shown) == {"u0", "a0", "u1"}  # u1: two thirds of it shown
+    said = lines[0].index("User: ") + 6  # where the user's words start on a line
+    two_thirds, one_third = lines[2][: said + 120], lines[3][: said + 60]
+    shown = "\n".join([lines[0], GAP, two_thirds + GAP, one_third + GAP])
+    assert source.covered(1, 4, shown) == {"u0", "a0", "u2"}
     assert source.covered(1, 4, "\n".join(lines)) == {f"{s}{n}" for s in "ua" for n in range(4)}
     assert source.covered(1, 4, "text that is not there") == frozenset()
+    picked = snippet(text.rstrip("\n"), ["question"], limit=520)  # the best line, and a gap
+    assert picked == f"{lines[0]}\n{GAP}" and source.covered(1, 4, picked) == {"u0", "a0"}
 
 
 # ----------------------------------------------------------------------------- the metrics

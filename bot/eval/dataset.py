@@ -1,18 +1,21 @@
 """The retrieval evaluation dataset: its format, loaded and validated once, at the edge.
 
-    {"conversations": [{"id", "sessions": [{"id", "date", "turns": [{"id", "speaker", "text"}]}]}],
+    {"conversations": [{"id", "speakers"?, "sessions": [{"id", "date",
+                                                       "turns": [{"id", "speaker", "text"}]}]}],
      "questions": [{"conversation", "question", "evidence": [turn ids], "category"}]}
 
 `date` is `YYYY-MM-DD`; `speaker` is "user" or "assistant"; turn ids are unique within their
 conversation, and a question's evidence names turns of its own conversation. Every problem is a
-`DatasetError` naming the field, e.g. `conversations[1].sessions[0].turns[3].speaker`.
+`DatasetError` naming the field, e.g. `conversations[1].sessions[0].turns[3].speaker`. The
+optional `speakers` names them, e.g. `{"user": "Ann", "assistant": "Ben"}` (hits show who said
+it by name).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Literal, TypeVar, cast
@@ -42,6 +45,7 @@ class Session:
 class Conversation:
     id: str
     sessions: tuple[Session, ...]
+    speakers: Mapping[Speaker, str] = field(default_factory=dict)  # a speaker's name
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -87,10 +91,18 @@ def parse_dataset(raw: object) -> Dataset:
 
 def _conversation(raw: object, where: str) -> Conversation:
     item = _object(raw, where)
-    conversation = Conversation(_text(item, "id", where), _items(item, "sessions", where, _session))
+    sessions = _items(item, "sessions", where, _session)
+    conversation = Conversation(_text(item, "id", where), sessions, _speakers(item, where))
     _unique((t.id for t in conversation.turns), f"{where}.sessions[*].turns", "id")
     _unique((s.id for s in conversation.sessions), f"{where}.sessions", "id")
     return conversation
+
+
+def _speakers(item: dict[str, object], where: str) -> dict[Speaker, str]:
+    if "speakers" not in item:
+        return {}
+    names, where = _object(item["speakers"], _at(where, "speakers")), _at(where, "speakers")
+    return {speaker: _text(names, speaker, where) for speaker in SPEAKERS if speaker in names}
 
 
 def _session(raw: object, where: str) -> Session:

@@ -270,7 +270,8 @@ class MemoryIndex:
             keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
             fused = fuse(keyword, nearest.result(), vague=self._keywords.vague(terms))
             rows = self.store.rows(fused.scores, allowed, text=True)
-        return rank(fused, rows, terms=terms, now=time.time(), k=k)
+            weights = self._keywords.weights(terms)
+        return rank(fused, rows, weights=weights, now=time.time(), k=k)
 
     def _query_vector(self, query: str) -> Vectors | None:
         """The query's embedding; None for a blank query or when the embedder fails (an
