@@ -8,6 +8,7 @@ and the snippet.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,27 +100,28 @@ def rank(
         if (score := fused.scores.get(i)) is not None
     )
     picked: list[_Picked] = []
+    by_path: dict[str, list[_Picked]] = {}
     seen: set[str] = set()
-    for _, score, chunk_id in reversed(order):
+    for ahead, score, chunk_id in reversed(order):
         row = rows[chunk_id]
         text = " ".join(row.text.split())
-        same = [p for p in picked if p.row.path == row.path]
-        near = _touching([p for p in same if p.ahead == (chunk_id in fused.ahead)], row)
+        same = by_path.setdefault(row.path, [])
+        near = _touching([p for p in same if p.ahead == ahead], row) if same else None
         if text in seen or (len(same) >= PER_PATH and near is None):
             continue
         seen.add(text)
         if near is not None:
             near.absorb(row)
         else:
-            ahead = chunk_id in fused.ahead
-            picked.append(_Picked(row, score, ahead, row.start_line, row.end_line, row.text))
+            same.append(_Picked(row, score, ahead, row.start_line, row.end_line, row.text))
+            picked.append(same[-1])
     terms = Terms.of(weights)
-    cuts = [cut(p.text, terms) for p in picked]
-    best = sorted(  # the keyword hits by their best line; the others as fused
-        range(len(picked)),
-        key=lambda n: (not picked[n].ahead, -cuts[n].best * picked[n].ahead, -picked[n].score),
-    )
-    return [_hit(picked[n], cuts[n].text) for n in best[:k]]
+    keyword = [(p, cut(p.text, terms)) for p in picked if p.ahead]
+    keyword.sort(key=lambda found: (-found[1].best, -found[0].score))  # stable: ties as fused
+    hits = [_hit(p, shown.text) for p, shown in keyword[:k]]
+    others = (p for p in picked if not p.ahead)  # as fused, cut only when shown
+    hits.extend(_hit(p, cut(p.text, terms).text) for p in itertools.islice(others, k - len(hits)))
+    return hits
 
 
 @dataclass

@@ -63,8 +63,8 @@ def cut(text: str, terms: Terms, limit: int = SNIPPET_CHARS) -> Cut:
     """What a hit shows of its chunk's `text` for the query's `terms` (see the module), and
     how well its best line matches."""
     lines = [line for line in text.split("\n") if line.strip()]
-    pattern, stems = terms.pattern, terms.stems
-    scores = [_score(line, pattern, stems) for line in lines]
+    pattern = terms.pattern
+    scores = _scores(lines, terms)
     best = max(scores, default=0.0)
     if len(text) <= min(limit, WHOLE_CHARS):
         return Cut(text, best)
@@ -152,10 +152,12 @@ def _window(line: str, pattern: re.Pattern[str] | None, limit: int) -> str:
     return (GAP if start > 0 else "") + body + (GAP if start + limit < len(line) else "")
 
 
-def _score(line: str, pattern: re.Pattern[str] | None, stems: Mapping[str, float]) -> float:
-    if pattern is None:
-        return 0.0
-    return sum(stems.get(stem, 0.0) for stem in set(pattern.findall(line.lower())))
+def _scores(lines: Sequence[str], terms: Terms) -> list[float]:
+    """Each line's weight: the sum of its distinct stems' weights."""
+    if terms.pattern is None:
+        return [0.0] * len(lines)
+    findall, weight = terms.pattern.findall, terms.stems.__getitem__
+    return [sum(map(weight, set(findall(line.lower())))) for line in lines]
 
 
 @lru_cache(maxsize=256)  # queries repeat (a retry, a test)
