@@ -3,7 +3,8 @@
 The decision and its numbers are in the package docstring (`bot.index`, "Ranking"); this module
 is the pure arithmetic: the fusion rule (keyword first, vectors fill; Reciprocal Rank Fusion
 only for a vague query), the recency and salience tie-breaks, one-path and duplicate limits,
-and the snippet.
+touching chunks merged, and the hits' order by their best line (what a hit shows:
+`bot.index.snippets`).
 """
 
 from __future__ import annotations
