@@ -285,7 +285,9 @@ async def test_the_bots_prompt_holds_both_sections_within_the_settings_budgets(
     today = datetime.now(UTC).date()
     for days in range(9, 30):
         write(
-            workspace, f"{today - timedelta(days=days)}.md", "[08:00] User: kayak | Assistant: ok\n"
+            workspace,
+            f"{today - timedelta(days=days)}.md",
+            f"[08:00] User: kayak trip {days} | Assistant: ok\n",
         )
     memory = MemorySettings(
         prompt_budget_tokens=300, items=ItemSettings(soft_budget_tokens=100, max_budget_tokens=100)

@@ -20,7 +20,7 @@ from bot.eval.report import Answer, Retrieved, score
 from bot.eval.retrieval import run_mnemo
 from bot.eval.synthetic import generate
 from bot.index import Hit
-from bot.index.search import snippet
+from bot.index.snippets import GAP, snippet
 from bot.storage.workspace import Workspace
 from tests.harness import REPO, SMALL_MODEL2VEC
 
@@ -141,7 +141,8 @@ def test_named_speakers_are_indexed_with_their_turns_as_in_a_group(tmp_path: Pat
     assert corpus.notes == {"chats/eval%3Ahome/2026-03-02.md": note}
     hit = Hit(exchange.path, 1, 2, exchange.text, 0.1, "exchange", "eval:home", exchange.at)
     assert corpus.covered(hit) == {"t1", "t2"}
-    [answer] = run_mnemo(Dataset((home,), (question,)), k=1, embedder=None).answers
+    run = run_mnemo(Dataset((home,), (question,)), k=1, budget=1024, count=len, embedder=None)
+    [answer] = run.answers
     assert "Daniel: We got a puppy." in answer.hits[0].text
 
 
@@ -155,11 +156,14 @@ def test_a_turn_counts_only_when_half_of_it_is_in_the_snippet() -> None:
         spans.append(Span(offset + line.index("User: ") + 6, offset + cut, f"u{n}"))
         spans.append(Span(offset + cut + 14, offset + len(line), f"a{n}"))
     source = SourceText(text, tuple(spans))
-    shown = snippet(text.rstrip("\n"), ["question"], limit=520)  # line 1 ends at 382
-    assert shown.endswith("…")
-    assert source.covered(1, 4, shown) == {"u0", "a0", "u1"}  # u1: two thirds of it shown
+    said = lines[0].index("User: ") + 6  # where the user's words start on a line
+    two_thirds, one_third = lines[2][: said + 120], lines[3][: said + 60]
+    shown = "\n".join([lines[0], GAP, two_thirds + GAP, one_third + GAP])
+    assert source.covered(1, 4, shown) == {"u0", "a0", "u2"}
     assert source.covered(1, 4, "\n".join(lines)) == {f"{s}{n}" for s in "ua" for n in range(4)}
     assert source.covered(1, 4, "text that is not there") == frozenset()
+    picked = snippet(text.rstrip("\n"), ["question"], limit=520)  # the best line, and a gap
+    assert picked == f"{lines[0]}\n{GAP}" and source.covered(1, 4, picked) == {"u0", "a0"}
 
 
 # ----------------------------------------------------------------------------- the metrics
@@ -223,7 +227,7 @@ def test_a_question_is_read_against_the_day_it_is_asked() -> None:
     home = Conversation("home", tuple(session(n, day) for n, day in enumerate(days)))
 
     def first_hit(question: Question) -> float:
-        run = run_mnemo(Dataset((home,), (question,)), k=1, embedder=None)
+        run = run_mnemo(Dataset((home,), (question,)), k=1, budget=9999, count=len, embedder=None)
         return score(run.answers[0], ks=[1], budget=9999, count=len).at_k[0]
 
     asked = Question("home", "how did the vet go last month?", ("t1",), "temporal")

@@ -87,10 +87,10 @@ def test_no_tie_break_lifts_a_vector_candidate_over_a_keyword_one() -> None:
         1: row(1, at=NOW - timedelta(days=900), salience=0.0),  # old, dull, found by keyword
         2: row(2, at=NOW, salience=1.0),  # new, salient, found only by vectors
     }
-    hits = rank(fuse([1], [2]), rows, terms=[], now=NOW.timestamp(), k=2)
+    hits = rank(fuse([1], [2]), rows, weights={}, now=NOW.timestamp(), k=2)
     assert [h.path for h in hits] == ["note-1.md", "note-2.md"]
 
-    hits = rank(Fused({1: 1 / 61, 2: 1 / 61}), rows, terms=[], now=NOW.timestamp(), k=2)
+    hits = rank(Fused({1: 1 / 61, 2: 1 / 61}), rows, weights={}, now=NOW.timestamp(), k=2)
     assert hits[0].path == "note-2.md", "without the rule the tie-break would decide"
 
 
@@ -145,8 +145,9 @@ def test_what_keyword_search_misses_the_vectors_still_find(tmp_path: Path) -> No
 
 
 def recall_by_category(dataset: Dataset, embedder: Embedder | None) -> dict[str, float]:
-    run = run_mnemo(dataset, k=20, embedder=embedder)
-    report = summary(run, ks=[20], budget=1024, count=lambda text: len(text) // 4)
+    count = lambda text: len(text) // 4  # noqa: E731
+    run = run_mnemo(dataset, k=20, budget=1024, count=count, embedder=embedder)
+    report = summary(run, ks=[20], budget=1024, count=count)
     categories: dict[str, dict[str, float]] = report["per_category"]  # type: ignore[assignment]
     overall: dict[str, float] = report["overall"]  # type: ignore[assignment]
     return {"overall": overall["recall@budget"]} | {

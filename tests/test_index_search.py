@@ -11,7 +11,7 @@ import pytest
 from bot.index import Exchange, MemoryIndex, Model2VecEmbedder
 from bot.index.keyword import KeywordSearch
 from bot.index.query import fts_expression, query_terms
-from bot.index.search import SNIPPET_CHARS
+from bot.index.snippets import SNIPPET_CHARS
 from bot.storage.workspace import Workspace
 from tests.harness import SMALL_MODEL2VEC
 
@@ -150,7 +150,7 @@ def test_one_long_note_does_not_fill_every_slot(tmp_path: Path) -> None:
     hits = index.search("garden roses", scopes=[""], k=5)
     index.close()
 
-    assert [h.path for h in hits].count("2026-05-01.md") == 2
+    assert 1 <= [h.path for h in hits].count("2026-05-01.md") <= 2
     assert "MEMORY.md" in [h.path for h in hits]
     assert all(len(h.text) <= SNIPPET_CHARS + 2 for h in hits)
     assert all("garden" in h.text for h in hits)

@@ -57,14 +57,14 @@ class SourceText:
         """The turns at least half visible in `shown`, a window of lines start..end."""
         lines = _lines(self.text, start_line, end_line)
         chunk = "\n".join(line for _, line in lines)
-        low, high = _window(chunk, shown)
         visible: list[tuple[int, int]] = []
-        at = 0
-        for offset, line in lines:
-            a, b = max(low, at), min(high, at + len(line))
-            if a < b:
-                visible.append((offset + a - at, offset + b - at))
-            at += len(line) + 1
+        for low, high in _windows(chunk, shown):
+            at = 0
+            for offset, line in lines:
+                a, b = max(low, at), min(high, at + len(line))
+                if a < b:
+                    visible.append((offset + a - at, offset + b - at))
+                at += len(line) + 1
         return frozenset(s.turn for s in self.spans if 2 * _overlap(s, visible) >= s.end - s.start)
 
 
@@ -200,13 +200,22 @@ def _lines(text: str, first: int, last: int) -> list[tuple[int, str]]:
     return found
 
 
-def _window(chunk: str, shown: str) -> tuple[int, int]:
-    """Where the snippet `shown` lies in its chunk: all of it, or the body between the
-    "…" marks; nothing when it cannot be placed."""
-    for body in (shown, shown.removeprefix(_MARK).removesuffix(_MARK), shown.strip(_MARK)):
-        if body and (at := chunk.find(body)) >= 0:
-            return at, at + len(body)
-    return 0, 0
+def _windows(chunk: str, shown: str) -> list[tuple[int, int]]:
+    """Where the snippet `shown` lies in its chunk: each of its pieces (lines, and the text
+    between "…" marks where a line was cut) found in order; a piece that cannot be placed
+    shows nothing."""
+    found: list[tuple[int, int]] = []
+    at = 0
+    for piece in (p.strip() for p in shown.replace(_MARK, "\n").split("\n")):
+        if not piece:
+            continue
+        start = chunk.find(piece, at)
+        if start < 0:
+            start = chunk.find(piece)
+        if start >= 0:
+            found.append((start, start + len(piece)))
+            at = start + len(piece)
+    return found
 
 
 def _overlap(span: Span, visible: Sequence[tuple[int, int]]) -> int:

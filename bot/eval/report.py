@@ -5,9 +5,11 @@ time and query latency.
 A question's recall is the share of its evidence turns covered by the hits considered:
 
 - recall@k: the first k hits;
-- recall@budget: the hits that fit in the token budget, taken best first and counted with
-  `TokenCounter` over the text each hit shows; a hit that does not fit is passed over and a
-  smaller one after it may still fit (as `# Relevant Memory` and the memory pack fill theirs).
+- recall@budget: what the system shows within the token budget, counted with `TokenCounter`.
+  For the bot, its own `# Relevant Memory` section of that budget (`Answer.section`: heading,
+  citations, dates and snippets, every token counted); for a baseline, the hits that fit taken
+  best first over the text each shows (a hit that does not fit is passed over and a smaller one
+  after it may still fit, as `# Relevant Memory` fills its own).
 
 Overall and per-category figures are means over questions, each recall with its 95%
 confidence interval in `ci95` (`bot.eval.interval`: a bootstrap over the questions);
@@ -37,10 +39,19 @@ class Retrieved:
 
 
 @dataclass(frozen=True)
+class Section:
+    """What a system puts in front of the model within the budget, as one text."""
+
+    text: str
+    hits: tuple[Retrieved, ...]  # the hits it shows
+
+
+@dataclass(frozen=True)
 class Answer:
     question: Question
     hits: tuple[Retrieved, ...]  # best first
     seconds: float  # how long the search took
+    section: Section | None = None  # None: the hits fill the budget (see above)
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,15 @@ def summary(run: Run, *, ks: Sequence[int], budget: int, count: Count) -> dict[s
 def score(answer: Answer, *, ks: Sequence[int], budget: int, count: Count) -> Scored:
     evidence = frozenset(answer.question.evidence)
     at_k = tuple(recall(evidence, [hit.turns for hit in answer.hits[:k]]) for k in ks)
+    if (section := answer.section) is not None:
+        shown = [hit.turns for hit in section.hits]
+        return Scored(
+            answer.question.category,
+            at_k,
+            recall(evidence, shown),
+            len(shown),
+            count(section.text),
+        )
     used, tokens, covered = 0, 0, []
     for hit in answer.hits:
         size = count(hit.text)

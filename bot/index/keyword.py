@@ -13,6 +13,7 @@ terms, without bm25. The vector side, when present, still ranks such queries by 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from bot.index.query import fts_expression
@@ -55,6 +56,16 @@ class KeywordSearch:
         newest matches, not ranked by bm25 (the frequencies are cached: this costs nothing
         after `candidates`)."""
         return bool(terms) and self._choose(terms)[1]
+
+    def weights(self, terms: Sequence[str]) -> dict[str, float]:
+        """Each term's inverse document frequency (bm25's), a rare word weighing most: what a
+        snippet's lines are scored by (the frequencies are cached by `candidates`)."""
+        size = max(self.store.size, 1)
+        found = {}
+        for term in terms:
+            frequency = self._document_frequency(term)
+            found[term] = math.log(1 + (size - frequency + 0.5) / (frequency + 0.5))
+        return found
 
     @property
     def budget(self) -> int:

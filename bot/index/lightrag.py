@@ -44,7 +44,8 @@ import structlog
 
 from bot.errors import RagUnavailable
 from bot.index.query import query_terms
-from bot.index.search import RRF_K, Hit, snippet
+from bot.index.search import RRF_K, Hit
+from bot.index.snippets import snippet
 from bot.index.sources import GLOBAL, Exchange
 from bot.storage.workspace import encode_key
 

@@ -280,7 +280,8 @@ class MemoryIndex:
                 keyword, vague = self._dated_first(dated.window, terms, allowed, keyword), False
             fused = fuse(keyword, nearest.result(), vague=vague)
             rows = self.store.rows(fused.scores, allowed, text=True)
-        return rank(fused, rows, terms=terms, now=asked.timestamp(), k=k)
+            weights = self._keywords.weights(terms)
+        return rank(fused, rows, weights=weights, now=asked.timestamp(), k=k)
 
     def _dated_first(
         self, window: Window, terms: Sequence[str], scopes: Sequence[str], keyword: Sequence[int]

@@ -3,16 +3,19 @@
 The decision and its numbers are in the package docstring (`bot.index`, "Ranking"); this module
 is the pure arithmetic: the fusion rule (keyword first, vectors fill; Reciprocal Rank Fusion
 only for a vague query), the recency and salience tie-breaks, one-path and duplicate limits,
-and the snippet.
+touching chunks merged, and the hits' order by their best line (what a hit shows:
+`bot.index.snippets`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from bot.index.snippets import Terms, cut, merge
 from bot.index.store import ChunkRow
 
 RRF_K = 60
@@ -21,7 +24,6 @@ RECENCY_WEIGHT = 0.0005  # at most ~ the gap between ranks 1 and 3 of one list
 RECENCY_HALF_LIFE_DAYS = 30.0
 SALIENCE_WEIGHT = 0.0005
 PER_PATH = 2
-SNIPPET_CHARS = 700
 _DAY = 86400.0
 
 
@@ -30,7 +32,7 @@ class Hit:
     path: str  # relative to memory/, or `sessions/<key>#<turn>` for an exchange
     start_line: int
     end_line: int
-    text: str  # a snippet of at most ~SNIPPET_CHARS
+    text: str  # a snippet of at most ~SNIPPET_CHARS (`bot.index.snippets`)
     score: float
     kind: str
     scope: str
@@ -83,58 +85,83 @@ def rank(
     fused: Fused,
     rows: Mapping[int, ChunkRow],
     *,
-    terms: Sequence[str],
+    weights: Mapping[str, float],
     now: float,
     k: int,
 ) -> list[Hit]:
-    """The best k hits: the candidates `ahead` first, each part by score and tie-breaks; at
-    most PER_PATH per path, identical texts once (HISTORY.md and its monthly file hold the
-    same entries)."""
+    """The best k hits (see the package docstring, "Ranking", 4 and 5): at most PER_PATH per
+    path, identical texts once (HISTORY.md and its monthly file hold the same entries), a chunk
+    that overlaps or touches a better hit of its file merged into it (one hit, its lines once:
+    `snippets.merge`; a keyword candidate only with another); then the candidates `ahead`
+    first, by the weight of the query terms in the hit's best line (`snippets.cut`), then by
+    score and tie-breaks; the others after them by score and tie-breaks."""
     order = sorted(
         (i in fused.ahead, score + tie_break(row, now=now), i)
         for i, row in rows.items()
         if (score := fused.scores.get(i)) is not None
     )
-    hits: list[Hit] = []
-    per_path: dict[str, int] = {}
+    picked: list[_Picked] = []
+    by_path: dict[str, list[_Picked]] = {}
     seen: set[str] = set()
-    for _, score, chunk_id in reversed(order):
+    for ahead, score, chunk_id in reversed(order):
         row = rows[chunk_id]
         text = " ".join(row.text.split())
-        if per_path.get(row.path, 0) >= PER_PATH or text in seen:
+        same = by_path.setdefault(row.path, [])
+        near = _touching([p for p in same if p.ahead == ahead], row) if same else None
+        if text in seen or (len(same) >= PER_PATH and near is None):
             continue
-        per_path[row.path] = per_path.get(row.path, 0) + 1
         seen.add(text)
-        hits.append(_hit(row, score, terms))
-        if len(hits) == k:
-            break
+        if near is not None:
+            near.absorb(row)
+        else:
+            same.append(_Picked(row, score, ahead, row.start_line, row.end_line, row.text))
+            picked.append(same[-1])
+    terms = Terms.of(weights)
+    keyword = [(p, cut(p.text, terms)) for p in picked if p.ahead]
+    keyword.sort(key=lambda found: (-found[1].best, -found[0].score))  # stable: ties as fused
+    hits = [_hit(p, shown.text) for p, shown in keyword[:k]]
+    others = (p for p in picked if not p.ahead)  # as fused, cut only when shown
+    hits.extend(_hit(p, cut(p.text, terms).text) for p in itertools.islice(others, k - len(hits)))
     return hits
 
 
-def _hit(row: ChunkRow, score: float, terms: Sequence[str]) -> Hit:
+@dataclass
+class _Picked:
+    """A hit being made: its best chunk, and the lines and text of the chunks merged in."""
+
+    row: ChunkRow
+    score: float
+    ahead: bool  # a keyword candidate (`Fused.ahead`): merged only with its own kind
+    start_line: int
+    end_line: int
+    text: str
+
+    def absorb(self, row: ChunkRow) -> None:
+        if row.start_line < self.start_line:
+            self.text = merge(row.text, self.text)
+        else:
+            self.text = merge(self.text, row.text)
+        self.start_line = min(self.start_line, row.start_line)
+        self.end_line = max(self.end_line, row.end_line)
+
+
+def _touching(picked: Sequence[_Picked], row: ChunkRow) -> _Picked | None:
+    """The picked hit of the row's file whose lines overlap or touch the row's."""
+    for hit in picked:
+        if row.start_line <= hit.end_line + 1 and row.end_line >= hit.start_line - 1:
+            return hit
+    return None
+
+
+def _hit(picked: _Picked, text: str) -> Hit:
+    row = picked.row
     return Hit(
         path=row.path,
-        start_line=row.start_line,
-        end_line=row.end_line,
-        text=snippet(row.text, terms),
-        score=round(score, 6),
+        start_line=picked.start_line,
+        end_line=picked.end_line,
+        text=text,
+        score=round(picked.score, 6),
         kind=row.kind,
         scope=row.scope,
         at=datetime.fromtimestamp(row.at, tz=UTC),
     )
-
-
-def snippet(text: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
-    """The text if it is short, else a window of `limit` characters from a little before
-    the first query term found (from the start when none is), marked with "…"."""
-    if len(text) <= limit:
-        return text
-    lowered = text.lower()
-    found = [at for term in terms if (at := lowered.find(term)) >= 0]
-    start = max(0, min(found) - limit // 7) if found else 0
-    line_start = text.rfind("\n", 0, start) + 1
-    if start - line_start < limit // 7:
-        start = line_start
-    start = min(start, len(text) - limit)
-    body = text[start : start + limit].strip()
-    return ("…" if start > 0 else "") + body + ("…" if start + limit < len(text) else "")

@@ -1,18 +1,25 @@
 """`# Relevant Memory` (seeds 000, 004): the index's best hits for the user's message, cited.
 
     # Relevant Memory
-    - [2026-11-20.md#L3-L5] the hit's snippet, on one line
-    - [sessions/telegram%3A1001#4f2a9c#L1-L2] User: … Assistant: …
+    - [2026-11-20.md#L3-L5] [09:14] User: … | Assistant: … … [09:40] User: … | Assistant: …
+    - [sessions/telegram%3A1001#4f2a9c#L1-L2] 2026-11-18 · User: … Assistant: …
     (4 more via memory_search)
 
-Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). A hit the
-prompt already shows is skipped (`overlap`): held by `# Memory` (a MEMORY.md chunk, a daily note
-shown today, an exchange whose note line is shown whole) or by a better hit, or a turn of the
-conversation the prompt carries anyway. The rest are taken best first, at
-most `k`, while they fit `budget_tokens` (heading and notice included); a hit too long for the
-room left is passed over and the next may still fit. The notice counts the matches found but
-not shown, up to what one search returns (`probe`, 3 × k: enough to say "more", cheap enough
-for every turn). The search runs in a thread (`find`, beside the memory pack); a failure or a
+Each line is one hit: its citation, its date (unless the citation shows it) and its snippet
+(`bot.index.snippets`: the lines that matched, "…" where lines were left out), on one line.
+Who said it is in the snippet (`User:`/`Assistant:`; in a group the user's words start with
+their name, `Ann: …`); `names` may put names in place of those labels (the evaluation's
+speakers).
+
+Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). What the
+prompt already shows is left out (`distinct`, by `overlap`): a hit held by `# Memory` (a
+MEMORY.md chunk, a daily note shown today, an exchange whose note line is shown whole) or by a
+better hit, a turn of the conversation the prompt carries anyway, and a line of a hit that a
+better hit shows. The rest are taken best first, at most `k`, while they fit `budget_tokens`
+(heading and notice included); a hit too long for the room left is passed over and the next
+may still fit. The notice counts the matches found but not
+shown, up to what one search returns (`probe`, 3 × k: enough to say "more", cheap enough for
+every turn). The search runs in a thread (`find`, beside the memory pack); a failure or a
 closed index means no section (logged), never a failed turn.
 
 A remote recall server (LightRAG) may add hits to the embedded index's: both are on the same
@@ -23,14 +30,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal, Protocol
 
 import structlog
 
 from bot.index.remote import RemoteSearch
 from bot.index.search import Hit
+from bot.index.snippets import GAP
 from bot.memory.recall.overlap import Shown
 
 log = structlog.get_logger(__name__)
@@ -38,8 +46,8 @@ log = structlog.get_logger(__name__)
 HEADER = "# Relevant Memory"
 MORE = "({count} more via memory_search)"
 PROBE_PER_HIT = 3
+TRIM_CHARS = 40  # a shorter line of a hit is kept even when a better hit shows it
 MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
-_CLOCK = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")
 Count = Callable[[str], int]
 
 
@@ -88,13 +96,7 @@ class RelevantMemory:
     ) -> str:
         """The section ("" when no hit is new); `shown` is what the prompt's other memory
         sections hold, `conversation` the paths of the exchanges in the prompt's messages."""
-        held = Shown(shown)
-        fresh = []
-        for hit in hits:
-            if hit.path in conversation or held.holds(hit.text):
-                continue
-            fresh.append(hit)
-            held.add(hit.text)
+        fresh = distinct(hits, shown=shown, conversation=conversation)
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
         return render_relevant(fresh, k=self.k, budget=tokens, count=self.count)
 
@@ -108,14 +110,61 @@ class RelevantMemory:
         return sorted([*local, *remote], key=lambda hit: -hit.score)
 
 
+def distinct(
+    hits: Sequence[Hit], *, shown: Sequence[str] = (), conversation: frozenset[str] = frozenset()
+) -> list[Hit]:
+    """The hits that add something, best first: not in the conversation, not held by
+    `shown` or by a better hit (`overlap`: a note line and its exchange are one hit); a hit
+    of several lines keeps only the lines nothing better holds."""
+    held = Shown(shown)
+    fresh = []
+    for hit in hits:
+        if hit.path in conversation or held.holds(hit.text):
+            continue
+        lines = hit.text.split("\n")
+        if len(lines) > 1:
+            hit = replace(hit, text=_unheld(lines, held))
+            if not hit.text.replace(GAP, "").strip():
+                continue
+        fresh.append(hit)
+        held.add(hit.text)
+    return fresh
+
+
+def _unheld(lines: Sequence[str], held: Shown) -> str:
+    """The lines `held` does not hold (a line shorter than `TRIM_CHARS` stays: it costs less
+    than the mark), "…" (`GAP`) where any were left out, once."""
+    kept: list[str] = []
+    for line in lines:
+        if line != GAP and (len(line) < TRIM_CHARS or not held.holds(line)):
+            kept.append(line)
+        elif not kept or kept[-1] != GAP:
+            kept.append(GAP)
+    return "\n".join(kept)
+
+
 def hit_line(hit: Hit) -> str:
-    return f"- [{hit.citation}] {' '.join(hit.text.split())}"
+    """`- [citation] date · snippet` on one line; no date when the citation shows it (a
+    daily note's). Who spoke is in the text: `Ann: …` in a group (`bot.conversation.speakers`)."""
+    text = " ".join(hit.text.split())
+    day = f"{hit.at:%Y-%m-%d}"
+    dated = "" if day in hit.citation else f"{day} · "
+    return f"- [{hit.citation}] {dated}{text}"
 
 
-def render_relevant(hits: Sequence[Hit], *, k: int, budget: int, count: Count) -> str:
-    """The best hits, at most `k`, that fit `budget` tokens; "" when none does."""
+def fit(
+    hits: Sequence[Hit],
+    *,
+    k: int,
+    budget: int,
+    count: Count,
+) -> tuple[str, list[Hit]]:
+    """The section of the best hits, at most `k`, that fit `budget` tokens (heading and
+    notice included), and those hits; a hit too long for the room left is passed over and
+    the next may still fit. ("", []) when none does."""
     room = budget - count(HEADER) - count(MORE.format(count=len(hits))) - 2
     lines: list[str] = []
+    shown: list[Hit] = []
     for hit in hits:
         if len(lines) == k or room < MIN_LINE_TOKENS:
             break
@@ -123,8 +172,14 @@ def render_relevant(hits: Sequence[Hit], *, k: int, budget: int, count: Count) -
         cost = count(line) + 1
         if cost <= room:
             lines.append(line)
+            shown.append(hit)
             room -= cost
     if not lines:
-        return ""
+        return "", []
     more = len(hits) - len(lines)
-    return "\n".join([HEADER, *lines, *([MORE.format(count=more)] if more else [])])
+    return "\n".join([HEADER, *lines, *([MORE.format(count=more)] if more else [])]), shown
+
+
+def render_relevant(hits: Sequence[Hit], *, k: int, budget: int, count: Count) -> str:
+    """The best hits, at most `k`, that fit `budget` tokens; "" when none does."""
+    return fit(hits, k=k, budget=budget, count=count)[0]

@@ -1,0 +1,206 @@
+"""More evidence per token (issue 13): hits show the lines that matched, rare words weigh most,
+touching chunks of a file are one hit, every hit is dated and says who spoke, and
+`# Relevant Memory` spends its budget on what no better hit shows. A real index throughout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.errors import DatasetError
+from bot.eval.dataset import parse_dataset
+from bot.eval.report import Answer, Retrieved, Section, score
+from bot.index import Exchange, MemoryIndex
+from bot.index.snippets import GAP
+from bot.llm.tokens import TokenCounter
+from bot.memory.recall.relevant import HEADER, distinct, render_relevant
+from bot.storage.workspace import Workspace
+
+AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+COUNT = TokenCounter().count
+FILLER = [
+    "the weather was grey and we talked about the weekend plans for a while",
+    "someone mentioned a podcast episode about old trains and the history of rail",
+    "a long chat about which supermarket has the better bread on a Sunday morning",
+    "we compared notes on the cheapest way to get to the airport at night",
+]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    ws = Workspace(tmp_path / "ws")
+    ws.memory_root.mkdir(parents=True)
+    return ws
+
+
+@pytest.fixture
+def index(workspace: Workspace) -> Iterator[MemoryIndex]:
+    found = MemoryIndex(workspace.memory_root, workspace.index_dir)
+    yield found
+    found.close()
+
+
+def note(workspace: Workspace, day: str, said: list[str]) -> None:
+    lines = [f"[09:{n:02d}] User: {text} | Assistant: ok" for n, text in enumerate(said)]
+    (workspace.memory_root / f"{day}.md").write_text("\n".join(lines) + "\n")
+
+
+def filler(count: int, start: int = 0) -> list[str]:
+    return [f"{FILLER[(start + n) % len(FILLER)]} ({start + n})" for n in range(count)]
+
+
+def test_a_hit_shows_the_line_that_matched_not_its_whole_chunk(
+    workspace: Workspace, index: MemoryIndex
+) -> None:
+    said = filler(12)
+    said[5] = "the zeppelin museum in Friedrichshafen opens at nine, tickets are 12 euros"
+    note(workspace, "2026-03-02", said)
+    index.sync_files()
+
+    [hit] = index.search("zeppelin museum", scopes=[""], k=3)
+
+    assert hit.citation == "2026-03-02.md#L1-L12"  # the chunk's lines, as memory_get reads
+    assert hit.text.split("\n") == [GAP, f"[09:05] User: {said[5]} | Assistant: ok", GAP]
+
+
+def test_rare_words_choose_the_lines_and_the_order(
+    workspace: Workspace, index: MemoryIndex
+) -> None:
+    for day in range(1, 7):
+        note(workspace, f"2026-03-0{day}", [f"morning Ann, how are you on day {day}?", *filler(3)])
+    said = [
+        "morning Ann",
+        *filler(3),
+        "Ann finally bought the red kayak from the harbour shop today",
+    ]
+    note(workspace, "2026-03-09", said)
+    index.sync_files()
+
+    hits = index.search("Ann kayak", scopes=[""], k=4)
+
+    assert hits[0].path == "2026-03-09.md"  # its best line holds the rare word
+    assert "kayak" in hits[0].text and "morning Ann" not in hits[0].text
+    assert all("kayak" not in hit.text for hit in hits[1:])
+
+
+def test_chunks_of_one_file_that_overlap_are_one_hit_showing_each_line_once(
+    workspace: Workspace, index: MemoryIndex
+) -> None:
+    said = filler(30)
+    said[14] = "the marzipan cake recipe is in the blue folder"
+    said[15] = "marzipan again: buy it at the corner shop"
+    note(workspace, "2026-03-02", said)
+    index.sync_files()
+    chunks = index.store.rows(
+        dict.fromkeys(index.store.match('"marzipan"', [""], limit=9, ranked=True), 0.0),
+        [""],
+        text=True,
+    )
+    assert len(chunks) == 2, "the test needs the matching lines in both chunks' overlap"
+
+    [hit] = index.search("marzipan", scopes=[""], k=5)
+
+    first, last = sorted(chunks.values(), key=lambda row: row.start_line)
+    assert (hit.start_line, hit.end_line) == (first.start_line, last.end_line)
+    assert hit.text.count("marzipan cake") == 1 and hit.text.count("corner shop") == 1
+
+
+def test_every_line_of_relevant_memory_is_dated_and_says_who_spoke(
+    workspace: Workspace, index: MemoryIndex
+) -> None:
+    note(workspace, "2026-02-14", ["the violin lesson moved to Thursday"])
+    index.add_exchange(Exchange("tg:-5", "t1", "Ann: who has the violin?", "Ben does.", "g", AT))
+    index.sync_files()
+
+    hits = index.search("violin", scopes=["", "g"], k=5)
+    section = render_relevant(hits, k=5, budget=400, count=COUNT)
+
+    assert sorted(section.splitlines()) == [
+        HEADER,
+        "- [2026-02-14.md#L1-L1] [09:00] User: the violin lesson moved to Thursday | Assistant: ok",
+        "- [sessions/tg%3A-5#t1#L1-L2] 2026-03-02 · User: Ann: who has the violin? Assistant: "
+        "Ben does.",
+    ]
+
+
+def test_the_budget_goes_to_distinct_evidence_and_is_never_passed(
+    workspace: Workspace, index: MemoryIndex
+) -> None:
+    said = [f"the kayak trip number {n} went along the {FILLER[n % 4]}" for n in range(20)]
+    note(workspace, "2026-03-02", said)
+    for n, text in enumerate(said):  # each exchange is also in the note: one fact, one line
+        index.add_exchange(Exchange("tg:1", f"t{n}", text, "ok", "", AT))
+    index.sync_files()
+
+    hits = distinct(index.search("kayak trip", scopes=[""], k=60))
+    shown = [line for hit in hits for line in hit.text.split("\n") if line != GAP]
+    said_shown = [text for text in said if any(text in line for line in shown)]
+    assert len(said_shown) == len(said)  # every fact is in some hit...
+    assert sum(text in line for text in said for line in shown) == len(said)  # ...once
+
+    for budget in (100, 250, 600):
+        section = render_relevant(hits, k=60, budget=budget, count=COUNT)
+        assert section.startswith(HEADER) and COUNT(section) <= budget
+
+
+def test_the_evaluation_counts_every_token_of_the_section() -> None:
+    dataset = parse_dataset(
+        {
+            "conversations": [
+                {
+                    "id": "c",
+                    "speakers": {"user": "Daniel", "assistant": "Lucas"},
+                    "sessions": [
+                        {
+                            "id": "s",
+                            "date": "2026-03-02",
+                            "turns": [
+                                {"id": "x", "speaker": "user", "text": "hi"},
+                            ],
+                        },
+                    ],
+                }
+            ],
+            "questions": [
+                {"conversation": "c", "question": "q?", "evidence": ["x"], "category": "c"}
+            ],
+        }
+    )
+    conversation = dataset.conversations[0]
+    assert (conversation.name_of("user"), conversation.name_of("assistant")) == ("Daniel", "Lucas")
+    section = Section(
+        "# Relevant Memory\n- [a#L1-L2] 2026-03-02 · hi", (Retrieved("hi", frozenset({"x"})),)
+    )
+    answer = Answer(dataset.questions[0], (), 0.001, section)
+    scored = score(answer, ks=[], budget=1024, count=len)
+    assert (scored.at_budget, scored.budget_hits, scored.budget_tokens) == (
+        1.0,
+        1,
+        len(section.text),
+    )
+
+
+def test_speakers_that_are_not_names_are_refused_with_the_field() -> None:
+    raw = {
+        "conversations": [
+            {
+                "id": "c",
+                "speakers": {"user": ""},
+                "sessions": [
+                    {
+                        "id": "s",
+                        "date": "2026-03-02",
+                        "turns": [{"id": "x", "speaker": "user", "text": "hi"}],
+                    }
+                ],
+            }
+        ],
+        "questions": [{"conversation": "c", "question": "q?", "evidence": ["x"], "category": "c"}],
+    }
+    with pytest.raises(
+        DatasetError, match=r"conversations\[0\]\.speakers\.user: expected a non-empty string"
+    ):
+        parse_dataset(raw)
