@@ -3,7 +3,7 @@
 The index holds nothing that is not in a file. Each `SourceReader` owns one kind of file under
 one root and turns a file's text into sources (`SourceUpdate`, each with a digest of what it was
 made from): the memory markdown (`MarkdownSource`, one source a file), the session files
-(`bot.index.transcripts`: one source an exchange) and the structured items' JSONL
+(`TranscriptSource`: one source an exchange) and the structured items' JSONL
 (`bot.memory.items.indexing`: one source an item). Blocking.
 
 Which files are looked at: every file under the roots (`source_files`, the walk: at start, on
@@ -23,10 +23,11 @@ A symlink is a source only where its reader `allows` it (for memory files, the p
 read: it is recorded with the digest `OUT_OF_SCOPE` and no sources (so what it held before goes,
 with one warning), and judged again at every sync. The walk never enters a linked folder.
 
-    reader.py    `SourceReader` (the protocol), `Growth`, `digest_of`
-    markdown.py  `MarkdownSource`: the memory markdown
-    walk.py      `source_files` (the walk), `source_files_at` (given paths), `SourceFile`
-    delta.py     `file_delta`: the files changed, touched, grown, gone; `FileDelta`
+    reader.py        `SourceReader` (the protocol), `Growth`, `digest_of`
+    markdown.py      `MarkdownSource`: the memory markdown
+    transcripts.py   `TranscriptSource`: the session files, one source an exchange
+    walk.py          `source_files` (the walk), `source_files_at` (given paths), `SourceFile`
+    delta.py         `file_delta`: the files changed, touched, grown, gone; `FileDelta`
 """
 
 from bot.index.sync.delta import OUT_OF_SCOPE, ChangedFile, FileDelta, file_delta
