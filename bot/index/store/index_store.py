@@ -34,9 +34,10 @@ class IndexStore:
 
     def reset(self) -> None:
         """Drop everything (a rebuild starts from here)."""
-        with self._transaction() as db:
-            recreate(db, embedder=self.embedder)
-        self._scope_counts = Counter()
+        with self._lock:
+            with self._transaction() as db:
+                recreate(db, embedder=self.embedder)
+            self._scope_counts = Counter()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
