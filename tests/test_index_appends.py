@@ -16,7 +16,7 @@ import pytest
 
 from bot.index import Chunker, MemoryIndex
 from bot.index.memory_index import INDEX_FILE
-from bot.index.transcripts import TranscriptSource
+from bot.index.sync.transcripts import TranscriptSource
 from bot.memory.items.format import encode
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.rules import new_item

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.index import Hit, MemoryIndex
-from bot.index.transcripts import TranscriptSource, turns
+from bot.index.sync.transcripts import TranscriptSource, turns
 from bot.memory.items.indexing import ItemSource
 from bot.models import ChatMessage, ToolCall
 from bot.settings import MemorySettings

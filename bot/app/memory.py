@@ -25,7 +25,7 @@ from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
 from bot.index.embedding import fetch_model, model_folder
 from bot.index.remote import RemoteSearch
 from bot.index.service import IndexService
-from bot.index.transcripts import TranscriptSource
+from bot.index.sync.transcripts import TranscriptSource
 from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.tokens import LineTokens, TokenCounter
 from bot.memory.forgetting import Forgetting

@@ -11,15 +11,16 @@ and the next sync makes the same index again.
     query.py         free text → a safe FTS5 MATCH expression
     when.py          a time in a query ("last May", "yesterday") → a time window
     keyword.py       `KeywordSearch`: bm25 candidates, fast by choosing the terms to score
-    store.py         `IndexStore`: the SQLite file (chunks, FTS5, vectors, file signatures)
+    store/           `IndexStore`: the SQLite file (chunks, FTS5, vectors, file signatures):
+                     its records, the database (schema, opening), writes, reads
     vectors.py       `VectorCache`: the vectors in memory, one float32 block per scope
     embedding.py     `Embedder` protocol, `Model2VecEmbedder` and its one fetch from a hub
                      into the workspace (`OpenAIEmbedder`: bot.llm)
     search.py        `Hit`; fusion, tie-breaks, diversity, merging, the hits' order
     snippets.py      what a hit shows of its chunk: the lines that matched, by term weight
-    sync.py          source files → source updates, by (mtime, size) then sha256, appends as
-                     appends; markdown
-    transcripts.py   session files → one source per exchange
+    sync/            source files → source updates, by (mtime, size) then sha256, appends as
+                     appends: the reader protocol, the markdown and the session-file
+                     (transcripts: one source an exchange) readers, the walk, the delta
     memory_index.py  `MemoryIndex`: the one object the app uses (blocking, thread-safe)
     service.py       `IndexService`: the index as an app service, opened and synced at start;
                      its background syncer (requests merged, drained on stop, `settle`)

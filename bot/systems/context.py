@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Literal
 
 from bot.conversation.speakers import CHATTER_HEADER, chatter_section
-from bot.index.transcripts import exchanges
+from bot.index.sync.transcripts import exchanges
 from bot.memory.notes.daily import NoteFormat
 from bot.memory.recall import relevant, section
 from bot.memory.recall.prompt import RECALLED_HEADER, Carried, MemoryPrompt, PromptMemory

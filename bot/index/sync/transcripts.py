@@ -23,7 +23,7 @@ from pathlib import Path
 from bot.index.chunking import DEFAULT_SALIENCE, Chunker
 from bot.index.sources import Exchange, source_of_exchange
 from bot.index.store import SourceUpdate
-from bot.index.sync import Growth, LastLine, digest_of
+from bot.index.sync.reader import Growth, LastLine, digest_of
 from bot.models import ChatMessage, Session
 from bot.storage.sessions import SCOPE, SessionFormatError, decode_session
 
