@@ -94,12 +94,6 @@ EVENTS = (
         ("What is {name} running for?", "Who is standing for the school board in {place}?"),
     ),
 )
-ASIDES = (  # someone mentioned, named again in passing: no news, only their name
-    "{name} says hi, by the way.",
-    "Ran into {name} at the shops, same as ever.",
-    "{name} sent me the funniest video last night.",
-    "Had a quick coffee with {name} before work.",
-)
 WHO = (  # the "people" category: who someone named is (the turn that introduced them)
     "Who is {name}?",
     "How does {X} know {name}?",
