@@ -307,3 +307,24 @@ async def test_the_bots_prompt_holds_both_sections_within_the_settings_budgets(
     assert "## Earlier Episodes" in items and COUNT(items) <= 100 + 10
     assert COUNT(relevant.strip()) <= 120
     assert relevant_lines(relevant.strip()).more > 0
+
+
+async def test_relevant_memory_reads_a_named_time_against_the_message_moment(
+    parts: Parts,
+) -> None:
+    """ "last May" is the May before the message's moment, not the wall clock's."""
+    write(parts.workspace.root, "2025-05-12.md", "[10:00] User: tea plans? | Assistant: Oolong.\n")
+    write(parts.workspace.root, "2026-05-12.md", "[10:00] User: tea plans? | Assistant: Sencha.\n")
+    parts.index.current.sync_files()  # type: ignore[union-attr]
+    prompt = parts.prompt(relevant=(1, 800))
+    query = "what were the tea plans last May?"
+
+    moments = (datetime(2025, 6, 10, 9, tzinfo=UTC), datetime(2026, 6, 10, 9, tzinfo=UTC))
+    found = [await prompt.sections(GLOBAL_SCOPE, KEY, query, moment) for moment in moments]
+
+    assert relevant_lines(found[0].relevant).hits == [
+        "- [2025-05-12.md#L1-L1] [10:00] User: tea plans? | Assistant: Oolong."
+    ]
+    assert relevant_lines(found[1].relevant).hits == [
+        "- [2026-05-12.md#L1-L1] [10:00] User: tea plans? | Assistant: Sencha."
+    ]

@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 
-from bot.eval.dataset import load_dataset, parse_dataset
+from bot.eval.dataset import Dataset, load_dataset, parse_dataset
+from bot.eval.retrieval import asked_at
 from bot.eval.synthetic import generate, main
+from bot.index.when import resolve
 from tests.harness import REPO
 
 SHIPPED = REPO / "tests" / "data" / "evalset_months.json"
-CATEGORIES = {"single-hop", "multi-hop", "temporal", "open-domain", "knowledge-update"}
+CATEGORIES = {
+    "single-hop",
+    "multi-hop",
+    "temporal",
+    "open-domain",
+    "knowledge-update",
+    "temporal-dated",
+    "people",
+}
 
 
 def test_the_shipped_file_is_what_the_generator_makes(tmp_path: Path) -> None:
@@ -54,3 +66,40 @@ def test_multi_hop_evidence_lies_in_two_sessions_and_updates_cite_the_later_turn
             assert len(set(sessions)) == 2, question
         if question.category == "knowledge-update" and len(sessions) == 2:
             assert sessions[0] < sessions[1], question
+
+
+def _days_of(dataset: Dataset) -> dict[tuple[str, str], date]:
+    return {
+        (c.id, turn.id): session.day
+        for c in dataset.conversations
+        for session in c.sessions
+        for turn in session.turns
+    }
+
+
+def test_a_dated_question_names_the_time_of_its_evidence_from_the_day_it_is_asked() -> None:
+    for dataset in (load_dataset(SHIPPED), parse_dataset(generate(seed=7, conversations=4))):
+        day_of = _days_of(dataset)
+        dated = [q for q in dataset.questions if q.category == "temporal-dated"]
+        assert len(dated) >= 30
+        for question in dataset.questions:
+            assert (question.asked is not None) == (question in dated), question
+            if question.asked is None:
+                continue
+            window = resolve(question.text, asked_at(question) or datetime.now(UTC)).window
+            assert window is not None, question
+            for turn in question.evidence:
+                told = datetime.combine(day_of[question.conversation, turn], time(9), UTC)
+                assert window.holds(told.timestamp()), (question, window)
+                assert question.asked > told.date()
+
+
+def test_people_questions_name_someone_the_conversation_mentions() -> None:
+    dataset = load_dataset(SHIPPED)
+    text_of = {(c.id, t.id): t.text for c in dataset.conversations for t in c.turns}
+    people = [q for q in dataset.questions if q.category == "people"]
+    assert len(people) >= 50
+    for question in people:
+        named = set(re.findall(r"[A-Z][a-z]+", question.text))
+        evidence = " ".join(text_of[question.conversation, t] for t in question.evidence)
+        assert any(name in evidence for name in named - {"Who", "What", "How"}), question

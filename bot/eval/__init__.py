@@ -10,7 +10,8 @@ BM25 baseline; and the synthetic evalset it is measured on.
     interval.py    95% confidence intervals of a mean (a bootstrap over the questions)
     table.py       a report as text, with the targets of issue 13 against it
     synthetic.py   the regenerable evalset: months of two named people, questions with answers
-    phrasebook.py  its facts and how they are asked; cast.py its people and small talk
+    phrasebook.py  its facts and how they are asked; cast.py its people and small talk;
+                   timing.py how its dated questions name a time, and the day they are asked
 
 The format and how to read the figures are in README.md ("Retrieval evaluation"); the figures
 measured on `tests/data/evalset_months.json` and `tests/data/evalset.json` are in

@@ -1,6 +1,7 @@
 """Who the synthetic evalset's people are and the talk around their facts: names, the people
 they mention by relation and what those did later (the multi-hop pairs), small talk, greetings,
-reactions. Slots: `{A}`/`{B}` the two speakers, `{name}` someone mentioned, `{X}`, `{relation}`.
+reactions. Slots: `{A}`/`{B}` the two speakers, `{name}` someone mentioned, `{X}`, `{relation}`,
+`{place}`, `{street}`, `{pet}`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ RELATIONS = (
     Relation("old roommate", ("Bumped into {name}, my roommate from college!",)),
 )
 
-# (what happened, told by name only; questions about it through the relation)
+# (what happened, told by name only; questions about it through the relation; questions that
+# name the person or the place instead: the "people" category)
 EVENTS = (
     (
         "{name} is moving to {place} for grad school in the fall.",
@@ -46,6 +48,7 @@ EVENTS = (
             "what city is {X}'s {relation} headed to",
             "Where is {X}'s {relation} doing grad school?",
         ),
+        ("Where is {name} going for grad school?", "Who is moving to {place} in the fall?"),
     ),
     (
         "{name} got engaged on a hike, the ring was hidden in a granola bar.",
@@ -54,6 +57,7 @@ EVENTS = (
             "Any big news from {X}'s {relation}?",
             "Where was {X}'s {relation} when the engagement happened?",
         ),
+        ("How did {name} get engaged?", "is {name} getting married"),
     ),
     (
         "{name} finally opened that bakery on {street}.",
@@ -62,6 +66,7 @@ EVENTS = (
             "Where is the shop {X}'s {relation} runs?",
             "Which street is the bakery of {X}'s {relation} on?",
         ),
+        ("What did {name} open?", "Who has a shop on {street}?", "where is {name}'s bakery"),
     ),
     (
         "{name} broke a wrist snowboarding, six weeks in a cast.",
@@ -70,6 +75,7 @@ EVENTS = (
             "why was {X}'s {relation} in a cast",
             "How did {X}'s {relation} break a wrist?",
         ),
+        ("What happened to {name}'s wrist?", "why is {name} in a cast", "How did {name} get hurt?"),
     ),
     (
         "{name} adopted a cat called {pet}.",
@@ -77,6 +83,7 @@ EVENTS = (
             "What's the name of the cat {X}'s {relation} took in?",
             "what did {X}'s {relation} call the cat",
         ),
+        ("What's {name}'s cat called?", "Who took in a cat named {pet}?"),
     ),
     (
         "{name} is running for the school board in {place}.",
@@ -84,7 +91,13 @@ EVENTS = (
             "What election is {X}'s {relation} standing in?",
             "Where is {X}'s {relation} running for office?",
         ),
+        ("What is {name} running for?", "Who is standing for the school board in {place}?"),
     ),
+)
+WHO = (  # the "people" category: who someone named is (the turn that introduced them)
+    "Who is {name}?",
+    "How does {X} know {name}?",
+    "what's {name} to {X}",
 )
 PLACES = ("Montreal", "Boston", "Glasgow", "Dublin", "Seattle", "Utrecht", "Bologna", "Leeds")
 STREETS = ("Elm Street", "Harbour Road", "Quarry Lane", "Mill Street", "Bay Avenue")

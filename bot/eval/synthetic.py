@@ -17,6 +17,14 @@ evidence, by category:
     multi-hop         two turns of different sessions: a relation and what the person named
                       did later, both values of a changing fact, the same fact of both people
     open-domain       a fact plus world knowledge (a city's country, an instrument's family)
+    temporal-dated    a fact asked by a time relative to the question's `date` ("what did Tom
+                      say about the car two weeks ago?"), or all that a day told ("what
+                      happened yesterday?"); the time names the fact's session (`timing`)
+    people            someone mentioned asked by name or place ("what did Lena open?", "who
+                      is moving to Leeds?"), or who they are ("how does Tom know Lena?")
+
+The last two are planned after the rest, with a random generator of their own, so adding them
+left every other question as it was.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from bot.eval import cast
+from bot.eval import cast, timing
 from bot.eval import phrasebook as book
 from bot.storage.files import atomic_write_text
 
@@ -60,6 +68,26 @@ class Line:
     text: str
     session: int
     handle: int
+    topic: str = ""  # what it is about (`timing.TOPICS`), "" for what no dated question asks
+
+
+@dataclass(frozen=True)
+class Mention:
+    """Someone a person introduced by relation and later told news of, by name."""
+
+    person: Person
+    slots: Mapping[str, str]  # name, place, street, pet
+    by_name: tuple[str, ...]  # questions that name them (`cast.EVENTS`)
+    intro: int  # the handles of the two lines
+    told: int
+
+
+@dataclass(frozen=True)
+class Asked:
+    category: str
+    text: str
+    evidence: tuple[int, ...]  # line handles
+    day: date | None = None  # the day it is asked, for a question that names a time
 
 
 @dataclass
@@ -70,16 +98,36 @@ class Chat:
     a: Person
     b: Person
     lines: list[Line] = field(default_factory=list)
-    questions: list[tuple[str, str, tuple[int, ...]]] = field(default_factory=list)
+    questions: list[Asked] = field(default_factory=list)
+    mentions: list[Mention] = field(default_factory=list)
 
-    def say(self, person: Person, template: str, session: int, slots: Mapping[str, str]) -> int:
+    def say(
+        self,
+        person: Person,
+        template: str,
+        session: int,
+        slots: Mapping[str, str],
+        *,
+        topic: str = "",
+    ) -> int:
         handle = len(self.lines)
-        self.lines.append(Line(person, _fill(template, slots), session, handle))
+        self.lines.append(Line(person, _fill(template, slots), session, handle, topic))
         return handle
 
     def ask(self, category: str, template: str, evidence: Sequence[int], **slots: str) -> None:
+        self.ask_on(None, category, template, evidence, **slots)
+
+    def ask_on(
+        self,
+        day: date | None,  # the day it is asked: a question that names a time
+        category: str,
+        template: str,
+        evidence: Sequence[int],
+        /,
+        **slots: str,
+    ) -> None:
         text = _fill(template, {"A": self.a.name, "B": self.b.name, **slots})
-        self.questions.append((category, text, tuple(evidence)))
+        self.questions.append(Asked(category, text, tuple(evidence), day))
 
     def pick(self, options: Sequence[str]) -> str:
         return self.rng.choice(options)
@@ -96,7 +144,8 @@ def generate(*, seed: int = SEED, conversations: int = CONVERSATIONS) -> dict[st
     questions: list[dict[str, object]] = []
     for number in range(conversations):
         chat_id = f"c{number + 1:02d}"
-        conversation, asked = _conversation(random.Random(f"{seed}:{chat_id}"), chat_id, number)
+        rngs = (random.Random(f"{seed}:{chat_id}"), random.Random(f"{seed}:{chat_id}:asked"))
+        conversation, asked = _conversation(rngs, chat_id, number)
         found.append(conversation)
         questions.extend(asked)
     about = f"made by `python -m bot.eval.synthetic` (seed {seed}); do not edit by hand"
@@ -104,13 +153,17 @@ def generate(*, seed: int = SEED, conversations: int = CONVERSATIONS) -> dict[st
 
 
 def _conversation(
-    rng: random.Random, chat_id: str, number: int
+    rngs: tuple[random.Random, random.Random], chat_id: str, number: int
 ) -> tuple[dict[str, object], list[dict[str, object]]]:
+    rng, later = rngs
     (name_a, they_a), (name_b, they_b) = rng.sample(cast.PEOPLE, 2)
     chat = Chat(rng, Person(name_a, they_a, "user"), Person(name_b, they_b, "assistant"))
     _plan(chat)
     days = _days(rng, FIRST_DAY + timedelta(days=3 * number))
     sessions, turn_of = _sessions(chat, chat_id, days)
+    chat.rng = later
+    _dated(chat, days)
+    _people(chat)
     conversation: dict[str, object] = {
         "id": chat_id,
         "speakers": {"user": chat.a.name, "assistant": chat.b.name},
@@ -119,11 +172,12 @@ def _conversation(
     questions: list[dict[str, object]] = [
         {
             "conversation": chat_id,
-            "question": text,
-            "evidence": [turn_of[h] for h in evidence],
-            "category": category,
+            "question": asked.text,
+            "evidence": [turn_of[h] for h in asked.evidence],
+            "category": asked.category,
+            **({"date": asked.day.isoformat()} if asked.day else {}),
         }
-        for category, text, evidence in chat.questions
+        for asked in chat.questions
     ]
     return conversation, questions
 
@@ -163,8 +217,8 @@ def _changing(chat: Chat, person: Person, topic: book.Changing) -> tuple[int, in
     old, new = chat.rng.sample(topic.values, 2)
     early = chat.rng.randrange(0, SESSIONS // 2)
     late = chat.rng.randrange(early + 3, SESSIONS)
-    before = chat.say(person, chat.pick(topic.first), early, old)
-    after = chat.say(person, chat.pick(topic.change), late, new)
+    before = chat.say(person, chat.pick(topic.first), early, old, topic=topic.name)
+    after = chat.say(person, chat.pick(topic.change), late, new, topic=topic.name)
     x = person.name
     chat.ask("knowledge-update", chat.pick(topic.now), [after], X=x)
     chat.ask("knowledge-update", chat.pick(topic.before), [before, after], X=x)
@@ -177,7 +231,7 @@ def _changing(chat: Chat, person: Person, topic: book.Changing) -> tuple[int, in
 def _single(chat: Chat, person: Person, single: book.Single) -> tuple[int, int, str]:
     value = chat.rng.choice(single.values)
     session = chat.rng.randrange(0, SESSIONS)
-    handle = chat.say(person, chat.pick(single.lines), session, value)
+    handle = chat.say(person, chat.pick(single.lines), session, value, topic=single.name)
     for category, question in single.questions:
         chat.ask(category, question, [handle], X=person.name, **value)
     return session, handle, book.EVENT_NAMES.get(single.name, "")
@@ -188,9 +242,9 @@ def _relation(
     person: Person,
     name: str,
     relation: cast.Relation,
-    happened: tuple[str, tuple[str, ...]],
+    happened: tuple[str, tuple[str, ...], tuple[str, ...]],
 ) -> None:
-    event, questions = happened
+    event, questions, by_name = happened
     slots = {
         "name": name,
         "place": chat.pick(cast.PLACES),
@@ -201,6 +255,7 @@ def _relation(
     later = chat.rng.randrange(first + 2, SESSIONS)
     intro = chat.say(person, chat.pick(relation.intro), first, slots)
     told = chat.say(person, event, later, slots)
+    chat.mentions.append(Mention(person, slots, by_name, intro, told))
     chat.ask(
         "multi-hop",
         chat.pick(questions),
@@ -226,6 +281,36 @@ def _order(chat: Chat, person: Person, timeline: list[tuple[int, int, str]]) -> 
         a=first[2],
         b=second[2],
     )
+
+
+# ---------------------------------------------------------------------- time and people
+
+DATED_EACH, HAPPENED_EACH, WHO_EACH = 8, 2, 2
+
+
+def _dated(chat: Chat, days: Sequence[date]) -> None:
+    """Facts asked by when they were told; and what some days told, by the day alone."""
+    topical = [line for line in chat.lines if line.topic]
+    for line in chat.rng.sample(topical, min(DATED_EACH, len(topical))):
+        when, day = timing.phrase(chat.rng, days[line.session])
+        topic = chat.pick(timing.TOPICS[line.topic])
+        template = chat.pick(timing.ABOUT)
+        slots = {"X": line.person.name, "topic": topic, "when": when}
+        chat.ask_on(day, "temporal-dated", template, [line.handle], **slots)
+    told = sorted({line.session for line in chat.lines})
+    for session in chat.rng.sample(told, min(HAPPENED_EACH, len(told))):
+        when, day = timing.phrase(chat.rng, days[session], one_day=True)
+        evidence = [line.handle for line in chat.lines if line.session == session]
+        chat.ask_on(day, "temporal-dated", chat.pick(timing.HAPPENED), evidence, when=when)
+
+
+def _people(chat: Chat) -> None:
+    """Each person mentioned asked by name or place; some asked who they are."""
+    for mention in chat.mentions:
+        chat.ask("people", chat.pick(mention.by_name), [mention.told], **mention.slots)
+    for mention in chat.rng.sample(chat.mentions, min(WHO_EACH, len(chat.mentions))):
+        slots = {"X": mention.person.name, **mention.slots}
+        chat.ask("people", chat.pick(cast.WHO), [mention.intro], **slots)
 
 
 # ---------------------------------------------------------------------- the sessions

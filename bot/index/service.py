@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -219,17 +220,26 @@ class IndexService:
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, query: str, *, scopes: Sequence[str], k: int, wait: Wait = "all") -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        wait: Wait = "all",
+        now: datetime | None = None,
+    ) -> list[Hit]:
         """The open index's best `k` hits within `scopes`, or [] when none is open. Blocking:
         call it through `asyncio.to_thread`: there it first waits for the syncs asked for
         before — or, with `wait="walks"`, only for walks: a turn's own `# Relevant Memory`
         need not wait for the last turn's files, whose exchange the conversation carries, but
-        does for a walk (after /new, the archived conversation is memory only)."""
+        does for a walk (after /new, the archived conversation is memory only). `now`: what
+        a time in the query is read against (`MemoryIndex.search`)."""
         index = self._index
         if index is None:
             return []
         self._settle_from_thread(walks_only=wait == "walks")
-        return index.search(query, scopes=scopes, k=k)
+        return index.search(query, scopes=scopes, k=k, now=now)
 
     def _settle_from_thread(self, *, walks_only: bool) -> None:
         loop = self._loop

@@ -106,7 +106,7 @@ class MemoryPrompt:
         scale = self.scale(room)
         (view, shown, pack), hits = await asyncio.gather(  # the index's query beside the rest
             self._view_and_pack(scope, session_key, query, moment, carried, scale),
-            self._hits(scope, session_key, query),
+            self._hits(scope, session_key, query, moment),
         )
         recalled = recalled_section(pack)
         relevant = (
@@ -150,10 +150,13 @@ class MemoryPrompt:
         wanted = self.recall.budget_tokens + self.limits.soft_budget_tokens + relevant
         return 1.0 if room is None or room >= wanted else max(0, room) / wanted
 
-    async def _hits(self, scope: MemoryScope, session_key: str, query: str) -> list[Hit]:
+    async def _hits(
+        self, scope: MemoryScope, session_key: str, query: str, moment: datetime
+    ) -> list[Hit]:
+        """The index's hits; a time the message names is read against its moment."""
         if self.relevant is None:
             return []
-        return await self.relevant.find(query, search_scopes(scope, session_key))
+        return await self.relevant.find(query, search_scopes(scope, session_key), now=moment)
 
     async def _pack(
         self,

@@ -32,6 +32,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Literal, Protocol
 
 import structlog
@@ -55,7 +56,13 @@ class Searcher(Protocol):
     """The embedded index's search (`IndexService`): blocking."""
 
     def search(
-        self, query: str, *, scopes: Sequence[str], k: int, wait: Literal["all", "walks"]
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        wait: Literal["all", "walks"],
+        now: datetime | None = None,
     ) -> list[Hit]: ...
 
 
@@ -76,12 +83,16 @@ class RelevantMemory:
         self.probe = PROBE_PER_HIT * k
         self.remote = remote
 
-    async def find(self, query: str, scopes: Sequence[str]) -> list[Hit]:
-        """The hits for `query`, best first; [] when off, blank, or failing (logged)."""
+    async def find(
+        self, query: str, scopes: Sequence[str], *, now: datetime | None = None
+    ) -> list[Hit]:
+        """The hits for `query`, best first; [] when off, blank, or failing (logged). A time
+        it names ("last May", "two weeks ago") is read against `now`, the message's moment
+        (the clock when None): `bot.index.when`."""
         if self.k <= 0 or self.budget_tokens <= 0 or not query.strip():
             return []
         try:
-            return await self._search(query, scopes)
+            return await self._search(query, scopes, now)
         except Exception:  # recall is best-effort: the turn goes on without the section
             log.warning("relevant_memory_failed", exc_info=True)
             return []
@@ -100,9 +111,9 @@ class RelevantMemory:
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
         return render_relevant(fresh, k=self.k, budget=tokens, count=self.count)
 
-    async def _search(self, query: str, scopes: Sequence[str]) -> list[Hit]:
+    async def _search(self, query: str, scopes: Sequence[str], now: datetime | None) -> list[Hit]:
         # the last turn's sync may still run: its exchange is in the conversation anyway
-        search = functools.partial(self.index.search, wait="walks")
+        search = functools.partial(self.index.search, wait="walks", now=now)
         local = await asyncio.to_thread(search, query, scopes=scopes, k=self.probe)
         if self.remote is None:
             return local
