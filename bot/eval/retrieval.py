@@ -100,13 +100,16 @@ def _ask(
 ) -> Answer:
     scopes = [corpus.scopes[question.conversation]]
     started = time.perf_counter()
-    found = index.search(question.text, scopes=scopes, k=PROBE_PER_HIT * k, now=asked_at(question))
+    found = index.search(
+        question.text, scopes=scopes, k=PROBE_PER_HIT * k, now=asked_at(question)
+    )
     seconds = time.perf_counter() - started
     hits = distinct(found)
     text, shown = fit(hits, k=len(hits), budget=budget, count=count)
     section = Section(text, tuple(Retrieved(hit.text, corpus.covered(hit)) for hit in shown))
     ranked = tuple(Retrieved(hit.text, corpus.covered(hit)) for hit in hits)
     return Answer(question, ranked, seconds, section)
+
 
 
 def asked_at(question: Question) -> datetime | None:
