@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,3 +117,38 @@ def test_the_vector_cache_follows_removals_and_replacements() -> None:
         n for n in range(1, 40, 2) if n != 7
     ]
     assert cache.top(np.float32([0, 1]), [""], k=5) == [(7, 1.0)]
+
+
+def test_the_vector_cache_finds_exactly_the_nearest_rows(embedder: Model2VecEmbedder) -> None:
+    """The scan's top k are brute force's (float32 dot products), scores and all, over blocks
+    grown by many adds and holed by removals."""
+    words = [
+        "violin",
+        "recital",
+        "picnic",
+        "chairs",
+        "rehearsal",
+        "band",
+        "friday",
+        "tuba",
+        "garden",
+        "rain",
+        "train",
+    ]
+    texts = [" ".join(three) for three in itertools.combinations(words, 3)]
+    rows = embedder.embed(texts)
+    assert len(np.unique(rows.round(5), axis=0)) == len(texts) == 165, "ties would be ambiguous"
+    scopes = ["" if n % 3 else GROUP for n in range(len(texts))]
+    cache = VectorCache(dim=embedder.dim)
+    for start in range(0, len(texts), 15):
+        end = start + 15
+        cache.add(list(range(start, end)), scopes[start:end], rows[start:end])
+    cache.remove(range(0, len(texts), 7))
+    kept = [n for n in range(len(texts)) if n % 7 and scopes[n] == ""]
+
+    for query in embedder.embed(["violin band", "rain in the garden", "tuba"]):
+        exact = rows[kept] @ query
+        best = np.argsort(-exact)[:20]
+        found = cache.top(query, [""], k=20)
+        assert [i for i, _ in found] == [kept[b] for b in best]
+        assert np.allclose([s for _, s in found], exact[best], atol=1e-5)

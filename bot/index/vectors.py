@@ -1,8 +1,11 @@
 """The vector cache: every chunk vector in memory, one contiguous float32 block per scope.
 
 A query multiplies only the blocks of the scopes it may see (so another chat's vectors are
-never even scored), then takes the top k with `argpartition`. Blocks grow by doubling and a
-removal moves the last row into the hole, so updates are incremental and rows stay contiguous.
+never even scored), then takes the top k with `argpartition`. The product is `np.vecdot`,
+numpy's own single-threaded SIMD loop, not `matrix @ query` (OpenBLAS's gemv): on 2 cores BLAS's
+threads wait on each other whenever the FTS query or another process holds a core, and its gemv
+was no faster alone (benchmarks/README.md, index_speed). Blocks grow by doubling and a removal
+moves the last row into the hole, so updates are incremental and rows stay contiguous.
 Rows past a block's size are unused (never scored).
 Not thread-safe on its own: `MemoryIndex` holds its lock around every call.
 """
@@ -45,7 +48,7 @@ class _Block:
     def top(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         if self.size == 0:
             return []
-        scores = self.matrix[: self.size] @ query
+        scores = np.vecdot(self.matrix[: self.size], query.astype(np.float32, copy=False))
         if self.size > k:
             best = np.argpartition(scores, self.size - k)[self.size - k :]
         else:
