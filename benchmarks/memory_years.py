@@ -88,8 +88,9 @@ class Model:
         if system.startswith(CONSOLIDATION):
             self.consolidations.append((tokens, len(text.encode())))
             answer = {"history_entry": "[2026-11-24 09:00] Talked about chores and plans."}
-        else:
-            self.system_prompts.append(system)
+        else:  # the system prompt, `# Memory` and the message's context: each a system message
+            said = [m.get("content") or "" for m in body["messages"] if m["role"] == "system"]
+            self.system_prompts.append("\n\n".join(said))
             answer = None
         content = json.dumps(answer) if answer else "Sure, noted."
         return web.json_response(_completion(body["model"], content))
