@@ -163,3 +163,21 @@ async def test_no_chatter_is_kept_when_it_is_turned_off(
 
     assert "lunch at noon" not in json.dumps(fake_openai.requests[0])
     assert not (workspace / "state" / "chatter").exists()
+
+
+async def test_forget_reaches_the_chatter_waiting_for_the_next_turn(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    assert await handle(app, group("the alarm code is 4711", app, to_bot=False)) == []
+    assert (
+        await handle(app, group("see you at six", app, user=FRIEND, name="Bob", to_bot=False)) == []
+    )
+
+    [receipt] = await handle(app, group("/forget 4711", app))
+    fake_openai.script(Reply("Six it is."))
+    assert await handle(app, group("when do we meet?", app)) == ["Six it is."]
+
+    assert "group chatter 1" in receipt and "the alarm code is 4711" in receipt
+    shown = context_of(fake_openai.requests[-1])
+    assert "Bob: see you at six" in shown and "4711" not in shown
+    assert files_holding(workspace / "state" / "chatter", "4711") == []

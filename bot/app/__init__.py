@@ -102,7 +102,8 @@ def build_app(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
-    writer = build_writer(workspace, memory, recall, undo)
+    chatter = _build_chatter(settings, workspace, memory.file_locks)
+    writer = build_writer(workspace, memory, recall, undo, chatter=chatter)
     consolidator = _build_consolidator(
         settings, workspace, llm, writer, memory.tokens.count, now, windows
     )
@@ -141,6 +142,7 @@ def build_app(
         writer,
         sent,
         media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
+        chatter=chatter,
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -210,6 +212,7 @@ def _build_runner(
     sent: LastRequests,
     *,
     media: MediaReader,
+    chatter: ChatterStore | None,
 ) -> TurnRunner:
     locks, running = ChatLocks(), RunningTurns()
     access, door = build_door(settings, workspace, memory.file_locks, now)
@@ -245,7 +248,7 @@ def _build_runner(
         compactor=compaction.compactor if compaction.enabled else None,
         overflow_keep=compaction.overflow_keep,
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
-        chatter=_build_chatter(settings, workspace, memory.file_locks),
+        chatter=chatter,
         media=media,
     )
 

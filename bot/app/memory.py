@@ -44,6 +44,7 @@ from bot.memory.recall.retrieval import MemoryRetriever
 from bot.memory.recall.scoring import TopK
 from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
+from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
 from bot.storage.lines import LineReader
 from bot.storage.undo import UndoStore
@@ -115,9 +116,15 @@ def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], dat
 
 
 def build_writer(
-    workspace: Workspace, memory: Memory, recall: ItemsAndIndex, undo: UndoStore
+    workspace: Workspace,
+    memory: Memory,
+    recall: ItemsAndIndex,
+    undo: UndoStore,
+    *,
+    chatter: ChatterStore | None = None,
 ) -> MemoryWriter:
-    """The one writer over the memory files, the items and the index."""
+    """The one writer over the memory files, the items and the index (and what /forget
+    reaches: `chatter`, a group's messages waiting for the bot's next turn)."""
     return MemoryWriter(
         workspace,
         memory.file_locks,
@@ -128,7 +135,7 @@ def build_writer(
         items=recall.item_writer,
         usage=recall.retriever,
         index=recall.index,
-        forgetting=Forgetting(workspace, memory.file_locks, undo),
+        forgetting=Forgetting(workspace, memory.file_locks, undo, chatter),
     )
 
 

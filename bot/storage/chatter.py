@@ -53,6 +53,20 @@ class ChatterStore:
         if ids:
             await self._change(key, lambda kept: [s for s in kept if s.id not in ids])
 
+    async def forget(self, key: str, needle: str) -> list[str]:
+        """Drop the messages holding `needle` (any case, in the text or the name); their
+        texts. /undo does not bring them back: chatter only waits for the bot's next turn."""
+        lowered, gone = needle.casefold(), []
+
+        def without(kept: list[Said]) -> list[Said]:
+            for said in kept:
+                if lowered in said.text.casefold() or lowered in said.name.casefold():
+                    gone.append(said)
+            return [said for said in kept if said not in gone]
+
+        await self._change(key, without)
+        return [said.text for said in gone]
+
     async def _change(self, key: str, change: Callable[[list[Said]], list[Said]]) -> None:
         path = self.workspace.chatter_path(key)
         async with self.locks.hold(path):

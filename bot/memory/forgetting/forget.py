@@ -14,6 +14,7 @@ import structlog
 from bot.memory.forgetting.files import job_of, put_back, without_lines, without_messages
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope
+from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks, atomic_write_bytes
 from bot.storage.lines import decode_text
 from bot.storage.undo import Kept, UndoStore
@@ -51,11 +52,21 @@ class Undone:
     missing: tuple[str, ...]  # files gone since (moved by /new or archiving)
 
 
+CHATTER = "group chatter"  # the receipt's place for `ChatterStore`'s messages
+
+
 class Forgetting:
-    def __init__(self, workspace: Workspace, locks: FileLocks, undo: UndoStore) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        locks: FileLocks,
+        undo: UndoStore,
+        chatter: ChatterStore | None = None,  # a group's messages waiting for the next turn
+    ) -> None:
         self.workspace = workspace
         self.locks = locks
         self.undo = undo
+        self.chatter = chatter
 
     # ------------------------------------------------------------------ forget
 
@@ -74,6 +85,10 @@ class Forgetting:
             elif found:
                 counts[target.place] += len(found)
                 samples += [(self._name(target.path, home), text) for text in found]
+        said = await self.chatter.forget(session_key, needle) if self.chatter else []
+        if said:
+            counts[CHATTER] += len(said)
+            samples += [(CHATTER, text) for text in said]
         if not counts:
             await asyncio.to_thread(self.undo.drop, session_key)
         log.info("memory_forget", removed=sum(counts.values()), skipped=len(skipped))

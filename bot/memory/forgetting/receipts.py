@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textwrap import shorten
 
-from bot.memory.forgetting.forget import Forgotten, Undone
+from bot.memory.forgetting.forget import CHATTER, Forgotten, Undone
 
 PLACES = (
     "MEMORY.md",
@@ -18,6 +18,7 @@ PLACES = (
     "this conversation",
     "past conversations",
     "pending consolidation",
+    CHATTER,
 )
 MESSAGES = frozenset({"this conversation", "past conversations", "pending consolidation"})
 RECEIPT_LINES = 30
