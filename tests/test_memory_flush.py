@@ -38,7 +38,7 @@ async def make_app(
 
 
 def is_flush(request: dict[str, Any]) -> bool:
-    return request["messages"][-1]["content"] == FLUSH_REQUEST
+    return str(request["messages"][-1]["content"]) == FLUSH_REQUEST
 
 
 def answers(flush: Step | None = None) -> Callable[[dict[str, Any]], Step]:
