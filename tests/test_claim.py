@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ async def unowned(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[tup
         await app.aclose()
 
 
-def _claim_code(logs: list[dict[str, Any]]) -> str:
+def _claim_code(logs: Iterable[Mapping[str, Any]]) -> str:
     [code] = [m.group(1) for e in logs if (m := CLAIM_LINE.fullmatch(str(e["event"])))]
     return code
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -23,12 +23,13 @@ WORDS = "word " * 100  # about 100 tokens
 SUMMARY = "[Conversation summary]"
 LINE_HEAD = re.compile(r"^\[[^\]]+\] [A-Z]+(?: \[tools: [^\]]+\])?:\s?")
 WEEKDAY = re.compile(r"(Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day")
+MakeApp = Callable[..., Awaitable[App]]  # make_app(**compaction settings)
 
 
 @pytest.fixture
 async def make_app(
     workspace: Path, tmp_path: Path, fake_openai: FakeOpenAI
-) -> AsyncIterator[Callable[..., Any]]:
+) -> AsyncIterator[MakeApp]:
     """Apps over `small_window_settings` (a 6,000-token window, keeping 4 messages);
     `**compaction` overrides compaction settings."""
     async with AsyncExitStack() as stack:
@@ -66,7 +67,7 @@ async def a_tool_conversation(app: App, fake: FakeOpenAI) -> None:
 
 
 async def test_past_the_threshold_the_session_is_compacted_before_the_turn(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     fake_openai.answer_all(answers())
@@ -101,7 +102,7 @@ async def test_past_the_threshold_the_session_is_compacted_before_the_turn(
 
 
 async def test_a_long_conversation_stays_under_the_window(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     fake_openai.answer_all(answers())
@@ -116,7 +117,7 @@ async def test_a_long_conversation_stays_under_the_window(
 
 
 async def test_disabled_compaction_never_compacts(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app(enabled=False)
     fake_openai.answer_all(answers())
@@ -129,7 +130,7 @@ async def test_disabled_compaction_never_compacts(
 
 
 async def test_the_summary_request_uses_the_fast_model_and_short_lines_without_tool_results(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI
+    make_app: MakeApp, fake_openai: FakeOpenAI
 ) -> None:
     app = await make_app()
     fake_openai.script(Reply("y" * 800))
@@ -168,7 +169,7 @@ async def test_the_summary_request_uses_the_fast_model_and_short_lines_without_t
     ids=["error", "empty", "timeout"],
 )
 async def test_when_the_model_fails_the_oldest_messages_are_dropped_and_logged(
-    make_app: Callable[..., Any],
+    make_app: MakeApp,
     fake_openai: FakeOpenAI,
     workspace: Path,
     step: Step,
@@ -191,7 +192,7 @@ async def test_when_the_model_fails_the_oldest_messages_are_dropped_and_logged(
 
 
 async def test_the_fallback_keeps_an_earlier_summary(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     fake_openai.script(Reply("a1"), Reply("a2"), Reply("first summary"))
@@ -212,7 +213,7 @@ async def test_the_fallback_keeps_an_earlier_summary(
 
 
 async def test_a_tool_call_is_never_parted_from_its_result(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     await a_tool_conversation(app, fake_openai)
@@ -230,7 +231,7 @@ async def test_a_tool_call_is_never_parted_from_its_result(
 
 
 async def test_summaries_chain_an_earlier_summary_is_summarised_in_full(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     first = "s" * 600
@@ -251,7 +252,7 @@ async def test_summaries_chain_an_earlier_summary_is_summarised_in_full(
 
 
 async def test_the_checkpoint_keeps_the_old_messages_verbatim_in_the_session_archive(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     long = "line one\n## not a heading\n" + "z" * 1000
@@ -278,7 +279,7 @@ async def test_the_checkpoint_keeps_the_old_messages_verbatim_in_the_session_arc
 
 
 async def test_in_a_group_the_checkpoint_goes_to_the_chat_history_only(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     fake_openai.script(Reply("a1"), Reply("a2"), Reply("the summary"))

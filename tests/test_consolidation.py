@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from bot.app import App
+from bot.conversation.compaction import cut_point
 from bot.llm.tokens import TokenCounter
 from bot.memory.upkeep.consolidation import Consolidator
-from bot.models import GLOBAL_SCOPE, ChatMessage
+from bot.models import GLOBAL_SCOPE, ChatMessage, Role
 from bot.settings import CompactionSettings, MemorySettings
 from bot.storage.jobs import JobStore, new_job
-from bot.systems.persist import consolidation_cut
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step, ToolCalls
 from tests.harness import FRIEND, OWNER, make_settings, models_file, started_app
 from tests.talk import say as say_at
@@ -191,8 +191,13 @@ async def test_one_consolidation_at_a_time(
 async def test_a_timeout_leaves_a_raw_fallback_entry(
     fake_openai: FakeOpenAI, workspace: Path, memory: Path
 ) -> None:
-    limits = {"consolidation_timeout": 0.3, "raw_fallback_messages": 3, "raw_fallback_chars": 20}
-    async with consolidating(workspace, fake_openai, **limits) as app:
+    async with consolidating(
+        workspace,
+        fake_openai,
+        consolidation_timeout=0.3,
+        raw_fallback_messages=3,
+        raw_fallback_chars=20,
+    ) as app:
         await talk(app, fake_openai, 1, 2)
         fake_openai.script(Reply("r3"))
         await say(app, "m3 " + "long words " * 20)
@@ -614,14 +619,14 @@ async def test_the_kept_part_starts_at_a_user_message_with_tool_results_by_their
 
 def test_the_cut_leaves_at_least_keep_messages_starting_at_a_user_message() -> None:
     def chat(roles: str) -> list[ChatMessage]:
-        names = {"u": "user", "a": "assistant", "t": "tool", "s": "system"}
-        return [ChatMessage(role=names[r], content=r) for r in roles]  # type: ignore[misc]
+        names: dict[str, Role] = {"u": "user", "a": "assistant", "t": "tool", "s": "system"}
+        return [ChatMessage(role=names[r], content=r) for r in roles]
 
-    assert consolidation_cut(chat("uauaua"), keep=2) == 4
-    assert consolidation_cut(chat("uauaatata"), keep=2) == 2  # back to the user message
-    assert consolidation_cut(chat("suauaua"), keep=3) == 3
-    assert consolidation_cut(chat("uatatatata"), keep=2) == 0  # one long tool loop: no cut
-    assert consolidation_cut(chat("ua"), keep=10) == 0
+    assert cut_point(chat("uauaua"), keep=2) == 4
+    assert cut_point(chat("uauaatata"), keep=2) == 2  # back to the user message
+    assert cut_point(chat("suauaua"), keep=3) == 3
+    assert cut_point(chat("uatatatata"), keep=2) == 0  # one long tool loop: no cut
+    assert cut_point(chat("ua"), keep=10) == 0
 
 
 async def test_the_part_consolidation_cuts_is_archived_whole(

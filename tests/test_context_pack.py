@@ -79,6 +79,13 @@ class Parts:
             limits=limits,
         )
 
+    @property
+    def open_index(self) -> MemoryIndex:
+        """The index the fixture started."""
+        index = self.index.current
+        assert index is not None
+        return index
+
     async def add(self, layer: MemoryLayer, text: str, **fields: float | str) -> None:
         await self.writer.add(GLOBAL_SCOPE, layer, text, **fields)  # type: ignore[arg-type]
 
@@ -206,7 +213,7 @@ async def test_relevant_memory_keeps_to_k_and_its_budget_and_counts_the_rest(
             f"[08:00] User: kayak trip {n} on the lake | Assistant: ok\n",
             20 + n,
         )
-    parts.index.current.sync_files()  # type: ignore[union-attr]
+    parts.open_index.sync_files()
 
     few = relevant_lines((await sections(parts.prompt(relevant=(4, 800)), "kayak")).relevant)
     one = relevant_lines((await sections(parts.prompt(relevant=(1, 800)), "kayak")).relevant)
@@ -225,7 +232,7 @@ async def test_relevant_memory_keeps_to_k_and_its_budget_and_counts_the_rest(
 async def test_relevant_memory_skips_what_memory_already_shows(parts: Parts) -> None:
     write(parts.workspace.root, "MEMORY.md", "# Boat\nThe kayak is blue.\n")
     note(parts.workspace.root, "[08:00] User: kayak paddles? | Assistant: In the shed.\n", 30)
-    parts.index.current.sync_files()  # type: ignore[union-attr]
+    parts.open_index.sync_files()
 
     found = await sections(parts.prompt(relevant=(5, 800)), "kayak")
 
@@ -245,8 +252,8 @@ async def test_no_index_means_no_relevant_section(parts: Parts) -> None:
 
 async def test_a_broken_index_means_no_relevant_section_and_a_log_line(parts: Parts) -> None:
     note(parts.workspace.root, "[08:00] User: kayak | Assistant: ok\n", 30)
-    parts.index.current.sync_files()  # type: ignore[union-attr]
-    parts.index.current.store.close()  # type: ignore[union-attr]  # the file went away under it
+    parts.open_index.sync_files()
+    parts.open_index.store.close()  # the file went away under it
 
     buffer = io.StringIO()
     logs.configure(fmt="json", level="INFO", stream=buffer)
@@ -315,7 +322,7 @@ async def test_relevant_memory_reads_a_named_time_against_the_message_moment(
     """ "last May" is the May before the message's moment, not the wall clock's."""
     write(parts.workspace.root, "2025-05-12.md", "[10:00] User: tea plans? | Assistant: Oolong.\n")
     write(parts.workspace.root, "2026-05-12.md", "[10:00] User: tea plans? | Assistant: Sencha.\n")
-    parts.index.current.sync_files()  # type: ignore[union-attr]
+    parts.open_index.sync_files()
     prompt = parts.prompt(relevant=(1, 800))
     query = "what were the tea plans last May?"
 

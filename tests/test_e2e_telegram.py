@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from bot.storage.workspace import encode_key
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply
@@ -84,8 +85,8 @@ async def test_two_chats_run_concurrently_and_one_chat_keeps_its_order(
 ) -> None:
     other = FRIEND
 
-    def answer(request: dict[str, object]) -> Reply | Hang:
-        text = str(request["messages"][-1]["content"])  # type: ignore[index]
+    def answer(request: dict[str, Any]) -> Reply | Hang:
+        text = str(request["messages"][-1]["content"])
         if text == "slow-1":
             return Hang(then=Reply("answer slow-1"))
         return Reply(f"answer {text}")

@@ -15,8 +15,8 @@ import pytest
 from bot.app import App
 from bot.conversation import compaction
 from bot.conversation.renewal import NO_SUMMARY, FreshnessPolicy, duration_phrase
-from bot.memory.upkeep import consolidation
 from bot.memory.upkeep.consolidation import Consolidator
+from bot.memory.upkeep.requests import ROLE as CONSOLIDATION_ROLE
 from bot.models import ChatMessage, Session
 from bot.settings import SessionPolicySettings, Settings
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step
@@ -113,7 +113,7 @@ def test_durations_read_naturally() -> None:
 @asynccontextmanager
 async def app_with(workspace: Path, fake: FakeOpenAI, **policy: Any) -> AsyncIterator[App]:
     """The app; with no `policy`, the session settings are the committed defaults."""
-    overrides = {"session": SessionPolicySettings(**policy)} if policy else {}
+    overrides: dict[str, Any] = {"session": SessionPolicySettings(**policy)} if policy else {}
     settings = make_settings(workspace, telegram=None, openai=fake, **overrides)
     async with started_app(settings) as app:
         yield app
@@ -129,7 +129,7 @@ def kind(request: dict[str, Any]) -> str:
     first = str(request["messages"][0]["content"])
     if first.startswith(compaction.ROLE[:30]):
         return "summary"
-    return "consolidation" if first == consolidation.ROLE else "turn"
+    return "consolidation" if first == CONSOLIDATION_ROLE else "turn"
 
 
 def by_kind(**steps: Step) -> Respond:

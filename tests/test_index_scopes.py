@@ -108,15 +108,17 @@ def test_the_vector_cache_scores_only_the_scopes_asked_for() -> None:
 
 def test_the_vector_cache_follows_removals_and_replacements() -> None:
     cache = VectorCache(dim=2)
-    cache.add(list(range(40)), [GROUP] * 40, np.tile(np.float32([1, 0]), (40, 1)))
+    across = np.asarray([1, 0], dtype=np.float32)
+    up = np.asarray([0, 1], dtype=np.float32)
+    cache.add(list(range(40)), [GROUP] * 40, np.tile(across, (40, 1)))
     cache.remove(range(0, 40, 2))
-    cache.add([7], [""], np.float32([[0, 1]]))  # 7 moves to the global scope
+    cache.add([7], [""], np.asarray([up], dtype=np.float32))  # 7 moves to the global scope
 
     assert len(cache) == 20
-    assert sorted(i for i, _ in cache.top(np.float32([1, 0]), [GROUP], k=50)) == [
+    assert sorted(i for i, _ in cache.top(across, [GROUP], k=50)) == [
         n for n in range(1, 40, 2) if n != 7
     ]
-    assert cache.top(np.float32([0, 1]), [""], k=5) == [(7, 1.0)]
+    assert cache.top(up, [""], k=5) == [(7, 1.0)]
 
 
 def test_the_vector_cache_finds_exactly_the_nearest_rows(embedder: Model2VecEmbedder) -> None:

@@ -273,12 +273,12 @@ async def test_a_health_probe_during_the_rest_ends_it(
 ) -> None:
     fake_lightrag.fail(500)
     assert await backend.search("boat name", scopes=("",), k=5) == []
-    assert backend.resting
+    rested = backend.resting
     fake_lightrag.recover()
 
     assert await backend.health() == "healthy"
 
-    assert not backend.resting
+    assert (rested, backend.resting) == (True, False)
     assert await backend.index_exchange(exchange("boat", "ok"))
 
 

@@ -4,7 +4,7 @@ stored like any reply's, and never costing the user a reply."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -20,12 +20,13 @@ from tests.talk import say, session
 
 WORDS = "word " * 100  # about 100 tokens
 FLUSH_REPLY = "Saving. <memory>Ann's passport expires in May</memory> NO_REPLY"
+MakeApp = Callable[..., Awaitable[App]]  # make_app(**compaction settings)
 
 
 @pytest.fixture
 async def make_app(
     workspace: Path, tmp_path: Path, fake_openai: FakeOpenAI
-) -> AsyncIterator[Callable[..., Any]]:
+) -> AsyncIterator[MakeApp]:
     """Apps with a 3,000-token window (flush from 2,063 tokens, compaction from 2,400)."""
     async with AsyncExitStack() as stack:
 
@@ -38,7 +39,7 @@ async def make_app(
 
 
 def is_flush(request: dict[str, Any]) -> bool:
-    return request["messages"][-1]["content"] == FLUSH_REQUEST
+    return str(request["messages"][-1]["content"]) == FLUSH_REQUEST
 
 
 def answers(flush: Step | None = None) -> Callable[[dict[str, Any]], Step]:
@@ -61,7 +62,7 @@ def test_the_trigger_scales_down_for_small_windows_and_never_comes_after_compact
 
 
 async def test_the_flush_is_silent_and_stores_its_tags(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     fake_openai.answer_all(answers())
@@ -79,7 +80,7 @@ async def test_the_flush_is_silent_and_stores_its_tags(
 
 
 async def test_one_flush_per_compaction_cycle(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     fake_openai.answer_all(answers())
@@ -99,7 +100,7 @@ async def test_one_flush_per_compaction_cycle(
 
 
 async def test_a_failed_flush_costs_nothing(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
     fake_openai.answer_all(answers(flush=Fail(500, "flush exploded")))
@@ -115,7 +116,7 @@ async def test_a_failed_flush_costs_nothing(
 
 
 async def test_no_flush_when_turned_off(
-    make_app: Callable[..., Any], fake_openai: FakeOpenAI, workspace: Path
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app(flush_enabled=False)
     fake_openai.answer_all(answers())

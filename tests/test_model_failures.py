@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import App
-from bot.errors import LLMCause, LLMRejected, LLMUnavailable
+from bot.errors import LLMCause, LLMError, LLMRejected, LLMUnavailable
 from bot.llm import failures
 from bot.llm.openai_chat import OpenAIChat
 from bot.models import ChatMessage
@@ -28,7 +28,7 @@ def closed_port() -> int:
     return port  # closed again: connection refused
 
 
-async def failure_of(base_url: str, *, seconds: float = 5.0) -> LLMRejected | LLMUnavailable:
+async def failure_of(base_url: str, *, seconds: float = 5.0) -> LLMError:
     chat = OpenAIChat(
         base_url=base_url, api_key=API_KEY, model="fake-model", timeout=seconds, max_retries=0
     )

@@ -7,7 +7,7 @@ import json
 import os
 import re
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from tests.talk import RecordingReplier, message
 
 START = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 CODE = re.compile(rf"pairing code: ([{ALPHABET}]{{8}})")
+MakeApp = Callable[..., Awaitable[App]]  # make_app(pairing=...)
 
 
 class Chats:
@@ -71,7 +72,7 @@ def chats() -> Chats:
 @pytest.fixture
 async def make_app(
     workspace: Path, fake_openai: FakeOpenAI, clock: Clock
-) -> AsyncIterator[Callable[..., App]]:
+) -> AsyncIterator[MakeApp]:
     """A started app on `clock`; another call gives a fresh app over the same workspace."""
     apps: list[App] = []
 
@@ -89,9 +90,8 @@ async def make_app(
 
 
 @pytest.fixture
-async def app(make_app: Callable[..., Any]) -> App:
-    made: App = await make_app()
-    return made
+async def app(make_app: MakeApp) -> App:
+    return await make_app()
 
 
 async def send(app: App, chats: Chats, text: str, *, user: int, chat: int | None = None) -> None:
@@ -305,7 +305,7 @@ async def test_a_stranger_in_a_group_is_told_once_to_write_in_private(
 
 
 async def test_with_pairing_off_a_stranger_is_refused_once_and_no_code_is_made(
-    make_app: Callable[..., Any], chats: Chats, workspace: Path
+    make_app: MakeApp, chats: Chats, workspace: Path
 ) -> None:
     app = await make_app(pairing=False)
     for text in ("hi", "hi?"):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from bot.conversation.compaction import ROLE as SUMMARY_ROLE
 from bot.conversation.flush import FLUSH_REQUEST
@@ -127,7 +128,10 @@ async def test_a_window_a_provider_states_is_learnt_and_remembered(
 
 async def test_the_setting_decides_the_window(workspace: Path, fake_openai: FakeOpenAI) -> None:
     llm = LLMSettings(
-        base_url=fake_openai.base_url, api_key=API_KEY, model="fake-model", context_window=5000
+        base_url=fake_openai.base_url,
+        api_key=SecretStr(API_KEY),
+        model="fake-model",
+        context_window=5000,
     )
     settings = make_settings(workspace, telegram=None, openai=fake_openai).model_copy(
         update={"llm": llm}

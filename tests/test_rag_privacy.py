@@ -12,7 +12,7 @@ import pytest
 from bot.app import App
 from bot.settings import RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.harness import FRIEND, SMALL_MODEL2VEC, make_settings, started_app
+from tests.harness import FRIEND, OWNER, SMALL_MODEL2VEC, make_settings, started_app
 from tests.talk import GROUP, GROUP_DIR, OWNER_CHAT_DIR, relevant_section, say, system_text, write
 
 MODEL2VEC = SMALL_MODEL2VEC
@@ -61,11 +61,13 @@ async def app(
         yield app
 
 
-async def prompt_for(app: App, fake: FakeOpenAI, **where: int) -> str:
+async def prompt_for(
+    app: App, fake: FakeOpenAI, *, user: int = OWNER, chat: int | None = None
+) -> str:
     """Everything the model was sent for one turn in that chat but the query itself: memory
     and conversation."""
     fake.script(Reply("ok"))
-    assert await say(app, QUERY, **where) == ["ok"]
+    assert await say(app, QUERY, user=user, chat=chat) == ["ok"]
     return "\n\n".join(str(m["content"]) for m in fake.requests[-1]["messages"][:-1])
 
 

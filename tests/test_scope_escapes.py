@@ -6,7 +6,7 @@ a group's folder either."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -155,7 +155,7 @@ async def test_the_owners_memory_may_not_lead_into_a_groups_folder(
     assert "secret plan" not in found
 
 
-def _paths(logs: list[dict[str, Any]], event: str) -> set[str]:
+def _paths(logs: Iterable[Mapping[str, Any]], event: str) -> set[str]:
     return {str(e["path"]) for e in logs if e["event"] == event}
 
 

@@ -13,22 +13,11 @@ from bot.llm.openai_chat import OpenAIChat
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, Session, ToolSpec, Usage
 from bot.pipeline import TurnContext
 from bot.systems.tool_loop import EMPTY_REPLY, ToolLoop
-from bot.tools.registry import ToolContext, ToolRegistry
+from bot.tools.registry import Tool, ToolContext, ToolRegistry
 from tests.fakes.openai_api import FakeOpenAI, Reply, Step, ToolCalls
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 OBJECT: dict[str, object] = {"type": "object", "properties": {"text": {"type": "string"}}}
-
-
-class RawArgumentsOpenAI(FakeOpenAI):
-    """The fake, except that `str` arguments go out verbatim: the model wrote broken JSON."""
-
-    def _tool_calls_json(self, step: ToolCalls) -> list[dict[str, Any]]:
-        calls = super()._tool_calls_json(step)
-        for call, (_, arguments) in zip(calls, step.calls, strict=True):
-            if isinstance(arguments, str):
-                call["function"]["arguments"] = arguments
-        return calls
 
 
 class Echo:
@@ -53,8 +42,8 @@ class Broken:
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[RawArgumentsOpenAI]:
-    async with RawArgumentsOpenAI() as fake:
+async def model() -> AsyncIterator[FakeOpenAI]:
+    async with FakeOpenAI() as fake:
         yield fake
     fake.assert_done()
 
@@ -87,7 +76,7 @@ def make_ctx(text: str = "hi", history: tuple[ChatMessage, ...] = ()) -> TurnCon
     )
 
 
-def tool_loop(llm: OpenAIChat, *tools: Any, max_steps: int = 4) -> ToolLoop:
+def tool_loop(llm: OpenAIChat, *tools: Tool, max_steps: int = 4) -> ToolLoop:
     return ToolLoop(llm, ToolRegistry(tools), max_steps=max_steps, now=lambda: NOW)
 
 
@@ -188,7 +177,7 @@ async def test_with_one_step_the_model_is_never_offered_tools(
     [
         (("nope", {}), Echo(), "error: no tool named 'nope'"),
         (("echo", "{not json"), Echo(), "error: arguments are not valid JSON"),
-        (("echo", [1, 2]), Echo(), "error: arguments must be a JSON object"),
+        (("echo", "[1, 2]"), Echo(), "error: arguments must be a JSON object"),
         (
             ("broken", {}),
             Broken(RuntimeError("db password is hunter2")),
@@ -199,7 +188,11 @@ async def test_with_one_step_the_model_is_never_offered_tools(
     ids=["unknown-tool", "invalid-json", "not-an-object", "tool-raises", "tool-error"],
 )
 async def test_a_tool_failure_goes_back_to_the_model_as_text_and_the_turn_goes_on(
-    llm: OpenAIChat, model: FakeOpenAI, call: tuple[str, Any], tool: Any, error: str
+    llm: OpenAIChat,
+    model: FakeOpenAI,
+    call: tuple[str, dict[str, Any] | str],
+    tool: Tool,
+    error: str,
 ) -> None:
     model.script(ToolCalls([call]), Reply("Recovered."))
     ctx = make_ctx()

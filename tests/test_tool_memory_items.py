@@ -143,7 +143,7 @@ async def test_an_unknown_id_is_answered_not_raised(app: App, fake_openai: FakeO
 
 
 async def test_bad_arguments_are_answered_in_words(app: App, fake_openai: FakeOpenAI) -> None:
-    cases = [
+    cases: list[tuple[str, dict[str, Any], str]] = [
         ("memory_add", {}, "error: `text` is required"),
         ("memory_add", {"text": "x", "layer": "forever"}, "error: `layer` must be one of:"),
         ("memory_add", {"text": "x", "tags": "a,b"}, "error: `tags` must be a list of strings"),

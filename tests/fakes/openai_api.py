@@ -82,9 +82,10 @@ class Reply:
 
 @dataclass(frozen=True)
 class ToolCalls:
-    """Answer with tool calls: ``[(name, arguments_dict), ...]``; ids are "call_1", "call_2"…"""
+    """Answer with tool calls: ``[(name, arguments), ...]``; ids are "call_1", "call_2"…
+    A dict goes out as JSON, a str verbatim (a model that wrote broken JSON)."""
 
-    calls: Sequence[tuple[str, dict[str, Any]]]
+    calls: Sequence[tuple[str, dict[str, Any] | str]]
     _: KW_ONLY
     text: str | None = None
     delay: float = 0
@@ -239,6 +240,11 @@ def provider_tokens(request: Json) -> int:
     if tools := request.get("tools"):
         tokens += len(count(json.dumps(tools), disallowed_special=()))
     return tokens + 3
+
+
+def _arguments_text(arguments: dict[str, Any] | str) -> str:
+    """A tool call's `arguments` as the model writes them (see `ToolCalls`)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def _pieces(text: str, count: int = 3) -> list[str]:
@@ -600,7 +606,7 @@ class FakeOpenAI(LocalServer):
                 {
                     "id": f"call_{self._tool_call_ids}",
                     "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                    "function": {"name": name, "arguments": _arguments_text(arguments)},
                 }
             )
         return calls
