@@ -14,8 +14,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bot.app import App, build_app
-from bot.channels.telegram import TelegramChannel
+from bot.app import App, build_app, build_telegram
 from bot.settings import (
     CompactionSettings,
     LLMSettings,
@@ -115,18 +114,7 @@ async def started_app(settings: Settings) -> AsyncIterator[App]:
 async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterator[App]:
     """The whole bot, polling the fake Telegram, until the block ends."""
     app = build_app(settings, api_key=API_KEY)
-    channel = TelegramChannel(
-        app.runner,
-        token=telegram.token,
-        base_url=telegram.base_url,
-        poll_timeout=settings.telegram.poll_timeout,
-        typing_interval=settings.telegram.typing_interval,
-        state_path=app.workspace.channel_state_path("telegram"),
-        shutdown_grace=settings.telegram.shutdown_grace,
-        stream=settings.telegram.stream,
-        stream_interval=settings.telegram.stream_interval,
-        reaction=settings.telegram.reaction,
-    )
+    channel = build_telegram(app, settings, token=telegram.token)
     await app.start()
     stop = asyncio.Event()
     task = asyncio.create_task(channel.run(stop))

@@ -19,6 +19,7 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.channels.telegram import TelegramChannel
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
 from bot.llm.inspection import LastRequests
@@ -36,6 +37,7 @@ from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
+from bot.storage.heartbeat import Heartbeat
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
 from bot.storage.roster import RosterFile
@@ -156,6 +158,26 @@ def build_app(
     ]
     preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
     return App(runner, llm, workspace, now, preview, services=services, recall=recall)
+
+
+def build_telegram(
+    app: App, settings: Settings, *, token: str, heartbeat: Heartbeat | None = None
+) -> TelegramChannel:
+    """The Telegram channel over the app's turn runner, as `settings.telegram` says."""
+    telegram = settings.telegram
+    return TelegramChannel(
+        app.runner,
+        token=token,
+        base_url=telegram.base_url,
+        poll_timeout=telegram.poll_timeout,
+        typing_interval=telegram.typing_interval,
+        state_path=app.workspace.channel_state_path("telegram"),
+        shutdown_grace=telegram.shutdown_grace,
+        stream=telegram.stream,
+        stream_interval=telegram.stream_interval,
+        heartbeat=heartbeat,
+        reaction=telegram.reaction,
+    )
 
 
 def _open_workspace(settings: Settings) -> Workspace:

@@ -21,9 +21,8 @@ from pathlib import Path
 import structlog
 
 from bot import logs
-from bot.app import build_app
+from bot.app import build_app, build_telegram
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
-from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.errors import is_network_error, startup_error
 from bot.cli import evaluate, memory, pairs, prompt
 from bot.cli.doctor import doctor, health
@@ -83,18 +82,8 @@ async def run_telegram(settings: Settings) -> int:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
     app = build_app(settings, api_key=api_key)
-    channel = TelegramChannel(
-        app.runner,
-        token=token,
-        base_url=settings.telegram.base_url,
-        poll_timeout=settings.telegram.poll_timeout,
-        typing_interval=settings.telegram.typing_interval,
-        state_path=app.workspace.channel_state_path("telegram"),
-        shutdown_grace=settings.telegram.shutdown_grace,
-        stream=settings.telegram.stream,
-        stream_interval=settings.telegram.stream_interval,
-        heartbeat=Heartbeat(app.workspace.heartbeat_path),
-        reaction=settings.telegram.reaction,
+    channel = build_telegram(
+        app, settings, token=token, heartbeat=Heartbeat(app.workspace.heartbeat_path)
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
