@@ -46,7 +46,7 @@ from bot.conversation.renewal import SessionRenewal
 from bot.errors import ContextOverflow, LLMError
 from bot.llm import failures
 from bot.media.reader import MediaReader
-from bot.models import ChatMessage, Inbound, Session
+from bot.models import ChatMessage, Inbound, Said, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.chatter import ChatterStore
 from bot.storage.inbox import Entry, Inbox
@@ -271,8 +271,14 @@ class TurnRunner:
             images=reading.images if reading else (),
             attached=reading.attached if reading else "",
             written=list(reading.written) if reading else [],
-            chatter=await self.chatter.pending(inbound.session_key) if self.chatter else (),
+            chatter=await self._chatter(inbound),
         )
+
+    async def _chatter(self, inbound: Inbound) -> tuple[Said, ...]:
+        """What the group said meanwhile (a private chat has none: no file read per turn)."""
+        if self.chatter is None or inbound.is_private:
+            return ()
+        return await self.chatter.pending(inbound.session_key)
 
     async def _run(self, ctx: TurnContext) -> TurnContext:
         """Run the pipeline; after a context overflow, compact once and run the turn again
