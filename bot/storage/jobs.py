@@ -19,7 +19,7 @@ import structlog
 
 from bot.models import ChatMessage, MemoryScope
 from bot.storage.files import atomic_write_text
-from bot.storage.sessions import decode_message, encode_message
+from bot.storage.sessions import decode_message, encode_message, message_document
 
 FORMAT_VERSION = 1
 log = structlog.get_logger(__name__)
@@ -85,7 +85,7 @@ def encode_job(job: ConsolidationJob) -> str:
         "created_at": job.created_at.isoformat(),
         "messages": [encode_message(m) for m in job.messages],
     }
-    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+    return message_document(document)
 
 
 def decode_job(text: str) -> ConsolidationJob:

@@ -127,20 +127,28 @@ def _repaired(session: Session, unreadable: tuple[str, ...]) -> Session:
 
 
 def encode_session(session: Session) -> str:
-    """The session document, a message a line: as readable as an indented one, and encoded by
-    json's C encoder (an indent makes json take its pure-Python one, ~6× slower)."""
-    head = {
-        "version": FORMAT_VERSION,
-        "key": session.key,
-        "created_at": session.created_at.isoformat(),
-        "updated_at": session.updated_at.isoformat(),
-        "last_prompt_tokens": session.last_prompt_tokens,
-        "total_prompt_tokens": session.total_prompt_tokens,
-        "total_completion_tokens": session.total_completion_tokens,
-        "compactions": session.compactions,
-        "metadata": session.metadata,
-    }
-    lines = [json.dumps(encode_message(m), ensure_ascii=False) for m in session.messages]
+    return message_document(
+        {
+            "version": FORMAT_VERSION,
+            "key": session.key,
+            "created_at": session.created_at.isoformat(),
+            "updated_at": session.updated_at.isoformat(),
+            "last_prompt_tokens": session.last_prompt_tokens,
+            "total_prompt_tokens": session.total_prompt_tokens,
+            "total_completion_tokens": session.total_completion_tokens,
+            "compactions": session.compactions,
+            "metadata": session.metadata,
+            "messages": [encode_message(m) for m in session.messages],
+        }
+    )
+
+
+def message_document(document: dict[str, Any]) -> str:
+    """A document with a `messages` list (a session, a consolidation job) as its file holds
+    it: a message a line, as readable as an indented one, and encoded by json's C encoder (an
+    indent makes json take its pure-Python one, ~6× slower)."""
+    head = {key: value for key, value in document.items() if key != "messages"}
+    lines = [json.dumps(message, ensure_ascii=False) for message in document["messages"]]
     messages = "\n".join(["[", ",\n".join(lines), " ]"]) if lines else "[]"
     opened = json.dumps(head, ensure_ascii=False, indent=1).removesuffix("\n}")
     return f'{opened},\n "messages": {messages}\n}}\n'

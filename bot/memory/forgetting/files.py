@@ -20,6 +20,7 @@ from typing import Any, Literal
 from bot.models import ChatMessage
 from bot.storage.files import atomic_write_bytes
 from bot.storage.lines import decode_text
+from bot.storage.sessions import message_document
 from bot.storage.textfile import lines_of, newline_of
 from bot.storage.undo import Kept, digest
 
@@ -133,7 +134,7 @@ def document_of(data: bytes) -> dict[str, Any] | None:
 
 
 def _encode(document: dict[str, Any]) -> bytes:
-    return (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    return message_document(document).encode("utf-8")
 
 
 def job_of(path: Path) -> str | None:
