@@ -70,3 +70,20 @@ def test_held_lines_are_found_inside_a_text_whatever_their_length() -> None:
     assert shown.holds("Noted: basil thrives well!")  # a three-word line, its end glued
     assert not shown.holds("Noted: basil thrives in the sun on the balcony")
     assert Shown(["Basilicum thrives"]).holds("Yes: basilicum thrives")  # a two-word line
+
+
+def test_a_layer_holds_what_is_under_it_and_adds_nothing_to_it() -> None:
+    base = Shown(["- My cat is called Pixel", "User: Turn 7: what about the garden plan"])
+    turn = base.layer()
+    turn.add("- The spare key is under the blue pot")
+    pack = turn.layer()
+    pack.add("- The dog is Rex, a terrier")
+
+    assert pack.holds("my cat is called pixel")  # two layers down
+    assert pack.holds("Here: user: turn 7: what about the garden plan. Ok")  # found inside
+    assert pack.holds("The spare key is under the blue pot | the dog is Rex, a terrier")
+    assert turn.holds("the spare key is under the blue pot")
+    assert not turn.holds("the dog is Rex, a terrier")  # added above it
+    assert not base.holds("the spare key is under the blue pot")
+    pack.add("- My cat is called Pixel")  # held below: not added again
+    assert not turn.holds("The dog is Rex, a terrier")

@@ -272,13 +272,18 @@ class MemoryIndex:
         query_vector = self._query_vector(query)
         with self._lock:
             self._refresh()
-            nearest = self._pool.submit(self._nearest, query_vector, allowed)  # in parallel
+            vectors = self._vectors
+            nearest = (  # in parallel, when there are vectors to scan
+                self._pool.submit(_nearest, vectors, query_vector, allowed, self.min_similarity)
+                if vectors is not None and query_vector is not None
+                else None
+            )
             terms = query_terms(dated.rest)
             keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
             vague = self._keywords.vague(terms)
             if dated.window is not None:
                 keyword, vague = self._dated_first(dated.window, terms, allowed, keyword), False
-            fused = fuse(keyword, nearest.result(), vague=vague)
+            fused = fuse(keyword, nearest.result() if nearest else [], vague=vague)
             rows = self.store.rows(fused.scores, allowed, text=True)
             weights = self._keywords.weights(terms)
         return rank(fused, rows, weights=weights, now=asked.timestamp(), k=k)
@@ -305,12 +310,6 @@ class MemoryIndex:
         except LLMError:
             log.warning("index_query_embedding_failed", exc_info=True)
             return None
-
-    def _nearest(self, query: Vectors | None, scopes: Sequence[str]) -> list[int]:
-        if self._vectors is None or query is None:
-            return []
-        found = self._vectors.top(query[0], scopes, k=CANDIDATES)
-        return [chunk_id for chunk_id, score in found if score > self.min_similarity]
 
     def stats(self) -> IndexStats:
         counts = self.store.counts()
@@ -346,3 +345,11 @@ class MemoryIndex:
             vectors = self._embed([text for _, text in batch])
             if vectors is not None:
                 self.store.add_vectors([chunk_id for chunk_id, _ in batch], vectors)
+
+
+def _nearest(
+    vectors: VectorCache, query: Vectors, scopes: Sequence[str], above: float
+) -> list[int]:
+    """The chunks nearest `query` in meaning, more similar than `above`."""
+    found = vectors.top(query[0], scopes, k=CANDIDATES)
+    return [chunk_id for chunk_id, score in found if score > above]

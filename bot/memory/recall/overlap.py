@@ -44,19 +44,58 @@ class Shown:
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self._order: dict[str, int] = {}  # piece -> when it was added
         self._by_start: dict[str, dict[str, dict[str, list[str]]]] = {}  # `_key` -> pieces
-        self._joined: str | None = ""
+        self._own: set[str] | None = None  # a layer's: first words whose pieces it copied
+        self._under = ""  # a layer's: the pieces of the `Shown` it was made from, joined
+        self._added: list[str] = []  # the pieces added to this one
+        self._joined: str | None = ""  # and joined
         for text in texts:
             self.add(text)
+
+    def layer(self) -> Shown:
+        """A `Shown` holding all this one does, to which texts are added without adding them
+        here: one made for many prompts (the parts of `# Memory` that stay from turn to turn)
+        is read from any thread while nothing adds to it. Costs a copy of its index's first
+        level; what is added below a first word copies that word's pieces."""
+        made = Shown()
+        made._order = dict(self._order)
+        made._by_start = dict(self._by_start)
+        made._own = set()
+        made._under = self._held()
+        return made
+
+    def _held(self) -> str:
+        """Every piece held, joined."""
+        if self._joined is None:
+            self._joined = "\n".join(self._added)
+        return f"{self._under}\n{self._joined}" if self._under else self._joined
+
+    def _within(self, piece: str) -> bool:
+        """Whether `piece` lies inside a held one."""
+        if self._joined is None:
+            self._joined = "\n".join(self._added)
+        return piece in self._joined or piece in self._under
 
     def add(self, text: str) -> None:
         for line in text.splitlines():
             piece = flat(line)
             if len(piece) >= MIN_CHARS and piece not in self._order:
                 self._order[piece] = len(self._order)
+                self._added.append(piece)
                 first, second, third = _key(piece)
-                seconds = self._by_start.setdefault(first, {})
+                seconds = self._seconds(first)
                 seconds.setdefault(second, {}).setdefault(third, []).append(piece)
                 self._joined = None
+
+    def _seconds(self, first: str) -> dict[str, dict[str, list[str]]]:
+        """The pieces under `first`, this `Shown`'s own (copied first in a layer)."""
+        if self._own is not None and first not in self._own:
+            self._own.add(first)
+            below = self._by_start.get(first, {})
+            self._by_start[first] = {
+                second: {third: list(pieces) for third, pieces in thirds.items()}
+                for second, thirds in below.items()
+            }
+        return self._by_start.setdefault(first, {})
 
     def holds(self, text: str) -> bool:
         """True when `text` adds nothing substantial to what is shown (see above)."""
@@ -64,7 +103,7 @@ class Shown:
         substantial = [piece for piece in lines if len(piece) >= MIN_CHARS]
         if not substantial:
             return False
-        if all(piece in self._order or piece in self._held() for piece in substantial):
+        if all(piece in self._order or self._within(piece) for piece in substantial):
             return True
         whole = " ".join(lines)
         rest = whole
@@ -72,11 +111,6 @@ class Shown:
             if piece in rest:
                 rest = rest.replace(piece, " ")
         return rest != whole and len(_LETTERS.sub("", _LABELS.sub("", rest))) < MIN_CHARS
-
-    def _held(self) -> str:
-        if self._joined is None:
-            self._joined = "\n".join(self._order)
-        return self._joined
 
     def _inside(self, text: str) -> list[str]:
         """The held pieces that may lie in `text` (their first three words do), in the order

@@ -34,6 +34,7 @@ from bot.index.search import Hit
 from bot.memory.recall import pack as packs
 from bot.memory.recall import section
 from bot.memory.recall.markdown import MarkdownMemory
+from bot.memory.recall.overlap import Shown
 from bot.memory.recall.relevant import RelevantMemory
 from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever
 from bot.memory.recall.scoring import TopK
@@ -60,6 +61,7 @@ class PackLimits:
 
 
 RECALLED_HEADER = "# Memory for this message"
+_BASES = 64  # chats whose `# Memory` is kept made into a `Shown` (`MemoryPrompt._base`)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class MemoryPrompt:
         self.retriever = retriever
         self.relevant = relevant
         self.limits = limits or PackLimits()
+        self._bases: dict[str, tuple[tuple[str, ...], Shown]] = {}  # by chat: `_base`
 
     async def sections(
         self,
@@ -109,10 +112,12 @@ class MemoryPrompt:
             self._hits(scope, session_key, query, moment),
         )
         recalled = recalled_section(pack)
+        held = shown.layer()
+        held.add(recalled)
         relevant = (
             self.relevant.section(
                 hits,
-                shown=(*shown, recalled),
+                shown=held,
                 conversation=carried.paths,
                 budget=int(self.relevant.budget_tokens * scale),
             )
@@ -130,7 +135,7 @@ class MemoryPrompt:
         moment: datetime,
         carried: Carried,
         scale: float,
-    ) -> tuple[section.MemoryView, tuple[str, ...], packs.MemoryPack | None]:
+    ) -> tuple[section.MemoryView, Shown, packs.MemoryPack | None]:
         """The markdown section, what the prompt shows with it (its parts, most the same from
         turn to turn, then the notes the messages carry), and the pack beyond that."""
         view = await self.recall.view(
@@ -140,8 +145,19 @@ class MemoryPrompt:
             carried=carried.notes,
             budget=int(self.recall.budget_tokens * scale),
         )
-        shown = (*view.parts, "\n".join(sorted(carried.notes)))
+        shown = self._base(session_key, view.parts).layer()
+        shown.add("\n".join(sorted(carried.notes)))
         return view, shown, await self._pack(scope, session_key, query, shown, scale)
+
+    def _base(self, session_key: str, parts: tuple[str, ...]) -> Shown:
+        """What `# Memory`'s `parts` show, made again only when they changed (they change
+        with a file; a chat's turns mostly see the same): the newest `_BASES` chats'."""
+        kept = self._bases.pop(session_key, None)
+        base = kept[1] if kept is not None and kept[0] == parts else Shown(parts)
+        self._bases[session_key] = (parts, base)  # the newest last
+        if len(self._bases) > _BASES:
+            del self._bases[next(iter(self._bases))]
+        return base
 
     def scale(self, room: int | None) -> float:
         """The share of each section's budget that `room` allows (1.0: all of it): a small
@@ -163,7 +179,7 @@ class MemoryPrompt:
         scope: MemoryScope,
         session_key: str,
         query: str,
-        shown: tuple[str, ...],
+        shown: Shown,
         scale: float,
     ) -> packs.MemoryPack | None:
         if self.retriever is None or scale <= 0:

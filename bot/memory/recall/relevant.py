@@ -101,12 +101,13 @@ class RelevantMemory:
         self,
         hits: Sequence[Hit],
         *,
-        shown: Sequence[str],
+        shown: Shown,
         conversation: frozenset[str] = frozenset(),
         budget: int | None = None,  # tokens; `budget_tokens` when None
     ) -> str:
         """The section ("" when no hit is new); `shown` is what the prompt's other memory
-        sections hold, `conversation` the paths of the exchanges in the prompt's messages."""
+        sections hold (not added to), `conversation` the paths of the exchanges in the
+        prompt's messages."""
         fresh = distinct(hits, shown=shown, conversation=conversation)
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
         return render_relevant(fresh, k=self.k, budget=tokens, count=self.count)
@@ -122,12 +123,12 @@ class RelevantMemory:
 
 
 def distinct(
-    hits: Sequence[Hit], *, shown: Sequence[str] = (), conversation: frozenset[str] = frozenset()
+    hits: Sequence[Hit], *, shown: Shown | None = None, conversation: frozenset[str] = frozenset()
 ) -> list[Hit]:
     """The hits that add something, best first: not in the conversation, not held by
-    `shown` or by a better hit (`overlap`: a note line and its exchange are one hit); a hit
-    of several lines keeps only the lines nothing better holds."""
-    held = Shown(shown)
+    `shown` (not added to) or by a better hit (`overlap`: a note line and its exchange are one
+    hit); a hit of several lines keeps only the lines nothing better holds."""
+    held = shown.layer() if shown is not None else Shown()
     fresh = []
     for hit in hits:
         if hit.path in conversation or held.holds(hit.text):

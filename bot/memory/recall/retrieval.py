@@ -53,7 +53,7 @@ class MemoryQuery:
     top_k: TopK = field(default_factory=TopK)
     soft_budget_tokens: int = 1800
     max_budget_tokens: int = 3500
-    shown: tuple[str, ...] = ()  # texts the prompt already holds (the parts of `# Memory`)
+    shown: Shown = field(default_factory=Shown)  # what the prompt already holds (`# Memory`)
     headings: Mapping[PackLayer, str] = field(default_factory=lambda: HEADINGS)
 
 
@@ -94,7 +94,7 @@ class MemoryRetriever:
         lines = _working_lines(query.working)
         on_items, on_lines = self._relevance(query, items, lines)
         scored = Scored(lines, on_lines, items, on_items, now)
-        kept = scored.top_k(query.top_k, shown=Shown(query.shown))
+        kept = scored.top_k(query.top_k, shown=query.shown.layer())
         budget = Budget(query.soft_budget_tokens, query.max_budget_tokens, self.count)
         age = query.working.age if query.working else ""
         return build_pack(
