@@ -213,7 +213,12 @@ _CHECKED_BY_TOOLS = frozenset(
 
 
 def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
-    return {
+    """The tool as a request offers it: made once per `ToolSpec` (a tool's is a constant, sent
+    with every request); the caller must not change it."""
+    kept = _WIRED.get(id(tool))
+    if kept is not None and kept[0] is tool:
+        return kept[1]
+    wire = {
         "type": "function",
         "function": {
             "name": tool.name,
@@ -221,6 +226,14 @@ def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
             "parameters": _offered(tool.parameters),
         },
     }
+    if len(_WIRED) >= _WIRED_TOOLS:
+        _WIRED.clear()
+    _WIRED[id(tool)] = (tool, wire)  # the spec kept with it: its id is not reused meanwhile
+    return wire
+
+
+_WIRED: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
+_WIRED_TOOLS = 256
 
 
 def _offered(schema: Any) -> Any:

@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import structlog
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -120,21 +120,31 @@ class FileLocks:
     def __init__(self, lock_dir: Path | None = None) -> None:
         self.lock_dir = lock_dir
         self._locks: dict[Path, asyncio.Lock] = {}
+        self._lock_paths: dict[Path, Path] = {}
 
     @asynccontextmanager
     async def hold(self, path: Path) -> AsyncIterator[None]:
         lock = self._locks.setdefault(path, asyncio.Lock())
         async with lock:
-            # acquired in a worker thread, released on the loop's thread: not thread-local
+            # released on the loop's thread, maybe acquired in a worker's: not thread-local
             file_lock = FileLock(str(self._lock_path(path)), thread_local=False)
-            await asyncio.to_thread(file_lock.acquire)
+            try:  # free unless another process holds it: taken at once, no thread
+                file_lock.acquire(blocking=False)
+            except Timeout:
+                await asyncio.to_thread(file_lock.acquire)
             try:
                 yield
             finally:
                 file_lock.release()
 
     def _lock_path(self, path: Path) -> Path:
+        """The lock file of `path` (its folder made): worked out once per path."""
+        if (known := self._lock_paths.get(path)) is not None and known.parent.is_dir():
+            return known
         if self.lock_dir is None:
-            return ensure_dir(path.parent) / f"{path.name}.lock"
-        name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
-        return ensure_dir(self.lock_dir) / f"{name}.lock"
+            found = ensure_dir(path.parent) / f"{path.name}.lock"
+        else:
+            name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
+            found = ensure_dir(self.lock_dir) / f"{name}.lock"
+        self._lock_paths[path] = found
+        return found

@@ -216,12 +216,18 @@ class ItemWriter:
 
     async def _procedures(self, event: TurnMemoryEvent) -> list[MemoryItem]:
         user, reply = find_code(event.user_text), find_code(event.reply)
-        earlier = await asyncio.to_thread(self._open_error, event)
+        fix = fix_text(reply)
+        # a fix with no error beside it answers the last one still open (read before this
+        # turn's errors are stored)
+        earlier = (
+            await asyncio.to_thread(self._open_error, event)
+            if fix is not None and not user.errors
+            else None
+        )
         shown = await self._put_all(error_items(event, user.errors))
         echoed = tuple(e for e in reply.errors if e not in user.errors)
         written = [*shown, *await self._put_all(error_items(event, echoed))]
         written += await self._put_all(command_items(event, reply))
-        fix = fix_text(reply)
         targets = shown or ([earlier] if earlier else [])
         if fix is not None:
             written += await self._put_all(error_fix_item(event, e, fix) for e in targets)
