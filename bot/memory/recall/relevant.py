@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -40,6 +41,8 @@ import structlog
 from bot.index.remote import RemoteSearch
 from bot.index.search import Hit
 from bot.index.snippets import GAP
+from bot.index.sources import file_day
+from bot.memory.notes.daily import body_of
 from bot.memory.recall.overlap import Shown
 
 log = structlog.get_logger(__name__)
@@ -50,6 +53,9 @@ PROBE_PER_HIT = 3
 TRIM_CHARS = 40  # a shorter line of a hit is kept even when a better hit shows it
 MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
 Count = Callable[[str], int]
+EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
+_NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
+_LABELLED = re.compile(rf"\b(?:User|Assistant): (?=({_NAME}): )")
 
 
 class Searcher(Protocol):
@@ -154,13 +160,53 @@ def _unheld(lines: Sequence[str], held: Shown) -> str:
     return "\n".join(kept)
 
 
-def hit_line(hit: Hit) -> str:
-    """`- [citation] date · snippet` on one line; no date when the citation shows it (a
-    daily note's). Who spoke is in the text: `Ann: …` in a group (`bot.conversation.speakers`)."""
-    text = " ".join(hit.text.split())
-    day = f"{hit.at:%Y-%m-%d}"
-    dated = "" if day in hit.citation else f"{day} · "
-    return f"- [{hit.citation}] {dated}{text}"
+def said(hit: Hit) -> str:
+    """A hit's snippet on one line as the section shows it: without a daily note line's clock
+    (the day heads the hit) and without the `User:`/`Assistant:` label before a speaker's
+    name (`Ann: …`, `bot.conversation.speakers`): the name says who spoke."""
+    text = " ".join(body_of(line) for line in hit.text.split("\n"))
+    return _LABELLED.sub(_unlabelled, " ".join(text.split()))
+
+
+def _unlabelled(label: re.Match[str]) -> str:
+    """"" for a label before a name (each word capitalised), else the label."""
+    name = label[1].split()
+    return "" if all(word[0].isupper() for word in name) else label[0]
+
+
+def hit_line(hit: Hit, *, day_file: str | None = None) -> str:
+    """`- [citation] snippet`: a hit of `day_file` (its day's note, named in the day's heading)
+    cites its lines alone, an exchange nothing (`memory_get` reads files, not past
+    conversations: `memory_search` finds more of one)."""
+    if hit.kind == EXCHANGE:
+        return f"- {said(hit)}"
+    citation = hit.lines if hit.path == day_file and hit.lines else hit.citation
+    return f"- [{citation}] {said(hit)}"
+
+
+@dataclass
+class _Day:
+    """The hits of one day as the section shows them, under `## 2026-11-20 · <its note>`."""
+
+    day: str
+    file: str | None = None  # the first shown hit's daily note of that day
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def heading(self) -> str:
+        return f"## {self.day}" + (f" · {self.file}" if self.file else "")
+
+    def file_for(self, hit: Hit) -> str | None:
+        """The day's note once `hit` is shown: its own path when it is the first note of the
+        day."""
+        if self.file is None and hit.kind != EXCHANGE and _note_day(hit.path) == self.day:
+            return hit.path
+        return self.file
+
+
+def day_of(hit: Hit) -> str:
+    """The day a hit is shown under: a daily note's own day, else the day it was written."""
+    return _note_day(hit.path) or f"{hit.at:%Y-%m-%d}"
 
 
 def fit(
@@ -170,25 +216,37 @@ def fit(
     budget: int,
     count: Count,
 ) -> tuple[str, list[Hit]]:
-    """The section of the best hits, at most `k`, that fit `budget` tokens (heading and
+    """The section of the best hits, at most `k`, that fit `budget` tokens (heading, days and
     notice included), and those hits; a hit too long for the room left is passed over and
     the next may still fit. ("", []) when none does."""
     room = budget - count(HEADER) - count(MORE.format(count=len(hits))) - 2
-    lines: list[str] = []
+    days: dict[str, _Day] = {}
     shown: list[Hit] = []
     for hit in hits:
-        if len(lines) == k or room < MIN_LINE_TOKENS:
+        if len(shown) == k or room < MIN_LINE_TOKENS:
             break
-        line = hit_line(hit)
-        cost = count(line) + 1
+        day = days.get(day_of(hit)) or _Day(day_of(hit))
+        file = day.file_for(hit)
+        line = hit_line(hit, day_file=file)
+        heading = _Day(day.day, file).heading
+        was = count(day.heading) + 1 if day.day in days else 0
+        cost = count(line) + 1 + count(heading) + 1 - was
         if cost <= room:
-            lines.append(line)
+            day.file = file
+            day.lines.append(line)
+            days[day.day] = day
             shown.append(hit)
             room -= cost
-    if not lines:
+    if not shown:
         return "", []
-    more = len(hits) - len(lines)
-    return "\n".join([HEADER, *lines, *([MORE.format(count=more)] if more else [])]), shown
+    more = len(hits) - len(shown)
+    body = [line for day in sorted(days) for line in (days[day].heading, *days[day].lines)]
+    return "\n".join([HEADER, *body, *([MORE.format(count=more)] if more else [])]), shown
+
+
+def _note_day(path: str) -> str | None:
+    day = file_day(path)
+    return None if day is None else day.isoformat()
 
 
 def render_relevant(hits: Sequence[Hit], *, k: int, budget: int, count: Count) -> str:
