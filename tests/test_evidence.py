@@ -4,6 +4,7 @@ touching chunks of a file are one hit, every hit is dated and says who spoke, an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,11 +14,12 @@ import pytest
 from bot.errors import DatasetError
 from bot.eval.dataset import parse_dataset
 from bot.eval.report import Answer, Retrieved, Section, score
-from bot.index import Exchange, MemoryIndex
-from bot.index.snippets import GAP
+from bot.index import Exchange, Hit, MemoryIndex
+from bot.index.snippets import GAP, Terms, cut
 from bot.llm.tokens import TokenCounter
-from bot.memory.recall.relevant import HEADER, distinct, render_relevant
+from bot.memory.recall.relevant import HEADER, distinct, fit, render_relevant
 from bot.storage.workspace import Workspace
+from bot.tools.memory_get import parse_citation, read_slice, window
 
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 COUNT = TokenCounter().count
@@ -118,12 +120,109 @@ def test_every_line_of_relevant_memory_is_dated_and_says_who_spoke(
     hits = index.search("violin", scopes=["", "g"], k=5)
     section = render_relevant(hits, k=5, budget=400, count=COUNT)
 
-    assert sorted(section.splitlines()) == [
+    assert section.splitlines() == [
         HEADER,
-        "- [2026-02-14.md#L1-L1] [09:00] User: the violin lesson moved to Thursday | Assistant: ok",
-        "- [sessions/tg%3A-5#t1#L1-L2] 2026-03-02 · User: Ann: who has the violin? Assistant: "
-        "Ben does.",
+        "## 2026-02-14 · 2026-02-14.md",
+        "- [L1-L1] User: the violin lesson moved to Thursday | Assistant: ok",
+        "## 2026-03-02",
+        "- Ann: who has the violin? Assistant: Ben does.",
     ]
+
+
+def hit(path: str, text: str, at: datetime, *, kind: str = "note", lines: int = 1) -> Hit:
+    return Hit(path, lines, lines, text, 0.5, kind, "", at)
+
+
+def test_the_hits_of_a_day_share_one_heading_that_names_its_note_once() -> None:
+    march, feb = datetime(2026, 3, 2, 9, tzinfo=UTC), datetime(2026, 2, 14, 9, tzinfo=UTC)
+    note = "chats/tg%3A-5/2026-03-02.md"
+    hits = [  # best first, as the index gives them
+        hit(note, "[09:04] User: Ann: the kayak is at the pier | Assistant: ok", march, lines=3),
+        hit("MEMORY.md", "- Ann owns a red kayak.", feb, kind="memory", lines=7),
+        hit(
+            "sessions/tg%3A-5#t9",
+            "User: Ann: kayak keys?\nAssistant: In the shed.",
+            march,
+            kind="exchange",
+            lines=1,
+        ),
+        hit(note, "[09:30] User: Ben: I sold my kayak | Assistant: noted", march, lines=9),
+    ]
+
+    section, shown = fit(hits, k=10, budget=400, count=COUNT)
+
+    assert shown == hits
+    assert section.splitlines() == [
+        HEADER,
+        "## 2026-02-14",  # days in order, whatever the hits' rank
+        "- [MEMORY.md#L7-L7] - Ann owns a red kayak.",  # another file keeps its whole citation
+        f"## 2026-03-02 · {note}",  # the day's note, once
+        "- [L3-L3] Ann: the kayak is at the pier | Assistant: ok",
+        "- Ann: kayak keys? Assistant: In the shed.",  # an exchange: no file to cite
+        "- [L9-L9] Ben: I sold my kayak | Assistant: noted",
+    ]
+
+
+def test_a_heading_is_paid_for_once_and_only_when_its_day_is_shown() -> None:
+    day = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    hits = [hit("2026-03-02.md", f"[09:0{n}] User: kayak trip {n}", day, lines=n) for n in range(7)]
+    hits = hits[1:]  # lines from 1
+    section, shown = fit(hits, k=10, budget=1000, count=COUNT)
+    heading = "## 2026-03-02 · 2026-03-02.md"
+
+    assert shown == hits and section.count(heading) == 1 and section.count("2026-03-02") == 2
+    assert COUNT(section) == COUNT("\n".join([HEADER, heading, *section.splitlines()[2:]]))
+    for budget in range(10, 60):  # never over, whatever is left for the last hit
+        tight, fitted = fit(hits, k=10, budget=budget, count=COUNT)
+        assert COUNT(tight) <= budget and (fitted == [] or heading in tight)
+
+
+def test_memory_get_reads_every_line_the_section_cites(
+    workspace: Workspace, index: MemoryIndex
+) -> None:
+    folder = workspace.memory_root / "chats" / "tg%3A-5"
+    folder.mkdir(parents=True)
+    for day in ("2026-03-01", "2026-03-02"):
+        said = filler(20)
+        said[3] = f"Ann: the harbour kayak rental on {day} costs 30 euros"
+        said[16] = f"Ben: kayak paddles for {day} are in the shed"
+        lines = [f"[09:{n:02d}] User: {text} | Assistant: ok" for n, text in enumerate(said)]
+        (folder / f"{day}.md").write_text("\n".join(lines) + "\n")
+    index.sync_files()
+
+    hits = index.search("kayak", scopes=["tg:-5"], k=5)
+    section = render_relevant(hits, k=5, budget=600, count=COUNT)
+
+    read, file = 0, ""
+    for line in section.splitlines()[1:]:
+        if line.startswith("## "):
+            file = line.partition(" · ")[2]
+        elif line.startswith("- ["):
+            cited, _, text = line[3:].partition("] ")
+            citation = parse_citation(cited if "#" in cited else f"{file}#{cited}")
+            start, count = window({}, citation)
+            found = read_slice(workspace.memory_root / citation.path, start, count)
+            assert found is not None
+            words = " ".join(text for _, text in found.lines)
+            shown = re.findall(r"(?:Ann|Ben): [^|…]*kayak[^|…]*", text)
+            assert shown and all(phrase.strip() in words for phrase in shown)
+            read += len(shown)
+    assert read == 4  # each day's two kayak lines, each read back
+
+
+def test_a_word_every_line_holds_does_not_choose_the_lines() -> None:
+    lines = [f"User: Ann: {text} | Assistant: ok" for text in filler(6)]
+    lines[3] = (
+        "User: Ann: the red kayak is back at the harbour, we took it on Sunday | Assistant: ok"
+    )
+    text = "\n".join(lines)
+    terms = Terms.of({"ann": 3.0, "kayak": 1.0})  # the name weighs more, as a rare word would
+
+    shown = cut(text, terms).text.split("\n")
+    alone = cut(text, Terms.of({"ann": 3.0})).text.split("\n")
+
+    assert shown == [GAP, lines[3], GAP]  # not every line because each names Ann
+    assert alone == [lines[0], GAP]  # nothing tells the lines apart: the first, not all
 
 
 def test_the_budget_goes_to_distinct_evidence_and_is_never_passed(

@@ -31,7 +31,6 @@ from tests.talk import (
 
 CONSOLIDATED = '{"history_entry": "[2026-11-24 09:00] Where the key is.", "memory_update": null}'
 MODEL2VEC = SMALL_MODEL2VEC
-EXCHANGE_CITATION = re.compile(r"\[sessions/telegram%3A1001#[0-9a-f]{12}#L1-L2\]")
 
 
 async def prompt_after(app: App, fake: FakeOpenAI, text: str, **where: Any) -> str:
@@ -75,10 +74,11 @@ async def test_an_exchange_is_indexed_and_found_in_the_next_turns_relevant_memor
     prompt = await prompt_after(app, fake_openai, "where is the spare key, the ceramic frog?")
 
     assert "ceramic frog" not in memory_section(prompt)  # the note line is cut at 200 chars
-    relevant = relevant_section(prompt)
-    [line] = [line for line in relevant.splitlines() if "blue ceramic frog" in line]
-    assert EXCHANGE_CITATION.search(line)
-    assert line.endswith("Assistant: Got it.")
+    relevant = relevant_section(prompt).splitlines()
+    [at] = [n for n, line in enumerate(relevant) if "blue ceramic frog" in line]
+    assert relevant[at].startswith("- User: Some background first.")  # no citation: not a file
+    assert relevant[at].endswith("Assistant: Got it.")
+    assert relevant[:at][-1] == f"## {app.now():%Y-%m-%d}"  # under its day
 
 
 async def test_the_exchange_the_conversation_carries_is_in_no_memory_section(
@@ -117,7 +117,8 @@ async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_catch_up_walk
     assert "marzipan" not in first and "marzipan" not in before_sync  # a turn syncs its files
     assert "marzipan" not in memory_section(after_sync)  # too old for `# Memory`
     [line] = [line for line in relevant_section(after_sync).splitlines() if "marzipan" in line]
-    assert line.startswith(f"- [{old}.md#L1-L2] [08:00] User: plan the garden")
+    assert line.startswith("- [L1-L2] User: plan the garden")  # the lines of the day's note
+    assert f"\n## {old} · {old}.md\n{line}" in relevant_section(after_sync)
 
 
 async def test_a_turn_is_searchable_after_it_from_the_files_it_wrote_without_a_walk(

@@ -1,22 +1,30 @@
 """`# Relevant Memory` (seeds 000, 004): the index's best hits for the user's message, cited.
 
     # Relevant Memory
-    - [2026-11-20.md#L3-L5] [09:14] User: … | Assistant: … … [09:40] User: … | Assistant: …
-    - [sessions/telegram%3A1001#4f2a9c#L1-L2] 2026-11-18 · User: … Assistant: …
+    ## 2026-11-18
+    - Ann: where are the keys? Assistant: In the blue bowl.
+    - [MEMORY.md#L12-L14] - Ann keeps spare keys at Ben's.
+    ## 2026-11-20 · chats/telegram%3A-100/2026-11-20.md
+    - [L3-L5] Ann: … | Assistant: … … Ben: … | Assistant: …
     (4 more via memory_search)
 
-Each line is one hit: its citation, its date (unless the citation shows it) and its snippet
-(`bot.index.snippets`: the lines that matched, "…" where lines were left out), on one line.
-Who said it is in the snippet (`User:`/`Assistant:`; in a group the user's words start with
-their name, `Ann: …`); `names` may put names in place of those labels (the evaluation's
-speakers).
+The budget goes to evidence, not to its labels. The hits are grouped by day, the days in
+order (`## <day>`, each day once: the date of a hit is its heading); a hit's day is its daily
+note's, else when it was written. Each line is one hit: what to cite and its snippet
+(`bot.index.snippets`: the lines that matched, "…" where lines were left out), on one line. A
+daily note is named once, in its day's heading, and its hits cite only their lines (`[L3-L5]`:
+`memory_get` reads `<note>#L3-L5`); a hit of any other file its whole citation
+(`Hit.citation`); a past exchange none (not a file: `memory_get` refuses it, `memory_search`
+shows it). A note line's clock is left out (the day heads it). Who said it is in the snippet:
+`User:`/`Assistant:`, or the speaker's name (`Ann: …`, a group's message,
+`bot.conversation.speakers`) without the label before it.
 
 Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). What the
 prompt already shows is left out (`distinct`, by `overlap`): a hit held by `# Memory` (a
 MEMORY.md chunk, a daily note shown today, an exchange whose note line is shown whole) or by a
 better hit, a turn of the conversation the prompt carries anyway, and a line of a hit that a
 better hit shows. The rest are taken best first, at most `k`, while they fit `budget_tokens`
-(heading and notice included); a hit too long for the room left is passed over and the next
+(headings and notice included); a hit too long for the room left is passed over and the next
 may still fit. The notice counts the matches found but not
 shown, up to what one search returns (`probe`, 3 × k: enough to say "more", cheap enough for
 every turn). The search runs in a thread (`find`, beside the memory pack); a failure or a
@@ -169,7 +177,7 @@ def said(hit: Hit) -> str:
 
 
 def _unlabelled(label: re.Match[str]) -> str:
-    """"" for a label before a name (each word capitalised), else the label."""
+    """ "" for a label before a name (each word capitalised), else the label."""
     name = label[1].split()
     return "" if all(word[0].isupper() for word in name) else label[0]
 
