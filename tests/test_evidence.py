@@ -20,6 +20,7 @@ from bot.llm.tokens import TokenCounter
 from bot.memory.recall.relevant import HEADER, distinct, fit, render_relevant
 from bot.storage.workspace import Workspace
 from bot.tools.memory_get import parse_citation, read_slice, window
+from tests.talk import relevant_hits
 
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 COUNT = TokenCounter().count
@@ -125,7 +126,7 @@ def test_every_line_of_relevant_memory_is_dated_and_says_who_spoke(
         "## 2026-02-14 · 2026-02-14.md",
         "- [L1-L1] User: the violin lesson moved to Thursday | Assistant: ok",
         "## 2026-03-02",
-        "- Ann: who has the violin? Assistant: Ben does.",
+        "- Ann: who has the violin? | Assistant: Ben does.",
     ]
 
 
@@ -158,7 +159,7 @@ def test_the_hits_of_a_day_share_one_heading_that_names_its_note_once() -> None:
         "- [MEMORY.md#L7-L7] - Ann owns a red kayak.",  # another file keeps its whole citation
         f"## 2026-03-02 · {note}",  # the day's note, once
         "- [L3-L3] Ann: the kayak is at the pier | Assistant: ok",
-        "- Ann: kayak keys? Assistant: In the shed.",  # an exchange: no file to cite
+        "- Ann: kayak keys? | Assistant: In the shed.",  # an exchange: no file to cite
         "- [L9-L9] Ben: I sold my kayak | Assistant: noted",
     ]
 
@@ -193,20 +194,18 @@ def test_memory_get_reads_every_line_the_section_cites(
     hits = index.search("kayak", scopes=["tg:-5"], k=5)
     section = render_relevant(hits, k=5, budget=600, count=COUNT)
 
-    read, file = 0, ""
-    for line in section.splitlines()[1:]:
-        if line.startswith("## "):
-            file = line.partition(" · ")[2]
-        elif line.startswith("- ["):
-            cited, _, text = line[3:].partition("] ")
-            citation = parse_citation(cited if "#" in cited else f"{file}#{cited}")
-            start, count = window({}, citation)
-            found = read_slice(workspace.memory_root / citation.path, start, count)
-            assert found is not None
-            words = " ".join(text for _, text in found.lines)
-            shown = re.findall(r"(?:Ann|Ben): [^|…]*kayak[^|…]*", text)
-            assert shown and all(phrase.strip() in words for phrase in shown)
-            read += len(shown)
+    read = 0
+    for shown in relevant_hits(section):
+        cited, _, text = shown.text[3:].partition("] ")
+        note = shown.day.partition(" · ")[2]
+        citation = parse_citation(cited if "#" in cited else f"{note}#{cited}")
+        start, count = window({}, citation)
+        found = read_slice(workspace.memory_root / citation.path, start, count)
+        assert found is not None
+        words = " ".join(text for _, text in found.lines)
+        phrases = re.findall(r"(?:Ann|Ben): [^|…]*kayak[^|…]*", text)
+        assert phrases and all(phrase.strip() in words for phrase in phrases)
+        read += len(phrases)
     assert read == 4  # each day's two kayak lines, each read back
 
 

@@ -23,6 +23,7 @@ from tests.talk import (
     GROUP_DIR,
     memory_section,
     new_conversation,
+    relevant_hits,
     relevant_section,
     say,
     system_text,
@@ -116,9 +117,12 @@ async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_catch_up_walk
 
     assert "marzipan" not in first and "marzipan" not in before_sync  # a turn syncs its files
     assert "marzipan" not in memory_section(after_sync)  # too old for `# Memory`
-    [line] = [line for line in relevant_section(after_sync).splitlines() if "marzipan" in line]
-    assert line.startswith("- [L1-L2] User: plan the garden")  # the lines of the day's note
-    assert f"\n## {old} · {old}.md\n{line}" in relevant_section(after_sync)
+    [hit] = [hit for hit in relevant_hits(relevant_section(after_sync)) if "marzipan" in hit.text]
+    assert hit.text.split("\n") == [  # the lines of the day's note, named in its heading
+        "- [L1-L2] User: plan the garden | Assistant: Tulips.",
+        "  User: the wifi password is marzipan-42 | Assistant: Saved.",
+    ]
+    assert hit.day == f"## {old} · {old}.md"
 
 
 async def test_a_turn_is_searchable_after_it_from_the_files_it_wrote_without_a_walk(
@@ -182,7 +186,9 @@ async def test_a_hand_edit_to_memory_md_past_the_budget_is_found_after_the_next_
         prompt = await prompt_after(app, fake_openai, "where is the boat moored?")
 
     assert "pier seven" not in memory_section(prompt)  # the budget shows MEMORY.md's head
-    assert re.search(r"- \[MEMORY\.md#L\d+-L62\] .*The boat is moored at pier seven\.", prompt)
+    [hit] = [hit for hit in relevant_hits(relevant_section(prompt)) if "pier seven" in hit.text]
+    assert re.match(r"- \[MEMORY\.md#L\d+-L62\] ", hit.text)
+    assert hit.text.endswith("\n  - The boat is moored at pier seven.")
 
 
 # ----------------------------------------------------------------------------- rebuild

@@ -2,16 +2,17 @@
 
     # Relevant Memory
     ## 2026-11-18
-    - Ann: where are the keys? Assistant: In the blue bowl.
+    - Ann: where are the keys? | Assistant: In the blue bowl.
     - [MEMORY.md#L12-L14] - Ann keeps spare keys at Ben's.
     ## 2026-11-20 · chats/telegram%3A-100/2026-11-20.md
-    - [L3-L5] Ann: … | Assistant: … … Ben: … | Assistant: …
+    - [L3-L9] Ann: … | Assistant: …
+      … Ben: … | Assistant: … …
     (4 more via memory_search)
 
 The budget goes to evidence, not to its labels. The hits are grouped by day, the days in
 order (`## <day>`, each day once: the date of a hit is its heading); a hit's day is its daily
-note's, else when it was written. Each line is one hit: what to cite and its snippet
-(`bot.index.snippets`: the lines that matched, "…" where lines were left out), on one line. A
+note's, else when it was written. Each hit is a list item: what to cite and its snippet
+(`bot.index.snippets`: the lines that matched, "…" where lines were left out; `said`). A
 daily note is named once, in its day's heading, and its hits cite only their lines (`[L3-L5]`:
 `memory_get` reads `<note>#L3-L5`); a hit of any other file its whole citation
 (`Hit.citation`); a past exchange none (not a file: `memory_get` refuses it, `memory_search`
@@ -61,6 +62,7 @@ PROBE_PER_HIT = 3
 TRIM_CHARS = 40  # a shorter line of a hit is kept even when a better hit shows it
 MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
 Count = Callable[[str], int]
+INDENT = "  "  # a hit's next lines
 EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
 _LABELLED = re.compile(rf"\b(?:User|Assistant): (?=({_NAME}): )")
@@ -169,11 +171,23 @@ def _unheld(lines: Sequence[str], held: Shown) -> str:
 
 
 def said(hit: Hit) -> str:
-    """A hit's snippet on one line as the section shows it: without a daily note line's clock
-    (the day heads the hit) and without the `User:`/`Assistant:` label before a speaker's
-    name (`Ann: …`, `bot.conversation.speakers`): the name says who spoke."""
-    text = " ".join(body_of(line) for line in hit.text.split("\n"))
-    return _LABELLED.sub(_unlabelled, " ".join(text.split()))
+    """A hit's snippet as the section shows it: an exchange on one line (`… | …`, as its daily
+    note line), another hit's lines each on its own, indented under the first ("…" where lines
+    were left out kept on the line it stands beside); without a daily note line's clock (the
+    day heads the hit) and without the `User:`/`Assistant:` label before a speaker's name
+    (`Ann: …`, `bot.conversation.speakers`): the name says who spoke."""
+    lines = [
+        _LABELLED.sub(_unlabelled, " ".join(body_of(line).split())) for line in hit.text.split("\n")
+    ]
+    if hit.kind == EXCHANGE:  # `User: …` and `Assistant: …`, as its note line reads
+        return " | ".join(lines)
+    shown: list[str] = []
+    for n, line in enumerate(lines):
+        if line != GAP:
+            shown.append(f"{GAP} {line}" if n and lines[n - 1] == GAP else line)
+        elif shown and n == len(lines) - 1:
+            shown[-1] += f" {GAP}"
+    return f"\n{INDENT}".join(shown)
 
 
 def _unlabelled(label: re.Match[str]) -> str:
