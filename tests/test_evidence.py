@@ -17,7 +17,7 @@ from bot.eval.report import Answer, Retrieved, Section, score
 from bot.index import Exchange, Hit, MemoryIndex
 from bot.index.snippets import GAP, Terms, cut
 from bot.llm.tokens import TokenCounter
-from bot.memory.recall.relevant import HEADER, distinct, fit, render_relevant
+from bot.memory.recall.relevant import HEADER, distinct, fit, notes_line, render_relevant
 from bot.storage.workspace import Workspace
 from bot.tools.memory_get import parse_citation, read_slice, window
 from tests.talk import relevant_hits
@@ -123,7 +123,8 @@ def test_every_line_of_relevant_memory_is_dated_and_says_who_spoke(
 
     assert section.splitlines() == [
         HEADER,
-        "## 2026-02-14 · 2026-02-14.md",
+        notes_line(""),  # the owner's daily notes are in memory/ itself
+        "## 2026-02-14",
         "- [L1-L1] User: the violin lesson moved to Thursday | Assistant: ok",
         "## 2026-03-02",
         "- Ann: who has the violin? | Assistant: Ben does.",
@@ -134,7 +135,7 @@ def hit(path: str, text: str, at: datetime, *, kind: str = "note", lines: int = 
     return Hit(path, lines, lines, text, 0.5, kind, "", at)
 
 
-def test_the_hits_of_a_day_share_one_heading_that_names_its_note_once() -> None:
+def test_a_day_is_one_heading_and_the_notes_folder_is_named_once() -> None:
     march, feb = datetime(2026, 3, 2, 9, tzinfo=UTC), datetime(2026, 2, 14, 9, tzinfo=UTC)
     note = "chats/tg%3A-5/2026-03-02.md"
     hits = [  # best first, as the index gives them
@@ -145,9 +146,9 @@ def test_the_hits_of_a_day_share_one_heading_that_names_its_note_once() -> None:
             "User: Ann: kayak keys?\nAssistant: In the shed.",
             march,
             kind="exchange",
-            lines=1,
         ),
-        hit(note, "[09:30] User: Ben: I sold my kayak | Assistant: noted", march, lines=9),
+        hit(note, "[09:30] User: Ben: I sold my\n…\n[09:40] User: Ben: kayak", march, lines=9),
+        hit("2026-03-02.md", "[08:00] User: kayak? | Assistant: yes", march, lines=2),
     ]
 
     section, shown = fit(hits, k=10, budget=400, count=COUNT)
@@ -155,27 +156,36 @@ def test_the_hits_of_a_day_share_one_heading_that_names_its_note_once() -> None:
     assert shown == hits
     assert section.splitlines() == [
         HEADER,
+        notes_line("chats/tg%3A-5/"),  # the best note's folder, once
         "## 2026-02-14",  # days in order, whatever the hits' rank
-        "- [MEMORY.md#L7-L7] - Ann owns a red kayak.",  # another file keeps its whole citation
-        f"## 2026-03-02 · {note}",  # the day's note, once
+        "- [MEMORY.md#L7-L7] - Ann owns a red kayak.",  # another file: its whole citation
+        "## 2026-03-02",  # each day once
         "- [L3-L3] Ann: the kayak is at the pier | Assistant: ok",
         "- Ann: kayak keys? | Assistant: In the shed.",  # an exchange: no file to cite
-        "- [L9-L9] Ben: I sold my kayak | Assistant: noted",
+        "- [L9-L9] Ben: I sold my",  # a hit's lines under its first, "…" where some were left out
+        "  … Ben: kayak",
+        "- [2026-03-02.md#L2-L2] User: kayak? | Assistant: yes",  # a note of another folder
     ]
 
 
-def test_a_heading_is_paid_for_once_and_only_when_its_day_is_shown() -> None:
+def test_the_days_and_the_notes_line_are_paid_for_once() -> None:
     day = datetime(2026, 3, 2, 9, tzinfo=UTC)
     hits = [hit("2026-03-02.md", f"[09:0{n}] User: kayak trip {n}", day, lines=n) for n in range(7)]
     hits = hits[1:]  # lines from 1
     section, shown = fit(hits, k=10, budget=1000, count=COUNT)
-    heading = "## 2026-03-02 · 2026-03-02.md"
 
-    assert shown == hits and section.count(heading) == 1 and section.count("2026-03-02") == 2
-    assert COUNT(section) == COUNT("\n".join([HEADER, heading, *section.splitlines()[2:]]))
-    for budget in range(10, 60):  # never over, whatever is left for the last hit
+    assert shown == hits
+    assert section.splitlines()[:4] == [
+        HEADER,
+        notes_line(""),
+        "## 2026-03-02",
+        "- [L1-L1] User: kayak trip 1",
+    ]
+    assert section.count("2026-03-02") == 1
+    for budget in range(10, 80):  # never over, whatever is left for the last hit
         tight, fitted = fit(hits, k=10, budget=budget, count=COUNT)
-        assert COUNT(tight) <= budget and (fitted == [] or heading in tight)
+        assert COUNT(tight) <= budget
+        assert fitted == [] or tight.startswith(f"{HEADER}\n{notes_line('')}\n## 2026-03-02\n")
 
 
 def test_memory_get_reads_every_line_the_section_cites(
@@ -194,11 +204,12 @@ def test_memory_get_reads_every_line_the_section_cites(
     hits = index.search("kayak", scopes=["tg:-5"], k=5)
     section = render_relevant(hits, k=5, budget=600, count=COUNT)
 
+    assert section.splitlines()[1] == notes_line("chats/tg%3A-5/")
     read = 0
     for shown in relevant_hits(section):
         cited, _, text = shown.text[3:].partition("] ")
-        note = shown.day.partition(" · ")[2]
-        citation = parse_citation(cited if "#" in cited else f"{note}#{cited}")
+        day = shown.day.removeprefix("## ")
+        citation = parse_citation(f"chats/tg%3A-5/{day}.md#{cited}")
         start, count = window({}, citation)
         found = read_slice(workspace.memory_root / citation.path, start, count)
         assert found is not None

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.app import App
 from bot.index import Hit
+from bot.memory.recall.relevant import notes_line
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.settings import ItemSettings, MemorySettings, RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
@@ -118,11 +119,11 @@ async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_catch_up_walk
     assert "marzipan" not in first and "marzipan" not in before_sync  # a turn syncs its files
     assert "marzipan" not in memory_section(after_sync)  # too old for `# Memory`
     [hit] = [hit for hit in relevant_hits(relevant_section(after_sync)) if "marzipan" in hit.text]
-    assert hit.text.split("\n") == [  # the lines of the day's note, named in its heading
+    assert hit.text.split("\n") == [  # the lines of the day's note (memory/<day>.md)
         "- [L1-L2] User: plan the garden | Assistant: Tulips.",
         "  User: the wifi password is marzipan-42 | Assistant: Saved.",
     ]
-    assert hit.day == f"## {old} · {old}.md"
+    assert hit.day == f"## {old}" and f"\n{notes_line('')}\n" in relevant_section(after_sync)
 
 
 async def test_a_turn_is_searchable_after_it_from_the_files_it_wrote_without_a_walk(

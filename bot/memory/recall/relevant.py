@@ -1,10 +1,11 @@
 """`# Relevant Memory` (seeds 000, 004): the index's best hits for the user's message, cited.
 
     # Relevant Memory
+    (a hit's [L3-L9] cites chats/telegram%3A-100/<day>.md#L3-L9, the note of the day it is under)
     ## 2026-11-18
     - Ann: where are the keys? | Assistant: In the blue bowl.
     - [MEMORY.md#L12-L14] - Ann keeps spare keys at Ben's.
-    ## 2026-11-20 · chats/telegram%3A-100/2026-11-20.md
+    ## 2026-11-20
     - [L3-L9] Ann: … | Assistant: …
       … Ben: … | Assistant: … …
     (4 more via memory_search)
@@ -13,11 +14,12 @@ The budget goes to evidence, not to its labels. The hits are grouped by day, the
 order (`## <day>`, each day once: the date of a hit is its heading); a hit's day is its daily
 note's, else when it was written. Each hit is a list item: what to cite and its snippet
 (`bot.index.snippets`: the lines that matched, "…" where lines were left out; `said`). A
-daily note is named once, in its day's heading, and its hits cite only their lines (`[L3-L5]`:
-`memory_get` reads `<note>#L3-L5`); a hit of any other file its whole citation
-(`Hit.citation`); a past exchange none (not a file: `memory_get` refuses it, `memory_search`
-shows it). A note line's clock is left out (the day heads it). Who said it is in the snippet:
-`User:`/`Assistant:`, or the speaker's name (`Ann: …`, a group's message,
+daily note of one folder (the best note hit's: the chat's `chats/<key>/`, or memory/ itself
+for the owner) cites only its lines (`[L3-L9]`), the folder named once under the heading
+(`NOTES`: `memory_get` reads `<folder><day>.md#L3-L9`); a hit of any other file cites its
+whole `Hit.citation`; a past exchange nothing (not a file: `memory_get` refuses it,
+`memory_search` shows it). A note line's clock is left out (the day heads it). Who said it is
+in the snippet: `User:`/`Assistant:`, or the speaker's name (`Ann: …`, a group's message,
 `bot.conversation.speakers`) without the label before it.
 
 Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). What the
@@ -41,7 +43,7 @@ import asyncio
 import functools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -58,6 +60,7 @@ log = structlog.get_logger(__name__)
 
 HEADER = "# Relevant Memory"
 MORE = "({count} more via memory_search)"
+NOTES = "(a hit's [L3-L9] cites {note}#L3-L9, the note of the day it is under)"
 PROBE_PER_HIT = 3
 TRIM_CHARS = 40  # a shorter line of a hit is kept even when a better hit shows it
 MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
@@ -180,7 +183,7 @@ def said(hit: Hit) -> str:
         _LABELLED.sub(_unlabelled, " ".join(body_of(line).split())) for line in hit.text.split("\n")
     ]
     if hit.kind == EXCHANGE:  # `User: …` and `Assistant: …`, as its note line reads
-        return " | ".join(lines)
+        return " | ".join(lines).replace(f"{GAP} | ", f"{GAP} ").replace(f" | {GAP}", f" {GAP}")
     shown: list[str] = []
     for n, line in enumerate(lines):
         if line != GAP:
@@ -196,34 +199,19 @@ def _unlabelled(label: re.Match[str]) -> str:
     return "" if all(word[0].isupper() for word in name) else label[0]
 
 
-def hit_line(hit: Hit, *, day_file: str | None = None) -> str:
-    """`- [citation] snippet`: a hit of `day_file` (its day's note, named in the day's heading)
-    cites its lines alone, an exchange nothing (`memory_get` reads files, not past
-    conversations: `memory_search` finds more of one)."""
+def hit_line(hit: Hit, *, notes: str | None = None) -> str:
+    """`- [citation] snippet`: a daily note in the `notes` folder cites its lines alone (its
+    day heads it, the folder is named once: `notes_line`), an exchange nothing (`memory_get`
+    reads files, not past conversations: `memory_search` finds more of one)."""
     if hit.kind == EXCHANGE:
         return f"- {said(hit)}"
-    citation = hit.lines if hit.path == day_file and hit.lines else hit.citation
-    return f"- [{citation}] {said(hit)}"
+    short = notes is not None and hit.lines and _notes_folder(hit) == notes
+    return f"- [{hit.lines if short else hit.citation}] {said(hit)}"
 
 
-@dataclass
-class _Day:
-    """The hits of one day as the section shows them, under `## 2026-11-20 · <its note>`."""
-
-    day: str
-    file: str | None = None  # the first shown hit's daily note of that day
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def heading(self) -> str:
-        return f"## {self.day}" + (f" · {self.file}" if self.file else "")
-
-    def file_for(self, hit: Hit) -> str | None:
-        """The day's note once `hit` is shown: its own path when it is the first note of the
-        day."""
-        if self.file is None and hit.kind != EXCHANGE and _note_day(hit.path) == self.day:
-            return hit.path
-        return self.file
+def notes_line(folder: str) -> str:
+    """Where a hit's `[L3-L9]` is: its day's note in `folder` (a path relative to memory/)."""
+    return NOTES.format(note=f"{folder}<day>.md")
 
 
 def day_of(hit: Hit) -> str:
@@ -238,32 +226,42 @@ def fit(
     budget: int,
     count: Count,
 ) -> tuple[str, list[Hit]]:
-    """The section of the best hits, at most `k`, that fit `budget` tokens (heading, days and
-    notice included), and those hits; a hit too long for the room left is passed over and
-    the next may still fit. ("", []) when none does."""
+    """The section of the best hits, at most `k`, that fit `budget` tokens (heading, notes
+    line, days and notice included), and those hits; a hit too long for the room left is
+    passed over and the next may still fit. ("", []) when none does. The notes folder named
+    once is the best daily note hit's."""
     room = budget - count(HEADER) - count(MORE.format(count=len(hits))) - 2
-    days: dict[str, _Day] = {}
+    notes = next((f for hit in hits if (f := _notes_folder(hit)) is not None), None)
+    days: dict[str, list[str]] = {}
     shown: list[Hit] = []
+    named = False
     for hit in hits:
         if len(shown) == k or room < MIN_LINE_TOKENS:
             break
-        day = days.get(day_of(hit)) or _Day(day_of(hit))
-        file = day.file_for(hit)
-        line = hit_line(hit, day_file=file)
-        heading = _Day(day.day, file).heading
-        was = count(day.heading) + 1 if day.day in days else 0
-        cost = count(line) + 1 + count(heading) + 1 - was
+        line = hit_line(hit, notes=notes)
+        names = notes is not None and not named and _notes_folder(hit) == notes
+        day = day_of(hit)
+        cost = count(line) + 1
+        cost += 0 if day in days else count(f"## {day}") + 1
+        cost += count(notes_line(notes)) + 1 if names and notes is not None else 0
         if cost <= room:
-            day.file = file
-            day.lines.append(line)
-            days[day.day] = day
+            days.setdefault(day, []).append(line)
             shown.append(hit)
+            named = named or names
             room -= cost
     if not shown:
         return "", []
     more = len(hits) - len(shown)
-    body = [line for day in sorted(days) for line in (days[day].heading, *days[day].lines)]
-    return "\n".join([HEADER, *body, *([MORE.format(count=more)] if more else [])]), shown
+    head = [HEADER, *([notes_line(notes)] if named and notes is not None else [])]
+    body = [line for day in sorted(days) for line in (f"## {day}", *days[day])]
+    return "\n".join([*head, *body, *([MORE.format(count=more)] if more else [])]), shown
+
+
+def _notes_folder(hit: Hit) -> str | None:
+    """The folder of a daily note hit (`chats/<key>/`, "" for memory/ itself), else None."""
+    if hit.kind == EXCHANGE or _note_day(hit.path) is None:
+        return None
+    return hit.path.rpartition("/")[0] + "/" if "/" in hit.path else ""
 
 
 def _note_day(path: str) -> str | None:
