@@ -143,7 +143,7 @@ def test_a_day_is_one_heading_and_the_notes_folder_is_named_once() -> None:
         hit("MEMORY.md", "- Ann owns a red kayak.", feb, kind="memory", lines=7),
         hit(
             "sessions/tg%3A-5#t9",
-            "User: Ann: kayak keys?\nAssistant: In the shed.",
+            "User: Ann: kayak keys?\nAssistant: Sure: in the shed.",
             march,
             kind="exchange",
         ),
@@ -161,7 +161,7 @@ def test_a_day_is_one_heading_and_the_notes_folder_is_named_once() -> None:
         "- [MEMORY.md#L7-L7] - Ann owns a red kayak.",  # another file: its whole citation
         "## 2026-03-02",  # each day once
         "- [L3-L3] Ann: the kayak is at the pier | Assistant: ok",
-        "- Ann: kayak keys? | Assistant: In the shed.",  # an exchange: no file to cite
+        "- Ann: kayak keys? | Assistant: Sure: in the shed.",  # an exchange: no file to cite
         "- [L9-L9] Ben: I sold my",  # a hit's lines under its first, "…" where some were left out
         "  … Ben: kayak",
         "- [2026-03-02.md#L2-L2] User: kayak? | Assistant: yes",  # a note of another folder

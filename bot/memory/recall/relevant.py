@@ -19,8 +19,9 @@ for the owner) cites only its lines (`[L3-L9]`), the folder named once under the
 (`NOTES`: `memory_get` reads `<folder><day>.md#L3-L9`); a hit of any other file cites its
 whole `Hit.citation`; a past exchange nothing (not a file: `memory_get` refuses it,
 `memory_search` shows it). A note line's clock is left out (the day heads it). Who said it is
-in the snippet: `User:`/`Assistant:`, or the speaker's name (`Ann: …`, a group's message,
-`bot.conversation.speakers`) without the label before it.
+in the snippet: `User:`/`Assistant:`, or a group member's name (`Ann: …`,
+`bot.conversation.speakers`) without the `User:` before it. The assistant's words keep their
+label whatever they start with: the bot names only the users (`Sure: …` is not a name).
 
 Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). What the
 prompt already shows is left out (`distinct`, by `overlap`): a hit held by `# Memory` (a
@@ -68,7 +69,7 @@ Count = Callable[[str], int]
 INDENT = "  "  # a hit's next lines
 EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
-_LABELLED = re.compile(rf"\b(?:User|Assistant): (?=({_NAME}): )")
+_LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
 
 
 class Searcher(Protocol):
@@ -177,8 +178,8 @@ def said(hit: Hit) -> str:
     """A hit's snippet as the section shows it: an exchange on one line (`… | …`, as its daily
     note line), another hit's lines each on its own, indented under the first ("…" where lines
     were left out kept on the line it stands beside); without a daily note line's clock (the
-    day heads the hit) and without the `User:`/`Assistant:` label before a speaker's name
-    (`Ann: …`, `bot.conversation.speakers`): the name says who spoke."""
+    day heads the hit) and without the `User:` label before a group member's name (`Ann: …`,
+    `bot.conversation.speakers`): the name says who spoke."""
     lines = [
         _LABELLED.sub(_unlabelled, " ".join(body_of(line).split())) for line in hit.text.split("\n")
     ]
@@ -194,7 +195,7 @@ def said(hit: Hit) -> str:
 
 
 def _unlabelled(label: re.Match[str]) -> str:
-    """ "" for a label before a name (each word capitalised), else the label."""
+    """ "" for the label before a name (each word capitalised), else the label."""
     name = label[1].split()
     return "" if all(word[0].isupper() for word in name) else label[0]
 
