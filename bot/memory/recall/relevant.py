@@ -233,18 +233,17 @@ def fit(
     once is the best daily note hit's."""
     room = budget - count(HEADER) - count(MORE.format(count=len(hits))) - 2
     notes = next((f for hit in hits if (f := _notes_folder(hit)) is not None), None)
+    intro = "" if notes is None else notes_line(notes)
     days: dict[str, list[str]] = {}
     shown: list[Hit] = []
-    named = False
+    named = False  # whether a shown hit cites lines of `notes`: the intro is then shown
     for hit in hits:
         if len(shown) == k or room < MIN_LINE_TOKENS:
             break
-        line = hit_line(hit, notes=notes)
-        names = notes is not None and not named and _notes_folder(hit) == notes
-        day = day_of(hit)
-        cost = count(line) + 1
-        cost += 0 if day in days else count(f"## {day}") + 1
-        cost += count(notes_line(notes)) + 1 if names and notes is not None else 0
+        line, day = hit_line(hit, notes=notes), day_of(hit)
+        names = not named and notes is not None and _notes_folder(hit) == notes
+        cost = count(line) + 1 + (0 if day in days else count(f"## {day}") + 1)
+        cost += count(intro) + 1 if names else 0
         if cost <= room:
             days.setdefault(day, []).append(line)
             shown.append(hit)
@@ -253,7 +252,7 @@ def fit(
     if not shown:
         return "", []
     more = len(hits) - len(shown)
-    head = [HEADER, *([notes_line(notes)] if named and notes is not None else [])]
+    head = [HEADER, *([intro] if named else [])]
     body = [line for day in sorted(days) for line in (f"## {day}", *days[day])]
     return "\n".join([*head, *body, *([MORE.format(count=more)] if more else [])]), shown
 
