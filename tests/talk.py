@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,26 @@ def relevant_section(prompt: str) -> str:
     """The `# Relevant Memory` section (the last part but the time), or "" when none."""
     _, found, section = prompt.partition(RELEVANT_HEADER)
     return "# Relevant Memory\n" + section.partition(TIME)[0] if found else ""
+
+
+@dataclass(frozen=True)
+class ShownHit:
+    day: str  # the `## <day>` heading it is under
+    text: str  # its lines (the next ones indented), as shown
+
+
+def relevant_hits(section: str) -> list[ShownHit]:
+    """The hits a `# Relevant Memory` section shows, in its order."""
+    hits: list[ShownHit] = []
+    day = ""
+    for line in section.splitlines():
+        if line.startswith("## "):
+            day = line
+        elif line.startswith("- "):
+            hits.append(ShownHit(day, line))
+        elif line.startswith("  ") and hits:
+            hits[-1] = ShownHit(day, f"{hits[-1].text}\n{line}")
+    return hits
 
 
 def session(workspace: Path, key: str = f"telegram:{OWNER}") -> dict[str, Any]:

@@ -25,7 +25,7 @@ from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory
-from bot.memory.recall.relevant import RelevantMemory
+from bot.memory.recall.relevant import RelevantMemory, notes_line
 from bot.memory.recall.retrieval import MemoryRetriever
 from bot.memory.recall.scoring import TopK
 from bot.models import GLOBAL_SCOPE, MemoryLayer
@@ -217,15 +217,13 @@ async def test_relevant_memory_keeps_to_k_and_its_budget_and_counts_the_rest(
 
     few = relevant_lines((await sections(parts.prompt(relevant=(4, 800)), "kayak")).relevant)
     one = relevant_lines((await sections(parts.prompt(relevant=(1, 800)), "kayak")).relevant)
-    tight = (await sections(parts.prompt(relevant=(10, 60)), "kayak")).relevant
+    tight = (await sections(parts.prompt(relevant=(10, 80)), "kayak")).relevant
 
     assert len(few.hits) == 4 and few.more == 6  # all ten found (3 × k may be)
     assert len(one.hits) == 1 and one.more == 2  # only 3 × k are looked for
-    assert all(
-        re.fullmatch(r"- \[\d{4}-\d\d-\d\d\.md#L1-L1\] \[08:00\] User: kayak .*", h)
-        for h in few.hits
-    )
-    assert COUNT(tight) <= 60
+    assert all(re.fullmatch(r"- \[L1-L1\] User: kayak .*", h) for h in few.hits)
+    assert len(few.days) == 4 and all(re.fullmatch(r"## \d{4}-\d\d-\d\d", d) for d in few.days)
+    assert COUNT(tight) <= 80
     assert relevant_lines(tight).more == 10 - len(relevant_lines(tight).hits) > 0
 
 
@@ -237,7 +235,7 @@ async def test_relevant_memory_skips_what_memory_already_shows(parts: Parts) -> 
     found = await sections(parts.prompt(relevant=(5, 800)), "kayak")
 
     assert "The kayak is blue." in found.memory
-    assert found.relevant.startswith("# Relevant Memory\n- [")
+    assert found.relevant.startswith(f"# Relevant Memory\n{notes_line('')}\n## ")
     assert "kayak paddles" in found.relevant and "The kayak is blue" not in found.relevant
 
 
@@ -271,6 +269,7 @@ async def test_a_broken_index_means_no_relevant_section_and_a_log_line(parts: Pa
 class Lines:
     hits: list[str]
     more: int
+    days: list[str]  # the `## <day>` headings
 
 
 def relevant_lines(section: str) -> Lines:
@@ -278,7 +277,9 @@ def relevant_lines(section: str) -> Lines:
     assert lines[0] == "# Relevant Memory"
     more = MORE.search(lines[-1])
     return Lines(
-        [line for line in lines[1:] if line.startswith("- [")], int(more[1]) if more else 0
+        [line for line in lines[1:] if line.startswith("- ")],
+        int(more[1]) if more else 0,
+        [line for line in lines[1:] if line.startswith("## ")],
     )
 
 
@@ -329,9 +330,13 @@ async def test_relevant_memory_reads_a_named_time_against_the_message_moment(
     moments = (datetime(2025, 6, 10, 9, tzinfo=UTC), datetime(2026, 6, 10, 9, tzinfo=UTC))
     found = [await prompt.sections(GLOBAL_SCOPE, KEY, query, moment) for moment in moments]
 
-    assert relevant_lines(found[0].relevant).hits == [
-        "- [2025-05-12.md#L1-L1] [10:00] User: tea plans? | Assistant: Oolong."
+    assert found[0].relevant.splitlines()[1:4] == [
+        notes_line(""),
+        "## 2025-05-12",
+        "- [L1-L1] User: tea plans? | Assistant: Oolong.",
     ]
-    assert relevant_lines(found[1].relevant).hits == [
-        "- [2026-05-12.md#L1-L1] [10:00] User: tea plans? | Assistant: Sencha."
+    assert found[1].relevant.splitlines()[1:4] == [
+        notes_line(""),
+        "## 2026-05-12",
+        "- [L1-L1] User: tea plans? | Assistant: Sencha.",
     ]

@@ -4,6 +4,7 @@ touching chunks of a file are one hit, every hit is dated and says who spoke, an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,11 +14,13 @@ import pytest
 from bot.errors import DatasetError
 from bot.eval.dataset import parse_dataset
 from bot.eval.report import Answer, Retrieved, Section, score
-from bot.index import Exchange, MemoryIndex
-from bot.index.snippets import GAP
+from bot.index import Exchange, Hit, MemoryIndex
+from bot.index.snippets import GAP, Terms, cut
 from bot.llm.tokens import TokenCounter
-from bot.memory.recall.relevant import HEADER, distinct, render_relevant
+from bot.memory.recall.relevant import HEADER, distinct, fit, notes_line, render_relevant
 from bot.storage.workspace import Workspace
+from bot.tools.memory_get import parse_citation, read_slice, window
+from tests.talk import relevant_hits
 
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 COUNT = TokenCounter().count
@@ -118,12 +121,118 @@ def test_every_line_of_relevant_memory_is_dated_and_says_who_spoke(
     hits = index.search("violin", scopes=["", "g"], k=5)
     section = render_relevant(hits, k=5, budget=400, count=COUNT)
 
-    assert sorted(section.splitlines()) == [
+    assert section.splitlines() == [
         HEADER,
-        "- [2026-02-14.md#L1-L1] [09:00] User: the violin lesson moved to Thursday | Assistant: ok",
-        "- [sessions/tg%3A-5#t1#L1-L2] 2026-03-02 · User: Ann: who has the violin? Assistant: "
-        "Ben does.",
+        notes_line(""),  # the owner's daily notes are in memory/ itself
+        "## 2026-02-14",
+        "- [L1-L1] User: the violin lesson moved to Thursday | Assistant: ok",
+        "## 2026-03-02",
+        "- Ann: who has the violin? | Assistant: Ben does.",
     ]
+
+
+def hit(path: str, text: str, at: datetime, *, kind: str = "note", lines: int = 1) -> Hit:
+    return Hit(path, lines, lines, text, 0.5, kind, "", at)
+
+
+def test_a_day_is_one_heading_and_the_notes_folder_is_named_once() -> None:
+    march, feb = datetime(2026, 3, 2, 9, tzinfo=UTC), datetime(2026, 2, 14, 9, tzinfo=UTC)
+    note = "chats/tg%3A-5/2026-03-02.md"
+    hits = [  # best first, as the index gives them
+        hit(note, "[09:04] User: Ann: the kayak is at the pier | Assistant: ok", march, lines=3),
+        hit("MEMORY.md", "- Ann owns a red kayak.", feb, kind="memory", lines=7),
+        hit(
+            "sessions/tg%3A-5#t9",
+            "User: Ann: kayak keys?\nAssistant: Sure: in the shed.",
+            march,
+            kind="exchange",
+        ),
+        hit(note, "[09:30] User: Ben: I sold my\n…\n[09:40] User: Ben: kayak", march, lines=9),
+        hit("2026-03-02.md", "[08:00] User: kayak? | Assistant: yes", march, lines=2),
+    ]
+
+    section, shown = fit(hits, k=10, budget=400, count=COUNT)
+
+    assert shown == hits
+    assert section.splitlines() == [
+        HEADER,
+        notes_line("chats/tg%3A-5/"),  # the best note's folder, once
+        "## 2026-02-14",  # days in order, whatever the hits' rank
+        "- [MEMORY.md#L7-L7] - Ann owns a red kayak.",  # another file: its whole citation
+        "## 2026-03-02",  # each day once
+        "- [L3-L3] Ann: the kayak is at the pier | Assistant: ok",
+        "- Ann: kayak keys? | Assistant: Sure: in the shed.",  # an exchange: no file to cite
+        "- [L9-L9] Ben: I sold my",  # a hit's lines under its first, "…" where some were left out
+        "  … Ben: kayak",
+        "- [2026-03-02.md#L2-L2] User: kayak? | Assistant: yes",  # a note of another folder
+    ]
+
+
+def test_the_days_and_the_notes_line_are_paid_for_once() -> None:
+    day = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    hits = [hit("2026-03-02.md", f"[09:0{n}] User: kayak trip {n}", day, lines=n) for n in range(7)]
+    hits = hits[1:]  # lines from 1
+    section, shown = fit(hits, k=10, budget=1000, count=COUNT)
+
+    assert shown == hits
+    assert section.splitlines()[:4] == [
+        HEADER,
+        notes_line(""),
+        "## 2026-03-02",
+        "- [L1-L1] User: kayak trip 1",
+    ]
+    assert section.count("2026-03-02") == 1
+    for budget in range(10, 80):  # never over, whatever is left for the last hit
+        tight, fitted = fit(hits, k=10, budget=budget, count=COUNT)
+        assert COUNT(tight) <= budget
+        assert fitted == [] or tight.startswith(f"{HEADER}\n{notes_line('')}\n## 2026-03-02\n")
+
+
+def test_memory_get_reads_every_line_the_section_cites(
+    workspace: Workspace, index: MemoryIndex
+) -> None:
+    folder = workspace.memory_root / "chats" / "tg%3A-5"
+    folder.mkdir(parents=True)
+    for day in ("2026-03-01", "2026-03-02"):
+        said = filler(20)
+        said[3] = f"Ann: the harbour kayak rental on {day} costs 30 euros"
+        said[16] = f"Ben: kayak paddles for {day} are in the shed"
+        lines = [f"[09:{n:02d}] User: {text} | Assistant: ok" for n, text in enumerate(said)]
+        (folder / f"{day}.md").write_text("\n".join(lines) + "\n")
+    index.sync_files()
+
+    hits = index.search("kayak", scopes=["tg:-5"], k=5)
+    section = render_relevant(hits, k=5, budget=600, count=COUNT)
+
+    assert section.splitlines()[1] == notes_line("chats/tg%3A-5/")
+    read = 0
+    for shown in relevant_hits(section):
+        cited, _, text = shown.text[3:].partition("] ")
+        day = shown.day.removeprefix("## ")
+        citation = parse_citation(f"chats/tg%3A-5/{day}.md#{cited}")
+        start, count = window({}, citation)
+        found = read_slice(workspace.memory_root / citation.path, start, count)
+        assert found is not None
+        words = " ".join(text for _, text in found.lines)
+        phrases = re.findall(r"(?:Ann|Ben): [^|…]*kayak[^|…]*", text)
+        assert phrases and all(phrase.strip() in words for phrase in phrases)
+        read += len(phrases)
+    assert read == 4  # each day's two kayak lines, each read back
+
+
+def test_a_word_every_line_holds_does_not_choose_the_lines() -> None:
+    lines = [f"User: Ann: {text} | Assistant: ok" for text in filler(6)]
+    lines[3] = (
+        "User: Ann: the red kayak is back at the harbour, we took it on Sunday | Assistant: ok"
+    )
+    text = "\n".join(lines)
+    terms = Terms.of({"ann": 3.0, "kayak": 1.0})  # the name weighs more, as a rare word would
+
+    shown = cut(text, terms).text.split("\n")
+    alone = cut(text, Terms.of({"ann": 3.0})).text.split("\n")
+
+    assert shown == [GAP, lines[3], GAP]  # not every line because each names Ann
+    assert alone == [lines[0], GAP]  # nothing tells the lines apart: the first, not all
 
 
 def test_the_budget_goes_to_distinct_evidence_and_is_never_passed(

@@ -202,8 +202,8 @@ async def test_relevant_memory_in_the_owners_chat_includes_lightrag_hits(
     assert await say(app, "where is the spare key?") == ["Under the flowerpot."]
 
     section = relevant_section(system_text(fake_openai.last_request))
-    assert (
-        f"- [lightrag:sessions/telegram%3A{OWNER}/t1] 2026-11-20 · User: The spare key" in section
+    assert f"\n## 2026-11-20\n- [lightrag:sessions/telegram%3A{OWNER}/t1] User: The spare key" in (
+        section
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.app import App
 from bot.index import Hit
+from bot.memory.recall.relevant import notes_line
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.settings import ItemSettings, MemorySettings, RagSettings
 from tests.fakes.openai_api import FakeOpenAI, Reply
@@ -23,6 +24,7 @@ from tests.talk import (
     GROUP_DIR,
     memory_section,
     new_conversation,
+    relevant_hits,
     relevant_section,
     say,
     system_text,
@@ -31,7 +33,6 @@ from tests.talk import (
 
 CONSOLIDATED = '{"history_entry": "[2026-11-24 09:00] Where the key is.", "memory_update": null}'
 MODEL2VEC = SMALL_MODEL2VEC
-EXCHANGE_CITATION = re.compile(r"\[sessions/telegram%3A1001#[0-9a-f]{12}#L1-L2\]")
 
 
 async def prompt_after(app: App, fake: FakeOpenAI, text: str, **where: Any) -> str:
@@ -75,10 +76,11 @@ async def test_an_exchange_is_indexed_and_found_in_the_next_turns_relevant_memor
     prompt = await prompt_after(app, fake_openai, "where is the spare key, the ceramic frog?")
 
     assert "ceramic frog" not in memory_section(prompt)  # the note line is cut at 200 chars
-    relevant = relevant_section(prompt)
-    [line] = [line for line in relevant.splitlines() if "blue ceramic frog" in line]
-    assert EXCHANGE_CITATION.search(line)
-    assert line.endswith("Assistant: Got it.")
+    relevant = relevant_section(prompt).splitlines()
+    [at] = [n for n, line in enumerate(relevant) if "blue ceramic frog" in line]
+    assert relevant[at].startswith("- User: Some background first.")  # no citation: not a file
+    assert relevant[at].endswith("Assistant: Got it.")
+    assert relevant[:at][-1] == f"## {app.now():%Y-%m-%d}"  # under its day
 
 
 async def test_the_exchange_the_conversation_carries_is_in_no_memory_section(
@@ -116,8 +118,12 @@ async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_catch_up_walk
 
     assert "marzipan" not in first and "marzipan" not in before_sync  # a turn syncs its files
     assert "marzipan" not in memory_section(after_sync)  # too old for `# Memory`
-    [line] = [line for line in relevant_section(after_sync).splitlines() if "marzipan" in line]
-    assert line.startswith(f"- [{old}.md#L1-L2] [08:00] User: plan the garden")
+    [hit] = [hit for hit in relevant_hits(relevant_section(after_sync)) if "marzipan" in hit.text]
+    assert hit.text.split("\n") == [  # the lines of the day's note (memory/<day>.md)
+        "- [L1-L2] User: plan the garden | Assistant: Tulips.",
+        "  User: the wifi password is marzipan-42 | Assistant: Saved.",
+    ]
+    assert hit.day == f"## {old}" and f"\n{notes_line('')}\n" in relevant_section(after_sync)
 
 
 async def test_a_turn_is_searchable_after_it_from_the_files_it_wrote_without_a_walk(
@@ -181,7 +187,9 @@ async def test_a_hand_edit_to_memory_md_past_the_budget_is_found_after_the_next_
         prompt = await prompt_after(app, fake_openai, "where is the boat moored?")
 
     assert "pier seven" not in memory_section(prompt)  # the budget shows MEMORY.md's head
-    assert re.search(r"- \[MEMORY\.md#L\d+-L62\] .*The boat is moored at pier seven\.", prompt)
+    [hit] = [hit for hit in relevant_hits(relevant_section(prompt)) if "pier seven" in hit.text]
+    assert re.match(r"- \[MEMORY\.md#L\d+-L62\] ", hit.text)
+    assert hit.text.endswith("\n  - The boat is moored at pier seven.")
 
 
 # ----------------------------------------------------------------------------- rebuild

@@ -6,8 +6,8 @@ A question's recall is the share of its evidence turns covered by the hits consi
 
 - recall@k: the first k hits;
 - recall@budget: what the system shows within the token budget, counted with `TokenCounter`.
-  For the bot, its own `# Relevant Memory` section of that budget (`Answer.section`: heading,
-  citations, dates and snippets, every token counted); for a baseline, the hits that fit taken
+  For the bot, its own `# Relevant Memory` section of that budget (`Answer.section`: headings,
+  days, citations and snippets, every token counted); for a baseline, the hits that fit taken
   best first over the text each shows (a hit that does not fit is passed over and a smaller one
   after it may still fit, as `# Relevant Memory` fills its own).
 

@@ -5,7 +5,7 @@ dataset's exchanges (`add_exchanges`, as system 55 does) and its daily notes (`s
 asked each question as `# Relevant Memory` asks (`search(question, scopes=[the chat's],
 k=PROBE_PER_HIT × k)`); its hits are kept as that section keeps them (`distinct`: what a
 better hit shows is left out), and the section itself is made of them within the budget
-(`fit`: heading, citations, dates, snippets; a named speaker's turn reads `Name: text`),
+(`fit`: headings by day, citations, snippets; a named speaker's turn reads `Name: text`),
 as the model reads it: recall@budget is what that section shows. Baselines: `keyword` is the
 same index without the embedder (what hybrid ranking must never fall below), `bm25` plain
 BM25 over single turns (`bot.eval.bm25`), one index per conversation. Both report what each

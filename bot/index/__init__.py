@@ -66,7 +66,8 @@ Ranking (the decision):
    the next one's start) is merged into it: one hit, its lines once.
 5. Evidence first. A hit shows the lines of its chunk that hold the query's terms, each term
    weighing its inverse document frequency (snippets.py): a person's name in every greeting
-   weighs little, the rare word of the question much. The keyword hits are ordered by the
+   weighs little, the rare word of the question much, and a term every line of the chunk
+   holds (a speaker's name) chooses no line. The keyword hits are ordered by the
    weight of their best line (then by score and tie-breaks): a chunk that bm25 liked for many
    common words but whose every line holds only one of them comes after a line that holds the
    question's rare words. On tests/data/evalset_months.json, keyword only: recall@5 0.413 →

@@ -40,9 +40,13 @@ class Hit:
 
     @property
     def citation(self) -> str:
-        if self.start_line <= 0:  # a remote hit (`lightrag:…`) has no line range
-            return self.path
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        """`path#L3-L9`, what `memory_get` reads; the path alone when there are no lines."""
+        return f"{self.path}#{self.lines}" if self.lines else self.path
+
+    @property
+    def lines(self) -> str:
+        """The citation's line range, `L3-L9`; "" for a remote hit (`lightrag:…`)."""
+        return f"L{self.start_line}-L{self.end_line}" if self.start_line > 0 else ""
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,11 @@ A chunk is lines (a daily note: one exchange a line; an exchange: `User:` and `A
 A chunk of at most `WHOLE_CHARS` is shown whole. Otherwise each line scores the weight of the
 distinct query terms it holds (`Terms`: a term's inverse document frequency, so a name in
 every greeting weighs little; a term matches a word that starts with its stem: "jobs" finds
-"job", "moved" finds "moving"). The best line is shown, and the other lines that score at
-least half as much, best first, while they fit `limit` characters. A shown line shorter than
+"job", "moved" finds "moving"). Lines are chosen by the terms that tell them apart: a term
+every line holds (a speaker's name in each line of a two-person conversation) is left out of
+that choice, and when no other term is found only the first line holding it is shown, not
+all. The best line is shown, and the other lines that score at least half as much, best
+first, while they fit `limit` characters. A shown line shorter than
 `CONTEXT_CHARS` brings the line before it (its question: "Yes, the blue one." says little
 alone), and a line that short next to a shown one comes along (an answer: "Got it."), room
 permitting. Lines keep their order; "…" (`GAP`) stands where lines were left out, on a line
@@ -64,11 +67,15 @@ def cut(text: str, terms: Terms, limit: int = SNIPPET_CHARS) -> Cut:
     how well its best line matches."""
     lines = [line for line in text.split("\n") if line.strip()]
     pattern = terms.pattern
-    scores = _scores(lines, terms)
+    found = _found(lines, terms)
+    scores = [sum(map(terms.stems.__getitem__, stems)) for stems in found]
     best = max(scores, default=0.0)
     if len(text) <= min(limit, WHOLE_CHARS):
         return Cut(text, best)
-    chosen = _choose(lines, scores, limit)
+    telling = _telling(found, terms)
+    if best > 0 and max(telling) == 0:  # no term tells the lines apart: the first best one
+        telling = [float(n == scores.index(best)) for n in range(len(lines))]
+    chosen = _choose(lines, telling, limit)
     shown = [_window(lines[n], pattern, limit) for n in chosen]
     return Cut("\n".join(_with_gaps(chosen, shown, len(lines))), best)
 
@@ -152,12 +159,19 @@ def _window(line: str, pattern: re.Pattern[str] | None, limit: int) -> str:
     return (GAP if start > 0 else "") + body + (GAP if start + limit < len(line) else "")
 
 
-def _scores(lines: Sequence[str], terms: Terms) -> list[float]:
-    """Each line's weight: the sum of its distinct stems' weights."""
+def _found(lines: Sequence[str], terms: Terms) -> list[set[str]]:
+    """The stems each line holds."""
     if terms.pattern is None:
-        return [0.0] * len(lines)
-    findall, weight = terms.pattern.findall, terms.stems.__getitem__
-    return [sum(map(weight, set(findall(line.lower())))) for line in lines]
+        return [set() for _ in lines]
+    findall = terms.pattern.findall
+    return [set(findall(line.lower())) for line in lines]
+
+
+def _telling(found: Sequence[set[str]], terms: Terms) -> list[float]:
+    """Each line's weight in the stems that tell the lines apart: a stem every line holds
+    (a speaker's name in each line of a conversation) says nothing about which to show."""
+    everywhere = set.intersection(*found) if len(found) > 1 else set()
+    return [sum(terms.stems[stem] for stem in stems - everywhere) for stems in found]
 
 
 @lru_cache(maxsize=256)  # queries repeat (a retry, a test)

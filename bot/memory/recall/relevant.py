@@ -1,22 +1,34 @@
 """`# Relevant Memory` (seeds 000, 004): the index's best hits for the user's message, cited.
 
     # Relevant Memory
-    - [2026-11-20.md#L3-L5] [09:14] User: … | Assistant: … … [09:40] User: … | Assistant: …
-    - [sessions/telegram%3A1001#4f2a9c#L1-L2] 2026-11-18 · User: … Assistant: …
+    (a hit's [L3-L9] cites chats/telegram%3A-100/<day>.md#L3-L9, the note of the day it is under)
+    ## 2026-11-18
+    - Ann: where are the keys? | Assistant: In the blue bowl.
+    - [MEMORY.md#L12-L14] - Ann keeps spare keys at Ben's.
+    ## 2026-11-20
+    - [L3-L9] Ann: … | Assistant: …
+      … Ben: … | Assistant: … …
     (4 more via memory_search)
 
-Each line is one hit: its citation, its date (unless the citation shows it) and its snippet
-(`bot.index.snippets`: the lines that matched, "…" where lines were left out), on one line.
-Who said it is in the snippet (`User:`/`Assistant:`; in a group the user's words start with
-their name, `Ann: …`); `names` may put names in place of those labels (the evaluation's
-speakers).
+The budget goes to evidence, not to its labels. The hits are grouped by day, the days in
+order (`## <day>`, each day once: the date of a hit is its heading); a hit's day is its daily
+note's, else when it was written. Each hit is a list item: what to cite and its snippet
+(`bot.index.snippets`: the lines that matched, "…" where lines were left out; `said`). A
+daily note of one folder (the best note hit's: the chat's `chats/<key>/`, or memory/ itself
+for the owner) cites only its lines (`[L3-L9]`), the folder named once under the heading
+(`NOTES`: `memory_get` reads `<folder><day>.md#L3-L9`); a hit of any other file cites its
+whole `Hit.citation`; a past exchange nothing (not a file: `memory_get` refuses it,
+`memory_search` shows it). A note line's clock is left out (the day heads it). Who said it is
+in the snippet: `User:`/`Assistant:`, or a group member's name (`Ann: …`,
+`bot.conversation.speakers`) without the `User:` before it. The assistant's words keep their
+label whatever they start with: the bot names only the users (`Sure: …` is not a name).
 
 Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). What the
 prompt already shows is left out (`distinct`, by `overlap`): a hit held by `# Memory` (a
 MEMORY.md chunk, a daily note shown today, an exchange whose note line is shown whole) or by a
 better hit, a turn of the conversation the prompt carries anyway, and a line of a hit that a
 better hit shows. The rest are taken best first, at most `k`, while they fit `budget_tokens`
-(heading and notice included); a hit too long for the room left is passed over and the next
+(headings and notice included); a hit too long for the room left is passed over and the next
 may still fit. The notice counts the matches found but not
 shown, up to what one search returns (`probe`, 3 × k: enough to say "more", cheap enough for
 every turn). The search runs in a thread (`find`, beside the memory pack); a failure or a
@@ -30,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -40,16 +53,23 @@ import structlog
 from bot.index.remote import RemoteSearch
 from bot.index.search import Hit
 from bot.index.snippets import GAP
+from bot.index.sources import file_day
+from bot.memory.notes.daily import body_of
 from bot.memory.recall.overlap import Shown
 
 log = structlog.get_logger(__name__)
 
 HEADER = "# Relevant Memory"
 MORE = "({count} more via memory_search)"
+NOTES = "(a hit's [L3-L9] cites {note}#L3-L9, the note of the day it is under)"
 PROBE_PER_HIT = 3
 TRIM_CHARS = 40  # a shorter line of a hit is kept even when a better hit shows it
 MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
 Count = Callable[[str], int]
+INDENT = "  "  # a hit's next lines
+EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
+_NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
+_LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
 
 
 class Searcher(Protocol):
@@ -155,13 +175,50 @@ def _unheld(lines: Sequence[str], held: Shown) -> str:
     return "\n".join(kept)
 
 
-def hit_line(hit: Hit) -> str:
-    """`- [citation] date · snippet` on one line; no date when the citation shows it (a
-    daily note's). Who spoke is in the text: `Ann: …` in a group (`bot.conversation.speakers`)."""
-    text = " ".join(hit.text.split())
-    day = f"{hit.at:%Y-%m-%d}"
-    dated = "" if day in hit.citation else f"{day} · "
-    return f"- [{hit.citation}] {dated}{text}"
+def said(hit: Hit) -> str:
+    """A hit's snippet as the section shows it: an exchange on one line (`… | …`, as its daily
+    note line), another hit's lines each on its own, indented under the first ("…" where lines
+    were left out kept on the line it stands beside); without a daily note line's clock (the
+    day heads the hit) and without the `User:` label before a group member's name (`Ann: …`,
+    `bot.conversation.speakers`): the name says who spoke."""
+    lines = [
+        _LABELLED.sub(_unlabelled, " ".join(body_of(line).split())) for line in hit.text.split("\n")
+    ]
+    if hit.kind == EXCHANGE:  # `User: …` and `Assistant: …`, as its note line reads
+        return " | ".join(lines).replace(f"{GAP} | ", f"{GAP} ").replace(f" | {GAP}", f" {GAP}")
+    shown: list[str] = []
+    for n, line in enumerate(lines):
+        if line != GAP:
+            shown.append(f"{GAP} {line}" if n and lines[n - 1] == GAP else line)
+        elif shown and n == len(lines) - 1:
+            shown[-1] += f" {GAP}"
+    return f"\n{INDENT}".join(shown)
+
+
+def _unlabelled(label: re.Match[str]) -> str:
+    """ "" for the label before a name (each word capitalised), else the label."""
+    name = label[1].split()
+    return "" if all(word[0].isupper() for word in name) else label[0]
+
+
+def hit_line(hit: Hit, *, notes: str | None = None) -> str:
+    """`- [citation] snippet`: a daily note in the `notes` folder cites its lines alone (its
+    day heads it, the folder is named once: `notes_line`), an exchange nothing (`memory_get`
+    reads files, not past conversations: `memory_search` finds more of one)."""
+    if hit.kind == EXCHANGE:
+        return f"- {said(hit)}"
+    short = notes is not None and hit.lines and _notes_folder(hit) == notes
+    return f"- [{hit.lines if short else hit.citation}] {said(hit)}"
+
+
+def notes_line(folder: str) -> str:
+    """Where a hit's `[L3-L9]` is: its day's note in `folder` (a path relative to memory/)."""
+    return NOTES.format(note=f"{folder}<day>.md")
+
+
+def day_of(hit: Hit) -> str:
+    """The day a hit is shown under: a daily note's own day, else the day it was written."""
+    return _note_day(hit.path) or f"{hit.at:%Y-%m-%d}"
 
 
 def fit(
@@ -171,25 +228,46 @@ def fit(
     budget: int,
     count: Count,
 ) -> tuple[str, list[Hit]]:
-    """The section of the best hits, at most `k`, that fit `budget` tokens (heading and
-    notice included), and those hits; a hit too long for the room left is passed over and
-    the next may still fit. ("", []) when none does."""
+    """The section of the best hits, at most `k`, that fit `budget` tokens (heading, notes
+    line, days and notice included), and those hits; a hit too long for the room left is
+    passed over and the next may still fit. ("", []) when none does. The notes folder named
+    once is the best daily note hit's."""
     room = budget - count(HEADER) - count(MORE.format(count=len(hits))) - 2
-    lines: list[str] = []
+    notes = next((f for hit in hits if (f := _notes_folder(hit)) is not None), None)
+    intro = "" if notes is None else notes_line(notes)
+    days: dict[str, list[str]] = {}
     shown: list[Hit] = []
+    named = False  # whether a shown hit cites lines of `notes`: the intro is then shown
     for hit in hits:
-        if len(lines) == k or room < MIN_LINE_TOKENS:
+        if len(shown) == k or room < MIN_LINE_TOKENS:
             break
-        line = hit_line(hit)
-        cost = count(line) + 1
+        line, day = hit_line(hit, notes=notes), day_of(hit)
+        names = not named and notes is not None and _notes_folder(hit) == notes
+        cost = count(line) + 1 + (0 if day in days else count(f"## {day}") + 1)
+        cost += count(intro) + 1 if names else 0
         if cost <= room:
-            lines.append(line)
+            days.setdefault(day, []).append(line)
             shown.append(hit)
+            named = named or names
             room -= cost
-    if not lines:
+    if not shown:
         return "", []
-    more = len(hits) - len(lines)
-    return "\n".join([HEADER, *lines, *([MORE.format(count=more)] if more else [])]), shown
+    more = len(hits) - len(shown)
+    head = [HEADER, *([intro] if named else [])]
+    body = [line for day in sorted(days) for line in (f"## {day}", *days[day])]
+    return "\n".join([*head, *body, *([MORE.format(count=more)] if more else [])]), shown
+
+
+def _notes_folder(hit: Hit) -> str | None:
+    """The folder of a daily note hit (`chats/<key>/`, "" for memory/ itself), else None."""
+    if hit.kind == EXCHANGE or _note_day(hit.path) is None:
+        return None
+    return hit.path.rpartition("/")[0] + "/" if "/" in hit.path else ""
+
+
+def _note_day(path: str) -> str | None:
+    day = file_day(path)
+    return None if day is None else day.isoformat()
 
 
 def render_relevant(hits: Sequence[Hit], *, k: int, budget: int, count: Count) -> str:
