@@ -77,6 +77,14 @@ def test_a_vague_query_fuses_both_lists_by_reciprocal_rank() -> None:
     assert fused.ahead == frozenset()
 
 
+def test_the_chunks_of_a_named_time_come_first_and_stay_ahead() -> None:
+    fused = fuse([5, 6], [8], dated=[7, 5])
+
+    assert sorted(fused.scores, key=lambda i: -fused.scores[i]) == [7, 5, 6, 8]
+    assert fused.ahead == {7, 5, 6}
+    assert fused.dated == {7, 5}
+
+
 def row(chunk_id: int, *, at: datetime, salience: float) -> ChunkRow:
     path = f"note-{chunk_id}.md"
     return ChunkRow(chunk_id, path, 1, 1, "", "note", at.timestamp(), salience, f"text {chunk_id}")

@@ -67,6 +67,15 @@ def test_the_date_is_read_against_the_time_asked(index: MemoryIndex) -> None:
     assert "damp wall" in first(index, "the flat yesterday", now=datetime(2025, 5, 15, tzinfo=UTC))
 
 
+def test_a_dated_query_shows_that_time_first_even_when_other_times_match_better(
+    index: MemoryIndex,
+) -> None:
+    """Nothing of the 10th mentions the flat; its chunks still come before the flat's."""
+    hits = index.search("the flat on the 10th", scopes=[GROUP], k=3, now=NOW)
+    assert "plumber" in hits[0].text
+    assert any("flat" in hit.text for hit in hits[1:]), "other times still follow"
+
+
 @pytest.mark.parametrize(
     ("query", "said"),
     [

@@ -53,7 +53,8 @@ Ranking (the decision):
    Σ 1 / (60 + rank) over the lists a chunk is in; there the vector side ranks by meaning.
    A query that names a time ("last May", read against the time asked: when.py) first takes
    the keyword candidates of that time (bm25 among chunks whose time is in the window; the
-   newest of that time when none matches its other words), then the rest as above: the
+   newest of that time when none matches its other words; they stay first in the hits'
+   order, 5), then the rest as above: the
    date's words are not searched for, and what the date misses is still found after them. A
    query without a time is ranked exactly as before.
 3. Tie-breaks, added to the fused score: 0.0005 × recency (halving every 30 days) and
@@ -67,7 +68,9 @@ Ranking (the decision):
 5. Evidence first. A hit shows the lines of its chunk that hold the query's terms, each term
    weighing its inverse document frequency (snippets.py): a person's name in every greeting
    weighs little, the rare word of the question much. The keyword hits are ordered by the
-   weight of their best line (then by score and tie-breaks): a chunk that bm25 liked for many
+   weight of their best line (then by score and tie-breaks), the chunks of a time the query
+   names before all others (they had sunk below other times' heavier lines: on
+   tests/data/evalset_months.json temporal-dated 0.823 → 0.970): a chunk that bm25 liked for many
    common words but whose every line holds only one of them comes after a line that holds the
    question's rare words. On tests/data/evalset_months.json, keyword only: recall@5 0.413 →
    0.452, recall@budget 0.643 → 0.631 (inside its ±0.035); kept because `# Relevant Memory`
