@@ -275,18 +275,18 @@ class MemoryIndex:
             nearest = self._pool.submit(self._nearest, query_vector, allowed)  # in parallel
             terms = query_terms(dated.rest)
             keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
-            vague = self._keywords.vague(terms) and dated.window is None
+            vague = self._keywords.vague(terms, allowed) and dated.window is None
             within = self._dated(dated.window, terms, allowed) if dated.window else []
             fused = fuse(keyword, nearest.result(), dated=within, vague=vague)
             rows = self.store.rows(fused.scores, allowed, text=True)
-            weights = self._keywords.weights(terms)
+            weights = self._keywords.weights(terms, allowed)
         return rank(fused, rows, weights=weights, now=asked.timestamp(), k=k)
 
     def _dated(self, window: Window, terms: Sequence[str], scopes: Sequence[str]) -> list[int]:
-        """The keyword candidates of the window's time, or the newest chunks of that time
-        when none matches the words ("what happened yesterday?"). They come before the other
-        candidates: a dated query still finds what the date misses (a note's time is its
-        file's)."""
+        """The keyword candidates of the window's time (those that hold only common terms
+        too: the date tells), or the newest chunks of that time when none matches the words
+        ("what happened yesterday?"). They come before the other candidates: a dated query
+        still finds what the date misses (a note's time is its file's)."""
         between = (window.start.timestamp(), window.end.timestamp())
         inside = self._keywords.candidates(terms, scopes, limit=CANDIDATES, between=between)
         return inside or self.store.newest(scopes, between=between, limit=CANDIDATES)
