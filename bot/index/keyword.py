@@ -10,22 +10,22 @@ and a chunk that holds nothing else is no evidence: it is as likely to be wanted
 of the chat. The candidates are the chunks that hold a telling term, ranked by bm25 over the
 telling terms only, so a name cannot fill the list and keep the vector candidates out (only
 a query's time makes the chunks of that time that hold only common terms candidates:
-`candidates` with `between`). A query with no telling term is vague (below). A snippet's lines
-are weighed by the same counts (`weights`: a name in every line of its chat weighs nearly
-nothing there). Counting within scopes is one FTS5 query per term and scope set, cached;
-when the scopes hold at least half the index, the index's own count stands for theirs unless
-the term could be common in them (its count is over half their size), which is counted.
-Fewer than `COMMON_FROM` chunks make nothing common.
+`candidates` with `between`). A query of nothing but common terms is ranked by bm25 over
+them, as before: there is nothing better to go by. A snippet's lines are weighed by the same
+counts (`weights`: a name in every line of its chat weighs nearly nothing there). Counting
+within scopes is one FTS5 query per term and scope set, cached; when the scopes hold at least
+half the index, the index's own count stands for theirs unless the term could be common in
+them (its count is over half their size), which is counted. Fewer than `COMMON_FROM` chunks
+make nothing common.
 
 Cost. bm25 costs about a microsecond per posting it scores, and a common word is in a large
 share of all chunks. So the query's telling terms are taken rarest first (document frequencies
 from FTS5, cached) until their postings reach the budget; the rest are dropped (a word in many
 chunks adds almost nothing to bm25 anyway: in a quarter of them, its idf is under a fifth of a
 rare word's). The budget is a quarter of the index's chunks, at least `MIN_POSTINGS` and at
-most `POSTINGS_BUDGET`. When even the rarest telling term is over the budget, or no term is
-telling, the query is vague: its candidates are the newest chunks that contain one of its
-three rarest terms, without bm25. The vector side, when present, still ranks such queries by
-meaning.
+most `POSTINGS_BUDGET`. When even the rarest term is over the budget the query is vague: its
+candidates are the newest chunks that contain one of its three rarest terms, without bm25.
+The vector side, when present, still ranks such queries by meaning.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Frequency:
 
 @dataclass(frozen=True)
 class _Chosen:
-    telling: list[str]  # or, when vague, the terms whose newest matches are the candidates
+    telling: list[str]  # (the common ones when none is; when vague, its rarest terms)
     common: list[str]
     vague: bool
 
@@ -106,7 +106,7 @@ class KeywordSearch:
         return list(dict.fromkeys([*found, *others]))[:limit]
 
     def vague(self, terms: Sequence[str], scopes: Sequence[str]) -> bool:
-        """Whether the query has no telling term within the budget: its candidates are the
+        """Whether even the query's rarest term is over the budget: its candidates are the
         newest matches, not ranked by bm25 (the frequencies are cached: this costs nothing
         after `candidates`)."""
         return bool(terms) and self._choose(terms, scopes).vague
@@ -147,20 +147,22 @@ class KeywordSearch:
         return self.store.match(expression, scopes, limit=limit, ranked=True, between=between)
 
     def _choose(self, terms: Sequence[str], scopes: Sequence[str]) -> _Chosen:
-        """The telling terms, rarest first, while their postings fit the budget (at least
-        one), then the common ones that still fit; or, when the first term is not telling or
-        is over the budget, the vague query's first terms."""
+        """The telling terms, rarest first, then the common ones, while their postings fit
+        the budget (at least one); a query of nothing but common terms is ranked by those.
+        When even the rarest term is over the budget, the vague query's rarest terms."""
         budget = self.budget
         order = self._order(terms, scopes, budget=budget)
-        if order[0][0]:
+        if order[0][1] > budget:
             return _Chosen([term for _, _, term in order[:VAGUE_TERMS]], [], vague=True)
         chosen: dict[bool, list[str]] = {False: [], True: []}
         total = 0
         for later, frequency, term in order:
-            if chosen[False] and total + frequency > budget:
+            if total + frequency > budget and (chosen[False] or chosen[True]):
                 break
             chosen[later].append(term)
             total += frequency
+        if not chosen[False]:
+            return _Chosen(chosen[True], [], vague=False)
         return _Chosen(chosen[False], chosen[True], vague=False)
 
     def _order(
