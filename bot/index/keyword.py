@@ -5,7 +5,7 @@ Telling and common terms. A word's worth depends on the chunks being searched, n
 whole index: a speaker's name is in nearly every line of its own chat and in few chunks of an
 index that holds many chats, so the index's statistics call it rare. So each term is counted
 within the searched scopes (`Frequency`): a term in more than half of their chunks is common
-there (bm25's own inverse document frequency, log((N − n + ½) / (n + ½)), is zero or less),
+there (bm25's own inverse document frequency, log((N − n + ½) / (n + ½)), is below zero),
 and a chunk that holds nothing else is no evidence: it is as likely to be wanted as any chunk
 of the chat. The candidates are the chunks that hold a telling term, ranked by bm25 over the
 telling terms only, so a name cannot fill the list and keep the vector candidates out (only
@@ -54,7 +54,7 @@ class Frequency:
 
     @property
     def common(self) -> bool:
-        """In more than half of the chunks (bm25's idf is zero or less), of at least
+        """In more than half of the chunks (bm25's idf is below zero), of at least
         `COMMON_FROM` chunks."""
         return self.chunks >= COMMON_FROM and 2 * self.within > self.chunks
 
