@@ -77,6 +77,14 @@ def test_a_vague_query_fuses_both_lists_by_reciprocal_rank() -> None:
     assert fused.ahead == frozenset()
 
 
+def test_the_chunks_of_a_named_time_come_first_and_stay_ahead() -> None:
+    fused = fuse([5, 6], [8], dated=[7, 5])
+
+    assert sorted(fused.scores, key=lambda i: -fused.scores[i]) == [7, 5, 6, 8]
+    assert fused.ahead == {7, 5, 6}
+    assert fused.dated == {7, 5}
+
+
 def row(chunk_id: int, *, at: datetime, salience: float) -> ChunkRow:
     path = f"note-{chunk_id}.md"
     return ChunkRow(chunk_id, path, 1, 1, "", "note", at.timestamp(), salience, f"text {chunk_id}")
@@ -128,6 +136,31 @@ def test_a_hostile_embedder_cannot_push_keyword_hits_out(
     assert paths[:2] in (["items/violin", "items/tyres"], ["items/tyres", "items/violin"])
     assert all(path.startswith("items/decoy-") for path in paths[2:]), "decoys only fill"
     assert len(paths) == 4
+
+
+def test_a_match_on_the_chat_s_common_name_alone_leaves_room_for_the_vectors(
+    tmp_path: Path,
+) -> None:
+    """Every chunk of the chat says "Grace": a match on her name alone is no evidence, so it
+    is no keyword candidate and the vector candidate (here a hostile one) fills; a telling
+    word's match still ranks before it."""
+    embedder = DecoyEmbedder()
+    index = MemoryIndex(tmp_path / "memory", tmp_path / "index", embedder=embedder)
+    chat, other = "telegram:-1001", "telegram:-1002"
+    for n in range(24):
+        index.add_document(f"grace-{n}", f"Grace: small talk number {n}.", chat)
+        index.add_document(f"other-{n}", f"Ben: weather report {n}.", other)
+    index.add_document("violin", "Grace: my violin lesson went well.", chat)
+    index.add_document("decoy", "a decoy note about nothing", chat)
+    query = "what did Grace play"
+    embedder.queries.add(query)
+    assert index.search(query, scopes=[chat], k=2)[0].path == "items/decoy"
+
+    query = "Grace violin"
+    embedder.queries.add(query)
+    paths = [h.path for h in index.search(query, scopes=[chat], k=3)]
+    index.close()
+    assert paths[:2] == ["items/violin", "items/decoy"]
 
 
 def test_what_keyword_search_misses_the_vectors_still_find(tmp_path: Path) -> None:

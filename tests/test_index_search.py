@@ -181,5 +181,5 @@ def test_a_large_index_scores_only_the_rarer_words(keyword_index: MemoryIndex) -
 
     assert paths(["walk", "heron"]) == ["items/walk-4"]
     assert paths(["walk", "morning"]) == [f"items/walk-{n}" for n in range(9, 4, -1)], "newest"
-    assert keywords.vague(["walk", "morning"]) and not keywords.vague(["walk", "heron"])
-    assert not keywords.vague([])
+    assert keywords.vague(["walk", "morning"], [""]) and not keywords.vague(["walk", "heron"], [""])
+    assert not keywords.vague([], [""])

@@ -1,20 +1,38 @@
-"""Keyword candidates: bm25 over FTS5, kept fast on a large index by choosing which terms to
-score.
+"""Keyword candidates: bm25 over FTS5, only for the terms that tell something in the chats
+searched, kept fast on a large index by choosing which terms to score.
 
-bm25 costs about a microsecond per posting it scores, and a common word is in a large share
-of all chunks. So the query's terms are taken rarest first (document frequencies from FTS5,
-cached) until their postings reach the budget; the rest are dropped (a word in many chunks adds
-almost nothing to bm25 anyway: in a quarter of them, its idf is under a fifth of a rare word's).
-The budget is a quarter of the index's chunks, at least `MIN_POSTINGS` and at most
-`POSTINGS_BUDGET`. When even the rarest term is over the budget the
-query is vague: its candidates are the newest chunks that contain one of its three rarest
-terms, without bm25. The vector side, when present, still ranks such queries by meaning.
+Telling and common terms. A word's worth depends on the chunks being searched, not on the
+whole index: a speaker's name is in nearly every line of its own chat and in few chunks of an
+index that holds many chats, so the index's statistics call it rare. So each term is counted
+within the searched scopes (`Frequency`): a term in more than half of their chunks is common
+there (bm25's own inverse document frequency, log((N − n + ½) / (n + ½)), is below zero),
+and a chunk that holds nothing else is no evidence: it is as likely to be wanted as any chunk
+of the chat. The candidates are the chunks that hold a telling term, ranked by bm25 over the
+telling terms only, so a name cannot fill the list and keep the vector candidates out (only
+a query's time makes the chunks of that time that hold only common terms candidates:
+`candidates` with `between`). A query of nothing but common terms is ranked by bm25 over
+them, as before: there is nothing better to go by. A snippet's lines are weighed by the same
+counts (`weights`: a name in every line of its chat weighs nearly nothing there). Counting
+within scopes is one FTS5 query per term and scope set, cached; when the scopes hold at least
+half the index, the index's own count stands for theirs unless the term could be common in
+them (its count is over half their size), which is counted. Fewer than `COMMON_FROM` chunks
+make nothing common.
+
+Cost. bm25 costs about a microsecond per posting it scores, and a common word is in a large
+share of all chunks. So the query's telling terms are taken rarest first (document frequencies
+from FTS5, cached) until their postings reach the budget; the rest are dropped (a word in many
+chunks adds almost nothing to bm25 anyway: in a quarter of them, its idf is under a fifth of a
+rare word's). The budget is a quarter of the index's chunks, at least `MIN_POSTINGS` and at
+most `POSTINGS_BUDGET`. When even the rarest term is over the budget the query is vague: its
+candidates are the newest chunks that contain one of its three rarest terms, without bm25.
+The vector side, when present, still ranks such queries by meaning.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bot.index.query import fts_expression
 from bot.index.store import IndexStore
@@ -22,8 +40,36 @@ from bot.index.store import IndexStore
 POSTINGS_BUDGET = 4000
 MIN_POSTINGS = 1000
 VAGUE_TERMS = 3
+COMMON_FROM = 20  # chunks: in fewer, "more than half of them" is a handful, not a pattern
 _STALE_SHARE = 0.1  # frequencies are recounted when the index grew or shrank by this share
 _CACHE_TERMS = 50_000
+
+
+@dataclass(frozen=True)
+class Frequency:
+    """How many of the searched chunks hold a term (`within`), and how many there are."""
+
+    within: int
+    chunks: int
+
+    @property
+    def common(self) -> bool:
+        """In more than half of the chunks (bm25's idf is below zero), of at least
+        `COMMON_FROM` chunks."""
+        return self.chunks >= COMMON_FROM and 2 * self.within > self.chunks
+
+    @property
+    def weight(self) -> float:
+        """The inverse document frequency, kept positive (a common term weighs under log 2,
+        a term in one chunk of n about log n)."""
+        return math.log(1 + (self.chunks - self.within + 0.5) / (self.within + 0.5))
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    telling: list[str]  # (the common ones when none is; when vague, its rarest terms)
+    common: list[str]
+    vague: bool
 
 
 class KeywordSearch:
@@ -34,6 +80,7 @@ class KeywordSearch:
         self.fixed_budget = budget  # tests; else from the index's size
         self._frequency: dict[str, int] = {}
         self._counted_at = 0  # chunk count when the cache was started
+        self._within: dict[tuple[frozenset[str], str], tuple[int, int]] = {}  # (count, at size)
 
     def candidates(
         self,
@@ -43,29 +90,42 @@ class KeywordSearch:
         limit: int,
         between: tuple[float, float] | None = None,
     ) -> list[int]:
-        """Chunk ids for the query's terms within `scopes` (and of that time, when
-        `between` is given: epoch seconds, end exclusive), best first."""
+        """Chunk ids for the query's terms within `scopes`, best first: those that hold a
+        telling term. With `between` (epoch seconds, end exclusive) only chunks of that time,
+        and there those that hold only common terms too, after them (the time tells)."""
         if not terms or not scopes:
             return []
-        chosen, vague = self._choose(terms)
-        expression = fts_expression(chosen)
-        return self.store.match(expression, scopes, limit=limit, ranked=not vague, between=between)
+        chosen = self._choose(terms, scopes)
+        if chosen.vague:
+            expression = fts_expression(chosen.telling)
+            return self.store.match(expression, scopes, limit=limit, ranked=False, between=between)
+        found = self._ranked(chosen.telling, scopes, limit=limit, between=between)
+        if between is None or not chosen.common:
+            return found
+        others = self._ranked(chosen.common, scopes, limit=limit, between=between)
+        return list(dict.fromkeys([*found, *others]))[:limit]
 
-    def vague(self, terms: Sequence[str]) -> bool:
+    def vague(self, terms: Sequence[str], scopes: Sequence[str]) -> bool:
         """Whether even the query's rarest term is over the budget: its candidates are the
         newest matches, not ranked by bm25 (the frequencies are cached: this costs nothing
         after `candidates`)."""
-        return bool(terms) and self._choose(terms)[1]
+        return bool(terms) and self._choose(terms, scopes).vague
 
-    def weights(self, terms: Sequence[str]) -> dict[str, float]:
-        """Each term's inverse document frequency (bm25's), a rare word weighing most: what a
-        snippet's lines are scored by (the frequencies are cached by `candidates`)."""
-        size = max(self.store.size, 1)
-        found = {}
-        for term in terms:
-            frequency = self._document_frequency(term)
-            found[term] = math.log(1 + (size - frequency + 0.5) / (frequency + 0.5))
-        return found
+    def weights(self, terms: Sequence[str], scopes: Sequence[str]) -> dict[str, float]:
+        """Each term's inverse document frequency within `scopes` (`Frequency.weight`), a
+        rare word weighing most: what a snippet's lines are scored by."""
+        return {term: self.frequency(term, scopes).weight for term in terms}
+
+    def frequency(self, term: str, scopes: Sequence[str]) -> Frequency:
+        """How many chunks of `scopes` hold the term: counted within them (cached), or the
+        whole index's count when they hold at least half of it and the term is in at most
+        half of their chunks (counting within a large scope scans its postings; it is
+        done only where it could make the term common)."""
+        size, inside = self.store.size, self.store.chunks_in(scopes)
+        everywhere = self._document_frequency(term)
+        if inside == size or (2 * inside >= size and 2 * everywhere <= inside):
+            return Frequency(everywhere, size)
+        return Frequency(self._count_within(term, scopes, inside), inside)
 
     @property
     def budget(self) -> int:
@@ -73,21 +133,63 @@ class KeywordSearch:
             return self.fixed_budget
         return min(max(self.store.size // 4, MIN_POSTINGS), POSTINGS_BUDGET)
 
-    def _choose(self, terms: Sequence[str]) -> tuple[list[str], bool]:
-        """The rarest terms within the budget (at least one), or the vague-query terms; and
-        whether the query is vague (even its rarest term is over the budget)."""
-        by_rarity = sorted((self._document_frequency(term), term) for term in terms)
+    def _ranked(
+        self,
+        terms: Sequence[str],
+        scopes: Sequence[str],
+        *,
+        limit: int,
+        between: tuple[float, float] | None,
+    ) -> list[int]:
+        if not terms:
+            return []
+        expression = fts_expression(terms)
+        return self.store.match(expression, scopes, limit=limit, ranked=True, between=between)
+
+    def _choose(self, terms: Sequence[str], scopes: Sequence[str]) -> _Chosen:
+        """The telling terms, rarest first, then the common ones, while their postings fit
+        the budget (at least one); a query of nothing but common terms is ranked by those.
+        When even the rarest term is over the budget, the vague query's rarest terms."""
         budget = self.budget
-        chosen: list[str] = []
+        order = self._order(terms, scopes, budget=budget)
+        if order[0][1] > budget:
+            return _Chosen([term for _, _, term in order[:VAGUE_TERMS]], [], vague=True)
+        chosen: dict[bool, list[str]] = {False: [], True: []}
         total = 0
-        for frequency, term in by_rarity:
-            if chosen and total + frequency > budget:
+        for later, frequency, term in order:
+            if total + frequency > budget and (chosen[False] or chosen[True]):
                 break
-            chosen.append(term)
+            chosen[later].append(term)
             total += frequency
-        if total > budget:
-            return [term for _, term in by_rarity[:VAGUE_TERMS]], True
-        return chosen, False
+        if not chosen[False]:
+            return _Chosen(chosen[True], [], vague=False)
+        return _Chosen(chosen[False], chosen[True], vague=False)
+
+    def _order(
+        self, terms: Sequence[str], scopes: Sequence[str], *, budget: int
+    ) -> list[tuple[bool, int, str]]:
+        """The terms keyed for choosing: whether they come later (common in the scopes, or
+        over the budget), their document frequency, the term; telling ones first, rarest
+        first."""
+        keyed = []
+        for term in terms:
+            frequency = self._document_frequency(term)
+            later = frequency > budget or self.frequency(term, scopes).common
+            keyed.append((later, frequency, term))
+        return sorted(keyed)
+
+    def _count_within(self, term: str, scopes: Sequence[str], size: int) -> int:
+        """The term's count within `scopes` (of `size` chunks now), recounted when their size
+        has moved by more than `_STALE_SHARE` since it was counted."""
+        key = (frozenset(scopes), term)
+        known = self._within.get(key)
+        if known is not None and abs(size - known[1]) <= _STALE_SHARE * known[1]:
+            return known[0]
+        if len(self._within) >= _CACHE_TERMS:
+            self._within.clear()
+        found = self.store.document_frequency(term, sorted(key[0]))
+        self._within[key] = (found, size)
+        return found
 
     def _document_frequency(self, term: str) -> int:
         self._expire()

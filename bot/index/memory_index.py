@@ -280,25 +280,21 @@ class MemoryIndex:
             )
             terms = query_terms(dated.rest)
             keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
-            vague = self._keywords.vague(terms)
-            if dated.window is not None:
-                keyword, vague = self._dated_first(dated.window, terms, allowed, keyword), False
-            fused = fuse(keyword, nearest.result() if nearest else [], vague=vague)
+            vague = self._keywords.vague(terms, allowed) and dated.window is None
+            within = self._dated(dated.window, terms, allowed) if dated.window else []
+            fused = fuse(keyword, nearest.result() if nearest else [], dated=within, vague=vague)
             rows = self.store.rows(fused.scores, allowed, text=True)
-            weights = self._keywords.weights(terms)
+            weights = self._keywords.weights(terms, allowed)
         return rank(fused, rows, weights=weights, now=asked.timestamp(), k=k)
 
-    def _dated_first(
-        self, window: Window, terms: Sequence[str], scopes: Sequence[str], keyword: Sequence[int]
-    ) -> list[int]:
-        """The keyword candidates of the window's time first (the newest chunks of that time
-        when none of them matches the words: "what happened yesterday?"), then the others: a
-        dated query still finds what the date misses (a note's time is its file's)."""
+    def _dated(self, window: Window, terms: Sequence[str], scopes: Sequence[str]) -> list[int]:
+        """The keyword candidates of the window's time (those that hold only common terms
+        too: the date tells), or the newest chunks of that time when none matches the words
+        ("what happened yesterday?"). They come before the other candidates: a dated query
+        still finds what the date misses (a note's time is its file's)."""
         between = (window.start.timestamp(), window.end.timestamp())
         inside = self._keywords.candidates(terms, scopes, limit=CANDIDATES, between=between)
-        if not inside:
-            inside = self.store.newest(scopes, between=between, limit=CANDIDATES)
-        return list(dict.fromkeys([*inside, *keyword]))
+        return inside or self.store.newest(scopes, between=between, limit=CANDIDATES)
 
     def _query_vector(self, query: str) -> Vectors | None:
         """The query's embedding; None for a blank query or when the embedder fails (an

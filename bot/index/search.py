@@ -51,22 +51,32 @@ class Hit:
 
 @dataclass(frozen=True)
 class Fused:
-    """Candidates' scores, and those ranked ahead of all others whatever the tie-breaks."""
+    """Candidates' scores, those ranked ahead of all others whatever the tie-breaks, and of
+    those the ones of the time a query names, ahead of the rest of them."""
 
     scores: dict[int, float]
     ahead: frozenset[int] = field(default_factory=frozenset)
+    dated: frozenset[int] = field(default_factory=frozenset)
 
 
-def fuse(keyword: Sequence[int], vector: Sequence[int] = (), *, vague: bool = False) -> Fused:
+def fuse(
+    keyword: Sequence[int],
+    vector: Sequence[int] = (),
+    *,
+    dated: Sequence[int] = (),
+    vague: bool = False,
+) -> Fused:
     """Keyword first, vectors fill: the keyword candidates keep their order, ahead of every
-    other; the vector candidates keyword search did not find continue the list after them.
-    A chunk at place n of that one list scores 1 / (RRF_K + n). For a `vague` query (keyword
-    candidates by recency, not bm25) the lists are fused instead (`reciprocal_rank_fusion`)."""
+    other (the `dated` ones, the chunks of the time a query names, before them); the vector
+    candidates keyword search did not find continue the list after them. A chunk at place n
+    of that one list scores 1 / (RRF_K + n). For a `vague` query (keyword candidates by
+    recency, not bm25) the lists are fused instead (`reciprocal_rank_fusion`)."""
     if vague:
         return Fused(reciprocal_rank_fusion(keyword, vector))
-    ranking = list(dict.fromkeys([*keyword, *vector]))
+    first = list(dict.fromkeys([*dated, *keyword]))
+    ranking = list(dict.fromkeys([*first, *vector]))
     scores = {chunk_id: 1.0 / (RRF_K + n) for n, chunk_id in enumerate(ranking, start=1)}
-    return Fused(scores, frozenset(keyword))
+    return Fused(scores, frozenset(first), frozenset(dated))
 
 
 def reciprocal_rank_fusion(*rankings: Sequence[int]) -> dict[int, float]:
@@ -97,8 +107,9 @@ def rank(
     path, identical texts once (HISTORY.md and its monthly file hold the same entries), a chunk
     that overlaps or touches a better hit of its file merged into it (one hit, its lines once:
     `snippets.merge`; a keyword candidate only with another); then the candidates `ahead`
-    first, by the weight of the query terms in the hit's best line (`snippets.cut`), then by
-    score and tie-breaks; the others after them by score and tie-breaks."""
+    first (the `dated` ones before the rest of them), by the weight of the query terms in the
+    hit's best line (`snippets.cut`), then by score and tie-breaks; the others after them by
+    score and tie-breaks."""
     order = sorted(
         (i in fused.ahead, score + tie_break(row, now=now), i)
         for i, row in rows.items()
@@ -122,7 +133,8 @@ def rank(
             picked.append(same[-1])
     terms = Terms.of(weights)
     keyword = [(p, cut(p.text, terms)) for p in picked if p.ahead]
-    keyword.sort(key=lambda found: (-found[1].best, -found[0].score))  # stable: ties as fused
+    dated = fused.dated
+    keyword.sort(key=lambda found: (found[0].row.id not in dated, -found[1].best, -found[0].score))
     hits = [_hit(p, shown.text) for p, shown in keyword[:k]]
     others = (p for p in picked if not p.ahead)  # as fused, cut only when shown
     hits.extend(_hit(p, cut(p.text, terms).text) for p in itertools.islice(others, k - len(hits)))

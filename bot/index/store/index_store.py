@@ -151,10 +151,15 @@ class IndexStore:
         with self._lock:
             return reads.newest(self._db, scopes, between=between, limit=limit)
 
-    def document_frequency(self, term: str) -> int:
-        """How many chunks contain the word (as FTS5 stems it)."""
+    def document_frequency(self, term: str, scopes: Sequence[str] | None = None) -> int:
+        """How many chunks contain the word (as FTS5 stems it): of the whole index, or of
+        `scopes` only."""
         with self._lock:
-            return reads.document_frequency(self._db, term)
+            return reads.document_frequency(self._db, term, scopes)
+
+    def chunks_in(self, scopes: Sequence[str]) -> int:
+        """How many chunks lie within `scopes`."""
+        return sum(self._scope_counts.get(scope, 0) for scope in set(scopes))
 
     @property
     def size(self) -> int:
@@ -166,7 +171,7 @@ class IndexStore:
         size = self.size
         if size == 0:
             return 0.0
-        return sum(self._scope_counts.get(scope, 0) for scope in scopes) / size
+        return self.chunks_in(scopes) / size
 
     def rows(self, ids: Iterable[int], scopes: Sequence[str], *, text: bool) -> dict[int, ChunkRow]:
         """The chunks with these ids that lie within `scopes`."""

@@ -84,10 +84,16 @@ def newest(
     return [int(row[0]) for row in rows]
 
 
-def document_frequency(db: sqlite3.Connection, term: str) -> int:
-    """How many chunks contain the word (as FTS5 stems it)."""
+def document_frequency(
+    db: sqlite3.Connection, term: str, scopes: Sequence[str] | None = None
+) -> int:
+    """How many chunks contain the word (as FTS5 stems it): of the whole index, or of
+    `scopes` only."""
+    clause = f'text:"{term}"'
+    if scopes is not None:
+        clause += " AND scope_tag:(" + " OR ".join(scope_tag(s) for s in scopes) + ")"
     sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
-    return int(db.execute(sql, (f'text:"{term}"',)).fetchone()[0])
+    return int(db.execute(sql, (clause,)).fetchone()[0])
 
 
 def rows(
