@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from bot.index.snippets import Terms, cut, merge
+from bot.index.snippets import Terms, best_line, cut, merge
 from bot.index.store import ChunkRow
 
 RRF_K = 60
@@ -132,10 +132,10 @@ def rank(
             same.append(_Picked(row, score, ahead, row.start_line, row.end_line, row.text))
             picked.append(same[-1])
     terms = Terms.of(weights)
-    keyword = [(p, cut(p.text, terms)) for p in picked if p.ahead]
+    keyword = [(p, best_line(p.text, terms)) for p in picked if p.ahead]
     dated = fused.dated
-    keyword.sort(key=lambda found: (found[0].row.id not in dated, -found[1].best, -found[0].score))
-    hits = [_hit(p, shown.text) for p, shown in keyword[:k]]
+    keyword.sort(key=lambda found: (found[0].row.id not in dated, -found[1], -found[0].score))
+    hits = [_hit(p, cut(p.text, terms).text) for p, _ in keyword[:k]]
     others = (p for p in picked if not p.ahead)  # as fused, cut only when shown
     hits.extend(_hit(p, cut(p.text, terms).text) for p in itertools.islice(others, k - len(hits)))
     return hits

@@ -62,13 +62,19 @@ def snippet(text: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
     return cut(text, Terms.of(dict.fromkeys(terms, 1.0)), limit).text
 
 
+def best_line(text: str, terms: Terms) -> float:
+    """How well the best line of `text` matches the query's `terms` (`Cut.best`, without
+    the cut: what hits are ordered by before the shown ones are cut)."""
+    return max(_scores(_found(_lines(text), terms), terms), default=0.0)
+
+
 def cut(text: str, terms: Terms, limit: int = SNIPPET_CHARS) -> Cut:
     """What a hit shows of its chunk's `text` for the query's `terms` (see the module), and
     how well its best line matches."""
-    lines = [line for line in text.split("\n") if line.strip()]
+    lines = _lines(text)
     pattern = terms.pattern
     found = _found(lines, terms)
-    scores = [sum(map(terms.stems.__getitem__, stems)) for stems in found]
+    scores = _scores(found, terms)
     best = max(scores, default=0.0)
     if len(text) <= min(limit, WHOLE_CHARS):
         return Cut(text, best)
@@ -157,6 +163,15 @@ def _window(line: str, pattern: re.Pattern[str] | None, limit: int) -> str:
     start = min(start, len(line) - limit)
     body = line[start : start + limit].strip()
     return (GAP if start > 0 else "") + body + (GAP if start + limit < len(line) else "")
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.strip()]
+
+
+def _scores(found: Sequence[set[str]], terms: Terms) -> list[float]:
+    """Each line's weight: that of the distinct stems it holds."""
+    return [sum(map(terms.stems.__getitem__, stems)) for stems in found]
 
 
 def _found(lines: Sequence[str], terms: Terms) -> list[set[str]]:
