@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -144,3 +145,18 @@ def test_a_session_file_holds_a_message_a_line() -> None:
         lines = text.splitlines()
         opened = next(i for i, line in enumerate(lines) if line.startswith(' "messages": ['))
         assert len(lines) - opened - 1 == (len(messages) + 2 if messages else 1)  # " ]", "}"
+
+
+async def test_a_session_changed_on_disk_is_read_again(tmp_path: Path) -> None:
+    sessions = store(tmp_path)
+    said = ChatMessage(role="user", content="my code is 4721", at=NOW)
+    session = Session(key="telegram:1", messages=(said,), created_at=NOW, updated_at=NOW)
+    await sessions.save(session)
+    assert await sessions.load("telegram:1") == session  # kept from the save
+    path = tmp_path / "sessions" / f"{encode_key(session.key)}.json"
+
+    rewritten = replace(session, messages=(replace(said, content="my code was forgotten"),))
+    path.write_text(encode_session(rewritten))  # another writer: a forget, by hand
+    assert (await sessions.load("telegram:1")).messages == rewritten.messages
+    path.unlink()
+    assert (await sessions.load("telegram:1")).messages == ()

@@ -101,6 +101,15 @@ def read_text(path: Path) -> str | None:
         return None
 
 
+Signature = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
+
+
+def signature_of(stat: os.stat_result) -> Signature:
+    """What tells a file's versions apart without reading it (an edit, a replacement): the
+    key of every cache of what a file holds."""
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
 def fsync_path(path: Path) -> None:
     """Flush a file's (or a folder's) writes to the disk."""
     fd = os.open(path, os.O_RDONLY)

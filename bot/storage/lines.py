@@ -25,6 +25,7 @@ from typing import BinaryIO
 import structlog
 
 from bot.storage.confined import inside_scope
+from bot.storage.files import Signature, signature_of
 
 log = structlog.get_logger(__name__)
 
@@ -33,8 +34,6 @@ CACHE_ENTRIES = 512
 NOT_TEXT_SHARE = 0.1  # above this share of undecodable or control characters, not text
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, \n and \r
 _CHUNK = 1024 * 1024
-
-Signature = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
 
 
 @dataclass(frozen=True)
@@ -122,7 +121,7 @@ class LineReader:
         except OSError as exc:
             log.warning("memory_file_unreadable", path=str(path), error=type(exc).__name__)
             return None
-        signature = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+        signature = signature_of(stat)
         key = (path, from_end)
         with self._lock:
             cached = self._cache.get(key)

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -21,12 +24,13 @@ from typing import Any
 import structlog
 
 from bot.models import ChatMessage, Session, ToolCall
-from bot.storage.files import atomic_write_text, ensure_dir
+from bot.storage.files import Signature, atomic_write_text, ensure_dir, signature_of
 from bot.storage.transcript import repair
 from bot.storage.workspace import Workspace, decode_key, encode_key
 
 FORMAT_VERSION = 1
 RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
+KNOWN = 64  # chats whose last session is kept in memory (`SessionStore`)
 SCOPE = "memory_scope"  # metadata: whose memory the session's turns used ("" global, else a chat)
 ARCHIVED_PART = "archived_part"  # metadata of an archive file holding a part cut from a session
 log = structlog.get_logger(__name__)
@@ -37,9 +41,16 @@ class SessionFormatError(ValueError):
 
 
 class SessionStore:
+    """Sessions as files. The session last read or saved of each of the last `KNOWN` chats is
+    kept with its file's signature: loading it again, while the file is unchanged, costs a
+    stat (on the caller's thread), not a read and a parse in a worker's. A file changed by
+    anything else (a forget's rewrite, a hand edit) is read again."""
+
     def __init__(self, workspace: Workspace, *, now: Callable[[], datetime]) -> None:
         self.workspace = workspace
         self.now = now
+        self._known: OrderedDict[str, tuple[Signature, Session]] = OrderedDict()
+        self._known_lock = threading.Lock()
 
     def fresh(self, key: str) -> Session:
         moment = self.now()
@@ -51,11 +62,44 @@ class SessionStore:
         return sorted(decode_key(path.stem) for path in folder.glob("*.json"))
 
     async def load(self, key: str) -> Session:
+        if (known := self._unchanged(key)) is not None:
+            return known
         return await asyncio.to_thread(self._load, key)
 
     async def save(self, session: Session) -> None:
+        await asyncio.to_thread(self._save, session)
+
+    def _save(self, session: Session) -> None:
         path = self.workspace.session_path(session.key)
-        await asyncio.to_thread(atomic_write_text, path, encode_session(session))
+        atomic_write_text(path, encode_session(session))
+        self._remember(session.key, path, session)
+
+    def _unchanged(self, key: str) -> Session | None:
+        """The session kept for `key` when its file has not changed since."""
+        with self._known_lock:
+            kept = self._known.get(key)
+        if kept is None:
+            return None
+        try:
+            signature = signature_of(os.stat(self.workspace.session_path(key)))
+        except OSError:
+            return None
+        return kept[1] if kept[0] == signature else None
+
+    def _remember(self, key: str, path: Path, session: Session) -> None:
+        """Keep `session` as what `path` holds now (its signature taken after the write or
+        before the read that made it: a change in between is seen at the next load)."""
+        try:
+            self._keep(key, signature_of(os.stat(path)), session)
+        except OSError:
+            return
+
+    def _keep(self, key: str, signature: Signature, session: Session) -> None:
+        with self._known_lock:
+            self._known[key] = (signature, session)
+            self._known.move_to_end(key)
+            while len(self._known) > KNOWN:
+                self._known.popitem(last=False)
 
     async def archive(self, key: str) -> Session:
         """Move the session's file into the archive and return a fresh, saved session."""
@@ -85,12 +129,16 @@ class SessionStore:
     def _load(self, key: str) -> Session:
         path = self.workspace.session_path(key)
         try:
+            signature = signature_of(os.stat(path))
             session, unreadable = decode_session(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return self.fresh(key)
         except (SessionFormatError, UnicodeDecodeError) as exc:
             return self._set_aside(key, path, exc)
-        return _repaired(session, unreadable)
+        repaired = _repaired(session, unreadable)
+        if repaired is session:  # a file needing repair is read again (and told) while it does
+            self._keep(key, signature, session)
+        return repaired
 
     def _set_aside(self, key: str, path: Path, reason: Exception) -> Session:
         """Move the unreadable file aside and save a fresh session in its place, marked with

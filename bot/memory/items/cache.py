@@ -25,11 +25,11 @@ import structlog
 
 from bot.memory.items.format import ItemFormatError, decode, file_lines
 from bot.models import MemoryItem, MemoryScope
+from bot.storage.files import Signature, signature_of
 
 log = structlog.get_logger(__name__)
 CACHE_FILES = 1024
 TAIL = 1024  # bytes before a file's old end that must be unchanged for it to count as grown
-Signature = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,10 +97,6 @@ class Parsed:
     def extensible(self) -> bool:
         """Whether bytes appended later would start a new line."""
         return self.tail.endswith(b"\n")
-
-
-def signature_of(stat: os.stat_result) -> Signature:
-    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 def read_whole(path: Path, scope: MemoryScope, signature: Signature) -> Parsed:

@@ -37,13 +37,12 @@ from bot.memory.items.cache import (
     Parsed,
     read_grown,
     read_whole,
-    signature_of,
 )
 from bot.memory.items.format import encode
 from bot.memory.items.rules import episodic_day
 from bot.memory.items.usage import MAX_PENDING, Pending, UsageMarks
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks, append_text, atomic_write_bytes
+from bot.storage.files import FileLocks, append_text, atomic_write_bytes, signature_of
 from bot.storage.workspace import Workspace
 
 __all__ = ["ItemFile", "ItemStore"]
