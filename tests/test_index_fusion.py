@@ -16,9 +16,9 @@ from bot.eval.dataset import Dataset, load_dataset, parse_dataset
 from bot.eval.report import summary
 from bot.eval.retrieval import run_mnemo
 from bot.eval.synthetic import generate
-from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
+from bot.index import Document, Embedder, MemoryIndex, Model2VecEmbedder
 from bot.index.embedding import Vectors, normalised
-from bot.index.search import Fused, fuse, rank
+from bot.index.search import CANDIDATES, Fused, fuse, rank
 from bot.index.store import ChunkRow
 from tests.harness import REPO, SMALL_MODEL2VEC
 
@@ -161,6 +161,27 @@ def test_a_match_on_the_chat_s_common_name_alone_leaves_room_for_the_vectors(
     paths = [h.path for h in index.search(query, scopes=[chat], k=3)]
     index.close()
     assert paths[:2] == ["items/violin", "items/decoy"]
+
+
+def test_a_search_for_more_hits_than_the_candidates_gets_more_vector_candidates(
+    tmp_path: Path,
+) -> None:
+    """`# Relevant Memory` of a large budget looks for 3 × its hits: the vectors offer enough
+    to fill them after the keyword hits, not `CANDIDATES` alone."""
+    embedder = DecoyEmbedder()
+    index = MemoryIndex(tmp_path / "memory", tmp_path / "index", embedder=embedder)
+    index.add_document("violin", FACTS["violin"], "", at=NOW)
+    many = CANDIDATES + 30
+    index.add_documents([Document(f"decoy-{n}", f"decoy note {n}", "") for n in range(many)])
+    query = "violin lessons"
+    embedder.queries.add(query)
+
+    hits = index.search(query, scopes=[""], k=many + 1)
+    few = index.search(query, scopes=[""], k=5)
+    index.close()
+    assert hits[0].path == "items/violin", "the keyword hit stays first"
+    assert len(hits) == many + 1, "every decoy is a vector candidate"
+    assert len(few) == 5
 
 
 def test_what_keyword_search_misses_the_vectors_still_find(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from bot.index.chunking import DEFAULT_SALIENCE, Chunker
 from bot.index.embedding import Embedder, Vectors
 from bot.index.keyword import KeywordSearch
 from bot.index.query import query_terms
-from bot.index.search import CANDIDATES, Hit, fuse, rank
+from bot.index.search import CANDIDATES, Hit, fuse, rank, vector_candidates
 from bot.index.sources import (
     Exchange,
     source_of_document,
@@ -274,7 +274,14 @@ class MemoryIndex:
             self._refresh()
             vectors = self._vectors
             nearest = (  # in parallel, when there are vectors to scan
-                self._pool.submit(_nearest, vectors, query_vector, allowed, self.min_similarity)
+                self._pool.submit(
+                    _nearest,
+                    vectors,
+                    query_vector,
+                    allowed,
+                    vector_candidates(k),
+                    self.min_similarity,
+                )
                 if vectors is not None and query_vector is not None
                 else None
             )
@@ -344,8 +351,8 @@ class MemoryIndex:
 
 
 def _nearest(
-    vectors: VectorCache, query: Vectors, scopes: Sequence[str], above: float
+    vectors: VectorCache, query: Vectors, scopes: Sequence[str], count: int, above: float
 ) -> list[int]:
-    """The chunks nearest `query` in meaning, more similar than `above`."""
-    found = vectors.top(query[0], scopes, k=CANDIDATES)
+    """The `count` chunks nearest `query` in meaning, more similar than `above`."""
+    found = vectors.top(query[0], scopes, k=count)
     return [chunk_id for chunk_id, score in found if score > above]

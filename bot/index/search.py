@@ -19,7 +19,8 @@ from bot.index.snippets import Terms, best_line, cut, merge
 from bot.index.store import ChunkRow
 
 RRF_K = 60
-CANDIDATES = 50  # from each side
+CANDIDATES = 50  # from each side (the vector side: at least; `vector_candidates`)
+VECTOR_PER_HIT = 2  # vector candidates per hit asked for, beyond CANDIDATES
 RECENCY_WEIGHT = 0.0005  # at most ~ the gap between ranks 1 and 3 of one list
 RECENCY_HALF_LIFE_DAYS = 30.0
 SALIENCE_WEIGHT = 0.0005
@@ -57,6 +58,17 @@ class Fused:
     scores: dict[int, float]
     ahead: frozenset[int] = field(default_factory=frozenset)
     dated: frozenset[int] = field(default_factory=frozenset)
+
+
+def vector_candidates(k: int) -> int:
+    """How many chunks the vector side offers for `k` hits: `CANDIDATES`, or `VECTOR_PER_HIT`
+    per hit when more are asked for (`# Relevant Memory` looks for 3 × its hits). Many of
+    them add no hit: those keyword search found are its hits already, and an exchange is a
+    chunk twice (itself and its daily note's line: merged, or left out as shown). With
+    `CANDIDATES` alone, tests/data/evalset_months.json's sections (1,024 tokens, 60 hits
+    looked for, the 256-d model) ran out of hits at 942 tokens on average. The vector hits
+    come after every keyword hit (`fuse`): more of them never moves one."""
+    return max(CANDIDATES, VECTOR_PER_HIT * k)
 
 
 def fuse(
