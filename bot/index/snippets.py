@@ -187,3 +187,11 @@ def _stem(term: str) -> str:
         if term.endswith(suffix) and len(term) - len(suffix) >= _MIN_STEM:
             return term[: -len(suffix)]
     return term
+
+
+def best_line(text: str, terms: Terms) -> str:
+    """The line of `text` whose query terms weigh most ("" when none holds one)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    scores = [sum(map(terms.stems.__getitem__, stems)) for stems in _found(lines, terms)]
+    best = max(scores, default=0.0)
+    return lines[scores.index(best)] if best > 0 else ""
