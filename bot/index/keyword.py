@@ -29,17 +29,18 @@ The vector side, when present, still ranks such queries by meaning.
 
 Feedback (a second pass). A question often names what its answer does not: "What injury did
 Daniel's sister have?" finds "My sister Ruth is staying with us", and the injury is in "Ruth
-broke a wrist". So when the first pass finds fewer than its limit, the words of the best lines
-(`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the query's own, are searched
-for as another query (those in at most half the chunks searched, however few: a label every
-line has, "User:", finds nothing; then chosen as above), and its best
-`FEEDBACK_CHUNKS` not found already come after every chunk of the first pass (`feedback`):
-the first pass's order is untouched, and it is the same list with or without an embedder, so
-fusion's guarantee holds. A handful, not the whole room: with more, keyword alone gains a
-little more and hybrid loses, as they push the vector candidates out of the section
-(benchmarks/README.md, "Feedback"). Those words are not the query's: they weigh nothing in
-the hits' order and their snippets (giving them a little weight there reordered the first
-pass's ties and gained nothing). Not for a vague query: its first chunks are only the newest.
+broke a wrist". So when the first pass finds fewer than its limit, the first `FEEDBACK_TERMS`
+words of the best lines (`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the
+query's own and those in more than half the chunks searched however few they are (a label
+every line has, "User:", finds nothing), are searched for as another query (chosen as above),
+and its best `FEEDBACK_CHUNKS` not found already come after every chunk of the first pass
+(`feedback`). The first pass's order is untouched, and the list is the same with or without
+an embedder, so fusion's guarantee holds. A handful, not the whole room: with more, keyword
+alone gains a little more and hybrid loses, as they push the vector candidates out of the
+section (benchmarks/README.md, "Feedback"). Those words are not the query's: they weigh
+nothing in the hits' order or their snippets (a little weight there reordered the first pass's
+ties and gained nothing). Not for a vague query: its first chunks are only the newest. Cost:
+a few hundred microseconds, the new words' counts and one more MATCH.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ COMMON_FROM = 20  # chunks: in fewer, "more than half of them" is a handful, not
 _STALE_SHARE = 0.1  # frequencies are recounted when the index grew or shrank by this share
 _CACHE_TERMS = 50_000
 FEEDBACK_HITS = 3  # the first pass's chunks whose best lines give the second pass its words
+FEEDBACK_TERMS = 8  # of their words, the first: each is counted (a posting scan) when new
 FEEDBACK_CHUNKS = 5  # what it adds: a second hop is a chunk or two, not a list
 
 
@@ -142,7 +144,10 @@ class KeywordSearch:
         seek = Terms.of(weights)
         lines = (best_line(rows[i].text, seek) for i in first if i in rows)
         words = dict.fromkeys(w for line in lines for w in query_terms(line) if w not in weights)
-        terms = [w for w in words if self.frequency(w, scopes).within <= self._half(scopes)]
+        half = self.store.chunks_in(scopes) / 2
+        terms = [
+            w for w in list(words)[:FEEDBACK_TERMS] if self.frequency(w, scopes).within <= half
+        ]
         if not terms:
             return []
         known = set(found)
@@ -170,9 +175,6 @@ class KeywordSearch:
         if inside == size or (2 * inside >= size and 2 * everywhere <= inside):
             return Frequency(everywhere, size)
         return Frequency(self._count_within(term, scopes, inside), inside)
-
-    def _half(self, scopes: Sequence[str]) -> float:
-        return self.store.chunks_in(scopes) / 2
 
     @property
     def budget(self) -> int:
