@@ -81,3 +81,25 @@ def test_the_second_pass_adds_a_handful(tmp_path: Path) -> None:
         assert not set(added) & set(found)
     finally:
         index.close()
+
+
+def test_a_speaker_label_or_a_time_finds_nothing_more(tmp_path: Path) -> None:
+    """In a small index "User" and "Assistant" are in half its chunks, not most: still no
+    bridge, as they say who speaks, not what; nor is a note line's time."""
+    ws = Workspace(tmp_path)
+    ws.memory_root.mkdir(parents=True)
+    notes = {
+        "MEMORY.md": "# Pets\nThe cat is called Pixel.\n",
+        "2026-11-19.md": "[09:15] User: plan the garden | Assistant: Tulips in March.\n",
+        "2026-11-20.md": "[09:15] User: buy oat milk | Assistant: Oat milk it is.\n",
+        "2026-11-21.md": "The plumber comes on Friday.\n",
+    }
+    for name, text in notes.items():
+        (ws.memory_root / name).write_text(text)
+    index = MemoryIndex(ws.memory_root, ws.index_dir)
+    try:
+        index.sync_files()
+        hits = index.search("oat milk", scopes=[""], k=10, now=NOW)
+        assert [hit.path for hit in hits] == ["2026-11-20.md"]
+    finally:
+        index.close()

@@ -31,21 +31,23 @@ Feedback (a second pass). A question often names what its answer does not: "What
 Daniel's sister have?" finds "My sister Ruth is staying with us", and the injury is in "Ruth
 broke a wrist". So when the first pass finds fewer than its limit, the first `FEEDBACK_TERMS`
 words of the best lines (`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the
-query's own and those in more than half the chunks searched however few they are (a label
-every line has, "User:", finds nothing), are searched for as another query (chosen as above),
-and its best `FEEDBACK_CHUNKS` not found already come after every chunk of the first pass
-(`feedback`). The first pass's order is untouched, and the list is the same with or without
-an embedder, so fusion's guarantee holds. A handful, not the whole room: with more, keyword
-alone gains a little more and hybrid loses, as they push the vector candidates out of the
-section (benchmarks/README.md, "Feedback"). Those words are not the query's: they weigh
-nothing in the hits' order or their snippets (a little weight there reordered the first pass's
-ties and gained nothing). Not for a vague query: its first chunks are only the newest. Cost:
-about half a millisecond (the new words' counts and one more MATCH; benchmarks/README.md).
+query's own, labels ("User:", "Daniel:": who speaks, not what is said), numbers (a note
+line's time) and those in more than half the chunks searched however few they are, are
+searched for as another query (chosen as above), and its best `FEEDBACK_CHUNKS` not found
+already come after every chunk of the first pass (`feedback`). The first pass's order is
+untouched, and the list is the same with or without an embedder, so fusion's guarantee
+holds. A handful, not the whole room: with more, keyword alone gains a little more and hybrid
+loses, as they push the vector candidates out of the section (benchmarks/README.md,
+"Feedback"). Those words are not the query's: they weigh nothing in the hits' order or their
+snippets (a little weight there reordered the first pass's ties and gained nothing). Not for
+a vague query: its first chunks are only the newest. Cost: about half a millisecond (the new
+words' counts and one more MATCH; benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +64,7 @@ _CACHE_TERMS = 50_000
 FEEDBACK_HITS = 3  # the first pass's chunks whose best lines give the second pass its words
 FEEDBACK_TERMS = 8  # of their words, the first: each is counted (a posting scan) when new
 FEEDBACK_CHUNKS = 5  # what it adds: a second hop is a chunk or two, not a list
+_LABEL = re.compile(r"[^\W_]+:")  # "User:", "Daniel:", "[09:15": who speaks, when; not what
 
 
 @dataclass(frozen=True)
@@ -142,8 +145,10 @@ class KeywordSearch:
         first = found[:FEEDBACK_HITS]
         rows = self.store.rows(first, scopes, text=True)
         seek = Terms.of(weights)
-        lines = (best_line(rows[i].text, seek) for i in first if i in rows)
-        words = dict.fromkeys(w for line in lines for w in query_terms(line) if w not in weights)
+        lines = (_LABEL.sub(" ", best_line(rows[i].text, seek)) for i in first if i in rows)
+        words = dict.fromkeys(
+            w for line in lines for w in query_terms(line) if w not in weights and not w.isdigit()
+        )
         half = self.store.chunks_in(scopes) / 2
         terms = [
             w for w in list(words)[:FEEDBACK_TERMS] if self.frequency(w, scopes).within <= half
