@@ -29,19 +29,24 @@ and the next sync makes the same index again.
 
 Ranking (the decision):
 
-1. Candidates. Keyword: the top 50 chunks by FTS5 `bm25()` (porter-stemmed, diacritics
-   folded; the query's words quoted and ORed, stop words dropped; on a large index only its
-   rarer words are scored, and a query of nothing but common words takes the newest matches —
-   see keyword.py) over the words that tell something in the chats searched: a word in more
-   than half of their chunks (a speaker's name in its own chat, however rare in the whole
-   index) makes no chunk a candidate, so it cannot fill the list and keep the vector
-   candidates out (on tests/data/evalset_months.json, ten two-person chats in one index:
-   hybrid recall@budget 0.719 → 0.789, keyword only 0.712 → 0.685, as keyword search no
-   longer shows the chat's chunks that hold only a name). Vector (when an embedder is
-   configured): the top 50 by cosine over the query's embedding (2 per hit asked for when a
-   search wants more than 25 hits, `search.vector_candidates`: on
-   tests/data/evalset_months.json hybrid 0.825 → 0.842, its sections had run out of hits),
-   exact brute force in numpy, run in parallel with the keyword query.
+1. Candidates. Keyword: the top 50 chunks by FTS5 `bm25()` (porter-stemmed, diacritics folded;
+   the query's words quoted and ORed, stop words and single letters, the "s" of "Daniel's",
+   dropped; on a large index only its rarer words are scored, and a query of nothing but common
+   words takes the newest matches — see keyword.py) over the words that tell something in the
+   chats searched: a word in more than half of their chunks (a speaker's name in its own chat,
+   however rare in the whole index) makes no chunk a candidate, so it cannot fill the list and
+   keep the vector candidates out (on tests/data/evalset_months.json, ten two-person chats in
+   one index: hybrid recall@budget 0.719 → 0.789, keyword only 0.712 → 0.685, as keyword search
+   no longer shows the chat's chunks that hold only a name). When they are fewer than 50, a
+   second pass (feedback, keyword.py) searches the first 8 words of the best lines of the first
+   three and adds its best 5 not found already after them: the second hop of a question ("What
+   injury did Daniel's sister have?" finds "My sister Ruth is staying", then "Ruth broke a
+   wrist"; on tests/data/evalset_months.json keyword only 0.701 → 0.715, hybrid 0.826 → 0.847,
+   multi-hop 0.611 → 0.682 and 0.782 → 0.861). Vector (when an embedder is configured): the top
+   50 by cosine over the query's embedding (2 per hit asked for when a search wants more than 25
+   hits, `search.vector_candidates`: on tests/data/evalset_months.json hybrid 0.825 → 0.842, its
+   sections had run out of hits), exact brute force in numpy, run in parallel with the keyword
+   query.
 2. Fusion: keyword first, vectors fill. The keyword candidates keep their bm25 order and come
    before every vector candidate; the vector candidates keyword search did not find continue
    the list after them (they reach the hits when keyword search finds fewer than k: a

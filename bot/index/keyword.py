@@ -26,15 +26,33 @@ rare word's). The budget is a quarter of the index's chunks, at least `MIN_POSTI
 most `POSTINGS_BUDGET`. When even the rarest term is over the budget the query is vague: its
 candidates are the newest chunks that contain one of its three rarest terms, without bm25.
 The vector side, when present, still ranks such queries by meaning.
+
+Feedback (a second pass). A question often names what its answer does not: "What injury did
+Daniel's sister have?" finds "My sister Ruth is staying with us", and the injury is in "Ruth
+broke a wrist". So when the first pass finds fewer than its limit, the first `FEEDBACK_TERMS`
+words of the best lines (`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the
+query's own, labels ("User:", "Daniel:": who speaks, not what is said), numbers (a note
+line's time) and those in more than half the chunks searched however few they are, are
+searched for as another query (chosen as above), and its best `FEEDBACK_CHUNKS` not found
+already come after every chunk of the first pass (`feedback`). The first pass's order is
+untouched, and the list is the same with or without an embedder, so fusion's guarantee
+holds. A handful, not the whole room: with more, keyword alone gains a little more and hybrid
+loses, as they push the vector candidates out of the section (benchmarks/README.md,
+"Feedback"). Those words are not the query's: they weigh nothing in the hits' order or their
+snippets (a little weight there reordered the first pass's ties and gained nothing). Not for
+a vague query: its first chunks are only the newest. Cost: about half a millisecond (the new
+words' counts and one more MATCH; benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.index.query import fts_expression
+from bot.index.query import fts_expression, query_terms
+from bot.index.snippets import Terms, best_line
 from bot.index.store import IndexStore
 
 POSTINGS_BUDGET = 4000
@@ -43,6 +61,10 @@ VAGUE_TERMS = 3
 COMMON_FROM = 20  # chunks: in fewer, "more than half of them" is a handful, not a pattern
 _STALE_SHARE = 0.1  # frequencies are recounted when the index grew or shrank by this share
 _CACHE_TERMS = 50_000
+FEEDBACK_HITS = 3  # the first pass's chunks whose best lines give the second pass its words
+FEEDBACK_TERMS = 8  # of their words, the first: each is counted (a posting scan) when new
+FEEDBACK_CHUNKS = 5  # what it adds: a second hop is a chunk or two, not a list
+_LABEL = re.compile(r"[^\W_]+:")  # "User:", "Daniel:", "[09:15": who speaks, when; not what
 
 
 @dataclass(frozen=True)
@@ -104,6 +126,38 @@ class KeywordSearch:
             return found
         others = self._ranked(chosen.common, scopes, limit=limit, between=between)
         return list(dict.fromkeys([*found, *others]))[:limit]
+
+    def feedback(
+        self,
+        found: Sequence[int],
+        weights: Mapping[str, float],
+        scopes: Sequence[str],
+        *,
+        limit: int,
+    ) -> list[int]:
+        """The second pass (see the module): chunks that hold the words of the best lines of
+        the first pass's first chunks (`found`, for the query's term `weights`), not found
+        already: at most `FEEDBACK_CHUNKS`, and `found` filled up to `limit`, nothing when it
+        is full."""
+        room = limit - len(found)
+        if room <= 0 or not found:
+            return []
+        first = found[:FEEDBACK_HITS]
+        rows = self.store.rows(first, scopes, text=True)
+        seek = Terms.of(weights)
+        lines = (_LABEL.sub(" ", best_line(rows[i].text, seek)) for i in first if i in rows)
+        words = dict.fromkeys(
+            w for line in lines for w in query_terms(line) if w not in weights and not w.isdigit()
+        )
+        half = self.store.chunks_in(scopes) / 2
+        terms = [
+            w for w in list(words)[:FEEDBACK_TERMS] if self.frequency(w, scopes).within <= half
+        ]
+        if not terms:
+            return []
+        known = set(found)
+        more = [i for i in self.candidates(terms, scopes, limit=limit) if i not in known]
+        return more[: min(room, FEEDBACK_CHUNKS)]
 
     def vague(self, terms: Sequence[str], scopes: Sequence[str]) -> bool:
         """Whether even the query's rarest term is over the budget: its candidates are the

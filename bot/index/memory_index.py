@@ -287,11 +287,14 @@ class MemoryIndex:
             )
             terms = query_terms(dated.rest)
             keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
-            vague = self._keywords.vague(terms, allowed) and dated.window is None
+            vague = self._keywords.vague(terms, allowed)
+            weights = self._keywords.weights(terms, allowed)
+            if not vague:  # the second pass: after the first, while there is room (keyword.py)
+                keyword += self._keywords.feedback(keyword, weights, allowed, limit=CANDIDATES)
             within = self._dated(dated.window, terms, allowed) if dated.window else []
+            vague = vague and dated.window is None
             fused = fuse(keyword, nearest.result() if nearest else [], dated=within, vague=vague)
             rows = self.store.rows(fused.scores, allowed, text=True)
-            weights = self._keywords.weights(terms, allowed)
         return rank(fused, rows, weights=weights, now=asked.timestamp(), k=k)
 
     def _dated(self, window: Window, terms: Sequence[str], scopes: Sequence[str]) -> list[int]:

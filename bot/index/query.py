@@ -1,9 +1,10 @@
 """Query terms: free text made into a safe FTS5 MATCH expression, and the terms a snippet seeks.
 
 User text is never FTS syntax: words are extracted (letters and digits only, so `"`, `*`, `:`,
-`NEAR(`, `AND`, `-` lose any meaning), lowercased, stripped of common English stop words,
-deduplicated, capped in number, each double-quoted, and ORed. A query with no word left finds
-nothing by keyword; it never raises.
+`NEAR(`, `AND`, `-` lose any meaning), lowercased, stripped of common English stop words and
+of single letters (the "s" of "Daniel's", the "t" of "can't": as a term, a snippet would seek
+every word that starts with it), deduplicated, capped in number, each double-quoted, and
+ORed. A query with no word left finds nothing by keyword; it never raises.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 MAX_TERMS = 16
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)  # one letter, not a digit
 _STOP_WORDS = """
 a about an and are as at be been but by can could did do does for from had has have he her his
 how i if in into is it its me my no not of on or our she so than that the their them then there
@@ -22,10 +24,10 @@ STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
 def query_terms(text: str) -> list[str]:
-    """The distinct words of `text` worth searching for, in order; stop words only when
-    nothing else is left."""
+    """The distinct words of `text` worth searching for, in order; stop words and single
+    letters only when nothing else is left."""
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
-    kept = [word for word in words if word not in STOP_WORDS]
+    kept = [word for word in words if word not in STOP_WORDS and not _LETTER.fullmatch(word)]
     return (kept or words)[:MAX_TERMS]
 
 

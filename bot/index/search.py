@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from bot.index.snippets import Terms, best_line, cut, merge
+from bot.index.snippets import Terms, best_weight, cut, merge
 from bot.index.store import ChunkRow
 
 RRF_K = 60
@@ -144,7 +144,7 @@ def rank(
             same.append(_Picked(row, score, ahead, row.start_line, row.end_line, row.text))
             picked.append(same[-1])
     terms = Terms.of(weights)
-    keyword = [(p, best_line(p.text, terms)) for p in picked if p.ahead]
+    keyword = [(p, best_weight(p.text, terms)) for p in picked if p.ahead]
     dated = fused.dated
     keyword.sort(key=lambda found: (found[0].row.id not in dated, -found[1], -found[0].score))
     hits = [_hit(p, cut(p.text, terms).text) for p, _ in keyword[:k]]

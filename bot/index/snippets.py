@@ -62,7 +62,7 @@ def snippet(text: str, terms: Sequence[str], limit: int = SNIPPET_CHARS) -> str:
     return cut(text, Terms.of(dict.fromkeys(terms, 1.0)), limit).text
 
 
-def best_line(text: str, terms: Terms) -> float:
+def best_weight(text: str, terms: Terms) -> float:
     """How well the best line of `text` matches the query's `terms` (`Cut.best`, without
     the cut: what hits are ordered by before the shown ones are cut)."""
     return max(_scores(_found(_lines(text), terms), terms), default=0.0)
@@ -202,3 +202,11 @@ def _stem(term: str) -> str:
         if term.endswith(suffix) and len(term) - len(suffix) >= _MIN_STEM:
             return term[: -len(suffix)]
     return term
+
+
+def best_line(text: str, terms: Terms) -> str:
+    """The line of `text` whose query terms weigh most ("" when none holds one)."""
+    lines = _lines(text)
+    scores = _scores(_found(lines, terms), terms)
+    best = max(scores, default=0.0)
+    return lines[scores.index(best)] if best > 0 else ""
