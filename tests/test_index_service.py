@@ -180,3 +180,25 @@ async def test_without_an_index_every_call_returns_at_once(ws: Workspace) -> Non
 
     assert service.current is None
     assert service.search("ferry", scopes=[""], k=5) == []
+
+
+async def test_requests_in_a_burst_are_gathered_into_one_sync(
+    ws: Workspace, embedder: FakeEmbedder
+) -> None:
+    service = IndexService(opener(ws, embedder), gather_seconds=0.3)
+    await service.start()
+    try:
+        with capture_logs() as logs:
+            for n, text in enumerate(["ferry at noon", "train at two", "bus at four"]):
+                service.request([note(ws, 20 + n, text)])
+                await asyncio.sleep(0.05)  # turns a moment apart: inside the gathering
+            assert found(service, "ferry noon") == [], "synced before the burst ended"
+            await asyncio.sleep(0.6)
+            synced = [log for log in logs if log["event"] == "index_synced"]
+            assert len(synced) == 1 and synced[0]["indexed"] == 3
+            service.request([note(ws, 23, "tram at six")])
+            await asyncio.wait_for(service.settle(), 0.2)  # a waiter does not wait for more
+        assert found(service, "tram six") == ["2026-11-23.md#L1-L1"]
+    finally:
+        embedder.release()
+        await service.stop()

@@ -184,6 +184,8 @@ async def test_a_hand_edit_to_memory_md_past_the_budget_is_found_after_the_next_
         with path.open("a") as handle:
             handle.write("- The boat is moored at pier seven.\n")
         await prompt_after(app, fake_openai, "hello again")  # system 55 syncs the edit
+        assert app.recall is not None
+        await app.recall.index.settle()  # as a moment between two messages lets it
         prompt = await prompt_after(app, fake_openai, "where is the boat moored?")
 
     assert "pier seven" not in memory_section(prompt)  # the budget shows MEMORY.md's head

@@ -11,7 +11,11 @@ not one) is the exception: it stops the start, with its one line.
 Then one task, the syncer, runs every sync, one at a time, in its own thread:
 
 - `request(paths)`: the files a turn wrote (system 55), synced after the turn, never awaited by
-  it. Requests coalesce: while one sync runs, the next waits as one batch, its paths merged.
+  it. Requests coalesce: while one sync runs, the next waits as one batch, its paths merged;
+  and a batch of them waits `gather_seconds` for more before it runs, so a burst of turns
+  (a busy group, many chats) is synced once, not once a turn, and a sync does not run beside
+  the next turn's own work. Anything that waits for a batch (`sync`, `settle`, `stop`)
+  starts it at once.
 - `sync()`: a walk, awaited (after a write outside a turn: a command, a tool, consolidation).
 - a walk of its own every `catch_up_seconds`, so a hand edit anywhere is indexed within that.
 - `settle()`: wait until everything asked for so far is synced. `search`, called from a thread,
@@ -44,6 +48,7 @@ log = structlog.get_logger(__name__)
 Wait = Literal["all", "walks"]  # what a search waits for: every sync asked before, or walks
 
 CATCH_UP_SECONDS = 60.0  # a walk at least this often: hand edits outside a turn's files
+GATHER_SECONDS = 0.5  # a turn's files wait this long for the next turns' (see above)
 SETTLE_SECONDS = 10.0  # the longest a search waits for the syncs asked for before it
 
 
@@ -62,10 +67,12 @@ class IndexService:
         open_index: Callable[[], MemoryIndex] | None,
         *,
         catch_up_seconds: float = CATCH_UP_SECONDS,
+        gather_seconds: float = GATHER_SECONDS,
     ) -> None:
         """`open_index` None: recall is off (`rag.enabled = false`), nothing is ever opened."""
         self._open_index = open_index
         self.catch_up_seconds = catch_up_seconds
+        self.gather_seconds = gather_seconds
         self._index: MemoryIndex | None = None
         self._syncer: asyncio.Task[None] | None = None
         self._thread: ThreadPoolExecutor | None = None
@@ -74,6 +81,7 @@ class IndexService:
         self._running: _Batch | None = None
         self._carried: set[Path] = set()  # the paths of a failed sync: tried again by the next
         self._wake = asyncio.Event()
+        self._hurry = asyncio.Event()  # someone waits for the pending batch: no gathering
         self._stopping = False
 
     @property
@@ -101,6 +109,7 @@ class IndexService:
         if syncer is not None:
             self._stopping = True
             self._wake.set()
+            self._hurry.set()
             await syncer
         thread, self._thread = self._thread, None
         if thread is not None:
@@ -146,12 +155,14 @@ class IndexService:
         batch = self._batch()
         if batch is not None:
             batch.walk = True
+            self._hurry.set()
             await batch.done.wait()
 
     async def settle(self, *, walks_only: bool = False) -> None:
         """Wait until every sync asked for so far has run (or every walk)."""
         for batch in [b for b in (self._running, self._pending) if b is not None]:
             if batch.walk or not walks_only:
+                self._hurry.set()
                 await batch.done.wait()
 
     async def scrub(self) -> None:
@@ -197,6 +208,10 @@ class IndexService:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), due)
+        if not (self._pending.walk or self._stopping or self._hurry.is_set()):
+            with contextlib.suppress(TimeoutError):  # more turns' files may join it
+                await asyncio.wait_for(self._hurry.wait(), self.gather_seconds)
+        self._hurry.clear()
         batch, self._pending = self._pending, None
         batch.walk |= not self._stopping and time.monotonic() - walked >= self.catch_up_seconds
         batch.paths |= self._carried
