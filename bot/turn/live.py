@@ -66,7 +66,6 @@ class LiveReply:
         self._shown = ""
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._showing: asyncio.Future[None] | None = None  # the showing under way
 
     def restart(self, *, calls_possible: bool) -> None:
         self._pieces.clear()
@@ -97,11 +96,6 @@ class LiveReply:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._showing is not None:  # let it land, or the message it sends outlives close
-            try:
-                await self._showing
-            except Exception:
-                log.warning("draft_show_failed", exc_info=True)
         if self._shown:
             try:
                 await self.draft.close()
@@ -116,13 +110,9 @@ class LiveReply:
             text = self.visible()
             if not text or text == self._shown:
                 continue
-            self._shown = text  # from now on the draft is closed at the end, shown or not
-            self._showing = asyncio.ensure_future(self.draft.show(text))
-            try:  # the turn's end waits for it (`__aexit__`), never cuts a request short
-                await asyncio.shield(self._showing)
-            except asyncio.CancelledError:
-                raise
+            try:
+                await self.draft.show(text)
             except Exception:
                 log.warning("draft_show_failed", exc_info=True)
-            self._showing = None
+            self._shown = text
             await asyncio.sleep(self.draft.interval)

@@ -14,12 +14,13 @@ showing; the next comes after the interval.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
-from telegram import Bot, MessageEntity
+from telegram import Bot, Message, MessageEntity
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from bot.channels.telegram.format import Chunk, render
@@ -27,6 +28,7 @@ from bot.channels.telegram.replies import TelegramReplier, replying
 
 log = structlog.get_logger(__name__)
 GROUP_INTERVAL = 3.0  # seconds: Telegram (and AIORateLimiter) allow a group 20 messages a minute
+SENT_WAIT = 10.0  # seconds the turn's end waits for a preview message being sent
 _Send = Callable[[str, list[MessageEntity] | None], Awaitable[None]]  # text, entities
 
 
@@ -84,6 +86,7 @@ class TelegramDraft:
         self.interval = interval if _private(chat_id) else max(interval, GROUP_INTERVAL)
         self.draft_id = secrets.randbelow(2**31 - 2) + 1  # non-zero; one per turn
         self.message_id: int | None = None  # the preview message, once one was sent
+        self._sending: asyncio.Future[Message] | None = None  # that message being sent
 
     async def show(self, text: str) -> None:
         pieces = render(text)
@@ -98,7 +101,12 @@ class TelegramDraft:
 
     async def close(self) -> None:
         """Delete the preview message (a sendMessageDraft preview needs nothing: the final
-        message replaces it)."""
+        message replaces it), once the message being sent as one, if any, is."""
+        if self.message_id is None and self._sending is not None:
+            try:
+                self.message_id = (await asyncio.wait_for(self._sending, SENT_WAIT)).message_id
+            except (TelegramError, TimeoutError) as exc:
+                log.warning("draft_unsent", detail=f"{type(exc).__name__}: {exc}"[:200])
         if self.message_id is None:
             return
         try:
@@ -140,13 +148,18 @@ class TelegramDraft:
 
     async def _send_or_edit(self, text: str, entities: list[MessageEntity] | None) -> None:
         if self.message_id is None:
-            message = await self.bot.send_message(
-                self.chat_id,
-                text,
-                entities=entities,
-                message_thread_id=self.thread_id,
-                reply_parameters=replying(self.reply_to),
+            # shielded: the turn's end cancels a showing, and a preview sent but not known
+            # could not be deleted (`close` waits for it instead)
+            self._sending = asyncio.ensure_future(
+                self.bot.send_message(
+                    self.chat_id,
+                    text,
+                    entities=entities,
+                    message_thread_id=self.thread_id,
+                    reply_parameters=replying(self.reply_to),
+                )
             )
+            message = await asyncio.shield(self._sending)
             self.message_id = message.message_id
         else:
             await self.bot.edit_message_text(
