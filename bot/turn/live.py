@@ -110,9 +110,9 @@ class LiveReply:
             text = self.visible()
             if not text or text == self._shown:
                 continue
+            self._shown = text  # from now on the draft is closed at the end, shown or not
             try:
                 await self.draft.show(text)
             except Exception:
                 log.warning("draft_show_failed", exc_info=True)
-            self._shown = text
             await asyncio.sleep(self.draft.interval)
