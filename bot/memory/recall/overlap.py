@@ -65,15 +65,17 @@ class Shown:
 
     def _held(self) -> str:
         """Every piece held, joined."""
-        if self._joined is None:
-            self._joined = "\n".join(self._added)
-        return f"{self._under}\n{self._joined}" if self._under else self._joined
+        return f"{self._under}\n{self._own_joined()}" if self._under else self._own_joined()
 
     def _within(self, piece: str) -> bool:
         """Whether `piece` lies inside a held one."""
+        return piece in self._own_joined() or piece in self._under
+
+    def _own_joined(self) -> str:
+        """The pieces added to this one, joined (made again after an add)."""
         if self._joined is None:
             self._joined = "\n".join(self._added)
-        return piece in self._joined or piece in self._under
+        return self._joined
 
     def add(self, text: str) -> None:
         for line in text.splitlines():
