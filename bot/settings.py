@@ -136,6 +136,7 @@ class MemorySettings(_Section):
     working_memory_stale_days: int = Field(default=7, ge=0)
     retention_days: int = Field(default=30, ge=1)  # older daily notes move to the archive
     undo_minutes: int = Field(default=10, ge=0)  # how long /forget can be undone
+    receipts: bool = True  # a receipt with Undo/Edit/Forget buttons for each fact stored
     items: ItemSettings = ItemSettings()
 
 

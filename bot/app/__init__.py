@@ -19,6 +19,7 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.steering import build_receipts
 from bot.channels.telegram import TelegramChannel
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
@@ -34,6 +35,7 @@ from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
 from bot.pipeline import Pipeline
+from bot.receipts import ReceiptDesk
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
@@ -106,6 +108,9 @@ def build_app(
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     chatter = _build_chatter(settings, workspace, memory.file_locks)
     writer = build_writer(workspace, memory, recall, undo, chatter=chatter)
+    locks = ChatLocks()
+    access, door = build_door(settings, workspace, memory.file_locks, now)
+    receipts = build_receipts(settings, workspace, memory.file_locks, writer, access, locks, now)
     consolidator = _build_consolidator(
         settings, workspace, llm, writer, memory.tokens.count, now, windows
     )
@@ -130,6 +135,7 @@ def build_app(
         lightrag=lightrag,
         tools=tools,
         sent=sent,
+        receipts=receipts,
     )
     transcriber = build_transcriber(settings, api_key)
     runner = _build_runner(
@@ -145,6 +151,8 @@ def build_app(
         sent,
         media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
         chatter=chatter,
+        gate=(access, door, locks),
+        receipts=receipts,
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -235,9 +243,11 @@ def _build_runner(
     *,
     media: MediaReader,
     chatter: ChatterStore | None,
+    gate: tuple[AccessPolicy, Door, ChatLocks],
+    receipts: ReceiptDesk,
 ) -> TurnRunner:
-    locks, running = ChatLocks(), RunningTurns()
-    access, door = build_door(settings, workspace, memory.file_locks, now)
+    access, door, locks = gate
+    running = RunningTurns()
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
     active = consolidator if consolidating else None
     commands = Commands(
@@ -256,6 +266,7 @@ def _build_runner(
         history=memory.history,
         keep_last_messages=compaction.keep,
         sent=sent,
+        receipts=receipts,
     )
     return TurnRunner(
         pipeline=pipeline,
@@ -272,6 +283,7 @@ def _build_runner(
         renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
         chatter=chatter,
         media=media,
+        receipts=receipts,
     )
 
 

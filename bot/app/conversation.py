@@ -28,7 +28,7 @@ from bot.systems.context import ContextBuilding
 from bot.systems.flush import PreCompactionFlush, flush_trigger
 from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
-from bot.systems.tags import MemoryTags
+from bot.systems.tags import MemoryTags, Receipts
 from bot.systems.tool_loop import ToolLoop
 from bot.tools.clock import CurrentTime
 from bot.tools.memory_edit import MemoryEdit
@@ -206,6 +206,7 @@ def build_pipeline(
     lightrag: LightRagBackend | None,
     tools: ToolRegistry,
     sent: LastRequests,
+    receipts: Receipts | None = None,
 ) -> Pipeline:
     flush = _build_flush(settings, sessions, llm, writer, compaction, now)
     loop = ToolLoop(
@@ -222,7 +223,7 @@ def build_pipeline(
             BestEffort(_auto_compaction(settings, compaction)),
             context,
             loop,
-            MemoryTags(writer),
+            MemoryTags(writer, receipts),
             _persist(settings, sessions, writer, consolidator, compaction, now),
             BestEffort(RagIndexing(workspace, index=recall.index, remote=lightrag)),
         ]

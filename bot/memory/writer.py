@@ -82,6 +82,7 @@ class TurnRecord:
 class Stored:
     ok: bool  # False if any store failed (it is logged)
     items: tuple[MemoryItem, ...]  # the items written or reinforced
+    added: tuple[tuple[MemoryScope, str], ...] = ()  # the lines added, and to which memory
 
 
 class MemoryWriter:
@@ -140,13 +141,14 @@ class MemoryWriter:
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
         owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory."""
-        ok, items = True, list[MemoryItem]()
+        ok, items, added = True, list[MemoryItem](), list[tuple[MemoryScope, str]]()
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
         for tag, where, facts in found:
             if facts:
                 stored = await self._facts(tag, where, facts, turn=(session_key, turn))
                 ok, items = ok and stored.ok, [*items, *stored.items]
+                added += stored.added
         if tags.working_memory is not None:
             write = _done(self.working.write(session_key, tags.working_memory))
             ok &= await _attempt("working-memory", write, default=False)
@@ -158,7 +160,7 @@ class MemoryWriter:
             stored=ok,
             items=len(items),
         )
-        return Stored(ok, tuple(items))
+        return Stored(ok, tuple(items), tuple(added))
 
     # ------------------------------------------------------------------ a person's commands
 
@@ -333,7 +335,8 @@ class MemoryWriter:
             return Stored(False, ())
         session_key, turn_id = turn
         told = (turn_reference(session_key, turn_id),) if turn_id else ()
-        return Stored(True, tuple(await self._fact_items(scope, added, extra=told)))
+        items = await self._fact_items(scope, added, extra=told)
+        return Stored(True, tuple(items), tuple((scope, fact) for fact in added))
 
     async def _fact_items(
         self, scope: MemoryScope, facts: Sequence[str], *, extra: Sequence[str]

@@ -5,11 +5,13 @@ Only the model's final reply is parsed: tags in the user's message or in tool re
 (DESIGN §3), and a tag that only repeats their words is not stored (`without_echoes`).
 `<memory>` goes to the turn's scope, which is the global memory only in an owner's private
 chat; `<chat-memory>` goes to this chat's own memory. The tags are stripped first; each
-store is best-effort (logged), so a storage failure never costs the user the reply.
+store is best-effort (logged), so a storage failure never costs the user the reply. Each line
+added gets a receipt (`bot.receipts`), shown after the reply.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -17,7 +19,7 @@ import structlog
 
 from bot.memory.notes.tags import ExtractedTags, extract_tags, without_echoes
 from bot.memory.writer import Stored
-from bot.models import MemoryScope
+from bot.models import Inbound, MemoryScope
 from bot.pipeline import TurnContext
 from bot.systems.tool_loop import EMPTY_REPLY
 
@@ -34,12 +36,19 @@ class TagSink(Protocol):
     ) -> Stored: ...
 
 
+class Receipts(Protocol):
+    """Where what was stored is told, after the reply (`bot.receipts.ReceiptDesk`)."""
+
+    async def issue(self, inbound: Inbound, stored: Sequence[tuple[MemoryScope, str]]) -> bool: ...
+
+
 class MemoryTags:
     order = 40
     name = "memory-tags"
 
-    def __init__(self, memory: TagSink) -> None:
+    def __init__(self, memory: TagSink, receipts: Receipts | None = None) -> None:
         self.memory = memory
+        self.receipts = receipts
 
     async def process(self, ctx: TurnContext) -> None:
         if ctx.reply is None:
@@ -58,6 +67,8 @@ class MemoryTags:
         )
         if not tags.text and not stored.ok:
             _show(ctx, NOT_SAVED)
+        if self.receipts is not None:
+            await self.receipts.issue(ctx.inbound, stored.added)
 
 
 def _supplied(ctx: TurnContext) -> list[str]:

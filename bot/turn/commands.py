@@ -31,6 +31,7 @@ from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.models import Document, Inbound, MemoryScope
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
+from bot.systems.tags import Receipts
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.status import Status, wants_verbose
@@ -164,6 +165,7 @@ class Commands:
         keep_last_messages: int,  # /compact without N
         sent: LastRequests,  # the last request of each chat (/context)
         undo_minutes: int = 10,  # how long a /forget can be undone
+        receipts: Receipts | None = None,  # None: /remember answers in text only
     ) -> None:
         self.sessions = sessions
         self.locks = locks
@@ -180,6 +182,7 @@ class Commands:
         self.keep_last_messages = keep_last_messages
         self.undo_minutes = undo_minutes
         self.sent = sent
+        self.receipts = receipts
         self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str | Reply]]] = {
             "start": self._start,
             "help": self._help,
@@ -284,6 +287,10 @@ class Commands:
             saved = await self.memory.remember(self.access.scope_for(inbound), args)
         except NotTextError as exc:
             return str(exc)  # what to fix, e.g. "MEMORY.md is not UTF-8 text, …"
+        if saved and self.receipts is not None:
+            scope = self.access.scope_for(inbound)
+            if await self.receipts.issue(inbound, [(scope, saved)]):
+                return ""  # the receipt, shown after, says it (with its buttons)
         return f"Saved to memory: {saved}" if saved else "I already had that."
 
     async def _forget(self, inbound: Inbound, args: str) -> str:

@@ -20,6 +20,10 @@ not fit, the user is told so (seed 004).
 While the model writes, a replier that can shows the text as it comes (`bot.turn.live`); that
 draft is closed before the reply is recorded, so the ledger's message is the only one left.
 
+After the reply, the receipts of what the turn stored go out (`bot.receipts`: with buttons where
+the channel has them); a `/receipt` command, or the next message of someone editing a fact, is
+answered by the receipts' desk instead of a command or the pipeline.
+
 A turn starts with the replier's acknowledgement (Telegram: a reaction on the message). In a
 group the message reaches the model with its sender's name, after what the group said meanwhile
 without addressing the bot (`bot.conversation.speakers`): such chatter is journaled like any
@@ -48,6 +52,7 @@ from bot.llm import failures
 from bot.media.reader import MediaReader
 from bot.models import ChatMessage, Inbound, Said, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
+from bot.receipts import ReceiptDesk
 from bot.storage.chatter import ChatterStore
 from bot.storage.inbox import Entry, Inbox
 from bot.storage.sessions import RECOVERED_FROM, SessionStore
@@ -98,6 +103,7 @@ class TurnRunner:
         notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
         chatter: ChatterStore | None = None,  # None: group messages not for the bot are dropped
         media: MediaReader | None = None,  # None: a message's attachments are not read
+        receipts: ReceiptDesk | None = None,  # None: no memory receipts
     ) -> None:
         self.pipeline = pipeline
         self.sessions = sessions
@@ -115,6 +121,7 @@ class TurnRunner:
         self.notice_after = notice_after
         self.chatter = chatter
         self.media = media
+        self.receipts = receipts
 
     def jumps_queue(self, inbound: Inbound) -> bool:
         """The door's messages (a stranger's, /pair, /claim …) and /stop are answered at
@@ -183,6 +190,8 @@ class TurnRunner:
                 log.info("inbox_resend", inbound=inbound.id, parts_sent=entry.sent)
             if entry.reply:
                 await self.delivery.deliver(entry, replier)
+            if self.receipts is not None and inbound.addressed:
+                await self.receipts.show(inbound, lambda r: self.delivery.notice(r, replier))
             await self.inbox.done(inbound.id)
 
     async def _keep_chatter(self, inbound: Inbound) -> None:
@@ -193,6 +202,8 @@ class TurnRunner:
     async def _reply(self, inbound: Inbound, replier: Replier) -> str:
         """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
         try:
+            if self.receipts is not None and (taken := await self.receipts.intercept(inbound)):
+                return taken
             if (command := parse_command(inbound.text)) is not None:
                 return await self._command(command, inbound, replier)
             return await self._locked_turn(inbound, replier)

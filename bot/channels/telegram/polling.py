@@ -27,6 +27,7 @@ from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, ExtBot
 
+from bot.channels.telegram.buttons import Presses
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -42,7 +43,8 @@ from bot.turn.runner import TurnRunner
 
 log = structlog.get_logger(__name__)
 
-ALLOWED = ["message"]  # the updates we ask for: new messages (not edits, not channel posts)
+# the updates we ask for: new messages (not edits, not channel posts), presses of our buttons
+ALLOWED = ["message", "callback_query"]
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the last repeats
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
@@ -99,16 +101,22 @@ class TelegramChannel:
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
+            receipts = self.runner.receipts
+            presses = Presses(bot, receipts.press if receipts is not None else None)
             try:
-                await self._poll(bot, intake, stop, after=max(filter(None, journaled), default=0))
+                after = max(filter(None, journaled), default=0)
+                await self._poll(bot, intake, presses, stop, after=after)
             finally:
                 log.info("telegram_stopping", backlog=intake.backlog())
+                await presses.close(self.shutdown_grace)
                 await intake.close(self.shutdown_grace)
         finally:
             with contextlib.suppress(TelegramError):
                 await bot.shutdown()
 
-    async def _poll(self, bot: Bot, intake: Intake, stop: asyncio.Event, *, after: int) -> None:
+    async def _poll(
+        self, bot: Bot, intake: Intake, presses: Presses, stop: asyncio.Event, *, after: int
+    ) -> None:
         """Fetch, journal, confirm, until `stop`. Updates up to `after` are in the journal
         already (a stop came between journaling them and saving the offset)."""
         saved = await asyncio.to_thread(self.offset.load)
@@ -128,7 +136,8 @@ class TelegramChannel:
                 continue
             outage.over()
             if updates:
-                await self._take(bot, intake, updates)
+                messages = [update for update in updates if not presses.take(update)]
+                await self._take(bot, intake, messages)
                 offset = updates[-1].update_id + 1
                 await asyncio.to_thread(self.offset.save, offset)
 
