@@ -158,6 +158,7 @@ class ChatMessage:
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # of the prompt, as the provider reported them served from its cache
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,16 @@ class SessionPolicySettings(_Section):
     idle_minutes: int | None = Field(default=None, gt=0)
 
 
+class UsageSettings(_Section):
+    """What the model may spend (`bot.usage`): tokens in and out per day; 0 is no cap."""
+
+    chat_daily_tokens: int = Field(default=0, ge=0)  # each chat's replies
+    background_daily_tokens: int = Field(default=0, ge=0)  # consolidation, flush, compaction
+    owners_exempt: bool = True  # an owner's private chat is held by neither cap
+    warn_share: float = Field(default=0.8, gt=0, le=1)  # the owners hear once at this share
+    prices_file: Path = Path("config/prices.json")  # dollars per million tokens of known models
+
+
 class LogSettings(_Section):
     format: Literal["json", "console"] = "console"
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -227,6 +237,7 @@ class Settings(BaseSettings):
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
     media: MediaSettings = MediaSettings()
+    usage: UsageSettings = UsageSettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")

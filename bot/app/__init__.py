@@ -19,10 +19,11 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
-from bot.app.steering import build_receipts
+from bot.app.steering import Spending, build_receipts, build_spending
 from bot.channels.telegram import TelegramChannel
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
+from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -54,6 +55,7 @@ from bot.turn.door import Door
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
 from bot.turn.preview import PromptPreview
 from bot.turn.runner import TurnRunner
+from bot.usage import UsageReport
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
@@ -75,6 +77,7 @@ class App:
     preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
     services: list[Service] = field(default_factory=list)
     recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
+    spending: Spending | None = None  # what the model spends; its caps' line to the owners
 
     async def start(self) -> None:
         for service in self.services:
@@ -111,20 +114,34 @@ def build_app(
     locks = ChatLocks()
     access, door = build_door(settings, workspace, memory.file_locks, now)
     receipts = build_receipts(settings, workspace, memory.file_locks, writer, access, locks, now)
+    spending = build_spending(settings, workspace, memory.file_locks, llm, access, now)
     consolidator = _build_consolidator(
-        settings, workspace, llm, writer, memory.tokens.count, now, windows
+        settings,
+        workspace,
+        spending.llm("consolidation"),
+        writer,
+        memory.tokens.count,
+        now,
+        windows,
     )
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
     compaction = build_compaction(
-        settings, sessions, llm, memory, writer, now, windows=windows, tools=tools.specs
+        settings,
+        sessions,
+        spending.llm("compaction"),
+        memory,
+        writer,
+        now,
+        windows=windows,
+        tools=tools.specs,
     )
     sent = LastRequests()
     context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
     pipeline = build_pipeline(
         settings,
         sessions,
-        llm,
+        spending.llm("reply"),
         context,
         recall,
         consolidator,
@@ -137,7 +154,7 @@ def build_app(
         sent=sent,
         receipts=receipts,
     )
-    transcriber = build_transcriber(settings, api_key)
+    transcriber = build_transcriber(settings, api_key, spending.transcribed)
     runner = _build_runner(
         settings,
         workspace,
@@ -153,6 +170,7 @@ def build_app(
         chatter=chatter,
         gate=(access, door, locks),
         receipts=receipts,
+        usage=spending.report,
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -165,7 +183,9 @@ def build_app(
         *([transcriber] if transcriber else []),
     ]
     preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
-    return App(runner, llm, workspace, now, preview, services=services, recall=recall)
+    return App(
+        runner, llm, workspace, now, preview, services=services, recall=recall, spending=spending
+    )
 
 
 def build_telegram(
@@ -185,6 +205,7 @@ def build_telegram(
         stream_interval=telegram.stream_interval,
         heartbeat=heartbeat,
         reaction=telegram.reaction,
+        owner_line=app.spending.line if app.spending else None,
     )
 
 
@@ -245,6 +266,7 @@ def _build_runner(
     chatter: ChatterStore | None,
     gate: tuple[AccessPolicy, Door, ChatLocks],
     receipts: ReceiptDesk,
+    usage: UsageReport,
 ) -> TurnRunner:
     access, door, locks = gate
     running = RunningTurns()
@@ -267,6 +289,7 @@ def _build_runner(
         keep_last_messages=compaction.keep,
         sent=sent,
         receipts=receipts,
+        usage=usage,
     )
     return TurnRunner(
         pipeline=pipeline,
@@ -359,7 +382,7 @@ def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAI
 def _build_consolidator(
     settings: Settings,
     workspace: Workspace,
-    llm: OpenAIChat,
+    llm: LLM,
     writer: MemoryWriter,
     count: Callable[[str], int],
     now: Callable[[], datetime],

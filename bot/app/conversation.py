@@ -11,9 +11,9 @@ from bot.app.memory import ItemsAndIndex, Memory, build_memory_prompt
 from bot.conversation.compaction import Compactor
 from bot.conversation.flush import MemoryFlush
 from bot.index.lightrag import LightRagBackend
+from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
-from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.memory.upkeep.consolidation import Consolidator
@@ -36,6 +36,7 @@ from bot.tools.memory_get import MemoryGet
 from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
 from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
 from bot.tools.registry import ToolRegistry
+from bot.usage import MeteredLLM
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Compaction:
 def build_compaction(
     settings: Settings,
     sessions: SessionStore,
-    llm: OpenAIChat,
+    llm: LLM,
     memory: Memory,
     writer: MemoryWriter,
     now: Callable[[], datetime],
@@ -96,7 +97,7 @@ def build_compaction(
 def _build_flush(
     settings: Settings,
     sessions: SessionStore,
-    llm: OpenAIChat,
+    llm: LLM,
     writer: MemoryWriter,
     compaction: Compaction,
     now: Callable[[], datetime],
@@ -194,7 +195,7 @@ def build_context(
 def build_pipeline(
     settings: Settings,
     sessions: SessionStore,
-    llm: OpenAIChat,
+    llm: LLM,
     context: ContextBuilding,
     recall: ItemsAndIndex,
     consolidator: Consolidator,
@@ -208,7 +209,8 @@ def build_pipeline(
     sent: LastRequests,
     receipts: Receipts | None = None,
 ) -> Pipeline:
-    flush = _build_flush(settings, sessions, llm, writer, compaction, now)
+    flushing = llm.as_kind("flush") if isinstance(llm, MeteredLLM) else llm
+    flush = _build_flush(settings, sessions, flushing, writer, compaction, now)
     loop = ToolLoop(
         llm,
         tools,

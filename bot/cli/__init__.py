@@ -6,6 +6,7 @@ memory.py    memory search | reindex | stats
 pairs.py     pair list | approve | unpair
 prompt.py    prompt --chat KEY: the next prompt of a chat
 evaluate.py  eval retrieval: the recall evaluation (`bot.eval`)
+spending.py  usage: tokens and model calls, today and this month (`bot.usage`)
 """
 
 from bot.cli.main import main

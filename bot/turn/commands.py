@@ -1,7 +1,7 @@
 """Chat commands, handled before the pipeline: /start /help /new /reset /compact /status
 (worded by `bot.turn.status`) /stop, and /memory /remember /forget (which act only on the
 memory this chat may see), and /context (owners only: the last prompt's parts and tokens,
-`bot.llm.inspection`).
+`bot.llm.inspection`), /usage (`bot.usage`).
 
 Each handler returns the text to send, or a `Reply` that sends a file before it. `COMMANDS` is
 also what channels register as the menu.
@@ -36,6 +36,7 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.status import Status, wants_verbose
 from bot.turn.status import render as render_status
+from bot.usage import UsageReport
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("forget", "Forget a text everywhere I keep it (/undo puts it back)"),
     ("undo", "Put back what the last /forget removed (for a few minutes)"),
     ("context", "The last prompt's parts and tokens (owners; /context full sends it as a file)"),
+    ("usage", "Tokens and model calls today and this month (owners, in private: every chat)"),
 )
 OWNER_COMMANDS: tuple[tuple[str, str], ...] = (  # in private; `bot.turn.door` answers them
     ("pair", "Let in whoever got a code: /pair CODE; alone, requests and who is paired"),
@@ -166,6 +168,7 @@ class Commands:
         sent: LastRequests,  # the last request of each chat (/context)
         undo_minutes: int = 10,  # how long a /forget can be undone
         receipts: Receipts | None = None,  # None: /remember answers in text only
+        usage: UsageReport | None = None,  # None: /usage says nothing is recorded
     ) -> None:
         self.sessions = sessions
         self.locks = locks
@@ -183,6 +186,7 @@ class Commands:
         self.undo_minutes = undo_minutes
         self.sent = sent
         self.receipts = receipts
+        self.usage = usage
         self._handlers: dict[str, Callable[[Inbound, str], Awaitable[str | Reply]]] = {
             "start": self._start,
             "help": self._help,
@@ -193,6 +197,7 @@ class Commands:
             "forget": self._forget,
             "undo": self._undo,
             "context": self._context,
+            "usage": self._usage,
         }
         self._slow: dict[str, Callable[[Inbound, str, Progress], Awaitable[str]]] = {
             "new": self._new,
@@ -318,6 +323,13 @@ class Commands:
             return f"{text}\n{CONTEXT_FULL_HINT}"
         name = f"context-{sent.at:%Y%m%d-%H%M%S}.txt"
         return Reply(text, Document(name=name, text=full_text(sent), caption="The whole prompt"))
+
+    async def _usage(self, inbound: Inbound, args: str) -> str:
+        """This chat's model usage (`bot.usage`); an owner's private chat shows every chat's."""
+        if self.usage is None:
+            return "Model usage is not recorded."
+        everything = inbound.is_private and self.access.is_owner(inbound.user_id)
+        return await self.usage.describe(inbound.session_key, everything=everything)
 
     async def _undo(self, inbound: Inbound, args: str) -> str:
         async with self.locks.hold(inbound.session_key):

@@ -40,6 +40,7 @@ from bot.storage.heartbeat import Heartbeat
 from bot.turn.commands import COMMANDS
 from bot.turn.intake import Intake
 from bot.turn.runner import TurnRunner
+from bot.usage import OwnerLine
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +65,7 @@ class TelegramChannel:
         stream: bool = True,  # replies shown while they are written (`drafts`)
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
+        owner_line: OwnerLine | None = None,  # connected: caps on spending tell the owners
     ) -> None:
         self.runner = runner
         self.token = token
@@ -77,6 +79,7 @@ class TelegramChannel:
         self.stream_interval = stream_interval
         self.drafts = DraftSupport()
         self.reaction = reaction
+        self.owner_line = owner_line
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -90,6 +93,8 @@ class TelegramChannel:
         await _started(bot, self.base_url)
         if self.runner.media is not None:
             self.runner.media.connect(CHANNEL, TelegramFiles(bot))
+        if self.owner_line is not None:
+            self.owner_line.connect(lambda chat_id, text: self._tell(bot, chat_id, text))
         await self._beat()
         try:
             intake = Intake(
@@ -148,6 +153,12 @@ class TelegramChannel:
     async def _take(self, bot: Bot, intake: Intake, updates: Sequence[Update]) -> None:
         inbounds = (to_inbound(update, bot_username=bot.username) for update in updates)
         await intake.receive([inbound for inbound in inbounds if inbound is not None])
+
+    async def _tell(self, bot: Bot, chat_id: int, text: str) -> None:
+        """One short message to a private chat, outside any turn (`SendFailed` if it fails)."""
+        replier = self._private(bot, chat_id)
+        for part in replier.parts(text):
+            await replier.send_part(part)
 
     def _private(self, bot: Bot, chat_id: int) -> TelegramReplier:
         """A replier for a private chat (a user's chat id is their user id)."""
