@@ -2,7 +2,7 @@
 
 main.py      `main`: run (Telegram), chat (the console), and the dispatch to the others
 doctor.py    doctor (every dependency, one line each) and health (the heartbeat)
-memory.py    memory search | reindex | stats
+memory.py    memory search | reindex | stats (and export | import: transfer.py)
 pairs.py     pair list | approve | unpair
 prompt.py    prompt --chat KEY: the next prompt of a chat
 evaluate.py  eval retrieval: the recall evaluation (`bot.eval`)
