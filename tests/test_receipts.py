@@ -201,5 +201,5 @@ async def test_the_console_shows_the_receipt_as_text_commands_that_work(
 async def said(app: App, text: str, *, user: int = OWNER) -> RecordingReplier:
     replier = RecordingReplier()
     inbound = message(text, at=app.now(), user=user, chat=OWNER, chat_type="private")
-    await app.runner.handle(inbound, replier)
+    await app.router.handle(inbound, replier)
     return replier

@@ -50,6 +50,14 @@ def build_receipts(
 
 
 @dataclass(frozen=True)
+class Steering:
+    """What the router and the commands get of these parts."""
+
+    receipts: ReceiptDesk
+    usage: UsageReport
+
+
+@dataclass(frozen=True)
 class Spending:
     """What the model spends: recorded, capped, reported (`bot.usage`)."""
 

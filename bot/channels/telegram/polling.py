@@ -37,9 +37,9 @@ from bot.errors import StartupError
 from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
-from bot.turn.commands import COMMANDS
+from bot.turn.commands.handler import COMMANDS
 from bot.turn.intake import Intake
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 from bot.usage import OwnerLine
 
 log = structlog.get_logger(__name__)
@@ -53,7 +53,7 @@ REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 class TelegramChannel:
     def __init__(
         self,
-        runner: TurnRunner,
+        router: Router,
         *,
         token: str,
         base_url: str,
@@ -67,7 +67,7 @@ class TelegramChannel:
         reaction: str = "",  # set on a message when its turn starts ("": none)
         owner_line: OwnerLine | None = None,  # connected: caps on spending tell the owners
     ) -> None:
-        self.runner = runner
+        self.router = router
         self.token = token
         self.base_url = base_url
         self.poll_timeout = poll_timeout
@@ -91,14 +91,14 @@ class TelegramChannel:
             rate_limiter=AIORateLimiter(max_retries=3),
         )
         await _started(bot, self.base_url)
-        if self.runner.media is not None:
-            self.runner.media.connect(CHANNEL, TelegramFiles(bot))
+        if self.router.media is not None:
+            self.router.media.connect(CHANNEL, TelegramFiles(bot))
         if self.owner_line is not None:
             self.owner_line.connect(lambda chat_id, text: self._tell(bot, chat_id, text))
         await self._beat()
         try:
             intake = Intake(
-                self.runner,
+                self.router,
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),
@@ -106,7 +106,7 @@ class TelegramChannel:
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
-            receipts = self.runner.receipts
+            receipts = self.router.receipts
             presses = Presses(bot, receipts.press if receipts is not None else None)
             try:
                 after = max(filter(None, journaled), default=0)
