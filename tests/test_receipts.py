@@ -7,10 +7,10 @@ from pathlib import Path
 
 from bot.app import App
 from bot.settings import MemorySettings
-from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
 from tests.harness import FRIEND, OWNER, STRANGER, make_settings, running_bot, started_app
-from tests.talk import RecordingReplier, message, system_text
+from tests.talk import RecordingReplier, message, system_text, write
 
 ON = MemorySettings(receipts=True)
 OTHER_FRIEND = 4004
@@ -196,6 +196,25 @@ async def test_the_console_shows_the_receipt_as_text_commands_that_work(
     assert stranger.sent == ["Only the person who said this, or an owner, can change it."]
     assert done.sent == ["Undone: “Ann has a cat” is no longer in memory."]
     assert "cat" not in memory_md(tmp_path / "ws")
+
+
+async def test_a_line_the_memory_tools_wrote_gets_a_receipt_too(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(tmp_path / "ws", telegram=None, openai=fake_openai, memory=ON)
+    write(tmp_path / "ws", "MEMORY.md", "- Ann lives in Oslo\n")
+    fake_openai.script(
+        ToolCalls([("memory_edit", {"old": "Oslo", "new": "- Ann lives in Bergen"})]),
+        Reply("Fixed."),
+    )
+    async with started_app(settings) as app:
+        replier = await said(app, "I moved to Bergen, fix that")
+        [receipt] = replier.receipts
+        done = await said(app, receipt.buttons[0].command)
+    assert replier.sent == ["Fixed."]
+    assert receipt.text == "Saved to memory: Ann lives in Bergen"
+    assert done.sent == ["Undone: “Ann lives in Bergen” is no longer in memory."]
+    assert "Bergen" not in memory_md(tmp_path / "ws")
 
 
 async def said(app: App, text: str, *, user: int = OWNER) -> RecordingReplier:

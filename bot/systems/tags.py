@@ -6,7 +6,8 @@ Only the model's final reply is parsed: tags in the user's message or in tool re
 `<memory>` goes to the turn's scope, which is the global memory only in an owner's private
 chat; `<chat-memory>` goes to this chat's own memory. The tags are stripped first; each
 store is best-effort (logged), so a storage failure never costs the user the reply. Each line
-added gets a receipt (`bot.receipts`), shown after the reply.
+added, and each line the memory tools wrote in the turn (`TurnContext.stored`), gets a receipt
+(`bot.receipts`), shown after the reply.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class MemoryTags:
     async def process(self, ctx: TurnContext) -> None:
         if ctx.reply is None:
             return
+        if ctx.stored and self.receipts is not None:  # what the memory tools wrote
+            await self.receipts.issue(ctx.inbound, ctx.stored)
         tags = extract_tags(ctx.reply)
         if tags.text == ctx.reply and not tags.found:
             return

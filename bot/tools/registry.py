@@ -26,6 +26,7 @@ class ToolContext:
     session_key: str
     scope: MemoryScope
     forgotten: list[str] = field(default_factory=list)  # memory_forget adds what it forgot
+    stored: list[tuple[MemoryScope, str]] = field(default_factory=list)  # memory lines written
 
 
 class Tool(Protocol):
