@@ -18,8 +18,8 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, build_items_and_index, build_memory, build_writer
-from bot.app.steering import Spending, Steering, build_receipts, build_spending
-from bot.app.turn import Gate, TurnParts, build_door, build_router
+from bot.app.steering import Gate, Spending, build_steering
+from bot.app.turn import TurnParts, build_door, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
 from bot.llm.client import LLM
@@ -100,25 +100,19 @@ def build_app(
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     chatter = _build_chatter(settings, workspace, memory.file_locks)
     writer = build_writer(workspace, memory, recall, undo, chatter=chatter)
-    locks = ChatLocks()
-    access, door = build_door(settings, workspace, memory.file_locks, now)
-    receipts = build_receipts(settings, workspace, memory.file_locks, writer, access, locks, now)
-    spending = build_spending(settings, workspace, memory.file_locks, llm, access, now)
+    gate = Gate(*build_door(settings, workspace, memory.file_locks, now), ChatLocks())
+    steering, spending = build_steering(
+        settings, workspace, memory.file_locks, writer, llm, gate, now
+    )
     consolidating = spending.llm("consolidation")
     consolidator = _build_consolidator(
         settings, workspace, consolidating, writer, memory.tokens.count, now, windows
     )
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
+    compacting = spending.llm("compaction")
     compaction = build_compaction(
-        settings,
-        sessions,
-        spending.llm("compaction"),
-        memory,
-        writer,
-        now,
-        windows=windows,
-        tools=tools.specs,
+        settings, sessions, compacting, memory, writer, now, windows=windows, tools=tools.specs
     )
     sent = LastRequests()
     context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
@@ -136,7 +130,7 @@ def build_app(
         lightrag=lightrag,
         tools=tools,
         sent=sent,
-        receipts=receipts,
+        receipts=steering.receipts,
     )
     transcriber = build_transcriber(settings, api_key, spending.transcribed)
     parts = TurnParts(memory, writer, consolidator, compaction, pipeline, sent)
@@ -148,8 +142,8 @@ def build_app(
         now,
         media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
         chatter=chatter,
-        gate=Gate(access, door, locks),
-        steering=Steering(receipts, spending.report),
+        gate=gate,
+        steering=steering,
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last

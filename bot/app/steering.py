@@ -16,6 +16,7 @@ from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
+from bot.turn.door import Door
 from bot.usage import (
     Caps,
     MeteredLLM,
@@ -47,6 +48,16 @@ def build_receipts(
         undo_minutes=settings.memory.undo_minutes,
         enabled=settings.memory.receipts,
     )
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Who may talk, the door for everyone else, and each chat's lock: built before the turn
+    (receipts and spending caps use them too)."""
+
+    access: AccessPolicy
+    door: Door
+    locks: ChatLocks
 
 
 @dataclass(frozen=True)
@@ -103,3 +114,18 @@ def _owner_chat(access: AccessPolicy, chat: str) -> bool:
     """An owner's private chat (its id is the owner's user id), or the console's."""
     parsed = parse_session_key(chat)
     return parsed is not None and parsed[2] is None and access.is_owner(parsed[1])
+
+
+def build_steering(
+    settings: Settings,
+    workspace: Workspace,
+    locks: FileLocks,
+    writer: MemoryWriter,
+    llm: LLM,
+    gate: Gate,
+    now: Callable[[], datetime],
+) -> tuple[Steering, Spending]:
+    """The receipts' desk and the spending, over the gate built before the turn."""
+    receipts = build_receipts(settings, workspace, locks, writer, gate.access, gate.locks, now)
+    spending = build_spending(settings, workspace, locks, llm, gate.access, now)
+    return Steering(receipts, spending.report), spending

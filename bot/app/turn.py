@@ -9,7 +9,7 @@ from datetime import datetime
 
 from bot.app.conversation import Compaction
 from bot.app.memory import Memory
-from bot.app.steering import Steering
+from bot.app.steering import Gate, Steering
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
@@ -46,16 +46,6 @@ class Chats:
     access: AccessPolicy
     locks: ChatLocks
     running: RunningTurns
-
-
-@dataclass(frozen=True)
-class Gate:
-    """Who may talk, the door for everyone else, and each chat's lock: built before the turn
-    (receipts and spending caps use them too)."""
-
-    access: AccessPolicy
-    door: Door
-    locks: ChatLocks
 
 
 @dataclass(frozen=True)
