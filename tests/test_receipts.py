@@ -120,6 +120,7 @@ async def test_forget_removes_the_text_everywhere(
     assert edited.text.startswith("Forgot ") and "/undo within 10 minutes" in edited.text
     assert "Oslo" not in memory_md(tmp_path / "ws")
     assert "Oslo" not in prompt
+    assert "Oslo" not in (tmp_path / "ws" / "state" / "receipts.json").read_text()  # no copy
 
 
 async def test_a_stranger_and_the_wrong_user_are_refused(

@@ -32,6 +32,7 @@ from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
+from bot.receipts import ReceiptStore
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
@@ -99,11 +100,10 @@ def build_app(
     )
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     chatter = _build_chatter(settings, workspace, memory.file_locks)
-    writer = build_writer(workspace, memory, recall, undo, chatter=chatter)
+    receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
+    writer = build_writer(workspace, memory, recall, undo, chatter=chatter, receipts=receipts)
     gate = Gate(*build_door(settings, workspace, memory.file_locks, now), ChatLocks())
-    steering, spending = build_steering(
-        settings, workspace, memory.file_locks, writer, llm, gate, now
-    )
+    steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
     consolidating = spending.llm("consolidation")
     consolidator = _build_consolidator(
         settings, workspace, consolidating, writer, memory.tokens.count, now, windows

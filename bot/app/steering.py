@@ -31,15 +31,12 @@ from bot.usage.metered import Limits
 
 def build_receipts(
     settings: Settings,
-    workspace: Workspace,
-    locks: FileLocks,
+    store: ReceiptStore,
     writer: MemoryWriter,
     access: AccessPolicy,
     chats: ChatLocks,
-    now: Callable[[], datetime],
 ) -> ReceiptDesk:
     """The receipts' desk; with receipts off it issues none, and old receipts still work."""
-    store = ReceiptStore(workspace.receipts_path, locks, now=now)
     return ReceiptDesk(
         store,
         writer,
@@ -119,13 +116,13 @@ def _owner_chat(access: AccessPolicy, chat: str) -> bool:
 def build_steering(
     settings: Settings,
     workspace: Workspace,
-    locks: FileLocks,
+    store: ReceiptStore,
     writer: MemoryWriter,
     llm: LLM,
     gate: Gate,
     now: Callable[[], datetime],
 ) -> tuple[Steering, Spending]:
     """The receipts' desk and the spending, over the gate built before the turn."""
-    receipts = build_receipts(settings, workspace, locks, writer, gate.access, gate.locks, now)
-    spending = build_spending(settings, workspace, locks, llm, gate.access, now)
+    receipts = build_receipts(settings, store, writer, gate.access, gate.locks)
+    spending = build_spending(settings, workspace, store.locks, llm, gate.access, now)
     return Steering(receipts, spending.report), spending

@@ -93,6 +93,26 @@ class ReceiptStore:
     async def mark_shown(self, receipt: Receipt) -> None:
         await self.update(replace(receipt, shown=True))
 
+    async def forget(self, chat: str, needle: str) -> list[str]:
+        """Drop `chat`'s receipts whose text holds `needle` (any case): /forget leaves no copy
+        here. The texts dropped."""
+        dropped: list[str] = []
+        wanted = needle.casefold()
+
+        def change(document: dict[str, Any]) -> None:
+            receipts: dict[str, Any] = document["receipts"]
+            for key, raw in list(receipts.items()):
+                found = _receipt(raw)
+                if found is not None and found.chat == chat and wanted in found.text.casefold():
+                    dropped.append(found.text)
+                    del receipts[key]
+            editing: dict[str, Any] = document["editing"]
+            for who in [w for w, key in editing.items() if key not in receipts]:
+                del editing[who]
+
+        await self._change(change)
+        return dropped
+
     async def await_edit(self, chat: str, user: int, receipt_id: str | None) -> None:
         """The receipt whose new text `user`'s next message in `chat` is (None: no more)."""
 

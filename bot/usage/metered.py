@@ -111,12 +111,8 @@ class Caps:
         spent = await self._spent(chat, kind)
         if spent >= limit:
             await self._tell_once(name, "stop", chat=chat, spent=spent, limit=limit)
-            raise LLMError(
-                CHAT_STOP.format(limit=limit)
-                if name != "background"
-                else BACKGROUND_STOP.format(limit=limit),
-                cause=LLMCause.CAPPED,
-            )
+            stop = BACKGROUND_STOP if name == "background" else CHAT_STOP
+            raise LLMError(stop.format(limit=limit), cause=LLMCause.CAPPED)
 
     async def after(self, chat: str, kind: str) -> None:
         """The owners hear once a day when a cap is at `warn_share`, and when it is reached."""
