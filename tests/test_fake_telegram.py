@@ -329,7 +329,7 @@ async def test_inline_keyboards_are_checked_kept_and_removed_by_an_edit(
     bot: Bot, fake_telegram: FakeTelegram
 ) -> None:
     too_long = InlineKeyboardMarkup([[InlineKeyboardButton("Undo", callback_data="x" * 65)]])
-    with pytest.raises(BadRequest, match="(?i)button_data_invalid"):
+    with pytest.raises(BadRequest, match=r"(?i)button_data_invalid"):
         await bot.send_message(42, "receipt", reply_markup=too_long)
     keyed = InlineKeyboardMarkup([[InlineKeyboardButton("Undo", callback_data="rc:1:u")]])
     sent = await bot.send_message(42, "receipt", reply_markup=keyed)
@@ -351,6 +351,6 @@ async def test_a_press_arrives_as_a_callback_query_answered_once(
     assert update.callback_query.message is not None
     assert update.callback_query.message.message_id == sent.message_id
     assert await bot.answer_callback_query(query_id, text="Undone.")
-    with pytest.raises(BadRequest, match="(?i)query is too old"):
+    with pytest.raises(BadRequest, match=r"(?i)query is too old"):
         await bot.answer_callback_query(query_id, text="again")
     assert fake_telegram.press_answers == {query_id: "Undone."}

@@ -85,6 +85,7 @@ async def test_undo_removes_the_fact_and_the_receipt_says_so(
     assert "Oslo" not in memory_md(tmp_path / "ws")
     assert "Oslo" not in prompt
     assert again == "That was already undone."
+    assert "Oslo" not in (tmp_path / "ws" / "state" / "receipts.json").read_text()
 
 
 async def test_edit_takes_the_next_message_as_the_new_text(

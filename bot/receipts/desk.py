@@ -127,7 +127,7 @@ class ReceiptDesk:
         edit = await self.memory.edit_line(receipt.memory_scope, receipt.text, "")
         if edit.before is None:
             return _gone(receipt, "undo")
-        await self.store.update(replace(receipt, state="undone"))
+        await self.store.update(replace(receipt, state="undone", text=""))
         text = words.UNDONE.format(fact=words.short(receipt.text))
         return Pressed(text, text)
 
@@ -136,7 +136,7 @@ class ReceiptDesk:
             forgotten = await self.memory.forget(receipt.memory_scope, receipt.chat, receipt.text)
         if not forgotten.total:
             return _gone(receipt, "forget")
-        await self.store.update(replace(receipt, state="forgotten"))
+        await self.store.update(replace(receipt, state="forgotten", text=""))
         told = forget_receipt(receipt.text, forgotten, undo_minutes=self.undo_minutes)
         return Pressed(f"Forgot it ({forgotten.total} in all).", told[: words.TEXT_CHARS])
 
@@ -147,7 +147,7 @@ class ReceiptDesk:
         edit = await self.memory.edit_line(receipt.memory_scope, receipt.text, new)
         if edit.before is None:
             return words.GONE.format(fact=words.short(receipt.text), action="edit")
-        await self.store.update(replace(receipt, state="edited"))
+        await self.store.update(replace(receipt, state="edited", text=""))
         await self.issue(inbound, [(receipt.memory_scope, new)])
         return words.EDITED.format(old=words.short(receipt.text), new=words.short(new))
 

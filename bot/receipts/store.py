@@ -34,7 +34,7 @@ class Receipt:
     chat: str  # the session key of the chat it was said in
     user: int  # who said it
     scope: str  # the memory it went to: a chat key, "" for the owner's global memory
-    text: str  # the fact as it stands in MEMORY.md (an edit changes it)
+    text: str  # the fact as it stands in MEMORY.md; "" once undone, edited or forgotten
     inbound: str  # the message whose reply it follows
     at: str  # ISO time it was stored
     shown: bool = False
