@@ -89,6 +89,12 @@ class MemoryScope:
 
 
 GLOBAL_SCOPE = MemoryScope(chat_key=None)
+GLOBAL_KEY = ""  # the global scope's key (the index's chunks, a search's scopes)
+
+
+def scope_key(scope: MemoryScope) -> str:
+    """A scope's key: its chat key, or `GLOBAL_KEY` for the owner's global memory."""
+    return scope.chat_key or GLOBAL_KEY
 
 
 class MemoryLayer(StrEnum):

@@ -15,8 +15,8 @@ import structlog
 from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.memory.notes.tags import extract_tags
+from bot.memory.writer import TagSink
 from bot.models import ChatMessage, MemoryItem, MemoryScope, Session
-from bot.systems.tags import TagSink
 
 log = structlog.get_logger(__name__)
 

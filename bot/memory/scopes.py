@@ -4,8 +4,7 @@ own memory. Nothing outside these scopes is ever read, searched or changed for a
 
 from __future__ import annotations
 
-from bot.index.sources import GLOBAL, scope_key
-from bot.models import MemoryScope
+from bot.models import GLOBAL_KEY, MemoryScope, scope_key
 
 
 def chat_scope(scope: MemoryScope, session_key: str) -> MemoryScope | None:
@@ -24,5 +23,5 @@ def search_scopes(scope: MemoryScope, session_key: str) -> tuple[str, ...]:
     """The scope keys a chat may search (DESIGN §3): the owner's private chat sees global
     memory and its own chat's; every other chat only its own."""
     if scope.is_global:
-        return (GLOBAL, session_key)
+        return (GLOBAL_KEY, session_key)
     return (scope_key(scope),)

@@ -84,6 +84,15 @@ class Stored:
     items: tuple[MemoryItem, ...]  # the items written or reinforced
 
 
+class TagSink(Protocol):
+    """Where a reply's memory tags go (`MemoryWriter.store_tags`): system 40 and the memory
+    flush."""
+
+    async def store_tags(
+        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
+    ) -> Stored: ...
+
+
 class MemoryWriter:
     def __init__(
         self,

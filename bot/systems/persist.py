@@ -22,13 +22,12 @@ from typing import Protocol
 import structlog
 
 from bot.conversation.compaction import cut_point as consolidation_cut
-from bot.index.sources import scope_key
 from bot.llm.meter import PromptMeter
 from bot.memory.forgetting import unsaid
 from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.memory.writer import TurnRecord
-from bot.models import ChatMessage, MemoryItem
+from bot.models import ChatMessage, MemoryItem, scope_key
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SCOPE, SessionStore

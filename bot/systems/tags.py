@@ -11,27 +11,17 @@ store is best-effort (logged), so a storage failure never costs the user the rep
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
 
 import structlog
 
-from bot.memory.notes.tags import ExtractedTags, extract_tags, without_echoes
-from bot.memory.writer import Stored
-from bot.models import MemoryScope
+from bot.memory.notes.tags import extract_tags, without_echoes
+from bot.memory.writer import TagSink
 from bot.pipeline import TurnContext
 from bot.systems.tool_loop import EMPTY_REPLY
 
 log = structlog.get_logger(__name__)
 ACKNOWLEDGEMENT = "Noted."
 NOT_SAVED = "Sorry, I couldn't save that to memory."
-
-
-class TagSink(Protocol):
-    """Where the tags go (`MemoryWriter.store_tags`)."""
-
-    async def store_tags(
-        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
-    ) -> Stored: ...
 
 
 class MemoryTags:
