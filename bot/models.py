@@ -98,7 +98,7 @@ def scope_key(scope: MemoryScope) -> str:
 
 
 class MemoryLayer(StrEnum):
-    """Where a structured memory item belongs (seed 000, Memory V2)."""
+    """Where a structured memory item belongs."""
 
     EPISODIC = "episodic"  # recent turn events and short-horizon traces
     SEMANTIC = "semantic"  # durable facts, preferences, constraints

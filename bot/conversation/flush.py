@@ -1,4 +1,4 @@
-"""The pre-compaction memory flush (seed 004): one silent turn in which the model writes down
+"""The pre-compaction memory flush: one silent turn in which the model writes down
 what is worth keeping before older messages are summarised away.
 
 The model sees the conversation and may answer with memory tags; the tags are stored like any

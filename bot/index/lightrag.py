@@ -1,4 +1,4 @@
-"""`LightRagBackend`: the optional LightRAG server (seed 000), reached over its REST API.
+"""`LightRagBackend`: the optional LightRAG server, reached over its REST API.
 
 Privacy, the decision: LightRAG keeps one knowledge graph with no per-chat scoping, and a query
 may return anything in it. So only the owner's global-scope exchanges (their private chat with

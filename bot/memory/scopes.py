@@ -1,4 +1,4 @@
-"""Who sees what (DESIGN §3), the one owner of the privacy rule: the owner's private chat has
+"""Who sees what, the one owner of the privacy rule: the owner's private chat has
 the global scope and sees the global memory plus that chat's own; every other chat sees only its
 own memory. Nothing outside these scopes is ever read, searched or changed for a chat."""
 
@@ -20,7 +20,7 @@ def visible_scopes(scope: MemoryScope, session_key: str) -> tuple[MemoryScope, .
 
 
 def search_scopes(scope: MemoryScope, session_key: str) -> tuple[str, ...]:
-    """The scope keys a chat may search (DESIGN §3): the owner's private chat sees global
+    """The scope keys a chat may search: the owner's private chat sees global
     memory and its own chat's; every other chat only its own."""
     if scope.is_global:
         return (GLOBAL_KEY, session_key)

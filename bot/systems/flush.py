@@ -1,4 +1,4 @@
-"""System 17, pre-compaction memory flush (seed 004): before this compaction cycle ends, one
+"""System 17, pre-compaction memory flush: before this compaction cycle ends, one
 silent turn lets the model write down what should outlive the summary.
 
 It runs when the estimated prompt crosses `flush_trigger(...)` and at most once per compaction

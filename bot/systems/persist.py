@@ -112,7 +112,7 @@ class MemoryPersist:
     async def _trim(self, ctx: TurnContext) -> None:
         """Past `memory_window` messages the older ones go to consolidation (the job durable
         before anything else); with a window of 0 there is no consolidation and the session
-        just keeps its last `keep_messages` (seed 001). Either way the cut part is archived
+        just keeps its last `keep_messages`. Either way the cut part is archived
         as a session file before the session is saved with the rest: no message is lost."""
         messages = ctx.session.messages
         consolidating = self.consolidator is not None and self.memory_window > 0
