@@ -59,8 +59,9 @@ class Gate:
 
 @dataclass(frozen=True)
 class Steering:
-    """What the router and the commands get of these parts."""
+    """What the router and the commands get of these parts, and the gate they share."""
 
+    gate: Gate
     receipts: ReceiptDesk
     usage: UsageReport
 
@@ -125,4 +126,4 @@ def build_steering(
     """The receipts' desk and the spending, over the gate built before the turn."""
     receipts = build_receipts(settings, store, writer, gate.access, gate.locks)
     spending = build_spending(settings, workspace, store.locks, llm, gate.access, now)
-    return Steering(receipts, spending.report), spending
+    return Steering(gate, receipts, spending.report), spending

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from bot.app.conversation import Compaction
 from bot.app.memory import Memory
-from bot.app.steering import Gate, Steering
+from bot.app.steering import Steering
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
@@ -58,6 +58,7 @@ class TurnParts:
     compaction: Compaction
     pipeline: Pipeline
     sent: LastRequests  # the last request of each chat (/context)
+    steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
 
 
 def build_router(
@@ -69,9 +70,9 @@ def build_router(
     *,
     media: MediaReader,
     chatter: ChatterStore | None,
-    gate: Gate,
-    steering: Steering,
 ) -> Router:
+    steering = parts.steering
+    gate = steering.gate
     access, door = gate.access, gate.door
     chats = Chats(sessions, access, gate.locks, RunningTurns())
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
@@ -86,7 +87,7 @@ def build_router(
         inbox=inbox,
         access=access,
         door=door,
-        commands=build_commands(settings, workspace, chats, parts, closing, now, steering),
+        commands=build_commands(settings, workspace, chats, parts, closing, now),
         turns=_build_turns(settings, chats, parts, closing, delivery, now, media, chatter),
         delivery=delivery,
         chatter=chatter,
@@ -133,8 +134,8 @@ def build_commands(
     parts: TurnParts,
     closing: ConversationClose,
     now: Callable[[], datetime],
-    steering: Steering | None = None,
 ) -> Commands:
+    steering = parts.steering
     sessions, access, locks, running = chats.sessions, chats.access, chats.locks, chats.running
     meter, model = parts.compaction.meter, settings.llm.model
     undo_minutes = settings.memory.undo_minutes
@@ -156,7 +157,7 @@ def build_commands(
                 parts.compaction.compactor, sessions, locks, access, keep=parts.compaction.keep
             ),
             memory.ShowMemory(inventory, access),
-            memory.Remember(parts.writer, access, steering.receipts if steering else None),
+            memory.Remember(parts.writer, access, steering.receipts),
             memory.Forget(parts.writer, access, locks, undo_minutes=undo_minutes),
             memory.Undo(parts.writer, locks, undo_minutes=undo_minutes),
             status.ShowStatus(
@@ -169,7 +170,7 @@ def build_commands(
                 pipeline=parts.pipeline.describe(),
             ),
             status.ShowContext(parts.sent, meter, access, model=model),
-            spending.ShowUsage(steering.usage if steering else None, access),
+            spending.ShowUsage(steering.usage, access),
         ]
     )
 

@@ -85,6 +85,15 @@ class Stored:
     added: tuple[tuple[MemoryScope, str], ...] = ()  # the lines added, and to which memory
 
 
+class TagSink(Protocol):
+    """Where a reply's memory tags go (`MemoryWriter.store_tags`): system 40 and the memory
+    flush."""
+
+    async def store_tags(
+        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
+    ) -> Stored: ...
+
+
 class MemoryWriter:
     def __init__(
         self,
@@ -140,7 +149,7 @@ class MemoryWriter:
         self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
-        owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory."""
+        owner's private chat, `bot.memory.scopes`), `<chat-memory>` in this chat's own memory."""
         ok, items, added = True, list[MemoryItem](), list[tuple[MemoryScope, str]]()
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
