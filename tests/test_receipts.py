@@ -191,7 +191,8 @@ async def test_the_console_shows_the_receipt_as_text_commands_that_work(
         undo = receipt.buttons[0].command
         assert undo.startswith("/receipt ") and undo.endswith(" undo")
         assert receipt.as_text().splitlines()[1].startswith(f"Undo: {undo} · Edit: /receipt ")
-        stranger = await said(app, undo, user=FRIEND)
+        addressed = undo.replace("/receipt", "/receipt@mnemo_test_bot")
+        stranger = await said(app, addressed, user=FRIEND)
         done = await said(app, undo)
     assert replier.sent == []  # the receipt is the answer
     assert receipt.text == "Saved to memory: Ann has a cat"

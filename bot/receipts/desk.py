@@ -87,9 +87,9 @@ class ReceiptDesk:
         """The answer to a message the desk takes: `/receipt ID ACTION`, or the new text of
         an edit this person started; None for any other message."""
         text = inbound.text.strip()
-        head = text.split(maxsplit=1)[0].split("@", 1)[0] if text else ""
-        if head == f"/{words.COMMAND}":
-            parsed = words.parse_command(text[len(head) :].strip())
+        first, _, args = text.partition(" ")
+        if first.split("@", 1)[0].lower() == f"/{words.COMMAND}":
+            parsed = words.parse_command(args)
             if parsed is None:
                 return words.USAGE.format(command=words.COMMAND)
             pressed = await self._act(*parsed, chat=inbound.session_key, user=inbound.user_id)
