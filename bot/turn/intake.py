@@ -55,6 +55,7 @@ class Intake:
         left = [entry for entry in pending if entry.inbound.channel == self.channel]
         for entry in left:
             self._queue(entry)
+        self.runner.outlets[self.channel] = self._queue
         return left
 
     async def receive(self, inbounds: Sequence[Inbound]) -> None:
@@ -78,6 +79,7 @@ class Intake:
         """Take no more entries; wait up to `grace` seconds for the ones running, cancel the
         rest (they stay journaled)."""
         self._closing = True
+        self.runner.outlets.pop(self.channel, None)
         tasks = [*self._workers.values(), *self._at_once]
         if not tasks:
             return

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -115,6 +115,10 @@ class TurnRunner:
         self.notice_after = notice_after
         self.chatter = chatter
         self.media = media
+        # an entry not sent by anyone (`Inbound.kind`, e.g. a scheduled task): its own turn
+        self.kinds: dict[str, Callable[[Inbound, Replier], Awaitable[str]]] = {}
+        # each running channel's queue, for entries journaled outside it (`bot.reminders`)
+        self.outlets: dict[str, Callable[[Entry], None]] = {}
 
     def jumps_queue(self, inbound: Inbound) -> bool:
         """The door's messages (a stranger's, /pair, /claim …) and /stop are answered at
@@ -193,6 +197,8 @@ class TurnRunner:
     async def _reply(self, inbound: Inbound, replier: Replier) -> str:
         """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
         try:
+            if (own_turn := self.kinds.get(inbound.kind)) is not None:
+                return await own_turn(inbound, replier)
             if (command := parse_command(inbound.text)) is not None:
                 return await self._command(command, inbound, replier)
             return await self._locked_turn(inbound, replier)

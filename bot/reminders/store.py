@@ -1,0 +1,131 @@
+"""`ReminderStore`: each chat's scheduled items, in `reminders.json` beside the chat's memory
+(the owner's private chat: the global memory folder), so /forget and an export of the memory
+reach them.
+
+    {"version": 1, "items": [{"id": "r3f2a1c", "text": "call the bank", "rule": {...}, ...}]}
+
+Every change holds the file's lock and is written atomically. A person may edit the file: an
+item that cannot be read is kept as it is (never dropped by a later write) and skipped; a file
+that is not JSON is left alone and nothing is written over it (`StoreError` says where).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.models import GLOBAL_SCOPE, MemoryScope
+from bot.reminders.model import Reminder, decode, encode
+from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.workspace import Workspace
+
+log = structlog.get_logger(__name__)
+FORMAT_VERSION = 1
+FILE_NAME = "reminders.json"
+
+Change = Callable[[list[Reminder]], list[Reminder]]
+
+
+class StoreError(Exception):
+    """A reminders file that cannot be read, so it is not written over."""
+
+
+def new_id() -> str:
+    return "r" + uuid.uuid4().hex[:6]
+
+
+class ReminderStore:
+    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
+        self.workspace = workspace
+        self.locks = locks
+
+    def path(self, scope: MemoryScope) -> Path:
+        return self.workspace.memory_dir(scope) / FILE_NAME
+
+    async def items(self, scope: MemoryScope) -> list[Reminder]:
+        """The scope's items (none when its file is missing or unreadable)."""
+        try:
+            items, _ = await asyncio.to_thread(_read, self.path(scope))
+        except StoreError as exc:
+            log.warning("reminders_unreadable", reason=str(exc))
+            return []
+        return items
+
+    async def everything(self) -> list[tuple[MemoryScope, Reminder]]:
+        """Every chat's items, with the scope each is kept in."""
+        scopes = [GLOBAL_SCOPE, *await asyncio.to_thread(self.workspace.chat_scopes)]
+        found: list[tuple[MemoryScope, Reminder]] = []
+        for scope in scopes:
+            found += [(scope, item) for item in await self.items(scope)]
+        return found
+
+    async def change(self, scope: MemoryScope, change: Change) -> list[Reminder]:
+        """Apply `change` to the scope's items under the lock, written atomically; the items
+        as they are now. `StoreError` when the file cannot be read (nothing is written)."""
+        path = self.path(scope)
+        async with self.locks.hold(path):
+            items, unreadable = await asyncio.to_thread(_read, path)
+            changed = change(list(items))
+            if changed != items:
+                await asyncio.to_thread(_write, path, changed, unreadable)
+        return changed
+
+    async def add(self, scope: MemoryScope, item: Reminder) -> Reminder:
+        await self.change(scope, lambda items: [*items, item])
+        return item
+
+    async def replace(self, scope: MemoryScope, item: Reminder) -> None:
+        """Put `item` in place of the one with its id (nothing when that one is gone)."""
+        await self.change(scope, lambda items: [item if i.id == item.id else i for i in items])
+
+    async def remove(self, scope: MemoryScope, item_id: str) -> Reminder | None:
+        """Cancel one item; the item, or None when the scope has none by that id."""
+        removed: list[Reminder] = []
+
+        def without(items: list[Reminder]) -> list[Reminder]:
+            removed.extend(i for i in items if i.id == item_id)
+            return [i for i in items if i.id != item_id]
+
+        await self.change(scope, without)
+        return removed[0] if removed else None
+
+    async def find(self, item_id: str) -> tuple[MemoryScope, Reminder] | None:
+        for scope, item in await self.everything():
+            if item.id == item_id:
+                return scope, item
+        return None
+
+
+def _read(path: Path) -> tuple[list[Reminder], list[Any]]:
+    """The file's items, and the raw ones that could not be read (kept on the next write)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [], []
+    try:
+        document = json.loads(text)
+        raw_items = document["items"]
+        if not isinstance(raw_items, list):
+            raise TypeError("items is not a list")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"{path} is not a reminders file ({exc}); fix or move it") from exc
+    items: list[Reminder] = []
+    unreadable: list[Any] = []
+    for raw in raw_items:
+        try:
+            items.append(decode(raw))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("reminder_unreadable", path=str(path), reason=str(exc))
+            unreadable.append(raw)
+    return items, unreadable
+
+
+def _write(path: Path, items: list[Reminder], unreadable: list[Any]) -> None:
+    document = {"version": FORMAT_VERSION, "items": [*map(encode, items), *unreadable]}
+    atomic_write_text(path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
