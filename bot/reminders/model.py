@@ -79,6 +79,10 @@ class Reminder:
     def tz(self) -> ZoneInfo:
         return ZoneInfo(self.zone)
 
+    @staticmethod
+    def zone_info(name: str) -> ZoneInfo:
+        return ZoneInfo(name)
+
     def advanced(self, past: datetime) -> Reminder:
         """The item with its next occurrence after `past` (None when it is done)."""
         return replace(self, next_at=self.rule.after(past, self.tz))

@@ -78,8 +78,11 @@ class Scheduler:
         for entry in await self.inbox.pending():
             if entry.inbound.kind not in SCHEDULED_KINDS:
                 continue
-            _, item_id, due_text = entry.inbound.id.split(":", 2)
-            due = datetime.fromisoformat(due_text)
+            try:
+                _, item_id, due_text = entry.inbound.id.split(":", 2)
+                due = datetime.fromisoformat(due_text)
+            except ValueError:  # not an item's occurrence (a notice to the owner)
+                continue
             found = await self.store.find(item_id)
             if found is not None and found[1].next_at is not None and found[1].next_at <= due:
                 await self._advance(found[0], found[1], past=due)
