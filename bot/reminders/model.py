@@ -1,9 +1,11 @@
 """`Reminder` and its `Rule`: one item a chat scheduled, and when it is next due.
 
-Times are read in the person's own zone and kept as wall-clock time: a cron rule walks local
-time (`croniter` over naive local datetimes), and each occurrence is placed in the zone then, so
-"every day at 09:00" is 09:00 before and after a DST change. A local time the change skips
-(02:30 on the spring-forward night) lands an hour later; one it repeats is taken the first time.
+Times are read in the person's own zone. A cron rule walks local wall-clock time (`croniter`
+over naive local datetimes) and each occurrence is placed in the zone then, so "every day at
+09:00" is 09:00 before and after a DST change. A one-off is one instant, kept with the local
+offset it was read at ("in 20 minutes" across the change is 20 minutes). A local time a change
+skips (02:30 on the spring-forward night) lands an hour later; one it repeats is taken the
+first time.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ class RuleError(ValueError):
 class Rule:
     """Once at `at` (local wall time), or every time `cron` matches (local wall time)."""
 
-    at: datetime | None = None  # naive: local wall time in the reminder's zone
+    at: datetime | None = None  # aware: the instant, with the local offset it was read at
     cron: str | None = None  # five fields: minute hour day month weekday
 
     def __post_init__(self) -> None:
         if (self.at is None) == (self.cron is None):
             raise RuleError("a rule is either one time (at) or a cron expression, not both")
+        if self.at is not None and self.at.tzinfo is None:
+            raise RuleError("a one-off time needs its offset")
         if self.cron is not None and not croniter.is_valid(self.cron):
             raise RuleError(f"{self.cron!r} is not a cron expression (e.g. '0 8 * * 1')")
 
@@ -42,9 +46,9 @@ class Rule:
     def after(self, moment: datetime, zone: ZoneInfo) -> datetime | None:
         """The first occurrence strictly after `moment` (aware), in UTC; None when none is
         left (a one-off already past)."""
-        local = moment.astimezone(zone).replace(tzinfo=None)
         if self.at is not None:
-            return placed(self.at, zone) if self.at > local else None
+            return self.at.astimezone(UTC) if self.at > moment else None
+        local = moment.astimezone(zone).replace(tzinfo=None)
         wall = croniter(self.cron, local).get_next(datetime)
         return placed(wall, zone)
 

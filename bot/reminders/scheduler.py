@@ -53,6 +53,7 @@ class Scheduler:
         self.poll = poll
         self.late_after = late_after
         self._wake = asyncio.Event()
+        self._ticking = asyncio.Lock()  # one look at a time: an item is journaled once
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -93,7 +94,10 @@ class Scheduler:
 
     async def tick(self) -> int:
         """Journal and queue every due item whose channel runs; how many were journaled."""
-        now = self.now()
+        async with self._ticking:
+            return await self._tick(self.now())
+
+    async def _tick(self, now: datetime) -> int:
         fired = 0
         for scope, item in await self.store.everything():
             if item.next_at is None or item.next_at > now or item.channel not in self.outlets:

@@ -14,7 +14,7 @@ import re
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.reminders.model import Rule, RuleError
+from bot.reminders.model import Rule, RuleError, placed
 
 FORMATS = "'in 20 minutes', '2026-11-27 09:00', '09:00' or a cron expression like '0 8 * * 1'"
 _RELATIVE = re.compile(r"^in\s+(\d{1,5})\s*(m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$")
@@ -27,14 +27,14 @@ def read_when(when: str, now: datetime, zone: ZoneInfo) -> Rule:
     local_now = now.astimezone(zone).replace(tzinfo=None)
     if match := _RELATIVE.match(spoken):
         delta = timedelta(**{_UNITS[match.group(2)[0]]: int(match.group(1))})
-        return Rule(at=(now + delta).astimezone(zone).replace(tzinfo=None, second=0))
+        return Rule(at=(now + delta).astimezone(zone).replace(second=0, microsecond=0))
     spoken = spoken.removeprefix("cron ").strip()
     if len(spoken.split()) == 5 and not re.search(r"\d{4}-", spoken):
         return Rule(cron=spoken)
     at = _moment(spoken, local_now)
     if at <= local_now:
         raise RuleError(f"{at:%Y-%m-%d %H:%M} has passed already (it is {local_now:%H:%M} now)")
-    return Rule(at=at)
+    return Rule(at=placed(at, zone).astimezone(zone))
 
 
 def _moment(spoken: str, local_now: datetime) -> datetime:
