@@ -70,7 +70,9 @@ async def bot_at(
     task = asyncio.create_task(channel.run(stop))
     try:
         await telegram.wait_for_poll()
-        while "telegram" not in app.runner.outlets:  # the channel took its journal's entries
+        for _ in range(500):  # until the channel took its journal's entries
+            if "telegram" in app.runner.outlets:
+                break
             await asyncio.sleep(0.01)
         yield Running(app, clock, scheduler, telegram)
     finally:
