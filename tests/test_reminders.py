@@ -17,8 +17,8 @@ from tests.talk import system_text
 GROUP = -100555
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int, minute: int) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 async def test_one_off_recurring_and_relative_arrive_at_local_time_across_dst_once_each(
