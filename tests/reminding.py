@@ -42,7 +42,7 @@ class Running:
         raise TimeoutError("entries still in the journal")
 
     def texts(self, chat: int) -> list[str]:
-        return [m.text for m in self.telegram.sent_messages(chat)]
+        return [m.text for m in self.telegram.sent_messages(chat) if not m.deleted]
 
 
 def reminder_settings(
