@@ -117,7 +117,8 @@ async def test_the_prompt_knows_the_chats_next_reminders_and_commands_list_move_
         fake_telegram.push_text(OWNER, OWNER, "what did I ask you to remind me of?")
         await fake_telegram.wait_for_messages(OWNER, 2)
         prompt = system_text(fake_openai.last_request)
-        [item] = json.loads((tmp_path / "ws/memory/reminders.json").read_text())["items"]
+        [line] = (tmp_path / "ws/memory/reminders.jsonl").read_text().splitlines()
+        item = json.loads(line)
         for n, command in enumerate(
             [
                 "/reminders",
@@ -141,3 +142,22 @@ async def test_the_prompt_knows_the_chats_next_reminders_and_commands_list_move_
     assert "No reminders here" in answers[4]
     assert "There is no reminder nope here" in answers[5]
 
+
+async def test_forget_reaches_a_reminder_and_undo_brings_it_back(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    settings = reminder_settings(tmp_path / "ws", fake_telegram, fake_openai)
+    async with bot_at(settings, fake_telegram, utc(2026, 11, 27, 8, 0)) as bot:
+        schedule(fake_openai, text="call the bank about the loan", when="09:00")
+        fake_telegram.push_text(OWNER, OWNER, "at 9 remind me to call the bank about the loan")
+        await fake_telegram.wait_for_messages(OWNER, 1)
+        for n, command in enumerate(["/forget the loan", "/reminders", "/undo"], start=2):
+            fake_telegram.push_text(OWNER, OWNER, command)
+            await fake_telegram.wait_for_messages(OWNER, n)
+        assert await bot.at(utc(2026, 11, 27, 9, 0)) == 1
+        await bot.settled()
+        texts = bot.texts(OWNER)
+
+    assert "reminders" in texts[1]
+    assert "No reminders here" in texts[2]
+    assert texts[-1] == "⏰ call the bank about the loan"

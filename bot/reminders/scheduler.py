@@ -137,7 +137,7 @@ class Scheduler:
         outlet = self.outlets.get(item.channel)
         if entry is not None and outlet is not None:
             outlet(entry)
-        return 1
+        return int(entry is not None)
 
     async def _advance(self, scope: MemoryScope, item: Reminder, *, past: datetime) -> None:
         """The item's next occurrence after `past`, stored; a done one-off is removed. Only

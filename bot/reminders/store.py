@@ -1,12 +1,12 @@
-"""`ReminderStore`: each chat's scheduled items, in `reminders.json` beside the chat's memory
-(the owner's private chat: the global memory folder), so /forget and an export of the memory
-reach them.
+"""`ReminderStore`: each chat's scheduled items, in `reminders.jsonl` beside the chat's memory
+(the owner's private chat: the global memory folder), one item a line, so /forget (which
+removes the lines holding a text) and an export of the memory reach them:
 
-    {"version": 1, "items": [{"id": "r3f2a1c", "text": "call the bank", "rule": {...}, ...}]}
+    {"version": 1, "id": "r3f2a1c", "text": "call the bank", "rule": {"at": "…"}, …}
 
-Every change holds the file's lock and is written atomically. A person may edit the file: an
-item that cannot be read is kept as it is (never dropped by a later write) and skipped; a file
-that is not JSON is left alone and nothing is written over it (`StoreError` says where).
+Every change holds the file's lock and is written atomically. A person may edit the file: a
+line that cannot be read is kept as it is (never dropped by a later write) and skipped; a file
+that is not text is left alone and nothing is written over it (`StoreError` says where).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -27,7 +26,6 @@ from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
 FORMAT_VERSION = 1
-FILE_NAME = "reminders.json"
 
 Change = Callable[[list[Reminder]], list[Reminder]]
 
@@ -46,7 +44,7 @@ class ReminderStore:
         self.locks = locks
 
     def path(self, scope: MemoryScope) -> Path:
-        return self.workspace.memory_dir(scope) / FILE_NAME
+        return self.workspace.reminders_path(scope)
 
     async def items(self, scope: MemoryScope) -> list[Reminder]:
         """The scope's items (none when its file is missing or unreadable)."""
@@ -102,30 +100,32 @@ class ReminderStore:
         return None
 
 
-def _read(path: Path) -> tuple[list[Reminder], list[Any]]:
-    """The file's items, and the raw ones that could not be read (kept on the next write)."""
+def _read(path: Path) -> tuple[list[Reminder], list[str]]:
+    """The file's items, and the lines that could not be read (kept on the next write)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return [], []
-    try:
-        document = json.loads(text)
-        raw_items = document["items"]
-        if not isinstance(raw_items, list):
-            raise TypeError("items is not a list")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"{path} is not a reminders file ({exc}); fix or move it") from exc
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"{path} is not text ({exc.reason}); fix or move it") from exc
     items: list[Reminder] = []
-    unreadable: list[Any] = []
-    for raw in raw_items:
+    unreadable: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
         try:
+            raw = json.loads(line)
+            if raw.get("version", FORMAT_VERSION) > FORMAT_VERSION:
+                raise ValueError(f"written by a newer version ({raw['version']})")
             items.append(decode(raw))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("reminder_unreadable", path=str(path), reason=str(exc))
-            unreadable.append(raw)
+            unreadable.append(line)
     return items, unreadable
 
 
-def _write(path: Path, items: list[Reminder], unreadable: list[Any]) -> None:
-    document = {"version": FORMAT_VERSION, "items": [*map(encode, items), *unreadable]}
-    atomic_write_text(path, json.dumps(document, ensure_ascii=False, indent=1) + "\n")
+def _write(path: Path, items: list[Reminder], unreadable: list[str]) -> None:
+    lines = [
+        json.dumps({"version": FORMAT_VERSION, **encode(i)}, ensure_ascii=False) for i in items
+    ]
+    atomic_write_text(path, "".join(f"{line}\n" for line in [*lines, *unreadable]))
