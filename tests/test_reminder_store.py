@@ -3,18 +3,23 @@ input: what a person wrote by hand is never lost."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.models import GLOBAL_SCOPE
+from bot.cli import reminders as reminders_cli
+from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.reminders.model import Reminder, RuleError
 from bot.reminders.scheduler import Scheduler, scheduled_inbound
 from bot.reminders.store import ReminderStore, StoreError
 from bot.reminders.when import read_when
+from bot.settings import Settings
 from bot.storage.files import FileLocks
 from bot.storage.inbox import Entry, Inbox
 from bot.storage.workspace import Workspace
@@ -111,3 +116,21 @@ async def test_a_stop_between_journaling_and_storing_the_next_time_sends_it_once
     assert stored.next_at == daily.advanced(due).next_at
     assert len(await inbox.pending()) == 1 and queued == []
     inbox.close()
+
+
+async def test_the_shell_lists_every_chats_items_with_their_next_time(
+    store: ReminderStore, tmp_path: Path
+) -> None:
+    await store.add(GLOBAL_SCOPE, item("0 9 * * *", item_id="r1"))
+    group = MemoryScope(chat_key="telegram:-100555")
+    await store.add(group, replace(item("in 5 minutes", item_id="r2"), chat="telegram:-100555"))
+    settings = Settings(_env_file=None, workspace=tmp_path)  # type: ignore[call-arg]
+    printed: list[str] = []
+
+    args = argparse.Namespace(reminders_command="list")
+    assert await asyncio.to_thread(reminders_cli.run, settings, args, printed.append) == 0
+
+    assert len(printed) == 2
+    assert printed[0].startswith("telegram:-100555  [r2] Sat 2026-03-28 06:05 (Europe/Lisbon)")
+    assert "[r1] Sat 2026-03-28 09:00 (Europe/Lisbon), every '0 9 * * *'" in printed[1]
+    assert printed[1].endswith("(memory/reminders.jsonl)")
