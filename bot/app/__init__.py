@@ -19,7 +19,7 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
-from bot.app.reminders import attach, build_reminders, offer_tool, with_prompt
+from bot.app.reminders import attach, build_reminders, with_prompt
 from bot.channels.telegram import TelegramChannel
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
@@ -112,8 +112,7 @@ def build_app(
     )
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
-    reminders = build_reminders(settings, workspace, memory.file_locks, now)
-    offer_tool(reminders, tools)
+    reminders = build_reminders(settings, workspace, memory.file_locks, now, tools=tools)
     compaction = build_compaction(
         settings, sessions, llm, memory, writer, now, windows=windows, tools=tools.specs
     )
@@ -150,9 +149,7 @@ def build_app(
         media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
         chatter=chatter,
     )
-    scheduler = attach(
-        reminders, runner, context=context, llm=llm, tools=tools, workspace=workspace
-    )
+    scheduler = attach(reminders, runner, context=context, llm=llm, tools=tools)
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
         runner.door,  # says who owns the bot (or logs the claim code) before the first message

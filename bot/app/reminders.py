@@ -28,6 +28,7 @@ class Reminders:
     store: ReminderStore
     zones: Zones
     settings: Settings
+    workspace: Workspace
     now: Callable[[], datetime]
     scheduler: Scheduler | None = None
 
@@ -37,16 +38,19 @@ class Reminders:
 
 
 def build_reminders(
-    settings: Settings, workspace: Workspace, locks: FileLocks, now: Callable[[], datetime]
+    settings: Settings,
+    workspace: Workspace,
+    locks: FileLocks,
+    now: Callable[[], datetime],
+    *,
+    tools: ToolRegistry,
 ) -> Reminders:
+    """The store and the zones; the `remind` tool offered in `tools`."""
     store = ReminderStore(workspace, locks)
     zones = Zones(workspace.state_dir / "timezones.json", locks, default=settings.timezone)
-    return Reminders(store, zones, settings, now)
-
-
-def offer_tool(reminders: Reminders, tools: ToolRegistry) -> None:
-    tool = RemindTool(reminders.store, reminders.zones, now=reminders.now, changed=reminders.wake)
-    tools.add(tool)
+    reminders = Reminders(store, zones, settings, workspace, now)
+    tools.add(RemindTool(store, zones, now=now, changed=reminders.wake))
+    return reminders
 
 
 def with_prompt(reminders: Reminders, pipeline: Pipeline) -> Pipeline:
@@ -62,7 +66,6 @@ def attach(
     context: System,
     llm: LLM,
     tools: ToolRegistry,
-    workspace: Workspace,
 ) -> Scheduler:
     """Task turns and the commands on the runner; the scheduler (a service) returned."""
     config, now = reminders.settings.reminders, reminders.now
@@ -83,7 +86,7 @@ def attach(
         tools=task_tools,
         runner=runner,
         caps=Caps(per_task=config.task_tokens, per_day=config.daily_task_tokens),
-        spend=DailySpend(workspace.state_dir / "task_tokens.json", now),
+        spend=DailySpend(reminders.workspace.state_dir / "task_tokens.json", now),
         now=now,
         max_steps=reminders.settings.llm.max_tool_steps,
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot.errors import ToolError
 from bot.models import ToolSpec
-from bot.reminders.model import Reminder, RuleError
+from bot.reminders.model import Reminder, Rule, RuleError
 from bot.reminders.store import ReminderStore, new_id
 from bot.reminders.when import FORMATS, read_when
 from bot.reminders.zones import Zones
@@ -112,9 +112,10 @@ class RemindTool:
             message_id=inbound.message_id,
             on_time_only=args.get("on_time_only") is True,
         ).advanced(now)
+        confirmed = _confirmed(item)
         await self.store.add(ctx.scope, item)
         self.changed()
-        return f"Scheduled {_confirmed(item)}"
+        return f"Scheduled {confirmed}"
 
     async def _change(self, args: dict[str, Any], ctx: ToolContext, item_id: str) -> str:
         text = arguments.optional_text(args, "text", max_chars=MAX_TEXT)
@@ -125,12 +126,13 @@ class RemindTool:
         if args.get("when") is not None:
             item = replace(item, rule=_rule(args, now, item.zone)).advanced(now)
         item = replace(item, text=text or item.text)
+        confirmed = _confirmed(item)
         await self.store.replace(ctx.scope, item)
         self.changed()
-        return f"Changed {_confirmed(item)}"
+        return f"Changed {confirmed}"
 
 
-def _rule(args: dict[str, Any], now: datetime, zone: str) -> Any:
+def _rule(args: dict[str, Any], now: datetime, zone: str) -> Rule:
     when = arguments.text(args, "when", max_chars=100)
     try:
         return read_when(when, now, Reminder.zone_info(zone))
