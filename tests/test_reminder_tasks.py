@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.reminders.tasks import NOTHING
-from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
+from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, ToolCalls
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import FRIEND, OWNER
 from tests.reminding import bot_at, reminder_settings, schedule
@@ -76,3 +76,19 @@ async def test_a_runaway_task_stops_at_its_cap_and_the_owner_hears_one_line(
     assert [m.text for m in fake_telegram.sent_messages(GROUP) if not m.deleted] == ["Done."]
     [line] = [m.text for m in fake_telegram.sent_messages(OWNER)]
     assert line.startswith("A scheduled task stopped at its token cap: check the news")
+
+
+async def test_a_task_whose_model_fails_sends_nothing_to_the_chat(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    settings = reminder_settings(tmp_path / "ws", fake_telegram, fake_openai)
+    async with bot_at(settings, fake_telegram, utc(27, 8)) as bot:
+        schedule(fake_openai, text=TASK, when="09:00", task=True)
+        fake_telegram.push_text(OWNER, OWNER, "at 9 summarise my week")
+        await fake_telegram.wait_for_messages(OWNER, 1)
+        fake_openai.script(Fail(503, "The server is overloaded."))
+        assert await bot.at(utc(27, 9)) == 1
+        await bot.settled()
+        texts = bot.texts(OWNER)
+
+    assert texts == ["Done."]

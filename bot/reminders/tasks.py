@@ -6,7 +6,8 @@ It may not schedule (the `remind` tool is not offered, and refuses a turn of thi
 task never triggers itself. Its model calls stop at a per-task and a daily token cap; hitting
 either ends the task without a message to the chat and tells the owner, in one line, once a day
 per task (an entry of the ledger, as a reminder is). Whether there is anything to send is
-decided here, from the turn's tool calls (`nothing_to_report`) or an empty answer.
+decided here, from the turn's tool calls (`nothing_to_report`) or an empty answer. A model that
+fails makes the run send nothing either (logged): the chat did not ask at that moment.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.models import ChatMessage, Completion, Inbound, ToolSpec
 from bot.pipeline import Pipeline, System, TurnContext
@@ -162,6 +164,9 @@ class TaskTurns:
         except CapReached:
             capped = "its token cap" if llm.cap == self.caps.per_task else "the daily token cap"
             await self._tell_owner(inbound, capped)
+            return ""
+        except LLMError as exc:  # the model is down: the chat is not told of a run it never asked
+            log.warning("task_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
             return ""
         finally:
             await self.spend.add(llm.spent)
