@@ -4,13 +4,21 @@ knows them; the commands."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.app import build_app
+from bot.channels.console import ConsoleChannel
+from bot.reminders.scheduler import Scheduler
+from bot.settings import ReminderSettings
+from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
-from tests.harness import FRIEND, OWNER
+from tests.harness import API_KEY, FRIEND, OWNER, make_settings
 from tests.reminding import bot_at, reminder_settings, schedule, tool_answers
 from tests.talk import system_text
 
@@ -161,3 +169,42 @@ async def test_forget_reaches_a_reminder_and_undo_brings_it_back(
     assert "reminders" in texts[1]
     assert "No reminders here" in texts[2]
     assert texts[-1] == "⏰ call the bank about the loan"
+
+
+async def test_a_reminder_made_at_the_console_is_shown_there(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(
+        tmp_path / "ws",
+        telegram=None,
+        openai=fake_openai,
+        reminders=ReminderSettings(poll_seconds=3600),
+    )
+    clock = Clock(utc(2026, 11, 27, 8, 0))
+    app = build_app(settings, api_key=API_KEY, now=clock)
+    [scheduler] = [s for s in app.services if isinstance(s, Scheduler)]
+    await app.start()
+    schedule(fake_openai, text="stretch", when="in 10 minutes")
+    read_end, write_end = os.pipe()
+    stdout = io.StringIO()
+    try:
+        with os.fdopen(read_end, "r") as stdin:
+            console = ConsoleChannel(app.runner, now=clock, stdin=stdin, stdout=stdout)
+            running = asyncio.create_task(console.run())
+            os.write(write_end, b"remind me in 10 minutes to stretch\n")
+            for _ in range(200):
+                if "Done." in stdout.getvalue():
+                    break
+                await asyncio.sleep(0.02)
+            clock.at = utc(2026, 11, 27, 8, 10)
+            assert await scheduler.tick() == 1
+            for _ in range(200):
+                if "stretch" in stdout.getvalue().rpartition("Done.")[2]:
+                    break
+                await asyncio.sleep(0.02)
+            os.close(write_end)
+            await asyncio.wait_for(running, timeout=5)
+    finally:
+        await app.aclose()
+
+    assert "mnemo> ⏰ stretch" in stdout.getvalue()
