@@ -55,6 +55,7 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._ticking = asyncio.Lock()  # one look at a time: an item is journaled once
         self._task: asyncio.Task[None] | None = None
+        self._firing: asyncio.Future[int] | None = None  # the item being journaled
 
     async def start(self) -> None:
         await self.reconcile()
@@ -67,6 +68,8 @@ class Scheduler:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self._firing is not None:
+            await asyncio.wait([self._firing])
 
     def wake(self) -> None:
         """Look now (an item was added or changed, or the clock moved)."""
@@ -102,8 +105,8 @@ class Scheduler:
         for scope, item in await self.store.everything():
             if item.next_at is None or item.next_at > now or item.channel not in self.outlets:
                 continue
-            firing = asyncio.ensure_future(self._fire(scope, item, now))
-            fired += await asyncio.shield(firing)  # a stop never cuts between the two writes
+            self._firing = asyncio.ensure_future(self._fire(scope, item, now))
+            fired += await asyncio.shield(self._firing)  # a stop never cuts between the writes
         return fired
 
     async def _loop(self) -> None:
