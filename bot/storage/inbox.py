@@ -11,6 +11,9 @@ A restart answers what is still there, in arrival order per chat: an entry with 
 is only sent (from the first part not recorded as sent), never made again. Accepting an id that
 is already journaled does nothing, so a message delivered twice is answered once.
 
+An entry may be scheduled rather than sent by anyone (`Inbound.kind`, `bot.reminders`): a
+reminder is journaled with its reply already (`accept_answered`, one write), so it is only sent.
+
 The journal has a thread of its own: its writes never queue behind other blocking work (an index
 sync, a file read). A part the channel confirmed is recorded by one line appended to the entry's
 `.sent` file at once, on the caller's thread (a few microseconds: the kernel keeps it whatever

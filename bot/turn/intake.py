@@ -5,7 +5,9 @@ to its source; then every chat with entries has one worker answering them in arr
 chat's backlog holds only its own worker: another chat's message is answered as soon as it
 arrives. A stranger's message and /stop never wait (`TurnRunner.jumps_queue`).
 
-At start the entries a stop or crash left are queued first, in arrival order per chat. `close`
+At start the entries a stop or crash left are queued first, in arrival order per chat; then the
+intake is the runner's outlet for its channel (`TurnRunner.outlets`): an entry journaled
+elsewhere (a due reminder, `bot.reminders`) joins its chat's queue. `close`
 stops taking entries, gives the running ones a grace period and cancels the rest (a reply part
 under way is still sent and recorded, `Delivery.settle`): whatever is not finished stays in the
 journal for the next start.
