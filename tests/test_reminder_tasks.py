@@ -92,3 +92,25 @@ async def test_a_task_whose_model_fails_sends_nothing_to_the_chat(
         texts = bot.texts(OWNER)
 
     assert texts == ["Done."]
+
+
+async def test_past_the_daily_cap_a_task_does_not_call_the_model_and_the_owner_hears_once(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    settings = reminder_settings(tmp_path / "ws", fake_telegram, fake_openai, daily_task_tokens=0)
+    async with bot_at(settings, fake_telegram, utc(27, 8)) as bot:
+        schedule(fake_openai, text=TASK, when="*/30 * * * *", task=True)
+        fake_telegram.push_text(OWNER, OWNER, "every half hour summarise my week")
+        await fake_telegram.wait_for_messages(OWNER, 1)
+        asked = len(fake_openai.requests)
+        assert await bot.at(utc(27, 8, 30)) == 1
+        await bot.settled()
+        assert await bot.at(utc(27, 9, 0)) == 1
+        await bot.settled()
+        texts = bot.texts(OWNER)
+
+    assert len(fake_openai.requests) == asked
+    assert texts[0] == "Done."
+    assert [t.split(":")[0] for t in texts[1:]] == [
+        "A scheduled task stopped at the daily token cap"
+    ]

@@ -21,7 +21,7 @@ import structlog
 
 from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.reminders.model import Reminder, decode, encode
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import FileLocks, Signature, atomic_write_text, signature_of
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -42,26 +42,40 @@ class ReminderStore:
     def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
         self.workspace = workspace
         self.locks = locks
+        self._known: dict[Path, tuple[Signature, list[Reminder]]] = {}  # read, by version
 
     def path(self, scope: MemoryScope) -> Path:
         return self.workspace.reminders_path(scope)
 
     async def items(self, scope: MemoryScope) -> list[Reminder]:
         """The scope's items (none when its file is missing or unreadable)."""
+        return await asyncio.to_thread(self._items, scope)
+
+    async def everything(self) -> list[tuple[MemoryScope, Reminder]]:
+        """Every chat's items, with the scope each is kept in (one thread hop; a file not
+        changed since it was last read is not read again: the scheduler asks every second)."""
+        return await asyncio.to_thread(self._everything)
+
+    def _everything(self) -> list[tuple[MemoryScope, Reminder]]:
+        scopes = [GLOBAL_SCOPE, *self.workspace.chat_scopes()]
+        return [(scope, item) for scope in scopes for item in self._items(scope)]
+
+    def _items(self, scope: MemoryScope) -> list[Reminder]:
+        path = self.path(scope)
         try:
-            items, _ = await asyncio.to_thread(_read, self.path(scope))
+            signature = signature_of(path.stat())
+        except FileNotFoundError:
+            return []
+        known = self._known.get(path)
+        if known is not None and known[0] == signature:
+            return list(known[1])
+        try:
+            items, _ = _read(path)
         except StoreError as exc:
             log.warning("reminders_unreadable", reason=str(exc))
             return []
+        self._known[path] = (signature, items)
         return items
-
-    async def everything(self) -> list[tuple[MemoryScope, Reminder]]:
-        """Every chat's items, with the scope each is kept in."""
-        scopes = [GLOBAL_SCOPE, *await asyncio.to_thread(self.workspace.chat_scopes)]
-        found: list[tuple[MemoryScope, Reminder]] = []
-        for scope in scopes:
-            found += [(scope, item) for item in await self.items(scope)]
-        return found
 
     async def change(self, scope: MemoryScope, change: Change) -> list[Reminder]:
         """Apply `change` to the scope's items under the lock, written atomically; the items

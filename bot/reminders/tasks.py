@@ -154,7 +154,7 @@ class TaskTurns:
         """What the chat is sent ("" for nothing)."""
         left = self.caps.per_day - await self.spend.today()
         if left <= 0:
-            await self._tell_owner(inbound, "the daily token cap for scheduled tasks")
+            await self._tell_owner(inbound, "the daily token cap")
             return ""
         llm = CappedLLM(self.llm, min(self.caps.per_task, left))
         ctx = await self._context(inbound)
