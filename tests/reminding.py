@@ -36,7 +36,7 @@ class Running:
     async def settled(self) -> None:
         """Wait until the journal is empty (everything queued was delivered)."""
         for _ in range(400):
-            if not await self.app.runner.inbox.pending():
+            if not await self.app.router.inbox.pending():
                 return
             await asyncio.sleep(0.025)
         raise TimeoutError("entries still in the journal")
@@ -71,7 +71,7 @@ async def bot_at(
     try:
         await telegram.wait_for_poll()
         for _ in range(500):  # until the channel took its journal's entries
-            if "telegram" in app.runner.outlets:
+            if "telegram" in app.router.outlets:
                 break
             await asyncio.sleep(0.01)
         yield Running(app, clock, scheduler, telegram)

@@ -189,7 +189,7 @@ async def test_a_reminder_made_at_the_console_is_shown_there(
     stdout = io.StringIO()
     try:
         with os.fdopen(read_end, "r") as stdin:
-            console = ConsoleChannel(app.runner, now=clock, stdin=stdin, stdout=stdout)
+            console = ConsoleChannel(app.router, now=clock, stdin=stdin, stdout=stdout)
             running = asyncio.create_task(console.run())
             os.write(write_end, b"remind me in 10 minutes to stretch\n")
             for _ in range(200):

@@ -1,5 +1,5 @@
 """Reminders wired into the app: the store and zones, the `remind` tool, system 22, and — once
-the turn runner exists — the scheduler service, the task turns and the two commands."""
+the router exists — the scheduler service, the task turns and the two commands."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from bot.llm.client import LLM
 from bot.pipeline import Pipeline, System
-from bot.reminders.commands import ReminderCommands
+from bot.reminders.commands import ReminderCommands, RemindersCommand, TimezoneCommand
 from bot.reminders.prompt import ScheduledInPrompt
 from bot.reminders.scheduler import Scheduler
 from bot.reminders.store import ReminderStore
@@ -18,9 +18,10 @@ from bot.reminders.tool import NAME, RemindTool
 from bot.reminders.zones import Zones
 from bot.settings import Settings
 from bot.storage.files import FileLocks
+from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.tools.registry import ToolRegistry
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 
 @dataclass
@@ -61,18 +62,19 @@ def with_prompt(reminders: Reminders, pipeline: Pipeline) -> Pipeline:
 
 def attach(
     reminders: Reminders,
-    runner: TurnRunner,
+    router: Router,
     *,
+    sessions: SessionStore,
     context: System,
     llm: LLM,
     tools: ToolRegistry,
 ) -> Scheduler:
-    """Task turns and the commands on the runner; the scheduler (a service) returned."""
+    """Task turns and the commands on the router; the scheduler (a service) returned."""
     config, now = reminders.settings.reminders, reminders.now
     scheduler = Scheduler(
         reminders.store,
-        runner.inbox,
-        runner.outlets,
+        router.inbox,
+        router.outlets,
         now=now,
         poll=config.poll_seconds,
         late_after=timedelta(minutes=config.late_minutes),
@@ -84,16 +86,17 @@ def attach(
         context=context,
         llm=llm,
         tools=task_tools,
-        runner=runner,
+        router=router,
+        sessions=sessions,
         caps=Caps(per_task=config.task_tokens, per_day=config.daily_task_tokens),
         spend=DailySpend(reminders.workspace.state_dir / "task_tokens.json", now),
         now=now,
         max_steps=reminders.settings.llm.max_tool_steps,
     )
-    runner.kinds["task"] = tasks.run
+    router.kinds["task"] = tasks.run
     commands = ReminderCommands(
-        reminders.store, reminders.zones, runner.access, now=now, changed=scheduler.wake
+        reminders.store, reminders.zones, router.access, now=now, changed=scheduler.wake
     )
-    runner.commands.register("reminders", commands.reminders)
-    runner.commands.register("timezone", commands.timezone)
+    router.commands.add(RemindersCommand(commands))
+    router.commands.add(TimezoneCommand(commands))
     return scheduler

@@ -1,6 +1,6 @@
 """Reminders and scheduled tasks: what a chat asked to hear later, and getting it there once.
 Wired in `bot.app.reminders`: the tool, system 22, the scheduler service, the task turns
-(`TurnRunner.kinds`) and the commands; a channel's queue reaches it by `TurnRunner.outlets`.
+(`Router.kinds`) and the commands; a channel's queue reaches it by `Router.outlets`.
 
 model.py      `Reminder` and its `Rule` (once, or by a cron expression): the next occurrence,
               in the person's own time zone (wall-clock time, so 09:00 stays 09:00 across DST)

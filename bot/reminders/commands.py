@@ -19,6 +19,7 @@ from bot.reminders.store import ReminderStore, StoreError
 from bot.reminders.when import FORMATS, read_when
 from bot.reminders.zones import Zones, known_zone
 from bot.turn.access import AccessPolicy
+from bot.turn.commands.handler import Progress
 
 USAGE = (
     "Usage: /reminders — this chat's reminders; /reminders cancel ID; /reminders move ID WHEN "
@@ -120,3 +121,29 @@ class ReminderCommands:
         scope = self.access.scope_for(inbound)
         items = await self.store.items(scope)
         return [(scope, item) for item in items if item.chat == inbound.session_key]
+
+
+class RemindersCommand:
+    """/reminders, as the chat commands' `Handler`."""
+
+    names = ("reminders",)
+    slow = False
+
+    def __init__(self, commands: ReminderCommands) -> None:
+        self.commands = commands
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        return await self.commands.reminders(inbound, args)
+
+
+class TimezoneCommand:
+    """/timezone, as the chat commands' `Handler`."""
+
+    names = ("timezone",)
+    slow = False
+
+    def __init__(self, commands: ReminderCommands) -> None:
+        self.commands = commands
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        return await self.commands.timezone(inbound, args)

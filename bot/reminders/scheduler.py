@@ -12,7 +12,7 @@ journaled at the next start. Either way it is neither lost nor sent twice.
 An item found due more than `late_after` after T (the bot was down) is sent marked late
 ("this was due at 09:00"), or dropped when it was made "only on time"; a recurring item that
 missed several occurrences is sent once, and moves to its first occurrence after now. Items are
-journaled only for a channel that is running (`TurnRunner.outlets`).
+journaled only for a channel that is running (`Router.outlets`).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from bot.storage.sessions import SessionStore
 from bot.systems.tool_loop import EMPTY_REPLY, ToolLoop
 from bot.tools.registry import ToolContext, ToolRegistry
 from bot.turn.delivery import Replier
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 NOTHING = "nothing_to_report"
@@ -135,7 +135,8 @@ class TaskTurns:
         context: System,
         llm: LLM,
         tools: ToolRegistry,
-        runner: TurnRunner,
+        router: Router,
+        sessions: SessionStore,
         caps: Caps,
         spend: DailySpend,
         now: Callable[[], datetime],
@@ -144,7 +145,8 @@ class TaskTurns:
         self.context = context
         self.llm = llm
         self.tools = tools
-        self.runner = runner
+        self.router = router
+        self.sessions = sessions
         self.caps = caps
         self.spend = spend
         self.now = now
@@ -174,12 +176,11 @@ class TaskTurns:
         return "" if _nothing(ctx) else ctx.reply or ""
 
     async def _context(self, inbound: Inbound) -> TurnContext:
-        sessions: SessionStore = self.runner.sessions
         return TurnContext(
             inbound=inbound,
             turn_id=uuid.uuid4().hex[:12],
-            scope=self.runner.access.scope_for(inbound),
-            session=await sessions.load(inbound.session_key),
+            scope=self.router.access.scope_for(inbound),
+            session=await self.sessions.load(inbound.session_key),
             user_message=ChatMessage(
                 role="user", content=INSTRUCTION.format(task=inbound.text), at=self.now()
             ),
@@ -192,9 +193,9 @@ class TaskTurns:
             return
         line = f"A scheduled task stopped at {cap}: {inbound.text[:80]} [{item_id}]"
         log.warning("task_cap_reached", item=item_id, cap=cap)
-        inbox: Inbox = self.runner.inbox
+        inbox: Inbox = self.router.inbox
         day = self.now().date().isoformat()
-        for owner in sorted(self.runner.access.owners()):
+        for owner in sorted(self.router.access.owners()):
             notice = Inbound(
                 id=f"reminder:{item_id}-cap:{day}:{owner}",
                 channel=inbound.channel,
@@ -205,7 +206,7 @@ class TaskTurns:
                 kind="reminder",
             )
             entry = await inbox.accept_answered(notice, line)
-            outlet = self.runner.outlets.get(inbound.channel)
+            outlet = self.router.outlets.get(inbound.channel)
             if entry is not None and outlet is not None:
                 outlet(entry)
 
