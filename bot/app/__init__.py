@@ -10,6 +10,7 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.app.conversation import (
+    Compaction,
     build_compaction,
     build_context,
     build_lightrag,
@@ -18,10 +19,12 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.reminders import attach, build_reminders, with_prompt
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.turn import TurnParts, build_door, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
+from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
@@ -32,6 +35,7 @@ from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
+from bot.pipeline import Pipeline
 from bot.receipts import ReceiptStore
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
@@ -42,6 +46,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
+from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.preview import PromptPreview
@@ -113,33 +118,23 @@ def build_app(
     writer = core.writer
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
+    reminders = build_reminders(settings, workspace, memory.file_locks, now, tools=tools)
     compacting = core.spending.llm("compaction")
     compaction = build_compaction(
         settings, sessions, compacting, memory, writer, now, windows=core.windows, tools=tools.specs
     )
     sent = LastRequests()
     context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
-    pipeline = build_pipeline(
-        settings,
-        sessions,
-        core.spending.llm("reply"),
-        context,
-        recall,
-        core.consolidator,
-        compaction,
-        now,
-        workspace=workspace,
-        writer=writer,
-        lightrag=lightrag,
-        tools=tools,
-        sent=sent,
-        receipts=core.steering.receipts,
-    )
+    turn = _TurnPieces(context, compaction, tools, sent, lightrag)
+    pipeline = with_prompt(reminders, _build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
     parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent, core.steering)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
+    )
+    scheduler = attach(
+        reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -150,9 +145,43 @@ def build_app(
         core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        scheduler,  # after the index and the door; stopped first
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services, recall, core.spending)
+
+
+@dataclass(frozen=True)
+class _TurnPieces:
+    """What the pipeline is made of beside the core."""
+
+    context: ContextBuilding
+    compaction: Compaction
+    tools: ToolRegistry
+    sent: LastRequests
+    lightrag: LightRagBackend | None
+
+
+def _build_pipeline(
+    settings: Settings, core: _Core, turn: _TurnPieces, now: Callable[[], datetime]
+) -> Pipeline:
+    """The turn's systems, answering with the model metered as replies."""
+    return build_pipeline(
+        settings,
+        core.sessions,
+        core.spending.llm("reply"),
+        turn.context,
+        core.recall,
+        core.consolidator,
+        turn.compaction,
+        now,
+        workspace=core.workspace,
+        writer=core.writer,
+        lightrag=turn.lightrag,
+        tools=turn.tools,
+        sent=turn.sent,
+        receipts=core.steering.receipts,
+    )
 
 
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:

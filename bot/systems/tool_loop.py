@@ -50,6 +50,7 @@ class ToolLoop:
             scope=ctx.scope,
             forgotten=ctx.forgotten,
             stored=ctx.stored,
+            inbound=ctx.inbound,
         )
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()
