@@ -133,9 +133,8 @@ def build_app(
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
-    scheduler = attach(
-        reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools
-    )
+    task = core.spending.llm("task")
+    scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message

@@ -10,8 +10,9 @@ shown by /usage and `python -m bot usage`, and capped per day.
                 the owners in one line (`OwnerLine`)
 
 Kinds: reply (a turn's answers, tools included), consolidation, flush, compaction,
-transcription. The chat a call is for is the one the logs name (`chat` in structlog's context,
-bound by the turn runner and the consolidation queue); "" when none.
+transcription, task (a scheduled task's turn, `bot.reminders`: capped there, not here). The
+chat a call is for is the one the logs name (`chat` in structlog's context, bound by the router
+and the consolidation queue); "" when none.
 """
 
 from bot.usage.ledger import KINDS, UsageLedger

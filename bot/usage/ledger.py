@@ -24,7 +24,7 @@ from bot.storage.files import FileLocks, atomic_write_text
 
 log = structlog.get_logger(__name__)
 VERSION = 1
-KINDS = ("reply", "consolidation", "flush", "compaction", "transcription")
+KINDS = ("reply", "consolidation", "flush", "compaction", "transcription", "task")
 BACKGROUND = frozenset({"consolidation", "flush", "compaction"})
 
 
