@@ -138,19 +138,35 @@ def build_app(
     scheduler = attach(
         reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools
     )
-    services: list[Service] = [
-        recall.index,  # first: opened and synced before anything else starts, stopped last
-        router.door,  # says who owns the bot (or logs the claim code) before the first message
-        recall.usage,
-        *_build_upkeep(settings, workspace, writer, now),
-        core.consolidator,
-        core.undo,
+    extra: list[Service] = [
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        scheduler,  # after the index and the door; stopped first
     ]
+    services = _services(settings, core, now, door=router.door, extra=[*extra, scheduler])
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services=services, recall=recall)
+
+
+def _services(
+    settings: Settings,
+    core: _Core,
+    now: Callable[[], datetime],
+    *,
+    door: Service,
+    extra: Sequence[Service],
+) -> list[Service]:
+    """The app's background work in start order (stopped in reverse): the index first, opened
+    and synced before anything else starts; the door, which says who owns the bot (or logs the
+    claim code) before the first message; `extra` last (the scheduler stops first)."""
+    return [
+        core.recall.index,
+        door,
+        core.recall.usage,
+        *_build_upkeep(settings, core.workspace, core.writer, now),
+        core.consolidator,
+        core.undo,
+        *extra,
+    ]
 
 
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
