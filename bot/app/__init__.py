@@ -18,10 +18,11 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
-from bot.app.reminders import attach, build_reminders, with_prompt
+from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
+from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -40,6 +41,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
+from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
@@ -105,9 +107,7 @@ def build_app(
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
     writer = core.writer
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
-    reminders = build_reminders(settings, workspace, memory.file_locks, now, tools=tools)
+    lightrag, tools, reminders = _build_tools(settings, core, now)
     compaction = build_compaction(
         settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
     )
@@ -128,45 +128,38 @@ def build_app(
         tools=tools,
         sent=sent,
     )
-    pipeline = with_prompt(reminders, pipeline)
     transcriber = build_transcriber(settings, api_key)
-    parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent)
+    parts = TurnParts(memory, writer, core.consolidator, compaction, reminders.into(pipeline), sent)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
-    scheduler = attach(
-        reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools
-    )
-    extra: list[Service] = [
+    services: list[Service] = [
+        recall.index,  # first: opened and synced before anything else starts, stopped last
+        router.door,  # says who owns the bot (or logs the claim code) before the first message
+        recall.usage,
+        *_build_upkeep(settings, workspace, writer, now),
+        core.consolidator,
+        core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        attach(reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools),
     ]
-    services = _services(settings, core, now, door=router.door, extra=[*extra, scheduler])
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services=services, recall=recall)
 
 
-def _services(
-    settings: Settings,
-    core: _Core,
-    now: Callable[[], datetime],
-    *,
-    door: Service,
-    extra: Sequence[Service],
-) -> list[Service]:
-    """The app's background work in start order (stopped in reverse): the index first, opened
-    and synced before anything else starts; the door, which says who owns the bot (or logs the
-    claim code) before the first message; `extra` last (the scheduler stops first)."""
-    return [
-        core.recall.index,
-        door,
-        core.recall.usage,
-        *_build_upkeep(settings, core.workspace, core.writer, now),
-        core.consolidator,
-        core.undo,
-        *extra,
-    ]
+def _build_tools(
+    settings: Settings, core: _Core, now: Callable[[], datetime]
+) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
+    """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
+    tool among the tools)."""
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(
+        settings, core.workspace, core.recall, now, writer=core.writer, lightrag=lightrag
+    )
+    reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
+    return lightrag, tools, reminders
 
 
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
