@@ -6,6 +6,8 @@
     ok    telegram: @my_mnemo_bot (getMe at https://api.telegram.org/bot)
     warn  owners: BOT_TELEGRAM__OWNER_IDS holds the example id 123456789: …how to find yours
     ok    model: gpt-4o-mini answered; context window 128,000 tokens (from config/models.json)
+    ok    transcription: whisper-1 heard a test recording at https://api.openai.com/v1
+    ok    vision: gpt-4o-mini was shown a picture and answered (config/models.json)
     ok    embedder: none (keyword search only)
     ok    lightrag: healthy at http://lightrag:9621          (only with BOT_RAG__BACKEND=lightrag)
 
@@ -20,12 +22,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-from pydantic import SecretStr
 
 from bot import logs
 from bot.app import build_llm, build_windows
@@ -33,10 +31,13 @@ from bot.app.conversation import build_lightrag
 from bot.app.memory import embedder_loader
 from bot.channels.telegram import check_token
 from bot.channels.telegram.errors import startup_error
+from bot.cli.doctor_media import check_transcription, check_vision
+from bot.cli.findings import Finding
+from bot.cli.findings import secret as _secret
 from bot.errors import ConfigError, MnemoError, StartupError
 from bot.index.embedding import is_cached, model_folder
 from bot.models import ChatMessage
-from bot.settings import Settings, require_secret, secret_values
+from bot.settings import Settings, secret_values
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import PLACEHOLDER_OWNER, owners
@@ -50,12 +51,6 @@ FIND_YOUR_ID = (
     "to find your Telegram id, message @userinfobot, then set BOT_TELEGRAM__OWNER_IDS=[<id>]; "
     "or start the bot and send it /claim <code> with the code it logs"
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    level: Literal["ok", "warn", "FAIL"]
-    text: str
 
 
 Check = Callable[[Settings], Awaitable[Finding]]
@@ -134,6 +129,8 @@ async def check_model(settings: Settings) -> Finding:
     """A one-token request; the window the bot will assume for the model, and from where."""
     api_key = _secret(settings.llm.api_key, API_KEY_VAR, "any non-empty value for a local server")
     model = settings.llm.model
+    if not model.strip():
+        raise ConfigError("BOT_LLM__MODEL is empty: set the model's name, e.g. gpt-4o-mini")
     windows = build_windows(settings, Workspace(settings.workspace))
     llm = build_llm(settings, api_key, windows)
     try:
@@ -197,19 +194,14 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("telegram", check_telegram),
     ("owners", check_owners),
     ("model", check_model),
+    ("transcription", check_transcription),
+    ("vision", check_vision),
     ("embedder", check_embedder),
     ("lightrag", check_lightrag),
 )
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _secret(value: SecretStr | None, variable: str, hint: str) -> str:
-    try:
-        return require_secret(value, variable)
-    except ConfigError:
-        raise ConfigError(f"{variable} is not set ({hint}): put it in .env") from None
 
 
 def _what_failed(exc: Exception, settings: Settings) -> str:

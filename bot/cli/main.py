@@ -3,6 +3,9 @@ eval retrieval`. Thin: parse, load settings, hand over (to the other modules of 
 
 `chat` logs to `logs/console.log` in the workspace (to stderr with `-v`), so that nothing but the
 conversation is on the terminal; Ctrl-C stops a reply, or at the prompt ends the chat, exit 0.
+The commands that print their own lines (memory, pair, prompt, eval) log to `logs/cli.log`
+there, so that only those lines are on the terminal; doctor, which creates nothing, logs errors
+only (each check's line says what it found); `run` and `health` log to stderr.
 
 Failures end here, never as a raw traceback and never with a secret: a `ConfigError` or a
 `StartupError` (a rejected token, Telegram out of reach) is one `error: …` line on stderr, exit
@@ -50,9 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     prompt.add_parser(sub)
     args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
+    log_file: Path | None = None
     try:
         settings = load_settings()
-        scrub = _configure_logs(settings, to_file=_log_file(settings, args))  # before all else
+        log_file = _log_file(settings, args)
+        scrub = _configure_logs(  # before all else
+            settings, to_file=log_file, errors_only=args.command == "doctor"
+        )
         if args.command == "eval":
             return evaluate.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "memory":
@@ -74,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args.command == "chat" else 130  # `make chat`: no "Error 130" at the end
     except Exception:  # a bug: its traceback goes through the scrubbing log, never raw
         log.exception("stopped_on_error")
-        print("error: stopped on an unexpected error (logged above)", file=sys.stderr)
+        where = f"in {log_file}" if log_file else "above"
+        print(f"error: stopped on an unexpected error (logged {where})", file=sys.stderr)
         return 1
 
 
@@ -119,12 +127,14 @@ async def run_console(settings: Settings) -> int:
     return 0
 
 
-def _configure_logs(settings: Settings, *, to_file: Path | None = None) -> logs.Scrubber:
+def _configure_logs(
+    settings: Settings, *, to_file: Path | None = None, errors_only: bool = False
+) -> logs.Scrubber:
     """Logs scrubbed of every secret in the settings (on stderr, or appended `to_file`); the
     scrubber, for what we print."""
     return logs.configure(
         fmt=settings.log.format,
-        level=settings.log.level,
+        level="ERROR" if errors_only else settings.log.level,
         secrets=secret_values(settings),
         transient=_transient,
         path=to_file,
@@ -132,10 +142,19 @@ def _configure_logs(settings: Settings, *, to_file: Path | None = None) -> logs.
 
 
 def _log_file(settings: Settings, args: argparse.Namespace) -> Path | None:
-    """The console's log file, unless `chat -v` (or another command) logs to stderr."""
-    if args.command != "chat" or args.verbose:
+    """The console's log file (unless `chat -v`), or the one of the commands that print their
+    own lines; None (stderr) for the bot and its health check, or when the workspace cannot
+    hold a log."""
+    logs_dir = Workspace(settings.workspace).logs_dir
+    if args.command == "chat":
+        return None if args.verbose else logs_dir / "console.log"
+    if args.command in ("run", "health", "doctor"):
         return None
-    return Workspace(settings.workspace).logs_dir / "console.log"
+    try:  # doctor says what is wrong with a workspace that cannot be written
+        logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return logs_dir / "cli.log"
 
 
 def _transient(exc: BaseException) -> bool:
