@@ -40,7 +40,7 @@ from bot.models import ChatMessage
 from bot.settings import Settings, secret_values
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
-from bot.turn.pairing import PLACEHOLDER_OWNER, owners
+from bot.turn.pairing import PLACEHOLDER_OWNER, grouped, owners
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
@@ -48,8 +48,8 @@ TELEGRAM_TIMEOUT = 20.0
 MODEL_TIMEOUT = 60.0  # a local server may still be loading its model
 HEALTH_SLACK = 60.0  # seconds past one poll and the longest pause after a failed one
 FIND_YOUR_ID = (
-    "to find your Telegram id, message @userinfobot, then set BOT_TELEGRAM__OWNER_IDS=[<id>]; "
-    "or start the bot and send it /claim <code> with the code it logs"
+    "run python -m bot pair list for the claim code and send it to your bot as /claim CODE; "
+    "or set BOT_TELEGRAM__OWNER_IDS=[<your id>] (message @userinfobot to learn it)"
 )
 
 
@@ -121,6 +121,12 @@ async def check_owners(settings: Settings) -> Finding:
             "warn",
             f"BOT_TELEGRAM__OWNER_IDS holds the example id {PLACEHOLDER_OWNER}, nobody's: "
             f"{FIND_YOUR_ID}",
+        )
+    if found.claim_code:
+        return Finding(
+            "warn",
+            f"no owner yet: send /claim {grouped(found.claim_code)} to your bot in a private "
+            "chat (the code is kept until used)",
         )
     return Finding("warn", f"no owner set (BOT_TELEGRAM__OWNER_IDS is empty): {FIND_YOUR_ID}")
 
