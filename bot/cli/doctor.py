@@ -64,7 +64,7 @@ async def doctor(settings: Settings) -> int:
         try:
             finding = await check(settings)
         except Exception as exc:
-            finding = Finding("FAIL", _what_failed(exc, settings))
+            finding = Finding("FAIL", what_failed(exc, settings))
         failed += finding.level == "FAIL"
         print(f"{finding.level:<5} {name}: {scrub(finding.text)[:400]}")
     return 1 if failed else 0
@@ -210,7 +210,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 # ----------------------------------------------------------------------------- helpers
 
 
-def _what_failed(exc: Exception, settings: Settings) -> str:
+def what_failed(exc: Exception, settings: Settings) -> str:
     """A failed check as one line: what to fix when we know, else the error's type and text."""
     known = startup_error(exc, base_url=settings.telegram.base_url)
     if known is not None or isinstance(exc, MnemoError):

@@ -1,11 +1,11 @@
-"""Command line: `python -m bot run | chat | doctor | health | prompt | memory … | pair … |
-eval retrieval`. Thin: parse, load settings, hand over (to the other modules of `bot.cli`).
+"""Command line: `python -m bot setup | run | chat | doctor | health | prompt | memory … |
+pair … | eval retrieval`. Thin: parse, load settings, hand over (to the other modules of `bot.cli`).
 
 `chat` logs to `logs/console.log` in the workspace (to stderr with `-v`), so that nothing but the
 conversation is on the terminal; Ctrl-C stops a reply, or at the prompt ends the chat, exit 0.
 The commands that print their own lines (memory, pair, prompt, eval) log to `logs/cli.log`
-there, so that only those lines are on the terminal; doctor, which creates nothing, logs errors
-only (each check's line says what it found); `run` and `health` log to stderr.
+there, so that only those lines are on the terminal; doctor (which creates nothing) and setup
+log errors only (each line of theirs says what it found); `run` and `health` log to stderr.
 
 Failures end here, never as a raw traceback and never with a secret: a `ConfigError` or a
 `StartupError` (a rejected token, Telegram out of reach) is one `error: …` line on stderr, exit
@@ -27,7 +27,7 @@ from bot import logs
 from bot.app import build_app, build_telegram
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram.errors import is_network_error, startup_error
-from bot.cli import evaluate, memory, pairs, prompt
+from bot.cli import evaluate, memory, pairs, prompt, setup
 from bot.cli.doctor import doctor, health
 from bot.errors import ConfigError, StartupError
 from bot.settings import Settings, load_settings, require_secret, secret_values
@@ -42,6 +42,7 @@ log = structlog.get_logger(__name__)
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("setup", help="ask for the token, the model and the time zone; write .env")
     sub.add_parser("run", help="run the Telegram bot (long polling)")
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
@@ -58,8 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings()
         log_file = _log_file(settings, args)
         scrub = _configure_logs(  # before all else
-            settings, to_file=log_file, errors_only=args.command == "doctor"
+            settings, to_file=log_file, errors_only=args.command in ("doctor", "setup")
         )
+        if args.command == "setup":
+            return setup.run()
         if args.command == "eval":
             return evaluate.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "memory":
@@ -148,7 +151,7 @@ def _log_file(settings: Settings, args: argparse.Namespace) -> Path | None:
     logs_dir = Workspace(settings.workspace).logs_dir
     if args.command == "chat":
         return None if args.verbose else logs_dir / "console.log"
-    if args.command in ("run", "health", "doctor"):
+    if args.command in ("run", "health", "doctor", "setup"):
         return None
     try:  # doctor says what is wrong with a workspace that cannot be written
         logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
