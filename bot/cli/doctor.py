@@ -101,7 +101,7 @@ async def check_telegram(settings: Settings) -> Finding:
     base_url = settings.telegram.base_url
     try:
         async with asyncio.timeout(TELEGRAM_TIMEOUT):
-            username = await check_token(token, base_url)
+            username = await check_token(token, base_url, settings.telegram.proxy)
     except TimeoutError:
         raise StartupError(
             f"Telegram did not answer within {TELEGRAM_TIMEOUT:g} s at {base_url}: check the "

@@ -4,10 +4,10 @@ it is /pair, /unpair or /claim — and every word the chat reads about access.
 - A stranger in a private chat gets one notice with their Telegram id and a pairing code, and
   the owners hear of it in their private chats (named by their name and username); further
   messages while the request waits are dropped silently, but `/start` sends the notice again
-  (not within `RESEND_EVERY` of the last one). With `MAX_PENDING` requests waiting they are told once
-  to try later; in a group, once to write in private; with pairing off, once that the bot is
-  private; while the bot has no owner, once that it has none. Nothing of theirs is journaled,
-  stored or sent to the model (but see `release`).
+  (not within `RESEND_EVERY` of the last one). With `MAX_PENDING` requests waiting they are
+  told once to try later; in a group, once to write in private; with pairing off, once that
+  the bot is private; while the bot has no owner, once that it has none. Nothing of theirs is
+  journaled, stored or sent to the model (but see `release`).
 - `/claim CODE` (the code kept in `state/paired.json` while the bot has no owner: in the log at
   start, in `python -m bot pair list` and in doctor) makes the first private chat that sends it
   an owner; the last message that chat sent before claiming is then answered (`release`).
