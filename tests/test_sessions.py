@@ -7,6 +7,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from structlog.testing import capture_logs
+
 from bot.models import ChatMessage, Session, ToolCall
 from bot.storage.sessions import SessionStore, decode_session, encode_session
 from bot.storage.workspace import Workspace, decode_key, encode_key
@@ -160,3 +162,23 @@ async def test_a_session_changed_on_disk_is_read_again(tmp_path: Path) -> None:
     assert (await sessions.load("telegram:1")).messages == rewritten.messages
     path.unlink()
     assert (await sessions.load("telegram:1")).messages == ()
+
+
+async def test_an_empty_answer_is_saved_as_one_and_read_back_without_repair(
+    tmp_path: Path,
+) -> None:
+    sessions = store(tmp_path)
+    session = replace(
+        sessions.fresh("telegram:42"),
+        messages=(
+            ChatMessage(role="user", content="hi", at=NOW),
+            ChatMessage(role="assistant", content=None, at=NOW),  # the model said nothing
+        ),
+    )
+    await sessions.save(session)
+
+    with capture_logs() as logs:
+        loaded = await store(tmp_path).load("telegram:42")  # a restart reads the file
+
+    assert [e["event"] for e in logs if e["event"] == "session_repaired"] == []
+    assert [(m.role, m.content) for m in loaded.messages] == [("user", "hi"), ("assistant", "")]

@@ -243,7 +243,10 @@ def decode_messages(raw: object) -> tuple[tuple[ChatMessage, ...], tuple[str, ..
 
 
 def encode_message(message: ChatMessage) -> dict[str, Any]:
-    encoded: dict[str, Any] = {"role": message.role, "content": message.content}
+    content = message.content
+    if content is None and message.role == "assistant" and not message.tool_calls:
+        content = ""  # an empty answer is saved as one: nothing to repair at the next start
+    encoded: dict[str, Any] = {"role": message.role, "content": content}
     if message.tool_calls:
         encoded["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
