@@ -47,15 +47,19 @@ RUN pip install -qq --no-deps -e . \
  && chown "${UID}:${GID}" /app/workspace
 
 ENV BOT_WORKSPACE=/app/workspace
+# A token Telegram rejects is not fixed by a restart: the bot says so once (its log, and
+# `docker compose ps` / `python -m bot health`: unhealthy, with the reason) and waits, rather
+# than exiting into `restart: unless-stopped`'s loop.
+ENV MNEMO_ON_FATAL=wait
 VOLUME ["/app/workspace"]
 
 # Numeric, so runtimes can verify it is not root.
 USER ${UID}:${GID}
 
 # Alive and polling: the bot touches state/heartbeat after every poll (no network call here).
-# Checked every 20 s (a file's age: cheap), so "healthy" comes with the first poll, not a
-# minute later; failures in the first 30 s (still starting) do not count.
-HEALTHCHECK --interval=20s --timeout=15s --start-period=30s --retries=3 \
+# Every 5 s while starting (the first 60 s; Docker >= 25), so "healthy" comes with the first
+# poll rather than a minute later; then every 60 s (each check starts a Python process).
+HEALTHCHECK --interval=60s --timeout=15s --start-period=60s --start-interval=5s --retries=3 \
     CMD ["python", "-m", "bot", "health"]
 
 CMD ["python", "-m", "bot", "run"]

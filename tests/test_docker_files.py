@@ -36,12 +36,11 @@ def test_images_pulled_from_elsewhere_are_pinned() -> None:
         assert re.fullmatch(r"v?\d+\.\d+(\.\d+)?", image.group(1).rpartition(":")[2]), image
 
 
-def test_the_health_check_reports_within_half_a_minute() -> None:
+def test_the_health_check_reports_soon_after_the_first_poll() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
-    found = re.search(r"HEALTHCHECK --interval=(\d+)s .*--start-period=(\d+)s", dockerfile)
-    assert found, "no HEALTHCHECK"
-    interval, start = map(int, found.groups())
-    assert interval <= 30 and start <= 30
+    found = re.search(r"HEALTHCHECK .*--start-interval=(\d+)s", dockerfile)
+    assert found, "no HEALTHCHECK with a --start-interval"
+    assert int(found.group(1)) <= 10  # checked often while starting, not first after 60 s
 
 
 def test_the_compose_steps_say_how_to_claim_the_bot() -> None:

@@ -75,6 +75,9 @@ def health(settings: Settings) -> int:
     heartbeat = Heartbeat(Workspace(settings.workspace).heartbeat_path)
     age = heartbeat.age()
     limit = settings.telegram.poll_timeout + HEALTH_SLACK
+    if (reason := heartbeat.reason()) is not None:
+        print(f"unhealthy: {reason}")
+        return 1
     if age is None:
         print(f"unhealthy: no heartbeat at {heartbeat.path}: the bot has not polled yet")
         return 1

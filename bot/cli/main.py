@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ import structlog
 from bot import logs
 from bot.app import build_app, build_telegram
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
-from bot.channels.telegram.errors import is_network_error, startup_error
+from bot.channels.telegram.errors import is_network_error, is_rejected_token, startup_error
 from bot.cli import evaluate, memory, pairs, prompt, setup
 from bot.cli.doctor import doctor, health
 from bot.errors import ConfigError, StartupError
@@ -36,6 +37,11 @@ from bot.storage.workspace import Workspace
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
+ON_FATAL_VAR = "MNEMO_ON_FATAL"  # "wait" (the Docker image): a rejected token waits, not exits
+WAITING = (
+    "{reason}. Not restarting: waiting until stopped. Fix it in .env, then restart "
+    "(docker compose up -d)"
+)
 log = structlog.get_logger(__name__)
 
 
@@ -93,9 +99,9 @@ async def run_telegram(settings: Settings) -> int:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
     app = build_app(settings, api_key=api_key)
-    channel = build_telegram(
-        app, settings, token=token, heartbeat=Heartbeat(app.workspace.heartbeat_path)
-    )
+    heartbeat = Heartbeat(app.workspace.heartbeat_path)
+    await asyncio.to_thread(heartbeat.reset)
+    channel = build_telegram(app, settings, token=token, heartbeat=heartbeat)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -105,9 +111,13 @@ async def run_telegram(settings: Settings) -> int:
         await channel.run(stop)
     except Exception as exc:  # PTB's errors at start, as the line that says what to fix
         stopped = startup_error(exc, base_url=settings.telegram.base_url)
-        if stopped is None or stopped is exc:
+        if stopped is None:
             raise
-        raise stopped from exc
+        if not _waits_on(stopped):
+            if stopped is exc:
+                raise
+            raise stopped from exc
+        await _wait_stopped(str(stopped), heartbeat, stop)
     finally:
         await app.aclose()
     return 0
@@ -128,6 +138,21 @@ async def run_console(settings: Settings) -> int:
     finally:
         await app.aclose()
     return 0
+
+
+def _waits_on(exc: BaseException) -> bool:
+    """Whether to wait rather than exit: a token Telegram rejected (no restart can fix it),
+    where restarting is a loop (`MNEMO_ON_FATAL=wait`, set in the Docker image)."""
+    return os.environ.get(ON_FATAL_VAR) == "wait" and is_rejected_token(exc)
+
+
+async def _wait_stopped(reason: str, heartbeat: Heartbeat, stop: asyncio.Event) -> None:
+    """Say why (the log, stderr, `python -m bot health`), then wait for SIGTERM."""
+    line = WAITING.format(reason=reason)
+    await asyncio.to_thread(heartbeat.stop_beating, line)
+    log.error("waiting_for_a_fix", reason=reason)
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    await stop.wait()
 
 
 def _configure_logs(

@@ -26,7 +26,7 @@ import structlog
 from bot.models import ChatMessage, Session, ToolCall
 from bot.storage.files import Signature, atomic_write_text, ensure_dir, signature_of
 from bot.storage.transcript import repair
-from bot.storage.workspace import Workspace, decode_key, encode_key
+from bot.storage.workspace import Workspace, file_key, key_of_file
 
 FORMAT_VERSION = 1
 RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
@@ -59,7 +59,7 @@ class SessionStore:
     def keys(self) -> list[str]:
         """The session keys that have a conversation file, sorted."""
         folder = self.workspace.sessions_dir
-        return sorted(decode_key(path.stem) for path in folder.glob("*.json"))
+        return sorted(key_of_file(path.stem) for path in folder.glob("*.json"))
 
     async def load(self, key: str) -> Session:
         if (known := self._unchanged(key)) is not None:
@@ -124,7 +124,7 @@ class SessionStore:
 
     def _archive_path(self, key: str) -> Path:
         stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
-        return ensure_dir(self.workspace.archive_dir) / f"{encode_key(key)}-{stamp}.json"
+        return ensure_dir(self.workspace.archive_dir) / f"{file_key(key)}-{stamp}.json"
 
     def _load(self, key: str) -> Session:
         path = self.workspace.session_path(key)
