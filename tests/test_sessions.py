@@ -9,7 +9,7 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from bot.models import ChatMessage, Session, ToolCall
+from bot.models import ChatMessage, Session, SessionMarks, ToolCall
 from bot.storage.sessions import SessionStore, decode_session, encode_session
 from bot.storage.workspace import Workspace, decode_key, encode_key, file_key, key_of_file
 
@@ -47,7 +47,7 @@ async def test_session_round_trips_with_tool_calls(tmp_path: Path) -> None:
         updated_at=NOW,
         last_prompt_tokens=120,
         compactions=2,
-        metadata={"last_inbound_id": "telegram:update:5"},
+        marks=SessionMarks(last_inbound="telegram:update:5"),
     )
     await sessions.save(session)
     path = tmp_path / "sessions" / f"{file_key(session.key)}.json"

@@ -30,7 +30,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from dotenv import dotenv_values
 from pydantic import SecretStr
 
-from bot.app import build_door, clock
+from bot.app import clock
+from bot.app.turn import build_door
 from bot.cli.doctor import check_model, check_telegram, what_failed
 from bot.errors import ConfigError, MnemoError
 from bot.settings import Settings, load_settings

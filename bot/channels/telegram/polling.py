@@ -37,9 +37,9 @@ from bot.errors import StartupError
 from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
-from bot.turn.commands import COMMANDS
+from bot.turn.commands.handler import COMMANDS
 from bot.turn.intake import Intake
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 
@@ -51,7 +51,7 @@ REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 class TelegramChannel:
     def __init__(
         self,
-        runner: TurnRunner,
+        router: Router,
         *,
         token: str,
         base_url: str,
@@ -65,7 +65,7 @@ class TelegramChannel:
         reaction: str = "",  # set on a message when its turn starts ("": none)
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
-        self.runner = runner
+        self.router = router
         self.proxy = proxy
         self.token = token
         self.base_url = base_url
@@ -91,12 +91,12 @@ class TelegramChannel:
             get_updates_request=_request(self.proxy),
         )
         await _started(bot, self.base_url)
-        if self.runner.media is not None:
-            self.runner.media.connect(CHANNEL, TelegramFiles(bot))
+        if self.router.media is not None:
+            self.router.media.connect(CHANNEL, TelegramFiles(bot))
         await self._beat()
         try:
             intake = Intake(
-                self.runner,
+                self.router,
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),
