@@ -34,8 +34,11 @@ async def strict_openai() -> AsyncIterator[FakeOpenAI]:
         yield fake
 
 
-async def setup(folder: Path, telegram: FakeTelegram, answers: list[str]) -> tuple[int, str]:
-    """`python -m bot setup` in `folder`, `answers` piped one per line: exit code, output."""
+async def setup(
+    folder: Path, telegram: FakeTelegram, answers: list[str], *, zone: str = "UTC"
+) -> tuple[int, str]:
+    """`python -m bot setup` in `folder`, `answers` piped one per line, on a machine in `zone`
+    (TZ): exit code, output."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(folder),
@@ -44,7 +47,7 @@ async def setup(folder: Path, telegram: FakeTelegram, answers: list[str]) -> tup
         "BOT_COMPACTION__MODELS_FILE": str(REPO / "config" / "models.json"),
         "BOT_TELEGRAM__BASE_URL": telegram.base_url,
         "BOT_WORKSPACE": str(folder / "workspace"),
-        "TZ": "UTC",
+        "TZ": zone,
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -130,6 +133,7 @@ async def test_a_rerun_keeps_what_is_set_when_enter_is_pressed(
     assert written["BOT_LLM__MODEL"] == "other-model"
     assert written["BOT_TIMEZONE"] == "Asia/Tokyo"
     assert written["MY_OWN"] == "kept"
+    assert "Time zone [Asia/Tokyo]: " in said  # what .env holds, not the machine's (UTC)
     assert "Bot token [set: Enter keeps it]: " in said
     assert f"Endpoint (base URL) [{strict_openai.base_url}]: " in said
     assert KEY not in said and fake_telegram.token not in said
@@ -153,3 +157,15 @@ def test_env_lines_are_replaced_in_place_and_odd_values_quoted() -> None:
     assert new == (
         '# a comment\nBOT_LLM__MODEL="my model #2"\nBOT_TIMEZONE=UTC\nOTHER=1\nNEW="a\\"b"\n'
     )
+
+
+async def test_the_machines_time_zone_is_offered_first(
+    folder: Path, fake_telegram: FakeTelegram, strict_openai: FakeOpenAI
+) -> None:
+    answers = [fake_telegram.token, strict_openai.base_url, KEY, "fake-model", ""]
+
+    code, said = await setup(folder, fake_telegram, answers, zone="Europe/Berlin")
+
+    assert code == 0, said
+    assert "Time zone [Europe/Berlin]: " in said
+    assert dotenv_values(folder / ".env")["BOT_TIMEZONE"] == "Europe/Berlin"

@@ -46,7 +46,8 @@ BASE_URL = "BOT_LLM__BASE_URL"
 API_KEY = "BOT_LLM__API_KEY"
 MODEL = "BOT_LLM__MODEL"
 TIMEZONE = "BOT_TIMEZONE"
-DEFAULTS = {BASE_URL: "https://api.openai.com/v1", MODEL: "gpt-4o-mini", TIMEZONE: "UTC"}
+DEFAULTS = {BASE_URL: "https://api.openai.com/v1", MODEL: "gpt-4o-mini"}
+DEFAULT_ZONE = "UTC"  # when neither .env nor this machine names one
 _PLAIN = re.compile(r"[^\s#'\"\\$`]*")  # written as is; anything else in double quotes
 
 
@@ -127,7 +128,7 @@ async def _questions(ask: Prompter, current: dict[str, str], base: Settings) -> 
         base,
     )
     ask.say("\n3. Your time zone, for dates and times in memory (an IANA name).")
-    zone = current.get(TIMEZONE) or local_zone() or DEFAULTS[TIMEZONE]
+    zone = current.get(TIMEZONE) or local_zone() or DEFAULT_ZONE
     while (timezone := ask.ask("Time zone", zone)) and not _known_zone(timezone):
         ask.say(
             f"   {timezone!r} is not a time zone name: e.g. Europe/Berlin, America/New_York, UTC"
