@@ -223,6 +223,16 @@ class SessionPolicySettings(_Section):
     idle_minutes: int | None = Field(default=None, gt=0)
 
 
+class ReminderSettings(_Section):
+    """Reminders and scheduled tasks (`bot.reminders`)."""
+
+    poll_seconds: float = Field(default=1.0, gt=0)  # how often due items are looked for
+    late_minutes: int = Field(default=2, ge=0)  # due longer ago than this: sent marked late
+    task_tokens: int = Field(default=20_000, ge=0)  # one run of a scheduled task, at most
+    daily_task_tokens: int = Field(default=200_000, ge=0)  # all tasks in a day, at most
+    shown_in_prompt: int = Field(default=5, ge=0)  # the chat's next items the prompt shows
+
+
 class LogSettings(_Section):
     format: Literal["json", "console"] = "console"
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -248,6 +258,7 @@ class Settings(BaseSettings):
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
     media: MediaSettings = MediaSettings()
+    reminders: ReminderSettings = ReminderSettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")

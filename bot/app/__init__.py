@@ -18,6 +18,7 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.reminders import attach, build_reminders, with_prompt
 from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
@@ -106,6 +107,7 @@ def build_app(
     writer = core.writer
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
+    reminders = build_reminders(settings, workspace, memory.file_locks, now, tools=tools)
     compaction = build_compaction(
         settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
     )
@@ -126,11 +128,15 @@ def build_app(
         tools=tools,
         sent=sent,
     )
+    pipeline = with_prompt(reminders, pipeline)
     transcriber = build_transcriber(settings, api_key)
     parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
+    )
+    scheduler = attach(
+        reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -141,6 +147,7 @@ def build_app(
         core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        scheduler,  # after the index and the door; stopped first
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services=services, recall=recall)

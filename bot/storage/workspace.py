@@ -167,6 +167,10 @@ class Workspace:
     def procedural_items_path(self, scope: MemoryScope) -> Path:
         return self.items_dir(scope) / "procedural.jsonl"
 
+    def reminders_path(self, scope: MemoryScope) -> Path:
+        """The scope's reminders and scheduled tasks, one a line (`bot.reminders.store`)."""
+        return self.memory_dir(scope) / "reminders.jsonl"
+
     def working_memory_path(self, session_key: str) -> Path:
         return self.memory_root / "working" / f"{encode_key(session_key)}.md"
 
