@@ -50,6 +50,7 @@ def make_settings(
         allowed_user_ids=allowed_user_ids,
         poll_timeout=1,
         typing_interval=0.2,
+        debounce=0.0,  # each message a turn of its own (tests/test_follow_ups.py: together)
     )
     llm = LLMSettings(
         base_url=openai.base_url,

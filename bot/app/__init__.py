@@ -177,6 +177,7 @@ def build_telegram(
         stream_interval=telegram.stream_interval,
         heartbeat=heartbeat,
         reaction=telegram.reaction,
+        debounce=telegram.debounce,
     )
 
 

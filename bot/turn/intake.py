@@ -9,6 +9,9 @@ At start the entries a stop or crash left are queued first, in arrival order per
 stops taking entries, gives the running ones a grace period and cancels the rest (a reply part
 under way is still sent and recorded, `Delivery.settle`): whatever is not finished stays in the
 journal for the next start.
+
+A chat's first turn waits a short debounce, and quick follow-ups queued before a turn starts
+are answered together with it (`bot.turn.together`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from bot.storage.inbox import Entry
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.runner import TurnRunner
+from bot.turn.together import together
 
 log = structlog.get_logger(__name__)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
@@ -39,7 +43,10 @@ class Intake:
         *,
         channel: str,
         reach: Reach | None = None,  # the door's way to a private chat (owners, new users)
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups (`together`);
+        # 0: none, and each message is a turn of its own
     ) -> None:
+        self.debounce = debounce
         self.runner = runner
         self.replier_for = replier_for
         self.reach = reach
@@ -99,8 +106,10 @@ class Intake:
     async def _work(self, key: str) -> None:
         queue = self._queues[key]
         try:
+            if self.debounce:
+                await asyncio.sleep(self.debounce)
             while queue and not self._closing:
-                entry = queue[0]
+                entry = await together(queue, self.runner.inbox) if self.debounce else queue[0]
                 await self.runner.answer(entry, self.replier_for(entry.inbound))
                 queue.popleft()
         except Exception:

@@ -62,7 +62,9 @@ class TelegramChannel:
         stream: bool = True,  # replies shown while they are written (`drafts`)
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
     ) -> None:
+        self.debounce = debounce
         self.runner = runner
         self.token = token
         self.base_url = base_url
@@ -95,6 +97,7 @@ class TelegramChannel:
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),
+                debounce=self.debounce,
             )
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
