@@ -54,6 +54,7 @@ from bot.storage.sessions import RECOVERED_FROM, SessionStore
 from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.access import AccessPolicy
+from bot.turn.alerts import OwnerAlerts
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Command, Commands, parse_command
 from bot.turn.delivery import Delivery, Replier
@@ -115,6 +116,7 @@ class TurnRunner:
         self.notice_after = notice_after
         self.chatter = chatter
         self.media = media
+        self.alerts = OwnerAlerts(access, self.delivery, now)  # a channel connects its reach
 
     def jumps_queue(self, inbound: Inbound) -> bool:
         """The door's messages (a stranger's, /pair, /claim …) and /stop are answered at
@@ -245,6 +247,7 @@ class TurnRunner:
                 return stop.reply or ""
             except LLMError as exc:
                 log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
+                await self.alerts.failed(exc, inbound)
                 return failures.tell(exc, owner=self._owner_chat(inbound))
         if self.chatter is not None:  # shown once: a turn that failed shows it again
             await self.chatter.drop(inbound.session_key, {said.id for said in ctx.chatter})

@@ -99,6 +99,7 @@ class TelegramChannel:
                 reach=lambda chat_id: self._private(bot, chat_id),
                 debounce=self.debounce,
             )
+            self.runner.alerts.connect(lambda chat_id: self._private(bot, chat_id))
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
