@@ -88,6 +88,12 @@ class Intake:
         tasks = [*self._workers.values(), *self._at_once]
         if not tasks:
             return
+        log.warning(  # a person pressed Ctrl-C: say why the bot does not stop at once
+            "stopping_finishing_replies",
+            replies=len(tasks),
+            waiting_at_most=f"{grace:g} s",
+            left_for_next_start=self.backlog() - len(self._workers),
+        )
         _, running = await asyncio.wait(tasks, timeout=grace)
         for task in running:
             task.cancel()
