@@ -8,8 +8,7 @@ whose user is the owner) tells nobody.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
+import time
 
 import structlog
 
@@ -26,14 +25,11 @@ ALERT = "A message from {who} could not be answered. {what}"
 
 
 class OwnerAlerts:
-    def __init__(
-        self, access: AccessPolicy, delivery: Delivery, now: Callable[[], datetime]
-    ) -> None:
+    def __init__(self, access: AccessPolicy, delivery: Delivery) -> None:
         self.access = access
         self.delivery = delivery
-        self.now = now
         self.reach: Reach | None = None
-        self._told: dict[LLMCause, datetime] = {}
+        self._told: dict[LLMCause, float] = {}  # when each cause was told (monotonic)
 
     def connect(self, reach: Reach) -> None:
         """The channel's way to a private chat: from now on owners are told."""
@@ -46,9 +42,9 @@ class OwnerAlerts:
             return
         if inbound.is_private and self.access.is_owner(inbound.user_id):
             return  # they read the owner's words already
-        now = self.now()
+        now = time.monotonic()
         last = self._told.get(error.cause)
-        if last is not None and (now - last).total_seconds() < EVERY:
+        if last is not None and now - last < EVERY:
             return
         self._told[error.cause] = now
         who = inbound.user_name or f"user {inbound.user_id}"
