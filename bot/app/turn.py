@@ -163,7 +163,7 @@ def build_commands(
                 model=model,
                 pipeline=parts.pipeline.describe(),
             ),
-            status.ShowContext(parts.sent, meter, access, model=model),
+            status.ShowContext(parts.sent, meter, access, sessions, model=model),
         ]
     )
 
