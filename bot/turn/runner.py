@@ -82,7 +82,9 @@ class TurnRunner:
         session = await self.continuation.load(inbound.session_key)
         if session.metadata.get(LAST_INBOUND) == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
-            return _last_reply(session)
+            reply = _last_reply(session)
+            await self.continuation.noted(session, self.access.scope_for(inbound), reply)
+            return reply
         await replier.acknowledge()
 
         async def say(text: str) -> None:
