@@ -26,6 +26,7 @@ import structlog
 from telegram import Bot, Message, MessageEntity
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
+from bot.channels.telegram.budget import tight
 from bot.channels.telegram.format import Chunk, render
 from bot.channels.telegram.replies import TelegramReplier, replying
 
@@ -94,8 +95,8 @@ class TelegramDraft:
 
     async def show(self, text: str) -> None:
         pieces = render(text)
-        if not pieces:
-            return
+        if not pieces or tight(self.bot):
+            return  # with the budget tight, answers first (`budget`): the next showing comes
         try:
             if self._drafts() and await self._draft(pieces[-1]):
                 return

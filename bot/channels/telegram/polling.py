@@ -25,8 +25,9 @@ from typing import Any
 import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
 
+from bot.channels.telegram.budget import AnswersFirst
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -85,7 +86,7 @@ class TelegramChannel:
             self.token,
             base_url=self.base_url,
             base_file_url=_file_url(self.base_url),
-            rate_limiter=AIORateLimiter(max_retries=3),
+            rate_limiter=AnswersFirst(max_retries=3),
         )
         await _started(bot, self.base_url)
         if self.router.media is not None:

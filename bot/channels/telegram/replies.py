@@ -31,6 +31,7 @@ from telegram.error import (
     TelegramError,
 )
 
+from bot.channels.telegram.budget import tight
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
 from bot.models import Document
@@ -74,8 +75,8 @@ class TelegramReplier:
         return [Threaded(chunks[0], self.message_id), *chunks[1:]]
 
     async def acknowledge(self) -> None:
-        if not self.reaction or self.message_id is None:
-            return
+        if not self.reaction or self.message_id is None or tight(self.bot):
+            return  # with the budget tight, answers first (`budget`)
         try:
             async with asyncio.timeout(ACKNOWLEDGE_TIMEOUT):
                 await self.bot.set_message_reaction(
@@ -164,9 +165,10 @@ class TelegramReplier:
     async def _keep_typing(self) -> None:
         while True:
             try:
-                await self.bot.send_chat_action(
-                    self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id
-                )
+                if not tight(self.bot):  # with the budget tight, answers first (`budget`)
+                    await self.bot.send_chat_action(
+                        self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id
+                    )
             except TelegramError as exc:
                 log.debug("typing_failed", detail=str(exc)[:200])
             await asyncio.sleep(self.typing_interval)
