@@ -208,6 +208,7 @@ def build_telegram(
         heartbeat=heartbeat,
         reaction=telegram.reaction,
         proxy=telegram.proxy,
+        debounce=telegram.debounce,
     )
 
 

@@ -25,9 +25,10 @@ from typing import Any
 import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
+from bot.channels.telegram.budget import AnswersFirst
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -64,7 +65,9 @@ class TelegramChannel:
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
     ) -> None:
+        self.debounce = debounce
         self.router = router
         self.proxy = proxy
         self.token = token
@@ -86,7 +89,7 @@ class TelegramChannel:
             self.token,
             base_url=self.base_url,
             base_file_url=_file_url(self.base_url),
-            rate_limiter=AIORateLimiter(max_retries=3),
+            rate_limiter=AnswersFirst(max_retries=3),
             request=_request(self.proxy),
             get_updates_request=_request(self.proxy),
         )
@@ -100,7 +103,9 @@ class TelegramChannel:
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),
+                debounce=self.debounce,
             )
+            self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
