@@ -30,6 +30,7 @@ from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
 from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
+from bot.systems.truth import FilesFirst
 from bot.tools.clock import CurrentTime
 from bot.tools.memory_edit import MemoryEdit
 from bot.tools.memory_get import MemoryGet
@@ -220,6 +221,7 @@ def build_pipeline(
         [
             *([BestEffort(flush)] if flush else []),
             BestEffort(_auto_compaction(settings, compaction)),
+            BestEffort(FilesFirst(writer)),
             context,
             loop,
             MemoryTags(writer),

@@ -16,6 +16,7 @@ file line or session turn), then the search index (derived, synced from the file
                     merge_facts       new lines appended → items → index
     consolidation,  append_history    an entry (or a compaction's checkpoint) in HISTORY
     compaction
+    system 19       follow_files      MEMORY.md changed (by hand, consolidation) → its items → index
     upkeep          decay             idle items lose salience → index
                     archive_notes     notes past retention → archive/ → index
 
@@ -28,6 +29,7 @@ the index is logged and never undoes the markdown, which is what counts.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -45,7 +47,7 @@ from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText, new
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.upkeep.archiving import archive_notes
-from bot.models import MemoryItem, MemoryLayer, MemoryScope
+from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 
@@ -62,6 +64,8 @@ class IndexSync(Protocol):
     async def scrub(self) -> None: ...
 
     def request(self, paths: Iterable[Path] = (), *, walk: bool = False) -> None: ...
+
+    async def settle(self) -> None: ...
 
 
 class UsageMarker(Protocol):
@@ -82,6 +86,7 @@ class TurnRecord:
 class Stored:
     ok: bool  # False if any store failed (it is logged)
     items: tuple[MemoryItem, ...]  # the items written or reinforced
+    replaced: tuple[str, ...] = ()  # the MEMORY.md lines the new facts superseded
 
 
 class MemoryWriter:
@@ -109,6 +114,7 @@ class MemoryWriter:
         self.usage = usage
         self.index = index
         self.forgetting = forgetting
+        self._followed: dict[Path, str] = {}  # MEMORY.md's digest when its items last followed
 
     # ------------------------------------------------------------------ a turn
 
@@ -136,7 +142,13 @@ class MemoryWriter:
             await _attempt("items_used", self.usage.touch(items, at), default=None)
 
     async def store_tags(
-        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
+        self,
+        tags: ExtractedTags,
+        *,
+        scope: MemoryScope,
+        session_key: str,
+        turn: str | None,
+        origin: Provenance | None = None,
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
         owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory."""
@@ -145,7 +157,9 @@ class MemoryWriter:
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
         for tag, where, facts in found:
             if facts:
-                stored = await self._facts(tag, where, facts, turn=(session_key, turn))
+                stored = await self._facts(
+                    tag, where, facts, turn=(session_key, turn), origin=origin
+                )
                 ok, items = ok and stored.ok, [*items, *stored.items]
         if tags.working_memory is not None:
             write = _done(self.working.write(session_key, tags.working_memory))
@@ -162,14 +176,18 @@ class MemoryWriter:
 
     # ------------------------------------------------------------------ a person's commands
 
-    async def remember(self, scope: MemoryScope, fact: str) -> str | None:
+    async def remember(
+        self, scope: MemoryScope, fact: str, origin: Provenance | None = None
+    ) -> str | None:
         """Add `fact` to the scope's MEMORY.md: the fact as saved, or None when it was there.
         Raises `NotTextError` when MEMORY.md is not text (it is left as it is)."""
-        added = await self.long_term.append_facts(scope, [fact], section=TAGGED_SECTION)
-        if added:
-            await self._fact_items(scope, added, extra=())
+        done = await self.long_term.append_facts(
+            scope, [fact], section=TAGGED_SECTION, origin=origin
+        )
+        if done.added:
+            await self._fact_items(scope, done.added, extra=(), origin=origin)
             await self.sync_index()
-        return added[0] if added else None
+        return done.added[0] if done.added else None
 
     # ------------------------------------------------------------------ consolidation, compaction
 
@@ -177,26 +195,35 @@ class MemoryWriter:
         """MEMORY.md as it is now, with its digest (blocking)."""
         return self.long_term.snapshot(scope)
 
-    async def replace_memory(self, scope: MemoryScope, seen: MemoryText, text: str) -> bool:
+    async def replace_memory(
+        self, scope: MemoryScope, seen: MemoryText, text: str, origin: Provenance | None = None
+    ) -> bool:
         """Consolidation's rewrite of MEMORY.md, applied only if the file is still what the
         model saw (a hand edit is never overwritten): False when it changed. The lines it adds
         become items. `NotTextError` for a file that is not text."""
         if not await self.long_term.replace_if_unchanged(scope, seen.digest, text):
             return False
         added = new_lines(text, seen=seen.text, current=seen.text)
-        await self._fact_items(scope, added, extra=())
+        if origin is not None:
+            await self._origins(scope, added, origin)
+        await self._fact_items(scope, added, extra=(), origin=origin)
         await self.sync_index()
         return True
 
     async def merge_facts(
-        self, scope: MemoryScope, facts: Sequence[str], *, section: str
+        self,
+        scope: MemoryScope,
+        facts: Sequence[str],
+        *,
+        section: str,
+        origin: Provenance | None = None,
     ) -> list[str]:
         """Facts appended under `## section` (those not there yet), then their items."""
-        added = await self.long_term.append_facts(scope, facts, section=section)
-        if added:
-            await self._fact_items(scope, added, extra=())
+        done = await self.long_term.append_facts(scope, facts, section=section, origin=origin)
+        if done.added:
+            await self._fact_items(scope, done.added, extra=(), origin=origin)
             await self.sync_index()
-        return added
+        return done.added
 
     async def append_history(
         self, scope: MemoryScope, entry: str, at: datetime, *, key: str | None = None
@@ -324,30 +351,80 @@ class MemoryWriter:
     # ------------------------------------------------------------------ facts
 
     async def _facts(
-        self, tag: str, scope: MemoryScope, facts: Sequence[str], *, turn: tuple[str, str | None]
+        self,
+        tag: str,
+        scope: MemoryScope,
+        facts: Sequence[str],
+        *,
+        turn: tuple[str, str | None],
+        origin: Provenance | None,
     ) -> Stored:
         try:
-            added = await self.long_term.append_facts(scope, facts, section=TAGGED_SECTION)
+            done = await self.long_term.append_facts(
+                scope, facts, section=TAGGED_SECTION, origin=origin
+            )
         except Exception:  # a best-effort boundary: logged, the reply still goes out
             log.warning("memory_tag_store_failed", tag=tag, exc_info=True)
             return Stored(False, ())
         session_key, turn_id = turn
         told = (turn_reference(session_key, turn_id),) if turn_id else ()
-        return Stored(True, tuple(await self._fact_items(scope, added, extra=told)))
+        items = await self._fact_items(scope, done.added, extra=told, origin=origin)
+        return Stored(True, tuple(items), tuple(done.replaced))
 
     async def _fact_items(
-        self, scope: MemoryScope, facts: Sequence[str], *, extra: Sequence[str]
+        self,
+        scope: MemoryScope,
+        facts: Sequence[str],
+        *,
+        extra: Sequence[str],
+        origin: Provenance | None,
     ) -> list[MemoryItem]:
-        """The facts as semantic items, each citing its MEMORY.md line (and the turn)."""
+        """The facts as semantic items, each citing its MEMORY.md line (and the turn); then
+        the items of the lines they superseded follow the file."""
         if self.items is None or not facts:
             return []
         lines = self._lines_of(scope, facts)
         written: list[MemoryItem] = []
         for fact in facts:
             sources = [*([lines[fact]] if fact in lines else []), *extra]
-            write = self.items.add_facts(scope, [fact], sources=sources)
+            write = self.items.add_facts(scope, [fact], sources=sources, origin=origin)
             written += await _attempt("fact_items", write, default=[])
+        await self._follow(scope, force=True)
         return written
+
+    async def _origins(self, scope: MemoryScope, facts: Sequence[str], origin: Provenance) -> None:
+        path = self.workspace.long_term_path(scope)
+        async with self.locks.hold(path):
+            await asyncio.to_thread(self.long_term.origins(scope).add, facts, origin)
+
+    # ------------------------------------------------------------------ files stay the truth
+
+    async def follow_files(self, scopes: Iterable[MemoryScope]) -> int:
+        """Before memory is read: the items made of each scope's MEMORY.md lines follow the
+        file when it changed since last followed (a hand edit, consolidation), and the index
+        catches up with both, so neither the prompt nor a search shows a line that is gone.
+        How many items changed."""
+        changed = 0
+        for scope in dict.fromkeys(scopes):
+            changed += await _attempt("follow", self._follow(scope), default=0)
+        return changed
+
+    async def _follow(self, scope: MemoryScope, *, force: bool = False) -> int:
+        if self.items is None:
+            return 0
+        path = self.workspace.long_term_path(scope)
+        snapshot = await asyncio.to_thread(self.long_term.snapshot, scope)
+        if not force and self._followed.get(path) == snapshot.digest:
+            return 0
+        name = path.relative_to(self.workspace.memory_root).as_posix()
+        changed = await self.items.follow(scope, snapshot.text, name)
+        self._followed[path] = snapshot.digest
+        if not force and self.index is not None:  # a write of ours syncs it itself
+            self.index.request([path, self.workspace.semantic_items_path(scope)])
+            await self.index.settle()
+        if changed:
+            log.info("items_followed_file", path=name, changed=changed)
+        return changed
 
     def _lines_of(self, scope: MemoryScope, facts: Sequence[str]) -> dict[str, str]:
         """`MEMORY.md#L12` (from `memory/`) for each fact's line as it stands now."""
