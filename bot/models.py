@@ -43,6 +43,7 @@ class Inbound:
     user_name: str | None = None
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
     attachments: tuple[Attachment, ...] = ()
+    forwarded: bool = False  # forwarded from someone else: their words, not the sender's
 
     @property
     def session_key(self) -> str:

@@ -6,6 +6,8 @@ file line or session turn), then the search index (derived, synced from the file
                                       <working-memory> → the session's working memory
     system 50       record_turn       the daily note line → the turn's items (and which files)
                     mark_used         the items the prompt showed
+                                      (from a turn with others' words: QUOTED.md instead)
+    /keep, buttons  keep_quoted       QUOTED.md line → MEMORY.md line → fact item → index
     /remember       remember          MEMORY.md line → fact item → index
     /forget, /undo, forget, undo      every place a text is (files, items, sessions) → index
     memory_forget                     (scrubbed); undo puts it back within minutes
@@ -41,11 +43,20 @@ import structlog
 from bot.memory.forgetting import Forgetting, Forgotten, Undone
 from bot.memory.items.turn import TurnMemoryEvent, turn_reference
 from bot.memory.items.writer import ItemWriter
+from bot.memory.notes import quoted
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
-from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText, new_lines
+from bot.memory.notes.long_term import (
+    LineEdit,
+    LongTermMemory,
+    MemoryText,
+    bare_line,
+    new_lines,
+)
+from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
+from bot.memory.trust import TurnOrigin
 from bot.memory.upkeep.archiving import archive_notes
 from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
 from bot.storage.files import FileLocks
@@ -87,6 +98,7 @@ class Stored:
     ok: bool  # False if any store failed (it is logged)
     items: tuple[MemoryItem, ...]  # the items written or reinforced
     replaced: tuple[str, ...] = ()  # the MEMORY.md lines the new facts superseded
+    quoted: tuple[Quote, ...] = ()  # kept as quoted material, waiting for an owner
 
 
 class MemoryWriter:
@@ -148,17 +160,25 @@ class MemoryWriter:
         scope: MemoryScope,
         session_key: str,
         turn: str | None,
-        origin: Provenance | None = None,
+        origin: TurnOrigin | None = None,
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
-        owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory."""
-        ok, items = True, list[MemoryItem]()
+        owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory. From a
+        turn that carried other people's words (`origin.quoted`) the facts are kept as quoted
+        material instead, until an owner keeps them (`keep_quoted`)."""
+        ok, items, quotes = True, list[MemoryItem](), list[Quote]()
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
         for tag, where, facts in found:
-            if facts:
+            if facts and origin is not None and not origin.trusted:
+                quotes += await self._quote(where, facts, origin.source)
+            elif facts:
                 stored = await self._facts(
-                    tag, where, facts, turn=(session_key, turn), origin=origin
+                    tag,
+                    where,
+                    facts,
+                    turn=(session_key, turn),
+                    origin=origin.said if origin else None,
                 )
                 ok, items = ok and stored.ok, [*items, *stored.items]
         if tags.working_memory is not None:
@@ -171,8 +191,9 @@ class MemoryWriter:
             working_memory=tags.working_memory is not None,
             stored=ok,
             items=len(items),
+            quoted=len(quotes),
         )
-        return Stored(ok, tuple(items))
+        return Stored(ok, tuple(items), quoted=tuple(quotes))
 
     # ------------------------------------------------------------------ a person's commands
 
@@ -318,13 +339,23 @@ class MemoryWriter:
             raise RuntimeError("structured items are off")
         return self.items
 
-    async def edit_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
+    async def edit_line(
+        self, scope: MemoryScope, old: str, new: str, *, supersedes: Provenance | None = None
+    ) -> LineEdit:
         """The model's correction of MEMORY.md (or chat memory): one line replaced or deleted
         under the same lock as every other change (a hand edit is never overwritten); the
-        items made of that line follow, then the index. `NotTextError` for a file that is
-        not text."""
-        edit = await self.long_term.replace_line(scope, old, new)
+        items made of that line follow, then the index. `supersedes` (the new value's
+        provenance): the old line stays as history, marked superseded, the new one after it.
+        `NotTextError` for a file that is not text."""
+        on = supersedes.at.date() if supersedes is not None else None
+        edit = await self.long_term.replace_line(scope, old, new, superseded_on=on)
         if edit.before is None:
+            return edit
+        if supersedes is not None and edit.after is not None:
+            fact = bare_line(edit.after)
+            await self._origins(scope, [fact], supersedes)
+            await self._fact_items(scope, [fact], extra=(), origin=supersedes)
+            await self.sync_index()
             return edit
         if self.items is not None:
             await _attempt(
@@ -396,6 +427,42 @@ class MemoryWriter:
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
             await asyncio.to_thread(self.long_term.origins(scope).add, facts, origin)
+
+    # ------------------------------------------------------------------ quoted material
+
+    async def _quote(
+        self, scope: MemoryScope, facts: Sequence[str], origin: Provenance
+    ) -> list[Quote]:
+        path = self.workspace.long_term_path(scope)
+        try:
+            async with self.locks.hold(path):
+                quotes = await asyncio.to_thread(quoted.add, path, facts, origin)
+        except OSError:
+            log.warning("quote_store_failed", exc_info=True)
+            return []
+        if quotes and self.index is not None:
+            self.index.request([quoted.path_of(path)])
+        return quotes
+
+    def pending_quotes(self, scope: MemoryScope) -> list[Quote]:
+        """The scope's quoted material waiting for an owner (blocking)."""
+        return quoted.pending(self.workspace.long_term_path(scope))
+
+    async def keep_quoted(self, scope: MemoryScope, quote_id: str) -> Quote | None:
+        """An owner keeps a quote: it leaves QUOTED.md and becomes a MEMORY.md fact (and its
+        item), with the provenance it was quoted with; None when the scope has no such quote.
+        The one promotion of quoted material (the `/keep` command, a receipt's button)."""
+        path = self.workspace.long_term_path(scope)
+        async with self.locks.hold(path):
+            quote = await asyncio.to_thread(quoted.take, path, quote_id)
+        if quote is None:
+            return None
+        done = await self.long_term.append_facts(
+            scope, [quote.text], section=TAGGED_SECTION, origin=quote.origin
+        )
+        await self._fact_items(scope, done.added, extra=(), origin=quote.origin)
+        await self.sync_index()
+        return quote
 
     # ------------------------------------------------------------------ files stay the truth
 

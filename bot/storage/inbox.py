@@ -191,6 +191,7 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
+        "forwarded": inbound.forwarded,
     }
 
 
@@ -212,6 +213,7 @@ def _decode(document: dict[str, Any]) -> Inbound:
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        forwarded=bool(document.get("forwarded", False)),
     )
 
 

@@ -32,6 +32,7 @@ from bot.models import ChatMessage, MemoryItem
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SCOPE, SessionStore
+from bot.systems.origin import origin_of
 
 log = structlog.get_logger(__name__)
 LAST_INBOUND = "last_inbound_id"
@@ -137,6 +138,7 @@ def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
     tools = (call.name for message in ctx.new_messages for call in message.tool_calls)
     said = unsaid(ctx.user_message, ctx.forgotten).content
     answered = unsaid(ChatMessage(role="assistant", content=reply), ctx.forgotten).content
+    origin = origin_of(ctx)
     return TurnMemoryEvent(
         scope=ctx.scope,
         session_key=ctx.inbound.session_key,
@@ -145,4 +147,6 @@ def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
         reply=answered or "",
         at=at,
         tool_names=tuple(tools),
+        origin=origin.source,
+        trusted=origin.trusted,
     )

@@ -17,6 +17,7 @@ from bot.llm.inspection import LastRequests, SentRequest
 from bot.llm.meter import PromptMeter
 from bot.models import ChatMessage, Completion, ToolSpec
 from bot.pipeline import TurnContext
+from bot.systems.origin import origin_of
 from bot.tools.registry import ToolContext, ToolRegistry
 
 EMPTY_REPLY = "(The model returned an empty answer.)"
@@ -46,7 +47,10 @@ class ToolLoop:
     async def process(self, ctx: TurnContext) -> None:
         prompt = ctx.request()
         tool_ctx = ToolContext(
-            session_key=ctx.inbound.session_key, scope=ctx.scope, forgotten=ctx.forgotten
+            session_key=ctx.inbound.session_key,
+            scope=ctx.scope,
+            forgotten=ctx.forgotten,
+            origin=origin_of(ctx),
         )
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()

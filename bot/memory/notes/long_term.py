@@ -19,12 +19,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import structlog
 
-from bot.memory.notes.supersede import mark_replaced
+from bot.memory.notes.supersede import mark_replaced, marked
 from bot.memory.provenance import FactOrigins
 from bot.models import MemoryScope, Provenance
 from bot.storage.files import FileLocks, append_text, atomic_write_bytes
@@ -100,10 +100,13 @@ class LongTermMemory:
         """Where the provenance of the scope's MEMORY.md facts is kept."""
         return FactOrigins(self.workspace.long_term_path(scope))
 
-    async def replace_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
+    async def replace_line(
+        self, scope: MemoryScope, old: str, new: str, *, superseded_on: date | None = None
+    ) -> LineEdit:
         """Replace the one line holding `old` (case-insensitive) with `new`, or delete it when
-        `new` is blank; nothing changes unless exactly one line matches. `NotTextError` when
-        the file may not be changed."""
+        `new` is blank; nothing changes unless exactly one line matches. With `superseded_on`
+        the old line stays, marked superseded from that day, and `new` follows it.
+        `NotTextError` when the file may not be changed."""
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
             current = await asyncio.to_thread(self._to_change, path)
@@ -114,7 +117,10 @@ class LongTermMemory:
             at = found[0]
             before = lines[at].rstrip("\n")
             after = _keeping_shape(before, new) if new.strip() else None
-            lines[at] = "" if after is None else after + lines[at][len(before) :]
+            end = lines[at][len(before) :]
+            lines[at] = "" if after is None else after + end
+            if after is not None and superseded_on is not None:
+                lines[at] = marked(before, superseded_on) + (end or "\n") + lines[at]
             data = current.encode("".join(lines))
             await asyncio.to_thread(atomic_write_bytes, path, data)
             return LineEdit(before=before, after=after, matches=(before,))
