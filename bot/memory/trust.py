@@ -11,7 +11,7 @@ keeps it, never a fact in MEMORY.md or a semantic item.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.memory.notes.quoted import QUOTE_MARK
@@ -52,6 +52,16 @@ def speaker_of(inbound: Inbound) -> str:
     return f"{inbound.user_name or 'user'} ({inbound.user_id})"
 
 
+def said_by(inbound: Inbound) -> Provenance:
+    """The message's own provenance: its sender, chat, time and kind."""
+    return Provenance(
+        by=speaker_of(inbound),
+        chat=inbound.session_key,
+        at=inbound.received_at,
+        via=said_as(inbound),
+    )
+
+
 def said_as(inbound: Inbound) -> Via:
     """What the message came as."""
     if inbound.forwarded:
@@ -74,7 +84,7 @@ def turn_origin(
     chatter: bool = False,
     tool_results: Iterable[tuple[str, str]] = (),  # (tool name, its output)
 ) -> TurnOrigin:
-    said = Provenance(by=speaker_of(inbound), chat=inbound.session_key, at=at, via=said_as(inbound))
+    said = replace(said_by(inbound), at=at)
     return TurnOrigin(said, _quoted(inbound, attached, chatter, tool_results))
 
 

@@ -27,12 +27,14 @@ from bot.memory.forgetting import (
 )
 from bot.memory.notes.history import HistoryLog
 from bot.memory.recall.inventory import MemoryInventory
+from bot.memory.trust import said_by
 from bot.memory.upkeep.consolidation import ConsolidationQueue
-from bot.models import Document, Inbound, MemoryScope
+from bot.models import Document, Inbound, MemoryScope, Provenance
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
+from bot.turn.keep import QuoteKeeper, keep
 from bot.turn.status import Status, wants_verbose
 from bot.turn.status import render as render_status
 
@@ -64,6 +66,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("forget", "Forget a text everywhere I keep it (/undo puts it back)"),
     ("undo", "Put back what the last /forget removed (for a few minutes)"),
     ("context", "The last prompt's parts and tokens (owners; /context full sends it as a file)"),
+    ("keep", "Keep quoted material as memory: /keep lists it, /keep ID keeps one (owners)"),
 )
 OWNER_COMMANDS: tuple[tuple[str, str], ...] = (  # in private; `bot.turn.door` answers them
     ("pair", "Let in whoever got a code: /pair CODE; alone, requests and who is paired"),
@@ -124,10 +127,12 @@ class _Quiet:
         pass
 
 
-class CommandMemory(Protocol):
+class CommandMemory(QuoteKeeper, Protocol):
     """What the commands write to memory (`MemoryWriter`)."""
 
-    async def remember(self, scope: MemoryScope, fact: str) -> str | None: ...
+    async def remember(
+        self, scope: MemoryScope, fact: str, origin: Provenance | None = None
+    ) -> str | None: ...
 
     async def clear_working(self, session_key: str) -> None: ...
 
@@ -190,6 +195,7 @@ class Commands:
             "forget": self._forget,
             "undo": self._undo,
             "context": self._context,
+            "keep": self._keep,
         }
         self._slow: dict[str, Callable[[Inbound, str, Progress], Awaitable[str]]] = {
             "new": self._new,
@@ -281,7 +287,8 @@ class Commands:
         if not args:
             return REMEMBER_USAGE
         try:
-            saved = await self.memory.remember(self.access.scope_for(inbound), args)
+            scope, origin = self.access.scope_for(inbound), said_by(inbound)
+            saved = await self.memory.remember(scope, args, origin)
         except NotTextError as exc:
             return str(exc)  # what to fix, e.g. "MEMORY.md is not UTF-8 text, …"
         return f"Saved to memory: {saved}" if saved else "I already had that."
@@ -311,6 +318,11 @@ class Commands:
             return f"{text}\n{CONTEXT_FULL_HINT}"
         name = f"context-{sent.at:%Y%m%d-%H%M%S}.txt"
         return Reply(text, Document(name=name, text=full_text(sent), caption="The whole prompt"))
+
+    async def _keep(self, inbound: Inbound, args: str) -> str:
+        owner = self.access.is_owner(inbound.user_id)
+        scope = self.access.scope_for(inbound)
+        return await keep(self.memory, inbound, args, scope=scope, owner=owner)
 
     async def _undo(self, inbound: Inbound, args: str) -> str:
         async with self.locks.hold(inbound.session_key):
