@@ -10,6 +10,8 @@ from typing import Protocol
 from bot.memory.notes.quoted import Quote
 from bot.memory.provenance import brief
 from bot.models import Inbound, MemoryScope
+from bot.turn.access import AccessPolicy
+from bot.turn.commands.handler import Progress
 
 OWNERS_ONLY = "Only an owner can keep quoted material as memory."
 NOTHING = "Nothing quoted is waiting here."
@@ -25,12 +27,24 @@ class QuoteKeeper(Protocol):
     async def keep_quoted(self, scope: MemoryScope, quote_id: str) -> Quote | None: ...
 
 
-async def keep(
-    memory: QuoteKeeper, inbound: Inbound, args: str, *, scope: MemoryScope, owner: bool
-) -> str:
+class KeepQuoted:
+    """The `/keep` handler (`bot.turn.commands.handler.Handler`)."""
+
+    names = ("keep",)
+    slow = False
+
+    def __init__(self, memory: QuoteKeeper, access: AccessPolicy) -> None:
+        self.memory = memory
+        self.access = access
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        if not self.access.is_owner(inbound.user_id):
+            return OWNERS_ONLY
+        return await keep(self.memory, inbound, args, scope=self.access.scope_for(inbound))
+
+
+async def keep(memory: QuoteKeeper, inbound: Inbound, args: str, *, scope: MemoryScope) -> str:
     """The answer to `/keep [ID]` in a chat whose memory is `scope` (and its own)."""
-    if not owner:
-        return OWNERS_ONLY
     scopes = list(dict.fromkeys([scope, MemoryScope(chat_key=inbound.session_key)]))
     wanted = args.strip().split()[0] if args.strip() else ""
     if not wanted:
