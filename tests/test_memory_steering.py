@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.app import App
 from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.harness import OWNER
 from tests.talk import memory_section, prompt_of_turn, say, tool_result
 
 MEMORY = Path("memory/MEMORY.md")
@@ -168,3 +169,44 @@ async def test_remember_supersedes_by_the_rule_and_leaves_other_facts(
     lines = (workspace / MEMORY).read_text().splitlines()
     assert lines[1].startswith("- I work at Acme _(was, until ")
     assert lines[2:] == ["- I like green tea", "- I work at Globex"]
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+async def test_memory_search_and_memory_show_who_said_a_fact(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    fake_openai.script(Reply("Noted. <memory>Ann's dentist is Dr Lee</memory>"))
+    await say(app, "dentist: Dr Lee")
+    day = app.now().date().isoformat()
+    said = f"user ({OWNER}), said, telegram:{OWNER}, {day}"
+
+    found = await tool_result(app, fake_openai, "memory_search", {"query": "Ann dentist"})
+    [shown] = await say(app, "/memory")
+
+    assert f"Ann's dentist is Dr Lee\n(from: {said})" in found
+    assert f"- Ann's dentist is Dr Lee  ({said})" in shown
+    [item] = items(workspace)
+    assert item["provenance"] == {
+        "by": f"user ({OWNER})",
+        "chat": f"telegram:{OWNER}",
+        "at": item["provenance"]["at"],  # type: ignore[index]
+        "via": "message",
+    }
+
+
+async def test_a_line_written_by_hand_reads_as_such_and_a_forget_receipt_names_who_said_it(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    (workspace / MEMORY).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / MEMORY).write_text("- Tom likes kites\n")  # an old file: no provenance
+    await say(app, "/remember The boiler code is 5521")
+
+    [shown] = await say(app, "/memory")
+    [receipt] = await say(app, "/forget boiler code")
+
+    assert "- Tom likes kites\n" in shown + "\n"  # no provenance: the line alone
+    said = f"user ({OWNER}), said, telegram:{OWNER}, {app.now().date().isoformat()}"
+    assert f"- The boiler code is 5521  ({said})" in shown
+    assert f"MEMORY.md: - The boiler code is 5521 — {said}" in receipt

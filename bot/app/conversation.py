@@ -15,6 +15,7 @@ from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows
+from bot.memory.cited import CitedOrigins
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.writer import MemoryWriter
@@ -149,7 +150,12 @@ def build_tools(
 ) -> ToolRegistry:
     """The model's tools: the clock, reading memory files, the structured items, and — when
     recall is on — `memory_search`."""
-    search = MemorySearch(recall.index, default_k=settings.rag.search_k, remote=lightrag)
+    search = MemorySearch(
+        recall.index,
+        default_k=settings.rag.search_k,
+        remote=lightrag,
+        origins=CitedOrigins(workspace.memory_root),
+    )
     return ToolRegistry(
         [
             CurrentTime(now),

@@ -15,6 +15,7 @@ forgetting a fact leaves nothing there to scrub.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,12 +25,14 @@ from typing import Any, cast, get_args
 import structlog
 
 from bot.memory.items.rules import fingerprint
+from bot.memory.notes.supersede import unmarked
 from bot.models import Provenance, Via
 from bot.storage.files import append_text
 
 log = structlog.get_logger(__name__)
 SIDE_NAME = "MEMORY.provenance.jsonl"
 _VIAS: tuple[str, ...] = get_args(Via)
+_BULLET = re.compile(r"^\s*(?:[-*+]\s+)?")
 _SAID = {
     "message": "said",
     "voice": "said by voice",
@@ -109,3 +112,9 @@ class FactOrigins:
 
     def of(self, fact: str) -> Provenance | None:
         return self.read().get(fingerprint(fact))
+
+
+def of_line(known: Mapping[str, Provenance], line: str) -> Provenance | None:
+    """A MEMORY.md line's provenance among `known` (its bullet and supersede mark aside)."""
+    fact = unmarked(_BULLET.sub("", line, count=1)).strip()
+    return known.get(fingerprint(fact)) if fact and not fact.startswith("#") else None
