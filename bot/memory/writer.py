@@ -308,8 +308,11 @@ class MemoryWriter:
         *,
         type: str = "fact",
         tags: Sequence[str] = (),
+        origin: Provenance | None = None,
     ) -> MemoryItem:
-        item = await self._item_writer().add(scope, layer, text, type=type, tags=tags)
+        item = await self._item_writer().add(
+            scope, layer, text, type=type, tags=tags, origin=origin
+        )
         await self.sync_index()
         return item
 

@@ -18,7 +18,7 @@ import structlog
 
 from bot.errors import ToolError
 from bot.memory.forgetting import FORGET_MIN_CHARS, Forgotten, forget_receipt
-from bot.models import MemoryItem, MemoryLayer, MemoryScope, ToolSpec
+from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance, ToolSpec
 from bot.tools import arguments
 from bot.tools.registry import ToolContext, refuse_quoted
 
@@ -45,6 +45,7 @@ class ItemChanges(Protocol):
         *,
         type: str = ...,
         tags: Sequence[str] = ...,
+        origin: Provenance | None = ...,
     ) -> MemoryItem: ...
 
     async def update_item(
@@ -144,7 +145,10 @@ class MemoryAdd(ItemTool):
         kind = arguments.choice(args, "type", options=TYPES, default="fact")
         tags = _tags(args) or ()
         refuse_quoted(ctx)
-        item = await self.memory.add_item(ctx.scope, MemoryLayer(layer), text, type=kind, tags=tags)
+        said = ctx.origin.said if ctx.origin is not None else None
+        item = await self.memory.add_item(
+            ctx.scope, MemoryLayer(layer), text, type=kind, tags=tags, origin=said
+        )
         verb = "stored" if item.created_at == item.updated_at else "reinforced"
         return f"{verb} {describe(item)}"
 

@@ -135,9 +135,10 @@ class ItemWriter:
         salience: float = 0.6,
         tags: Sequence[str] = (),
         references: Sequence[str] = (),
+        origin: Provenance | None = None,
     ) -> MemoryItem:
         """Add (or reinforce) one item; the stored item. `ValueError` for an empty text."""
-        item = new_item(
+        made = new_item(
             layer,
             type,
             text,
@@ -148,7 +149,7 @@ class ItemWriter:
             tags=tags,
             references=references,
         )
-        return (await self._put(item))[0]
+        return (await self._put(replace(made, provenance=origin)))[0]
 
     async def update(
         self,
