@@ -3,10 +3,10 @@ the markdown files first (the truth), then the structured items made of them (ea
 file line or session turn), then the search index (derived, synced from the files).
 
     system 17, 40   store_tags        <memory> / <chat-memory> → MEMORY.md line → fact item
+                                      (from a turn with others' words: QUOTED.md instead)
                                       <working-memory> → the session's working memory
     system 50       record_turn       the daily note line → the turn's items (and which files)
                     mark_used         the items the prompt showed
-                                      (from a turn with others' words: QUOTED.md instead)
     /keep, buttons  keep_quoted       QUOTED.md line → MEMORY.md line → fact item → index
     /remember       remember          MEMORY.md line → fact item → index
     /forget, /undo, forget, undo      every place a text is (files, items, sessions) → index
@@ -22,7 +22,9 @@ file line or session turn), then the search index (derived, synced from the file
     upkeep          decay             idle items lose salience → index
                     archive_notes     notes past retention → archive/ → index
 
-Systems, commands and tools hand it what happened; they do not write memory themselves. Within
+MEMORY.md's facts — their items, provenance, quotes, and items following the file — are
+`facts.FactWriter`'s. Systems, commands and tools hand it what happened; they do not write
+memory themselves. Within
 a turn the index syncs the files the turn wrote, after it (system 55, told them by system 50);
 outside a turn (a command, a tool) the writer syncs it.
 Each store is locked and atomic where it lives (`notes/`, `items/`); a failure of the items or
@@ -31,7 +33,6 @@ the index is logged and never undoes the markdown, which is what counts.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -40,10 +41,10 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot.memory.facts import TAGGED_SECTION, FactWriter, IndexSync, Stored, attempt
 from bot.memory.forgetting import Forgetting, Forgotten, Undone
-from bot.memory.items.turn import TurnMemoryEvent, turn_reference
+from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.items.writer import ItemWriter
-from bot.memory.notes import quoted
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import (
@@ -64,19 +65,6 @@ from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-TAGGED_SECTION = "Remembered"  # where tags and /remember add MEMORY.md lines
-
-
-class IndexSync(Protocol):
-    """The search index catching up with the files (`IndexService`)."""
-
-    async def sync(self) -> None: ...
-
-    async def scrub(self) -> None: ...
-
-    def request(self, paths: Iterable[Path] = (), *, walk: bool = False) -> None: ...
-
-    async def settle(self) -> None: ...
 
 
 class UsageMarker(Protocol):
@@ -91,14 +79,6 @@ class TurnRecord:
 
     items: list[MemoryItem]  # written or reinforced
     paths: tuple[Path, ...]  # the files: the daily note, the items' files
-
-
-@dataclass(frozen=True)
-class Stored:
-    ok: bool  # False if any store failed (it is logged)
-    items: tuple[MemoryItem, ...]  # the items written or reinforced
-    replaced: tuple[str, ...] = ()  # the MEMORY.md lines the new facts superseded
-    quoted: tuple[Quote, ...] = ()  # kept as quoted material, waiting for an owner
 
 
 class MemoryWriter:
@@ -126,7 +106,7 @@ class MemoryWriter:
         self.usage = usage
         self.index = index
         self.forgetting = forgetting
-        self._followed: dict[Path, str] = {}  # MEMORY.md's digest when its items last followed
+        self.facts = FactWriter(workspace, locks, long_term=long_term, items=items, index=index)
 
     # ------------------------------------------------------------------ a turn
 
@@ -139,7 +119,7 @@ class MemoryWriter:
             log.warning("daily_note_failed", exc_info=True)
         if self.items is None:
             return TurnRecord([], (note,))
-        items = await _attempt("turn_items", self.items.record_turn(turn), default=[])
+        items = await attempt("turn_items", self.items.record_turn(turn), default=[])
         return TurnRecord(items, (note, *self._item_paths(items)))
 
     def _item_paths(self, items: Sequence[MemoryItem]) -> list[Path]:
@@ -151,7 +131,7 @@ class MemoryWriter:
 
     async def mark_used(self, items: Sequence[MemoryItem], at: datetime) -> None:
         if self.usage is not None and items:
-            await _attempt("items_used", self.usage.touch(items, at), default=None)
+            await attempt("items_used", self.usage.touch(items, at), default=None)
 
     async def store_tags(
         self,
@@ -171,9 +151,9 @@ class MemoryWriter:
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
         for tag, where, facts in found:
             if facts and origin is not None and not origin.trusted:
-                quotes += await self._quote(where, facts, origin.source)
+                quotes += await self.facts.quote(where, facts, origin.source)
             elif facts:
-                stored = await self._facts(
+                stored = await self.facts.tagged(
                     tag,
                     where,
                     facts,
@@ -183,7 +163,7 @@ class MemoryWriter:
                 ok, items = ok and stored.ok, [*items, *stored.items]
         if tags.working_memory is not None:
             write = _done(self.working.write(session_key, tags.working_memory))
-            ok &= await _attempt("working-memory", write, default=False)
+            ok &= await attempt("working-memory", write, default=False)
         log.info(
             "memory_tags",
             memories=len(tags.memories),
@@ -206,7 +186,7 @@ class MemoryWriter:
             scope, [fact], section=TAGGED_SECTION, origin=origin
         )
         if done.added:
-            await self._fact_items(scope, done.added, extra=(), origin=origin)
+            await self.facts.items_of(scope, done.added, extra=(), origin=origin)
             await self.sync_index()
         return done.added[0] if done.added else None
 
@@ -226,8 +206,8 @@ class MemoryWriter:
             return False
         added = new_lines(text, seen=seen.text, current=seen.text)
         if origin is not None:
-            await self._origins(scope, added, origin)
-        await self._fact_items(scope, added, extra=(), origin=origin)
+            await self.facts.origins(scope, added, origin)
+        await self.facts.items_of(scope, added, extra=(), origin=origin)
         await self.sync_index()
         return True
 
@@ -242,7 +222,7 @@ class MemoryWriter:
         """Facts appended under `## section` (those not there yet), then their items."""
         done = await self.long_term.append_facts(scope, facts, section=section, origin=origin)
         if done.added:
-            await self._fact_items(scope, done.added, extra=(), origin=origin)
+            await self.facts.items_of(scope, done.added, extra=(), origin=origin)
             await self.sync_index()
         return done.added
 
@@ -356,12 +336,12 @@ class MemoryWriter:
             return edit
         if supersedes is not None and edit.after is not None:
             fact = bare_line(edit.after)
-            await self._origins(scope, [fact], supersedes)
-            await self._fact_items(scope, [fact], extra=(), origin=supersedes)
+            await self.facts.origins(scope, [fact], supersedes)
+            await self.facts.items_of(scope, [fact], extra=(), origin=supersedes)
             await self.sync_index()
             return edit
         if self.items is not None:
-            await _attempt(
+            await attempt(
                 "edited_items", self.items.retext(scope, edit.before, edit.after), default=0
             )
         await self.sync_index()
@@ -382,140 +362,32 @@ class MemoryWriter:
         if self.index is not None:
             await self.index.sync()
 
-    # ------------------------------------------------------------------ facts
-
-    async def _facts(
-        self,
-        tag: str,
-        scope: MemoryScope,
-        facts: Sequence[str],
-        *,
-        turn: tuple[str, str | None],
-        origin: Provenance | None,
-    ) -> Stored:
-        try:
-            done = await self.long_term.append_facts(
-                scope, facts, section=TAGGED_SECTION, origin=origin
-            )
-        except Exception:  # a best-effort boundary: logged, the reply still goes out
-            log.warning("memory_tag_store_failed", tag=tag, exc_info=True)
-            return Stored(False, ())
-        session_key, turn_id = turn
-        told = (turn_reference(session_key, turn_id),) if turn_id else ()
-        items = await self._fact_items(scope, done.added, extra=told, origin=origin)
-        return Stored(True, tuple(items), tuple(done.replaced))
-
-    async def _fact_items(
-        self,
-        scope: MemoryScope,
-        facts: Sequence[str],
-        *,
-        extra: Sequence[str],
-        origin: Provenance | None,
-    ) -> list[MemoryItem]:
-        """The facts as semantic items, each citing its MEMORY.md line (and the turn); then
-        the items of the lines they superseded follow the file."""
-        if self.items is None or not facts:
-            return []
-        lines = self._lines_of(scope, facts)
-        written: list[MemoryItem] = []
-        for fact in facts:
-            sources = [*([lines[fact]] if fact in lines else []), *extra]
-            write = self.items.add_facts(scope, [fact], sources=sources, origin=origin)
-            written += await _attempt("fact_items", write, default=[])
-        await self._follow(scope, force=True)
-        return written
-
-    async def _origins(self, scope: MemoryScope, facts: Sequence[str], origin: Provenance) -> None:
-        path = self.workspace.long_term_path(scope)
-        async with self.locks.hold(path):
-            await asyncio.to_thread(self.long_term.origins(scope).add, facts, origin)
-
-    # ------------------------------------------------------------------ quoted material
-
-    async def _quote(
-        self, scope: MemoryScope, facts: Sequence[str], origin: Provenance
-    ) -> list[Quote]:
-        path = self.workspace.long_term_path(scope)
-        try:
-            async with self.locks.hold(path):
-                quotes = await asyncio.to_thread(quoted.add, path, facts, origin)
-        except OSError:
-            log.warning("quote_store_failed", exc_info=True)
-            return []
-        if quotes and self.index is not None:
-            self.index.request([quoted.path_of(path)])
-        return quotes
+    # ------------------------------------------------------------------ quoted material, truth
 
     def pending_quotes(self, scope: MemoryScope) -> list[Quote]:
         """The scope's quoted material waiting for an owner (blocking)."""
-        return quoted.pending(self.workspace.long_term_path(scope))
+        return self.facts.pending(scope)
 
     async def keep_quoted(self, scope: MemoryScope, quote_id: str) -> Quote | None:
         """An owner keeps a quote: it leaves QUOTED.md and becomes a MEMORY.md fact (and its
         item), with the provenance it was quoted with; None when the scope has no such quote.
         The one promotion of quoted material (the `/keep` command, a receipt's button)."""
-        path = self.workspace.long_term_path(scope)
-        async with self.locks.hold(path):
-            quote = await asyncio.to_thread(quoted.take, path, quote_id)
+        quote = await self.facts.take(scope, quote_id)
         if quote is None:
             return None
         done = await self.long_term.append_facts(
             scope, [quote.text], section=TAGGED_SECTION, origin=quote.origin
         )
-        await self._fact_items(scope, done.added, extra=(), origin=quote.origin)
+        await self.facts.items_of(scope, done.added, extra=(), origin=quote.origin)
         await self.sync_index()
         return quote
 
-    # ------------------------------------------------------------------ files stay the truth
-
     async def follow_files(self, scopes: Iterable[MemoryScope]) -> int:
         """Before memory is read: the items made of each scope's MEMORY.md lines follow the
-        file when it changed since last followed (a hand edit, consolidation), and the index
-        catches up with both, so neither the prompt nor a search shows a line that is gone.
-        How many items changed."""
-        changed = 0
-        for scope in dict.fromkeys(scopes):
-            changed += await _attempt("follow", self._follow(scope), default=0)
-        return changed
+        file when it changed since (`FactWriter.follow`); how many items changed."""
+        return await self.facts.follow(scopes)
 
-    async def _follow(self, scope: MemoryScope, *, force: bool = False) -> int:
-        if self.items is None:
-            return 0
-        path = self.workspace.long_term_path(scope)
-        snapshot = await asyncio.to_thread(self.long_term.snapshot, scope)
-        if not force and self._followed.get(path) == snapshot.digest:
-            return 0
-        name = path.relative_to(self.workspace.memory_root).as_posix()
-        changed = await self.items.follow(scope, snapshot.text, name)
-        self._followed[path] = snapshot.digest
-        if not force and self.index is not None:  # a write of ours syncs it itself
-            self.index.request([path, self.workspace.semantic_items_path(scope)])
-            await self.index.settle()
-        if changed:
-            log.info("items_followed_file", path=name, changed=changed)
-        return changed
-
-    def _lines_of(self, scope: MemoryScope, facts: Sequence[str]) -> dict[str, str]:
-        """`MEMORY.md#L12` (from `memory/`) for each fact's line as it stands now."""
-        path = self.workspace.long_term_path(scope)
-        name = path.relative_to(self.workspace.memory_root).as_posix()
-        text = self.long_term.snapshot(scope).text
-        found: dict[str, str] = {}
-        for number, line in enumerate(text.splitlines(), start=1):
-            fact = line.strip().removeprefix("- ").strip()
-            if fact in facts and fact not in found:
-                found[fact] = f"{name}#L{number}"
-        return found
-
-
-async def _attempt(what: str, write: Awaitable[T], *, default: T) -> T:
-    """A best-effort boundary: a failed write is logged, never raised."""
-    try:
-        return await write
-    except Exception:
-        log.warning("memory_write_failed", what=what, exc_info=True)
-        return default
+    # ------------------------------------------------------------------ facts
 
 
 async def _done(write: Awaitable[object]) -> bool:

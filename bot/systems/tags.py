@@ -18,9 +18,9 @@ from typing import Protocol
 
 import structlog
 
+from bot.memory.facts import Stored
 from bot.memory.notes.tags import ExtractedTags, extract_tags, without_echoes
 from bot.memory.trust import TurnOrigin
-from bot.memory.writer import Stored
 from bot.models import MemoryScope
 from bot.pipeline import TurnContext
 from bot.systems.origin import origin_of
