@@ -210,3 +210,25 @@ async def test_a_line_written_by_hand_reads_as_such_and_a_forget_receipt_names_w
     said = f"user ({OWNER}), said, telegram:{OWNER}, {app.now().date().isoformat()}"
     assert f"- The boiler code is 5521  ({said})" in shown
     assert f"MEMORY.md: - The boiler code is 5521 — {said}" in receipt
+
+
+async def test_moving_back_makes_the_old_value_current_again(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    fake_openai.script(
+        Reply("Noted. <memory>Ann lives in Lyon</memory>"),
+        Reply("Noted. <memory>Ann lives in Bergen</memory>"),
+        Reply("Noted. <memory>Ann lives in Lyon</memory>"),
+    )
+    for text in ("Ann: Lyon", "Ann: Bergen", "Ann: back to Lyon"):
+        await say(app, text)
+
+    day = app.now().date().isoformat()
+    assert (workspace / MEMORY).read_text() == (
+        f"## Remembered\n- Ann lives in Lyon _(was, until {day})_\n"
+        f"- Ann lives in Bergen _(was, until {day})_\n- Ann lives in Lyon\n"
+    )
+    prompt = await prompt_of_turn(app, fake_openai)
+    assert "Bergen" not in memory_section(prompt)
+    assert status_of(workspace, "Ann lives in Lyon") == "active"
+    assert status_of(workspace, "Ann lives in Bergen") == "superseded"

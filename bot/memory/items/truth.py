@@ -45,9 +45,11 @@ def follow(
 ) -> dict[str, MemoryItem]:
     """The changes that make the items citing `name#L…` agree with `text`, by id."""
     lines = fact_lines(text)
-    where: dict[str, int] = {}
+    where: dict[str, int] = {}  # each text's line: its current one when it has one
     for number, fact in lines.items():
-        where.setdefault(fingerprint(unmarked(fact)), number)
+        key = fingerprint(unmarked(fact))
+        if key not in where or (until_of(lines[where[key]]) and not until_of(fact)):
+            where[key] = number
     cited = [item for item in items if item.status != "forgotten" and _cited(item, name)]
     held = {item.fingerprint for item in items if item.status != "forgotten"}
     changes: dict[str, MemoryItem] = {}

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import structlog
 
-from bot.memory.notes.supersede import mark_replaced, marked
+from bot.memory.notes.supersede import current_lines, mark_replaced, marked
 from bot.memory.provenance import FactOrigins
 from bot.models import MemoryScope, Provenance
 from bot.storage.files import FileLocks, append_text, atomic_write_bytes
@@ -153,7 +153,8 @@ def _keeping_shape(line: str, new: str) -> str:
 
 
 def _new_facts(current: str, facts: Sequence[str]) -> list[str]:
-    seen = current.lower()
+    """The facts not in the file's current lines (a superseded one may come back: moved back)."""
+    seen = "\n".join(current_lines(current.split("\n"))).lower()
     added: list[str] = []
     for fact in (" ".join(without_controls(f).split()) for f in facts):
         if fact and fact.lower() not in seen:

@@ -12,7 +12,8 @@ mark by hand like any other text.
 
 Which facts contradict is a rule for the obvious cases (`topic_of`): the same subject (I/my/me
 are the user, as is a fact without a subject: "Lives in Lyon") and the same attribute — where
-someone lives or moved to, where or as what they work, `<someone>'s <thing> is …`, `… is on
+someone lives or moved to, where or as what they work, `<someone>'s <thing> is …` for things
+that have one value at a time (`_ATTRIBUTE`: a birthday, an address, a favourite …), `… is on
 <day>`. For the rest the model says what a fact replaces (consolidation's `replaced`, the
 `memory_edit` tool's `supersedes`).
 """
@@ -31,11 +32,21 @@ _MOVES = re.compile(
     r"\s+(?P<p>in|to|at|for|as)\s+\S",
     re.I,
 )
+# attributes with one value at a time ("Ann's cat is black" says nothing about its name)
+_ATTRIBUTE = (
+    r"birthday|address|phone(?: number)?|e-?mail|job|employer|boss|partner|wife|husband|"
+    r"boyfriend|girlfriend|name|age|favou?rite \w+|dentist|doctor|anniversary|deadline|"
+    r"due date|home|city|country|time ?zone|salary|title|role"
+)
 _OWNS = re.compile(
-    r"^(?:(?P<my>my)|(?P<s>[\w .'-]+?)(?:'s|’s))\s+(?P<a>[a-z][\w -]{1,40}?)\s+(?:is|are)\s+\S",
+    rf"^(?:(?P<my>my)|(?P<s>[\w .'-]+?)(?:'s|’s))\s+(?P<a>{_ATTRIBUTE})\s+(?:is|are)\s+\S",
     re.I,
 )
-_WHEN = re.compile(r"^(?P<s>[\w .'-]+?)\s+(?:is|are)\s+on\s+\S", re.I)
+_DAY = (
+    r"\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
+    r"today|tomorrow|next"
+)
+_WHEN = re.compile(rf"^(?P<s>[\w .'-]+?)\s+(?:is|are)\s+(?:due\s+)?on\s+(?:{_DAY})", re.I)
 
 
 def marked(line: str, until: date) -> str:
@@ -119,6 +130,19 @@ def mark_replaced(
     for at in found:
         lines[at] = marked(lines[at], until)
     return "".join(lines), before
+
+
+def kept_marks(update: str, before: str) -> str:
+    """`update` with a superseded line of `before` it wrote without its mark given the mark
+    back (history the model copied unmarked is still history, not a new fact)."""
+    marks = {_bare(line): line.strip() for line in before.splitlines() if MARK.search(line)}
+    lines = update.splitlines(keepends=True)
+    for at, line in enumerate(lines):
+        old = marks.get(_bare(line))
+        if old is not None and not MARK.search(line):
+            indent = line[: len(line) - len(line.lstrip())]
+            lines[at] = indent + old + ("\n" if line.endswith("\n") else "")
+    return "".join(lines)
 
 
 def _bare(line: str) -> str:
