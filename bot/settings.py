@@ -95,7 +95,7 @@ class LLMSettings(_Section):
 
 
 class ItemSettings(_Section):
-    """Structured memory items and the memory pack (seed 000, Memory V2)."""
+    """Structured memory items and the memory pack."""
 
     promotion_enabled: bool = True
     promotion_min_confidence: float = Field(default=0.75, ge=0, le=1)
@@ -125,14 +125,14 @@ class MemorySettings(_Section):
     note_user_chars: int = Field(default=200, gt=0)
     note_assistant_chars: int = Field(default=300, gt=0)
     prompt_budget_tokens: int = Field(default=3500, gt=0)  # the whole `# Memory` section
-    # Consolidation (seeds 001, 003)
+    # Consolidation
     memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
     keep_messages: int = Field(default=10, ge=2)
     max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
     consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see README
     raw_fallback_messages: int = Field(default=10, gt=0)
     raw_fallback_chars: int = Field(default=200, gt=0)
-    # Tags and working memory (seed 002)
+    # Tags and working memory
     working_memory_stale_days: int = Field(default=7, ge=0)
     retention_days: int = Field(default=30, ge=1)  # older daily notes move to the archive
     undo_minutes: int = Field(default=10, ge=0)  # how long /forget can be undone
@@ -149,7 +149,7 @@ class CompactionSettings(_Section):
     summary_timeout: float = Field(default=600.0, gt=0)  # the summary (and flush), all told
     summary_temperature: float = Field(default=0.3, ge=0)
     message_chars: int = Field(default=300, gt=0)  # each message cut to this for the summary
-    # Pre-compaction memory flush (seed 004)
+    # Pre-compaction memory flush
     flush_enabled: bool = True
     reserve_tokens_floor: int = Field(default=20000, ge=0)
     soft_threshold_tokens: int = Field(default=4000, ge=0)
@@ -157,7 +157,7 @@ class CompactionSettings(_Section):
 
 
 class RagSettings(_Section):
-    """Recall over everything remembered (seeds 000, 004): the embedded index or LightRAG."""
+    """Recall over everything remembered: the embedded index or LightRAG."""
 
     enabled: bool = True
     backend: Literal["sqlite", "lightrag"] = "sqlite"
@@ -201,6 +201,16 @@ class SessionPolicySettings(_Section):
     idle_minutes: int | None = Field(default=None, gt=0)
 
 
+class ReminderSettings(_Section):
+    """Reminders and scheduled tasks (`bot.reminders`)."""
+
+    poll_seconds: float = Field(default=1.0, gt=0)  # how often due items are looked for
+    late_minutes: int = Field(default=2, ge=0)  # due longer ago than this: sent marked late
+    task_tokens: int = Field(default=20_000, ge=0)  # one run of a scheduled task, at most
+    daily_task_tokens: int = Field(default=200_000, ge=0)  # all tasks in a day, at most
+    shown_in_prompt: int = Field(default=5, ge=0)  # the chat's next items the prompt shows
+
+
 class LogSettings(_Section):
     format: Literal["json", "console"] = "console"
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -226,6 +236,7 @@ class Settings(BaseSettings):
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
     media: MediaSettings = MediaSettings()
+    reminders: ReminderSettings = ReminderSettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")

@@ -107,7 +107,7 @@ async def test_status_verbose_adds_the_window_the_counts_and_the_pipeline(
         lines[6],
         "Last prompt: none yet",
         "Pipeline: 17 memory-flush, 18 auto-compaction, 19 files-first, 20 context-building, "
-        "30 tool-loop, 40 memory-tags, 50 memory-persist, 55 rag-indexing",
+        "22 reminders, 30 tool-loop, 40 memory-tags, 50 memory-persist, 55 rag-indexing",
     ]
     assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 32,768 tokens", lines[6])
 

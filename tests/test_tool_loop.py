@@ -105,7 +105,11 @@ async def test_a_tool_call_runs_and_its_result_goes_back_with_the_same_id(
     assert [m.role for m in ctx.new_messages] == ["assistant", "tool", "assistant"]
     [(args, tool_ctx)] = echo.calls
     assert args == {"text": "ping"}
-    assert (tool_ctx.session_key, tool_ctx.scope) == ("telegram:42", GLOBAL_SCOPE)
+    assert (tool_ctx.session_key, tool_ctx.scope, tool_ctx.inbound) == (
+        "telegram:42",
+        GLOBAL_SCOPE,
+        ctx.inbound,
+    )
     assert tool_ctx.origin is not None and tool_ctx.origin.trusted  # before the echo's output
     assert tool_ctx.origin.said.by == "user (42)"
     assert origin_of(ctx).quoted == "tool"  # after it: the echo is not one of the memory tools

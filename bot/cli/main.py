@@ -24,7 +24,7 @@ from bot import logs
 from bot.app import build_app, build_telegram
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram.errors import is_network_error, startup_error
-from bot.cli import evaluate, memory, pairs, prompt
+from bot.cli import evaluate, memory, pairs, prompt, reminders
 from bot.cli.doctor import doctor, health
 from bot.errors import ConfigError, StartupError
 from bot.settings import Settings, load_settings, require_secret, secret_values
@@ -48,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory.add_parser(sub)
     pairs.add_parser(sub)
     prompt.add_parser(sub)
+    reminders.add_parser(sub)
     args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     try:
@@ -57,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return evaluate.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "memory":
             return memory.run(settings, args)
+        if args.command == "reminders":
+            return reminders.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "pair":
             return pairs.run(settings, args)
         if args.command == "prompt":

@@ -21,6 +21,8 @@ from bot.memory.items.writer import ItemWriter
 from bot.memory.notes import quoted
 from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.notes.quoted import Quote
+from bot.memory.notes.tags import ExtractedTags
+from bot.memory.trust import TurnOrigin
 from bot.models import MemoryItem, MemoryScope, Provenance
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
@@ -48,6 +50,21 @@ class Stored:
     items: tuple[MemoryItem, ...]  # the items written or reinforced
     replaced: tuple[str, ...] = ()  # the MEMORY.md lines the new facts superseded
     quoted: tuple[Quote, ...] = ()  # kept as quoted material, waiting for an owner
+
+
+class TagSink(Protocol):
+    """Where a reply's memory tags go (`MemoryWriter.store_tags`): system 40 and the memory
+    flush."""
+
+    async def store_tags(
+        self,
+        tags: ExtractedTags,
+        *,
+        scope: MemoryScope,
+        session_key: str,
+        turn: str | None,
+        origin: TurnOrigin | None = None,
+    ) -> Stored: ...
 
 
 class FactWriter:

@@ -143,9 +143,9 @@ class MemoryWriter:
         origin: TurnOrigin | None = None,
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
-        owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory. From a
-        turn that carried other people's words (`origin.quoted`) the facts are kept as quoted
-        material instead, until an owner keeps them (`keep_quoted`)."""
+        owner's private chat, `bot.memory.scopes`), `<chat-memory>` in this chat's own memory.
+        From a turn that carried other people's words (`origin.quoted`) the facts are kept as
+        quoted material instead, until an owner keeps them (`keep_quoted`)."""
         ok, items, quotes = True, list[MemoryItem](), list[Quote]()
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))

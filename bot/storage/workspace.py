@@ -120,7 +120,7 @@ class Workspace:
         return self.memory_dir(scope) / "archive"
 
     def items_dir(self, scope: MemoryScope) -> Path:
-        """Structured memory items (seed 000): JSONL, one folder per scope like all memory."""
+        """Structured memory items: JSONL, one folder per scope like all memory."""
         return self.memory_dir(scope) / "items"
 
     def episodic_items_path(self, scope: MemoryScope, day: date) -> Path:
@@ -137,6 +137,10 @@ class Workspace:
 
     def procedural_items_path(self, scope: MemoryScope) -> Path:
         return self.items_dir(scope) / "procedural.jsonl"
+
+    def reminders_path(self, scope: MemoryScope) -> Path:
+        """The scope's reminders and scheduled tasks, one a line (`bot.reminders.store`)."""
+        return self.memory_dir(scope) / "reminders.jsonl"
 
     def working_memory_path(self, session_key: str) -> Path:
         return self.memory_root / "working" / f"{encode_key(session_key)}.md"

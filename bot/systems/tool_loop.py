@@ -51,12 +51,13 @@ class ToolLoop:
             scope=ctx.scope,
             forgotten=ctx.forgotten,
             origin=origin_of(ctx),
+            inbound=ctx.inbound,
         )
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()
             request = [*prompt, *ctx.new_messages]
             if self.meter is not None:
-                self.meter.check(request, tools=offered, metadata=ctx.session.metadata)
+                self.meter.check(request, tools=offered, marks=ctx.session.marks)
             self._keep(ctx, request, offered)
             if ctx.live is not None:
                 ctx.live.restart(calls_possible=bool(offered))
