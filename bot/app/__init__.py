@@ -19,10 +19,10 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
-from bot.app.reminders import attach, build_reminders, with_prompt
+from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.turn import TurnParts, build_door, build_router
-from bot.channels.telegram import TelegramChannel
+from bot.channels.telegram import Showing, TelegramChannel
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
@@ -116,9 +116,7 @@ def build_app(
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
     writer = core.writer
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
-    reminders = build_reminders(settings, workspace, memory.file_locks, now, tools=tools)
+    lightrag, tools, reminders = _build_tools(settings, core, now)
     compacting = core.spending.llm("compaction")
     compaction = build_compaction(
         settings, sessions, compacting, memory, writer, now, windows=core.windows, tools=tools.specs
@@ -126,15 +124,14 @@ def build_app(
     sent = LastRequests()
     context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
     turn = _TurnPieces(context, compaction, tools, sent, lightrag)
-    pipeline = with_prompt(reminders, _build_pipeline(settings, core, turn, now))
+    pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
     parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent, core.steering)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
-    task = core.spending.llm("task")
-    scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
+    task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message
@@ -144,10 +141,23 @@ def build_app(
         core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        scheduler,  # after the index and the door; stopped first
+        attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services, recall, core.spending)
+
+
+def _build_tools(
+    settings: Settings, core: _Core, now: Callable[[], datetime]
+) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
+    """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
+    tool among the tools)."""
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(
+        settings, core.workspace, core.recall, now, writer=core.writer, lightrag=lightrag
+    )
+    reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
+    return lightrag, tools, reminders
 
 
 @dataclass(frozen=True)
@@ -230,10 +240,10 @@ def build_telegram(
         typing_interval=telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=telegram.shutdown_grace,
-        stream=telegram.stream,
-        stream_interval=telegram.stream_interval,
+        showing=Showing(telegram.stream, telegram.stream_interval, telegram.reaction),
         heartbeat=heartbeat,
-        reaction=telegram.reaction,
+        proxy=telegram.proxy,
+        debounce=telegram.debounce,
         owner_line=app.spending.line if app.spending else None,
     )
 
@@ -317,6 +327,7 @@ def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAI
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,
         windows=windows,
+        proxy=settings.llm.proxy,
     )
 
 

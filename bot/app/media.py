@@ -61,4 +61,5 @@ def build_transcriber(
         model=media.transcription_model,
         timeout=media.transcription_timeout,
         spent=spent,
+        proxy=settings.llm.proxy,
     )

@@ -37,11 +37,16 @@ class OpenAITranscriber:
         timeout: float,
         max_retries: int = 1,
         spent: Callable[[str, Usage], Awaitable[None]] | None = None,  # (model, tokens)
+        proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
         self.model = model
         self.spent = spent
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(proxy=proxy) if proxy else None,
         )
 
     async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str:
