@@ -3,9 +3,11 @@ real Telegram client (the fake Bot API's callback queries), and their text form 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from bot.app import App
+from bot.models import ChatType
 from bot.settings import MemorySettings
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.fakes.telegram_api import FakeTelegram, SentMessage
@@ -220,8 +222,33 @@ async def test_a_line_the_memory_tools_wrote_gets_a_receipt_too(
     assert "Bergen" not in memory_md(tmp_path / "ws")
 
 
-async def said(app: App, text: str, *, user: int = OWNER) -> RecordingReplier:
+async def test_a_quote_gets_a_keep_button_that_only_an_owner_may_press(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(tmp_path / "ws", telegram=None, openai=fake_openai, memory=ON)
+    fake_openai.script(Reply("Done. <chat-memory>The boat moved to pier nine</chat-memory>"))
+    async with started_app(settings) as app:
+        said_on = message("the boat is at the far pier", at=app.now(), user=FRIEND, chat=GROUP)
+        replier = RecordingReplier()
+        await app.router.handle(replace(said_on, forwarded=True), replier)
+        [receipt] = replier.receipts
+        keep = receipt.buttons[0].command
+        friend = await said(app, keep, user=FRIEND, chat=GROUP)
+        owner = await said(app, keep, user=OWNER, chat=GROUP)
+    assert receipt.text.startswith("Kept as a quote, not as a fact: “The boat moved to pier nine”")
+    assert [b.label for b in receipt.buttons] == ["Keep as a fact"]
+    assert friend.sent == ["Only an owner can keep quoted material as a fact."]
+    assert owner.sent == ["Kept in memory as a fact: “The boat moved to pier nine”."]
+    memory = "".join(p.read_text() for p in (tmp_path / "ws" / "memory").rglob("MEMORY.md"))
+    assert "The boat moved to pier nine" in memory
+
+
+async def said(
+    app: App, text: str, *, user: int = OWNER, chat: int | None = None
+) -> RecordingReplier:
     replier = RecordingReplier()
-    inbound = message(text, at=app.now(), user=user, chat=OWNER, chat_type="private")
+    where = OWNER if chat is None else chat
+    kind: ChatType = "private" if chat is None else "group"
+    inbound = message(text, at=app.now(), user=user, chat=where, chat_type=kind)
     await app.router.handle(inbound, replier)
     return replier

@@ -19,6 +19,8 @@ import structlog
 
 from bot.memory.forgetting import Forgotten, forget_receipt
 from bot.memory.notes.long_term import LineEdit
+from bot.memory.notes.quoted import Quote
+from bot.memory.provenance import brief
 from bot.models import Inbound, Keyed, MemoryScope, Press, Pressed
 from bot.receipts import words
 from bot.receipts.store import Receipt, ReceiptStore
@@ -32,6 +34,8 @@ class ReceiptMemory(Protocol):
     async def edit_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit: ...
 
     async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
+
+    async def keep_quoted(self, scope: MemoryScope, quote_id: str) -> Quote | None: ...
 
 
 class Owners(Protocol):
@@ -71,10 +75,24 @@ class ReceiptDesk:
             await self.store.add(inbound.session_key, inbound.user_id, scope, fact, inbound.id)
         return True
 
+    async def issue_quotes(
+        self, inbound: Inbound, scope: MemoryScope, quotes: Sequence[Quote]
+    ) -> None:
+        """A receipt for each quote kept from others' words, its Keep button for owners."""
+        if not self.enabled:
+            return
+        for quote in quotes:
+            source = (quote.id, brief(quote.origin))
+            chat, user = inbound.session_key, inbound.user_id
+            await self.store.add(chat, user, scope, quote.text, inbound.id, quote=source)
+
     async def show(self, inbound: Inbound, send: Callable[[Keyed], Awaitable[None]]) -> None:
         """Send the receipts `inbound` left that were not shown yet (after a restart too)."""
         for receipt in await self.store.unshown(inbound.id):
-            await send(words.receipt_message(receipt.id, receipt.text))
+            if receipt.quote:
+                await send(words.quote_message(receipt.id, receipt.text, receipt.source))
+            else:
+                await send(words.receipt_message(receipt.id, receipt.text))
             await self.store.mark_shown(receipt)
 
     async def press(self, press: Press) -> Pressed:
@@ -109,6 +127,10 @@ class ReceiptDesk:
         receipt = await self.store.get(receipt_id)
         if receipt is None:
             return Pressed(words.EXPIRED)
+        if receipt.quote and action == "k":
+            return await self._keep(receipt, chat=chat, user=user)
+        if receipt.quote or action == "k":  # a quote is kept or left; a fact is not a quote
+            return Pressed(words.EXPIRED)
         if receipt.chat != chat or (receipt.user != user and not self.owners.is_owner(user)):
             log.info("receipt_refused", receipt=receipt_id, action=action)
             return Pressed(words.NOT_YOURS)
@@ -122,6 +144,20 @@ class ReceiptDesk:
         await self.store.await_edit(chat, user, receipt.id)
         fact = words.short(receipt.text)
         return Pressed(words.ASK_NEW_TEXT_NOTICE, words.ASK_NEW_TEXT.format(fact=fact))
+
+    async def _keep(self, receipt: Receipt, *, chat: str, user: int) -> Pressed:
+        """An owner's tap: the quote becomes a fact (`MemoryWriter.keep_quoted`)."""
+        if receipt.chat != chat or not self.owners.is_owner(user):
+            return Pressed(words.OWNERS_ONLY)
+        if receipt.state != "kept":
+            return Pressed(words.DONE_ALREADY.format(state=receipt.state))
+        scopes = (receipt.memory_scope, MemoryScope(chat_key=receipt.chat))
+        for scope in dict.fromkeys(scopes):
+            if await self.memory.keep_quoted(scope, receipt.quote) is not None:
+                await self.store.update(replace(receipt, state="promoted", text=""))
+                text = words.PROMOTED.format(fact=words.short(receipt.text))
+                return Pressed(text, text)
+        return _gone(receipt, "keep")
 
     async def _undo(self, receipt: Receipt) -> Pressed:
         edit = await self.memory.edit_line(receipt.memory_scope, receipt.text, "")

@@ -25,7 +25,7 @@ from bot.storage.files import FileLocks, atomic_write_text
 log = structlog.get_logger(__name__)
 VERSION = 1
 LIMIT = 500
-State = Literal["kept", "undone", "forgotten", "edited"]
+State = Literal["kept", "undone", "forgotten", "edited", "promoted"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class Receipt:
     at: str  # ISO time it was stored
     shown: bool = False
     state: State = "kept"
+    quote: str = ""  # quoted material's id (`QUOTED.md`): an owner may keep it as a fact
+    source: str = ""  # where a quote came from, in brief (`bot.memory.provenance.brief`)
 
     @property
     def memory_scope(self) -> MemoryScope:
@@ -54,7 +56,15 @@ class ReceiptStore:
         self.now = now
         self.limit = limit
 
-    async def add(self, chat: str, user: int, scope: MemoryScope, text: str, inbound: str) -> str:
+    async def add(
+        self,
+        chat: str,
+        user: int,
+        scope: MemoryScope,
+        text: str,
+        inbound: str,
+        quote: tuple[str, str] = ("", ""),  # a quote's id and source
+    ) -> str:
         receipt = Receipt(
             id=secrets.token_hex(4),
             chat=chat,
@@ -63,6 +73,8 @@ class ReceiptStore:
             text=text,
             inbound=inbound,
             at=self.now().isoformat(timespec="seconds"),
+            quote=quote[0],
+            source=quote[1],
         )
 
         def change(document: dict[str, Any]) -> None:

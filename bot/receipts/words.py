@@ -8,12 +8,16 @@ from bot.models import Button, Keyed
 
 PREFIX = "rc"  # a button's data: "rc:<receipt id>:<action>", 13 bytes
 COMMAND = "receipt"  # the text form: /receipt <id> <action>
-ACTIONS = {"u": "undo", "e": "edit", "f": "forget"}
-LABELS = {"u": "Undo", "e": "Edit", "f": "Forget"}
+ACTIONS = {"u": "undo", "e": "edit", "f": "forget", "k": "keep"}
+LABELS = {"u": "Undo", "e": "Edit", "f": "Forget", "k": "Keep as a fact"}
+FACT_ACTIONS = ("u", "e", "f")
 SHOWN_CHARS = 300  # of a fact, in a receipt
 TEXT_CHARS = 3500  # of a message a press edits (Telegram's limit is 4096)
 
 SAVED = "Saved to memory: {fact}"
+QUOTED = "Kept as a quote, not as a fact: “{fact}” ({source}). An owner can keep it as a fact."
+PROMOTED = "Kept in memory as a fact: “{fact}”."
+OWNERS_ONLY = "Only an owner can keep quoted material as a fact."
 EXPIRED = "That receipt is too old to act on; /memory shows what I keep, /forget removes text."
 NOT_YOURS = "Only the person who said this, or an owner, can change it."
 DONE_ALREADY = "That was already {state}."
@@ -25,7 +29,7 @@ ASK_NEW_TEXT = (
 ASK_NEW_TEXT_NOTICE = "Send the new text as your next message."
 EDITED = "Changed in memory: “{old}” → “{new}”."
 EDIT_EMPTY = "The new text is empty; “{fact}” stays as it is."
-USAGE = "Usage: /{command} ID undo|edit|forget — acts on a memory receipt I sent."
+USAGE = "Usage: /{command} ID undo|edit|forget|keep — acts on a memory receipt I sent."
 
 
 def short(fact: str) -> str:
@@ -33,15 +37,23 @@ def short(fact: str) -> str:
 
 
 def receipt_message(receipt_id: str, fact: str) -> Keyed:
-    buttons = tuple(
+    return Keyed(SAVED.format(fact=short(fact)), _buttons(receipt_id, FACT_ACTIONS))
+
+
+def quote_message(receipt_id: str, text: str, source: str) -> Keyed:
+    """A quote kept from others' words, with the button that makes it a fact (owners)."""
+    return Keyed(QUOTED.format(fact=short(text), source=source), _buttons(receipt_id, ("k",)))
+
+
+def _buttons(receipt_id: str, actions: tuple[str, ...]) -> tuple[Button, ...]:
+    return tuple(
         Button(
             label=LABELS[action],
             data=f"{PREFIX}:{receipt_id}:{action}",
-            command=f"/{COMMAND} {receipt_id} {name}",
+            command=f"/{COMMAND} {receipt_id} {ACTIONS[action]}",
         )
-        for action, name in ACTIONS.items()
+        for action in actions
     )
-    return Keyed(SAVED.format(fact=short(fact)), buttons)
 
 
 def parse_data(data: str) -> tuple[str, str] | None:

@@ -21,6 +21,7 @@ from typing import Protocol
 import structlog
 
 from bot.memory.facts import TagSink
+from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import extract_tags, without_echoes
 from bot.models import Inbound, MemoryScope
 from bot.pipeline import TurnContext
@@ -36,6 +37,10 @@ class Receipts(Protocol):
     """Where what was stored is told, after the reply (`bot.receipts.ReceiptDesk`)."""
 
     async def issue(self, inbound: Inbound, stored: Sequence[tuple[MemoryScope, str]]) -> bool: ...
+
+    async def issue_quotes(
+        self, inbound: Inbound, scope: MemoryScope, quotes: Sequence[Quote]
+    ) -> None: ...
 
 
 class MemoryTags:
@@ -71,6 +76,7 @@ class MemoryTags:
             _show(ctx, NOT_SAVED)
         if self.receipts is not None:
             await self.receipts.issue(ctx.inbound, stored.added)
+            await self.receipts.issue_quotes(ctx.inbound, ctx.scope, stored.quoted)
 
 
 def _supplied(ctx: TurnContext) -> list[str]:
