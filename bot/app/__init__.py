@@ -36,7 +36,7 @@ from bot.models import ToolSpec
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
@@ -275,9 +275,7 @@ def _build_runner(
     )
 
 
-def _build_chatter(
-    settings: Settings, workspace: Workspace, locks: FileLocks
-) -> ChatterStore | None:
+def _build_chatter(settings: Settings, workspace: Workspace, locks: Locks) -> ChatterStore | None:
     """Where groups' chatter waits for the bot's next turn there; None when none is kept."""
     telegram = settings.telegram
     if telegram.group_chatter_messages == 0:
@@ -291,7 +289,7 @@ def _build_chatter(
 
 
 def build_door(
-    settings: Settings, workspace: Workspace, locks: FileLocks, now: Callable[[], datetime]
+    settings: Settings, workspace: Workspace, locks: Locks, now: Callable[[], datetime]
 ) -> tuple[AccessPolicy, Door]:
     """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
     telegram = settings.telegram

@@ -45,7 +45,7 @@ from bot.memory.recall.scoring import TopK
 from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
+from bot.storage.files import FileLocks, Locks
 from bot.storage.lines import LineReader
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
@@ -81,7 +81,7 @@ class Memory:
     reader: LineReader
     tokens: TokenCounter
     count: Callable[[str], int]  # `tokens.count`, cached: the prompt's lines repeat every turn
-    file_locks: FileLocks
+    file_locks: Locks
 
 
 def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], datetime]) -> Memory:
@@ -147,7 +147,7 @@ def cached_count(count: Count) -> Count:
 def build_items_and_index(
     settings: Settings,
     workspace: Workspace,
-    locks: FileLocks,
+    locks: Locks,
     count: Count,
     now: Callable[[], datetime],
     *,

@@ -46,7 +46,7 @@ from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.upkeep.archiving import archive_notes
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -88,7 +88,7 @@ class MemoryWriter:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         *,
         long_term: LongTermMemory,
         history: HistoryLog,

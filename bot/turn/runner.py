@@ -49,7 +49,7 @@ from bot.media.reader import MediaReader
 from bot.models import ChatMessage, Inbound, Said, Session
 from bot.pipeline import Pipeline, StopTurn, TurnContext
 from bot.storage.chatter import ChatterStore
-from bot.storage.inbox import Entry, Inbox
+from bot.storage.inbox import Entry, Journal
 from bot.storage.sessions import RECOVERED_FROM, SessionStore
 from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
@@ -84,7 +84,7 @@ class TurnRunner:
         *,
         pipeline: Pipeline,
         sessions: SessionStore,
-        inbox: Inbox,
+        inbox: Journal,
         access: AccessPolicy,
         door: Door,
         commands: Commands,
@@ -183,7 +183,7 @@ class TurnRunner:
                 log.info("inbox_resend", inbound=inbound.id, parts_sent=entry.sent)
             if entry.reply:
                 await self.delivery.deliver(entry, replier)
-            await self.inbox.done(inbound.id)
+            await self.inbox.done(inbound.id, fence=entry.fence)
 
     async def _keep_chatter(self, inbound: Inbound) -> None:
         """Group chatter, kept for the chat's next turn (never a turn of its own)."""

@@ -37,7 +37,7 @@ from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
 from bot.turn.commands import COMMANDS
-from bot.turn.intake import Intake
+from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
 from bot.turn.runner import TurnRunner
 
 log = structlog.get_logger(__name__)
@@ -62,6 +62,7 @@ class TelegramChannel:
         stream: bool = True,  # replies shown while they are written (`drafts`)
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
+        intake: IntakeFactory = MemoryIntake,
     ) -> None:
         self.runner = runner
         self.token = token
@@ -75,6 +76,7 @@ class TelegramChannel:
         self.stream_interval = stream_interval
         self.drafts = DraftSupport()
         self.reaction = reaction
+        self.intake = intake
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -90,7 +92,7 @@ class TelegramChannel:
             self.runner.media.connect(CHANNEL, TelegramFiles(bot))
         await self._beat()
         try:
-            intake = Intake(
+            intake = self.intake(
                 self.runner,
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,

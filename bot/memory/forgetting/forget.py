@@ -15,7 +15,7 @@ from bot.memory.forgetting.files import job_of, put_back, without_lines, without
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks, atomic_write_bytes
+from bot.storage.files import Locks, atomic_write_bytes
 from bot.storage.lines import decode_text
 from bot.storage.undo import Kept, UndoStore
 from bot.storage.workspace import Workspace
@@ -59,7 +59,7 @@ class Forgetting:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         undo: UndoStore,
         chatter: ChatterStore | None = None,  # a group's messages waiting for the next turn
     ) -> None:
