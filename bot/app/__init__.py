@@ -19,6 +19,7 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.store import Store, build_store
 from bot.channels.telegram import TelegramChannel
 from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
@@ -38,7 +39,6 @@ from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import Locks
 from bot.storage.heartbeat import Heartbeat
-from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
 from bot.storage.roster import RosterFile
 from bot.storage.sessions import SessionStore
@@ -49,6 +49,7 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import Commands
 from bot.turn.door import Door
+from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
 from bot.turn.preview import PromptPreview
 from bot.turn.runner import TurnRunner
@@ -73,6 +74,7 @@ class App:
     preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
     services: list[Service] = field(default_factory=list)
     recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
+    intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
 
     async def start(self) -> None:
         for service in self.services:
@@ -96,10 +98,11 @@ def build_app(
     """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
     now = now or clock(settings.timezone)
     workspace = _open_workspace(settings)
+    store = build_store(settings, workspace)
     sessions = SessionStore(workspace, now=now)
     windows = build_windows(settings, workspace)
     llm = build_llm(settings, api_key, windows)
-    memory = build_memory(settings, workspace, now)
+    memory = build_memory(settings, workspace, now, locks=store.locks)
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
@@ -145,8 +148,10 @@ def build_app(
         sent,
         media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
         chatter=chatter,
+        store=store,
     )
     services: list[Service] = [
+        *store.services,  # first: the shared database, before anything uses the journal
         recall.index,  # first: opened and synced before anything else starts, stopped last
         runner.door,  # says who owns the bot (or logs the claim code) before the first message
         recall.usage,
@@ -157,7 +162,9 @@ def build_app(
         *([transcriber] if transcriber else []),
     ]
     preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
-    return App(runner, llm, workspace, now, preview, services=services, recall=recall)
+    return App(
+        runner, llm, workspace, now, preview, services=services, recall=recall, intake=store.intake
+    )
 
 
 def build_telegram(
@@ -177,6 +184,7 @@ def build_telegram(
         stream_interval=telegram.stream_interval,
         heartbeat=heartbeat,
         reaction=telegram.reaction,
+        intake=app.intake,
     )
 
 
@@ -235,6 +243,7 @@ def _build_runner(
     *,
     media: MediaReader,
     chatter: ChatterStore | None,
+    store: Store,
 ) -> TurnRunner:
     locks, running = ChatLocks(), RunningTurns()
     access, door = build_door(settings, workspace, memory.file_locks, now)
@@ -260,7 +269,7 @@ def _build_runner(
     return TurnRunner(
         pipeline=pipeline,
         sessions=sessions,
-        inbox=Inbox(workspace.inbox_dir),
+        inbox=store.journal,
         access=access,
         door=door,
         commands=commands,

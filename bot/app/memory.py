@@ -84,8 +84,14 @@ class Memory:
     file_locks: Locks
 
 
-def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], datetime]) -> Memory:
-    file_locks = FileLocks(workspace.locks_dir)
+def build_memory(
+    settings: Settings,
+    workspace: Workspace,
+    now: Callable[[], datetime],
+    *,
+    locks: Locks | None = None,  # default: `FileLocks` in the workspace (one host)
+) -> Memory:
+    file_locks = locks or FileLocks(workspace.locks_dir)
     working = WorkingMemory(
         workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
     )

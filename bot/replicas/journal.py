@@ -1,0 +1,141 @@
+"""`PgJournal`: the journal (`bot.storage.inbox.Journal`) as rows every replica shares.
+
+Accepting is one transaction: the rows inserted (a message already there is skipped, answered or
+not: its tombstone says so) and, for each new one, `enqueue` called on the same connection (the
+queue's job is deferred in that transaction, `bot.replicas.queue`), so a message is journaled
+and queued together or not at all. The channel confirms the message only after the commit.
+
+A worker `take`s an entry before answering it; its writes (`answered`, `part_sent`, `done`) are
+refused with `Fenced` once another worker took the entry since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from bot.models import Inbound
+from bot.storage.inbox import Entry, Fenced, decode_inbound, encode_inbound
+
+log = structlog.get_logger(__name__)
+Enqueue = Callable[[AsyncConnection[Any], Entry], Awaitable[None]]
+
+
+class PgJournal:
+    def __init__(self, pool: AsyncConnectionPool, *, enqueue: Enqueue | None = None) -> None:
+        self.pool = pool
+        self.enqueue = enqueue  # None: journaled only (tests, the console)
+
+    def close(self) -> None:
+        """Nothing of its own to wait for: the pool is closed by its owner."""
+
+    async def accept(self, inbound: Inbound) -> Entry | None:
+        accepted = await self.accept_all([inbound])
+        return accepted[0] if accepted else None
+
+    async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]:
+        """Journal (and queue) the messages not journaled before, in one transaction."""
+        accepted: list[Entry] = []
+        if not inbounds:
+            return accepted
+        async with self.pool.connection() as conn, conn.transaction():
+            for inbound in inbounds:
+                cursor = await conn.execute(
+                    "INSERT INTO mnemo_inbox (id, channel, session_key, inbound)"
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
+                    (
+                        inbound.id,
+                        inbound.channel,
+                        inbound.session_key,
+                        Jsonb(encode_inbound(inbound)),
+                    ),
+                )
+                row = await cursor.fetchone()
+                if row is None:
+                    log.info("inbox_duplicate", inbound=inbound.id)
+                    continue
+                entry = Entry(inbound, int(row[0]))
+                if self.enqueue is not None:
+                    await self.enqueue(conn, entry)
+                accepted.append(entry)
+        return accepted
+
+    async def take(self, inbound_id: str) -> Entry | None:
+        """The entry for a worker about to answer it, fenced to that worker; None when it is
+        done (or was never journaled)."""
+        async with self.pool.connection() as conn:
+            conn.row_factory = dict_row  # type: ignore[assignment]
+            cursor = await conn.execute(
+                "UPDATE mnemo_inbox SET fence = fence + 1 WHERE id = %s AND done_at IS NULL"
+                " RETURNING seq, inbound, reply, sent, fence",
+                (inbound_id,),
+            )
+            row: dict[str, Any] | None = await cursor.fetchone()  # type: ignore[assignment]
+        return None if row is None else _entry(row)
+
+    async def answered(self, entry: Entry, reply: str) -> Entry:
+        await self._fenced(entry, "reply = %s, sent = 0", (reply,))
+        return replace(entry, reply=reply, sent=0)
+
+    async def part_sent(self, entry: Entry, sent: int) -> Entry:
+        await self._fenced(entry, "sent = GREATEST(sent, %s)", (sent,))
+        return replace(entry, sent=sent)
+
+    async def done(self, inbound_id: str, *, fence: int = 0) -> None:
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                "UPDATE mnemo_inbox SET done_at = now()"
+                " WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (inbound_id, fence),
+            )
+            if cursor.rowcount == 0 and await self._open(conn, inbound_id):
+                raise Fenced(inbound_id)
+
+    async def pending(self) -> list[Entry]:
+        """The entries not done, in arrival order (the console's replay, tests: replicas are
+        dispatched by the queue)."""
+        async with self.pool.connection() as conn:
+            conn.row_factory = dict_row  # type: ignore[assignment]
+            cursor = await conn.execute(
+                "SELECT seq, inbound, reply, sent, fence FROM mnemo_inbox"
+                " WHERE done_at IS NULL ORDER BY seq"
+            )
+            rows: list[dict[str, Any]] = await cursor.fetchall()  # type: ignore[assignment]
+        return [_entry(row) for row in rows]
+
+    async def _fenced(self, entry: Entry, assignments: str, values: tuple[object, ...]) -> None:
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                f"UPDATE mnemo_inbox SET {assignments}"  # one of the methods' own
+                " WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (*values, entry.inbound.id, entry.fence),
+            )
+            if cursor.rowcount == 0:
+                raise Fenced(entry.inbound.id)
+
+    async def _open(self, conn: AsyncConnection[Any], inbound_id: str) -> bool:
+        cursor = await conn.execute(
+            "SELECT 1 FROM mnemo_inbox WHERE id = %s AND done_at IS NULL", (inbound_id,)
+        )
+        return await cursor.fetchone() is not None
+
+
+def _document(inbound: Inbound) -> Jsonb:
+    return Jsonb(encode_inbound(inbound))
+
+
+def _entry(row: dict[str, Any]) -> Entry:
+    return Entry(
+        decode_inbound(row["inbound"]),
+        int(row["seq"]),
+        row["reply"],
+        int(row["sent"]),
+        int(row["fence"]),
+    )
