@@ -40,7 +40,7 @@ CREATE INDEX IF NOT EXISTS mnemo_inbox_done ON mnemo_inbox (done_at) WHERE done_
 
 def open_pool(url: str, *, max_size: int = 10) -> AsyncConnectionPool:
     """A pool over `url` (opened by `await pool.open()`); connections are checked when taken,
-        so a database restart costs the requests under way, not the replica. A block that takes a
+    so a database restart costs the requests under way, not the replica. A block that takes a
     connection is committed at its end (rolled back if it raised)."""
     return AsyncConnectionPool(
         url,
