@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
+from bot.app.channel import telegram_channel
 from bot.app.conversation import (
     Compaction,
     build_compaction,
@@ -171,20 +172,8 @@ def build_telegram(
     app: App, settings: Settings, *, token: str, heartbeat: Heartbeat | None = None
 ) -> TelegramChannel:
     """The Telegram channel over the app's turn runner, as `settings.telegram` says."""
-    telegram = settings.telegram
-    return TelegramChannel(
-        app.runner,
-        token=token,
-        base_url=telegram.base_url,
-        poll_timeout=telegram.poll_timeout,
-        typing_interval=telegram.typing_interval,
-        state_path=app.workspace.channel_state_path("telegram"),
-        shutdown_grace=telegram.shutdown_grace,
-        stream=telegram.stream,
-        stream_interval=telegram.stream_interval,
-        heartbeat=heartbeat,
-        reaction=telegram.reaction,
-        intake=app.intake,
+    return telegram_channel(
+        settings, app.runner, app.workspace, app.intake, token=token, heartbeat=heartbeat
     )
 
 

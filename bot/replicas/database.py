@@ -38,6 +38,9 @@ CREATE INDEX IF NOT EXISTS mnemo_inbox_done ON mnemo_inbox (done_at) WHERE done_
 """
 
 
+WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)
+
+
 def open_pool(url: str, *, max_size: int = 10) -> AsyncConnectionPool:
     """A pool over `url` (opened by `await pool.open()`); connections are checked when taken,
     so a database restart costs the requests under way, not the replica. A block that takes a
@@ -46,6 +49,7 @@ def open_pool(url: str, *, max_size: int = 10) -> AsyncConnectionPool:
         url,
         min_size=1,
         max_size=max_size,
+        timeout=WAIT_FOR_CONNECTION,
         open=False,
         check=AsyncConnectionPool.check_connection,
     )

@@ -26,8 +26,10 @@ from typing import Any
 
 import structlog
 from procrastinate import App, PsycopgConnector, RetryStrategy
-from psycopg import AsyncConnection, OperationalError
-from psycopg_pool import AsyncConnectionPool
+from procrastinate.exceptions import ConnectorException
+from psycopg import AsyncConnection
+from psycopg import Error as PsycopgError
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.models import Inbound
 from bot.replicas.database import prune
@@ -76,17 +78,24 @@ class ChatQueue:
         await deferrer.defer_async(update=entry.inbound.id)
 
     async def work(self) -> None:
-        """Run this replica's worker until cancelled (then `grace` seconds for running jobs)."""
-        await self.app.run_worker_async(
-            concurrency=self.concurrency,
-            name="mnemo",
-            fetch_job_polling_interval=FETCH_INTERVAL,
-            update_heartbeat_interval=self.heartbeat,
-            stalled_worker_timeout=self.stalled_after,
-            shutdown_graceful_timeout=self.grace,
-            delete_jobs="successful",
-            install_signal_handlers=False,
-        )
+        """Run this replica's worker until cancelled (then `grace` seconds for running jobs);
+        a worker the database's absence stopped is started again."""
+        while True:
+            try:
+                await self.app.run_worker_async(
+                    concurrency=self.concurrency,
+                    name="mnemo",
+                    fetch_job_polling_interval=FETCH_INTERVAL,
+                    update_heartbeat_interval=self.heartbeat,
+                    stalled_worker_timeout=self.stalled_after,
+                    shutdown_graceful_timeout=self.grace,
+                    delete_jobs="successful",
+                    install_signal_handlers=False,
+                )
+                return
+            except Exception as exc:  # procrastinate's ConnectorException, psycopg's errors
+                log.warning("queue_worker_restarting", error=type(exc).__name__)
+                await asyncio.sleep(self.heartbeat)
 
     async def sweep(self) -> int:
         """Put the jobs of stalled workers back in the queue, if no other replica is at it;
@@ -114,7 +123,7 @@ class ChatQueue:
                 await self.sweep()
                 if rounds % PRUNE_EVERY == 0:
                     await prune(self.pool)
-            except OperationalError as exc:  # the database is away: next round
+            except (PsycopgError, PoolTimeout, ConnectorException) as exc:  # next round
                 log.warning("queue_sweep_failed", error=type(exc).__name__)
             rounds += 1
             await asyncio.sleep(self.heartbeat)

@@ -84,10 +84,10 @@ class TelegramChannel:
         bot = ExtBot(
             self.token,
             base_url=self.base_url,
-            base_file_url=_file_url(self.base_url),
+            base_file_url=file_url(self.base_url),
             rate_limiter=AIORateLimiter(max_retries=3),
         )
-        await _started(bot, self.base_url)
+        await started(bot, self.base_url)
         if self.runner.media is not None:
             self.runner.media.connect(CHANNEL, TelegramFiles(bot))
         await self._beat()
@@ -217,7 +217,7 @@ class Outage:
         self.failures = self.rejected = 0
 
 
-async def _started(bot: Bot, base_url: str) -> None:
+async def started(bot: Bot, base_url: str) -> None:
     """Initialise the bot (getMe) and set its command menu; a `StartupError` when that fails."""
     try:
         await bot.initialize()
@@ -250,11 +250,11 @@ async def _pause(seconds: float, stop: asyncio.Event) -> None:
 
 async def check_token(token: str, base_url: str) -> str:
     """The bot's @username, proving the token and base URL work."""
-    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url))
+    bot = Bot(token, base_url=base_url, base_file_url=file_url(base_url))
     async with bot:
         return f"@{bot.username}"
 
 
-def _file_url(base_url: str) -> str:
+def file_url(base_url: str) -> str:
     head, sep, _ = base_url.rstrip("/").rpartition("/bot")
     return f"{head}/file/bot" if sep else base_url
