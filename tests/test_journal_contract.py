@@ -149,6 +149,7 @@ async def test_a_worker_whose_entry_was_taken_since_writes_nothing(pg: Any) -> N
     assert (entry.reply, entry.sent) == ("the answer", 1)
     await pg.done(fresh.inbound.id, fence=fresh.fence)
     assert await pg.pending() == []
+    assert await pg.accept(inbound(2)) is not None  # the pool's connections read rows as before
 
 
 async def test_what_is_queued_commits_with_what_is_journaled(pg_url: str) -> None:

@@ -70,14 +70,13 @@ class PgJournal:
     async def take(self, inbound_id: str) -> Entry | None:
         """The entry for a worker about to answer it, fenced to that worker; None when it is
         done (or was never journaled)."""
-        async with self.pool.connection() as conn:
-            conn.row_factory = dict_row  # type: ignore[assignment]
-            cursor = await conn.execute(
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(
                 "UPDATE mnemo_inbox SET fence = fence + 1 WHERE id = %s AND done_at IS NULL"
                 " RETURNING seq, inbound, reply, sent, fence",
                 (inbound_id,),
             )
-            row: dict[str, Any] | None = await cursor.fetchone()  # type: ignore[assignment]
+            row = await cursor.fetchone()
         return None if row is None else _entry(row)
 
     async def answered(self, entry: Entry, reply: str) -> Entry:
@@ -101,13 +100,12 @@ class PgJournal:
     async def pending(self) -> list[Entry]:
         """The entries not done, in arrival order (the console's replay, tests: replicas are
         dispatched by the queue)."""
-        async with self.pool.connection() as conn:
-            conn.row_factory = dict_row  # type: ignore[assignment]
-            cursor = await conn.execute(
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(
                 "SELECT seq, inbound, reply, sent, fence FROM mnemo_inbox"
                 " WHERE done_at IS NULL ORDER BY seq"
             )
-            rows: list[dict[str, Any]] = await cursor.fetchall()  # type: ignore[assignment]
+            rows = await cursor.fetchall()
         return [_entry(row) for row in rows]
 
     async def _fenced(self, entry: Entry, assignments: str, values: tuple[object, ...]) -> None:
