@@ -16,7 +16,7 @@ from tests.replicas_run import replicas_run
 async def test_three_replicas_and_a_kill_lose_nothing_and_keep_each_chat_s_order(
     tmp_path: Path, pg_url: str
 ) -> None:
-    figures = await replicas_run(tmp_path, pg_url, replicas=3, chats=10, messages=200, seed=3)
+    figures = await replicas_run(tmp_path, pg_url, replicas=3, chats=8, messages=120, seed=3)
 
     assert figures.lost == 0, figures
     assert figures.reordered == 0, figures
