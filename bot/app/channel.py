@@ -11,7 +11,7 @@ from bot.settings import Settings, TelegramSettings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from bot.turn.intake import IntakeFactory
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 if TYPE_CHECKING:
     from bot.channels.telegram.webhook import Hook
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def telegram_channel(
     settings: Settings,
-    runner: TurnRunner,
+    router: Router,
     workspace: Workspace,
     intake: IntakeFactory,
     *,
@@ -43,8 +43,8 @@ def telegram_channel(
     if telegram.mode == "webhook":
         from bot.channels.telegram.webhook import TelegramWebhook
 
-        return TelegramWebhook(runner, hook=webhook_hook(telegram), **options)
-    return TelegramChannel(runner, **options)
+        return TelegramWebhook(router, hook=webhook_hook(telegram), **options)
+    return TelegramChannel(router, **options)
 
 
 def webhook_hook(telegram: TelegramSettings) -> Hook:

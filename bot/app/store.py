@@ -17,7 +17,7 @@ from bot.storage.workspace import Workspace
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -57,14 +57,14 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     journal = PgJournal(pool, enqueue=queue.enqueue)
 
     def intake(
-        runner: TurnRunner,
+        router: Router,
         replier_for: Callable[[Inbound], Replier],
         *,
         channel: str,
         reach: Reach | None = None,
     ) -> Intake:
         return QueueIntake(
-            runner, replier_for, channel=channel, reach=reach, queue=queue, journal=journal
+            router, replier_for, channel=channel, reach=reach, queue=queue, journal=journal
         )
 
     locks = PgLocks(pool, root=workspace.root)

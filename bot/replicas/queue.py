@@ -4,7 +4,7 @@ Each accepted message becomes a procrastinate job `mnemo.answer(update=<id>)` wi
 `lock=<session key>`, deferred in the journal's own transaction (`ChatQueue.enqueue`, called by
 `PgJournal.accept_all`). Jobs sharing a lock run one at a time, oldest first, on whichever
 replica's worker fetches them: a chat's messages are answered in order across replicas, other
-chats' meanwhile. The job `take`s its entry (fenced to it) and runs `TurnRunner.answer`; an entry
+chats' meanwhile. The job `take`s its entry (fenced to it) and runs `Router.answer`; an entry
 already done (a job run again) is skipped.
 
 A replica that stops beating (`heartbeat`, every `heartbeat` seconds) for `stalled_after`
@@ -37,7 +37,7 @@ from bot.replicas.journal import PgJournal
 from bot.storage.inbox import Entry, Fenced
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 TASK = "mnemo.answer"
@@ -137,7 +137,7 @@ class ChatQueue:
 class QueueIntake:
     def __init__(
         self,
-        runner: TurnRunner,
+        router: Router,
         replier_for: Callable[[Inbound], Replier],
         *,
         channel: str,
@@ -145,7 +145,7 @@ class QueueIntake:
         queue: ChatQueue,
         journal: PgJournal,
     ) -> None:
-        self.runner = runner
+        self.router = router
         self.replier_for = replier_for
         self.reach = reach
         self.channel = channel
@@ -170,12 +170,11 @@ class QueueIntake:
         nothing was confirmed then)."""
         journaled: list[Inbound] = []
         for inbound in inbounds:
-            if self.runner.ignores(inbound):
-                continue
-            if self.runner.jumps_queue(inbound):
+            route = self.router.route(inbound)
+            if route == "at_once":
                 replier = self.replier_for(inbound)
-                self.aside(self.runner.answer_at_once(inbound, replier, self.reach))
-            else:
+                self.aside(self.router.answer_at_once(inbound, replier, self.reach))
+            elif route == "journal":
                 journaled.append(inbound)
         await self.journal.accept_all(journaled)
 
@@ -191,7 +190,7 @@ class QueueIntake:
         await asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SEND_SETTLE):
-                await self.runner.delivery.settle()
+                await self.router.delivery.settle()
         log.info("intake_closed", running=self._running)
 
     def aside(self, work: Coroutine[Any, Any, None]) -> None:
@@ -205,7 +204,7 @@ class QueueIntake:
             return
         self._running += 1
         try:
-            await self.runner.answer(entry, self.replier_for(entry.inbound))
+            await self.router.answer(entry, self.replier_for(entry.inbound))
         except Fenced:
             log.warning("queue_turn_fenced", inbound=update)  # another replica has it now
         finally:

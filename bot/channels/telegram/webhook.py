@@ -31,7 +31,7 @@ from bot.channels.telegram.files import TelegramFiles
 from bot.channels.telegram.inbound import CHANNEL, to_inbound
 from bot.channels.telegram.polling import ALLOWED, TelegramChannel, file_url, started
 from bot.turn.intake import Intake
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -50,8 +50,8 @@ class Hook:
 
 
 class TelegramWebhook(TelegramChannel):
-    def __init__(self, runner: TurnRunner, *, hook: Hook, **options: Any) -> None:
-        super().__init__(runner, **options)  # the polling channel's: repliers, grace, intake
+    def __init__(self, router: Router, *, hook: Hook, **options: Any) -> None:
+        super().__init__(router, **options)  # the polling channel's: repliers, grace, intake
         self.hook = hook
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -64,10 +64,10 @@ class TelegramWebhook(TelegramChannel):
             rate_limiter=AIORateLimiter(max_retries=3),
         )
         await started(bot, self.base_url)
-        if self.runner.media is not None:
-            self.runner.media.connect(CHANNEL, TelegramFiles(bot))
+        if self.router.media is not None:
+            self.router.media.connect(CHANNEL, TelegramFiles(bot))
         intake = self.intake(
-            self.runner,
+            self.router,
             lambda i: self._replier(bot, i),
             channel=CHANNEL,
             reach=lambda chat_id: self._private(bot, chat_id),
