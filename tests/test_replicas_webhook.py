@@ -15,9 +15,9 @@ import aiohttp
 import psycopg
 from pydantic import SecretStr
 
-from bot.app import build_app, build_telegram
+from bot.app import App, build_app, build_telegram
 from bot.settings import Settings, StoreSettings
-from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.fakes.webhook_delivery import SECRET_HEADER
 from tests.harness import API_KEY, FRIEND, OWNER, make_settings
@@ -52,6 +52,13 @@ def replica(workspace: Path, telegram: FakeTelegram, openai: FakeOpenAI, url: st
 @asynccontextmanager
 async def running(settings: Settings, telegram: FakeTelegram) -> AsyncIterator[str]:
     """One replica serving webhooks until the block ends; its webhook URL."""
+    async with serving(settings, telegram) as (url, _app):
+        yield url
+
+
+@asynccontextmanager
+async def serving(settings: Settings, telegram: FakeTelegram) -> AsyncIterator[tuple[str, App]]:
+    """One replica serving webhooks until the block ends; its webhook URL and its app."""
     app = build_app(settings, api_key=API_KEY)
     channel = build_telegram(app, settings, token=telegram.token)
     await app.start()
@@ -60,7 +67,7 @@ async def running(settings: Settings, telegram: FakeTelegram) -> AsyncIterator[s
     url = str(settings.telegram.webhook_url)
     try:
         await telegram.webhook.wait_until(lambda: url in telegram.webhook.urls)
-        yield url
+        yield url, app
     finally:
         stop.set()
         await asyncio.wait_for(task, timeout=15)
@@ -139,3 +146,42 @@ async def test_with_the_database_away_updates_get_500_and_come_again(
     assert reply.text == "re: anyone there?"
     statuses = [a.status for a in fake_telegram.webhook.attempts]
     assert 500 in statuses and statuses[-1] == 200
+
+
+async def test_a_stop_reaching_another_replica_stops_the_turn_where_it_runs(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    fake_openai.script(Hang(), Reply("after the stop"))
+    first = replica(tmp_path / "a", fake_telegram, fake_openai, pg_url)
+    second = replica(tmp_path / "b", fake_telegram, fake_openai, pg_url)
+    key = f"telegram:{OWNER}"
+    async with serving(first, fake_telegram) as a, serving(second, fake_telegram) as b:
+        fake_telegram.push_text(OWNER, OWNER, "a long question")
+        await fake_openai.wait_until_hanging()
+        replicas = [a, b]
+        [(_, busy)] = [r for r in replicas if r[1].router.turns.running.is_running(key)]
+        [(idle_url, _)] = [r for r in replicas if r[1] is not busy]
+        async with aiohttp.ClientSession() as http:  # Telegram hands the /stop to the other
+            headers = {SECRET_HEADER: SECRET}
+            async with http.post(idle_url, json=stop_update(), headers=headers) as answer:
+                assert answer.status == 200
+        [stopped] = await fake_telegram.wait_for_messages(OWNER, 1)
+        fake_telegram.push_text(OWNER, OWNER, "and now?")
+        [_, later] = await fake_telegram.wait_for_messages(OWNER, 2)
+
+    assert stopped.text == "Stopped."
+    assert later.text == "after the stop"  # the chat is not stuck
+    assert fake_openai.calls == 2
+
+
+def stop_update() -> dict[str, Any]:
+    user = {"id": OWNER, "is_bot": False, "first_name": "Ann"}
+    message = {
+        "message_id": 900,
+        "date": 0,
+        "chat": {"id": OWNER, "type": "private", "first_name": "Ann"},
+        "from": user,
+        "text": "/stop",
+        "entities": [{"type": "bot_command", "offset": 0, "length": 5}],
+    }
+    return {"update_id": 9000, "message": message}

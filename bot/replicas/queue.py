@@ -34,7 +34,9 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from bot.models import Inbound
 from bot.replicas.database import prune
 from bot.replicas.journal import PgJournal
+from bot.replicas.stop import StopAcross
 from bot.storage.inbox import Entry, Fenced
+from bot.turn.commands.handler import parse_command
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.router import Router
@@ -151,6 +153,7 @@ class QueueIntake:
         self.channel = channel
         self.queue = queue
         self.journal = journal
+        self.stops = StopAcross(queue.pool)
         self._running = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._at_once: set[asyncio.Task[None]] = set()
@@ -162,6 +165,7 @@ class QueueIntake:
         self._tasks = [
             asyncio.create_task(self.queue.work(), name="queue worker"),
             asyncio.create_task(self.queue.sweeping(), name="queue sweep"),
+            asyncio.create_task(self.stops.listen(self._runs, self._stop), name="stops"),
         ]
         return []
 
@@ -172,8 +176,7 @@ class QueueIntake:
         for inbound in inbounds:
             route = self.router.route(inbound)
             if route == "at_once":
-                replier = self.replier_for(inbound)
-                self.aside(self.router.answer_at_once(inbound, replier, self.reach))
+                self.aside(self._answer_at_once(inbound))
             elif route == "journal":
                 journaled.append(inbound)
         await self.journal.accept_all(journaled)
@@ -197,6 +200,23 @@ class QueueIntake:
         task = asyncio.create_task(_logged(work))
         self._at_once.add(task)
         task.add_done_callback(self._at_once.discard)
+
+    async def _answer_at_once(self, inbound: Inbound) -> None:
+        """The door's answers and /stop, here; a /stop for a turn running on another replica
+        goes to that replica (`bot.replicas.stop`)."""
+        command = parse_command(inbound.text)
+        key = inbound.session_key
+        stop = command is not None and command.name == "stop" and not self._runs(key)
+        if stop and await self.stops.running_elsewhere(key):
+            await self.stops.forward(inbound)
+            return
+        await self._stop(inbound)
+
+    async def _stop(self, inbound: Inbound) -> None:
+        await self.router.answer_at_once(inbound, self.replier_for(inbound), self.reach)
+
+    def _runs(self, session_key: str) -> bool:
+        return self.router.turns.running.is_running(session_key)
 
     async def _answer(self, update: str) -> None:
         entry = await self.journal.take(update)
