@@ -165,7 +165,7 @@ class QueueIntake:
         self._tasks = [
             asyncio.create_task(self.queue.work(), name="queue worker"),
             asyncio.create_task(self.queue.sweeping(), name="queue sweep"),
-            asyncio.create_task(self.stops.listen(self._runs, self._stop), name="stops"),
+            asyncio.create_task(self.stops.listen(self._runs, self._answer_here), name="stops"),
         ]
         return []
 
@@ -210,9 +210,9 @@ class QueueIntake:
         if stop and await self.stops.running_elsewhere(key):
             await self.stops.forward(inbound)
             return
-        await self._stop(inbound)
+        await self._answer_here(inbound)
 
-    async def _stop(self, inbound: Inbound) -> None:
+    async def _answer_here(self, inbound: Inbound) -> None:
         await self.router.answer_at_once(inbound, self.replier_for(inbound), self.reach)
 
     def _runs(self, session_key: str) -> bool:
