@@ -103,7 +103,7 @@ class LLMSettings(_Section):
 
 
 class ItemSettings(_Section):
-    """Structured memory items and the memory pack (seed 000, Memory V2)."""
+    """Structured memory items and the memory pack."""
 
     promotion_enabled: bool = True
     promotion_min_confidence: float = Field(default=0.75, ge=0, le=1)
@@ -133,14 +133,14 @@ class MemorySettings(_Section):
     note_user_chars: int = Field(default=200, gt=0)
     note_assistant_chars: int = Field(default=300, gt=0)
     prompt_budget_tokens: int = Field(default=3500, gt=0)  # the whole `# Memory` section
-    # Consolidation (seeds 001, 003)
+    # Consolidation
     memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
     keep_messages: int = Field(default=10, ge=2)
     max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
     consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see README
     raw_fallback_messages: int = Field(default=10, gt=0)
     raw_fallback_chars: int = Field(default=200, gt=0)
-    # Tags and working memory (seed 002)
+    # Tags and working memory
     working_memory_stale_days: int = Field(default=7, ge=0)
     retention_days: int = Field(default=30, ge=1)  # older daily notes move to the archive
     undo_minutes: int = Field(default=10, ge=0)  # how long /forget can be undone
@@ -157,7 +157,7 @@ class CompactionSettings(_Section):
     summary_timeout: float = Field(default=600.0, gt=0)  # the summary (and flush), all told
     summary_temperature: float = Field(default=0.3, ge=0)
     message_chars: int = Field(default=300, gt=0)  # each message cut to this for the summary
-    # Pre-compaction memory flush (seed 004)
+    # Pre-compaction memory flush
     flush_enabled: bool = True
     reserve_tokens_floor: int = Field(default=20000, ge=0)
     soft_threshold_tokens: int = Field(default=4000, ge=0)
@@ -165,7 +165,7 @@ class CompactionSettings(_Section):
 
 
 class RagSettings(_Section):
-    """Recall over everything remembered (seeds 000, 004): the embedded index or LightRAG."""
+    """Recall over everything remembered: the embedded index or LightRAG."""
 
     enabled: bool = True
     backend: Literal["sqlite", "lightrag"] = "sqlite"

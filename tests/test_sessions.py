@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.models import ChatMessage, Session, ToolCall
+from bot.models import ChatMessage, Session, SessionMarks, ToolCall
 from bot.storage.sessions import SessionStore, decode_session, encode_session
 from bot.storage.workspace import Workspace, decode_key, encode_key
 
@@ -45,7 +45,7 @@ async def test_session_round_trips_with_tool_calls(tmp_path: Path) -> None:
         updated_at=NOW,
         last_prompt_tokens=120,
         compactions=2,
-        metadata={"last_inbound_id": "telegram:update:5"},
+        marks=SessionMarks(last_inbound="telegram:update:5"),
     )
     await sessions.save(session)
     path = tmp_path / "sessions" / f"{encode_key(session.key)}.json"

@@ -18,8 +18,8 @@ from bot.app.conversation import (
     build_tools,
 )
 from bot.app.media import build_media, build_transcriber
-from bot.app.memory import ItemsAndIndex, build_items_and_index, build_memory, build_writer
-from bot.app.store import build_store
+from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.store import Store, build_store
 from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
@@ -84,16 +84,79 @@ def clock(timezone: str) -> Callable[[], datetime]:
     return lambda: datetime.now(zone)
 
 
+@dataclass(frozen=True)
+class _Core:
+    """What the turn is built on: the workspace, the model, memory and its one writer."""
+
+    workspace: Workspace
+    store: Store  # the journal, the intake and the path locks (bot.app.store)
+    sessions: SessionStore
+    windows: ModelWindows
+    llm: OpenAIChat
+    memory: Memory
+    recall: ItemsAndIndex
+    undo: UndoStore
+    chatter: ChatterStore | None
+    writer: MemoryWriter
+    consolidator: Consolidator
+
+
 def build_app(
     settings: Settings, *, api_key: str, now: Callable[[], datetime] | None = None
 ) -> App:
     """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
     now = now or clock(settings.timezone)
+    core = _build_core(settings, api_key, now)
+    workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
+    writer, store = core.writer, core.store
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
+    compaction = build_compaction(
+        settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
+    )
+    sent = LastRequests()
+    context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
+    pipeline = build_pipeline(
+        settings,
+        sessions,
+        core.llm,
+        context,
+        recall,
+        core.consolidator,
+        compaction,
+        now,
+        workspace=workspace,
+        writer=writer,
+        lightrag=lightrag,
+        tools=tools,
+        sent=sent,
+    )
+    transcriber = build_transcriber(settings, api_key)
+    parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent, store.journal)
+    media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
+    router = build_router(
+        settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
+    )
+    services: list[Service] = [
+        *store.services,  # first: the shared database, before anything uses the journal
+        recall.index,  # first: opened and synced before anything else starts, stopped last
+        router.door,  # says who owns the bot (or logs the claim code) before the first message
+        recall.usage,
+        *_build_upkeep(settings, workspace, writer, now),
+        core.consolidator,
+        core.undo,
+        *([lightrag] if lightrag else []),
+        *([transcriber] if transcriber else []),
+    ]
+    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
+    return App(router, core.llm, workspace, now, preview, services, recall, store.intake)
+
+
+def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
     workspace = _open_workspace(settings)
-    store = build_store(settings, workspace)
-    sessions = SessionStore(workspace, now=now)
     windows = build_windows(settings, workspace)
     llm = build_llm(settings, api_key, windows)
+    store = build_store(settings, workspace)
     memory = build_memory(settings, workspace, now, locks=store.locks)
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
@@ -104,54 +167,18 @@ def build_app(
     consolidator = _build_consolidator(
         settings, workspace, llm, writer, memory.tokens.count, now, windows
     )
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
-    compaction = build_compaction(
-        settings, sessions, llm, memory, writer, now, windows=windows, tools=tools.specs
-    )
-    sent = LastRequests()
-    context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
-    pipeline = build_pipeline(
-        settings,
-        sessions,
-        llm,
-        context,
-        recall,
-        consolidator,
-        compaction,
-        now,
+    return _Core(
         workspace=workspace,
-        writer=writer,
-        lightrag=lightrag,
-        tools=tools,
-        sent=sent,
-    )
-    transcriber = build_transcriber(settings, api_key)
-    parts = TurnParts(memory, writer, consolidator, compaction, pipeline, sent)
-    router = build_router(
-        settings,
-        workspace,
-        sessions,
-        parts,
-        now,
-        media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
+        store=store,
+        sessions=SessionStore(workspace, now=now),
+        windows=windows,
+        llm=llm,
+        memory=memory,
+        recall=recall,
+        undo=undo,
         chatter=chatter,
-        journal=store.journal,
-    )
-    services: list[Service] = [
-        *store.services,  # first: the shared database, before anything uses the journal
-        recall.index,  # first: opened and synced before anything else starts, stopped last
-        router.door,  # says who owns the bot (or logs the claim code) before the first message
-        recall.usage,
-        *_build_upkeep(settings, workspace, writer, now),
-        consolidator,
-        undo,
-        *([lightrag] if lightrag else []),
-        *([transcriber] if transcriber else []),
-    ]
-    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    return App(
-        router, llm, workspace, now, preview, services=services, recall=recall, intake=store.intake
+        writer=writer,
+        consolidator=consolidator,
     )
 
 

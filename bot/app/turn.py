@@ -49,7 +49,8 @@ class Chats:
 
 @dataclass(frozen=True)
 class TurnParts:
-    """What the app built before the turn: its memory, the pipeline and its accounting."""
+    """What the app built before the turn: its memory, the pipeline and its accounting, and
+    the journal (the workspace's, or the replicas', `bot.app.store`)."""
 
     memory: Memory
     writer: MemoryWriter
@@ -57,6 +58,7 @@ class TurnParts:
     compaction: Compaction
     pipeline: Pipeline
     sent: LastRequests  # the last request of each chat (/context)
+    journal: Journal
 
 
 def build_router(
@@ -68,7 +70,6 @@ def build_router(
     *,
     media: MediaReader,
     chatter: ChatterStore | None,
-    journal: Journal,  # the inbox: the workspace's, or the replicas' (bot.app.store)
 ) -> Router:
     access, door = build_door(settings, workspace, parts.memory.file_locks, now)
     chats = Chats(sessions, access, ChatLocks(), RunningTurns())
@@ -78,9 +79,9 @@ def build_router(
         consolidator=parts.consolidator if consolidating else None,
         memory=parts.writer,
     )
-    delivery = Delivery(journal)
+    delivery = Delivery(parts.journal)
     return Router(
-        inbox=journal,
+        inbox=parts.journal,
         access=access,
         door=door,
         commands=build_commands(settings, workspace, chats, parts, closing, now),

@@ -23,10 +23,10 @@ from contextlib import contextmanager
 from bot.app import clock
 from bot.app.memory import ItemsAndIndex, build_items_and_index
 from bot.index import Hit, MemoryIndex
-from bot.index.sources import GLOBAL, kind_of
+from bot.index.sources import kind_of
 from bot.index.sync import MarkdownSource, source_files
 from bot.llm.tokens import TokenCounter
-from bot.models import GLOBAL_SCOPE, MemoryLayer
+from bot.models import GLOBAL_KEY, GLOBAL_SCOPE, MemoryLayer
 from bot.settings import Settings
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
@@ -77,7 +77,7 @@ def _opened(recall: ItemsAndIndex) -> Iterator[MemoryIndex]:
 
 
 def search(index: MemoryIndex, query: str, *, k: int, chat: str | None, out: Print) -> int:
-    scopes = [chat] if chat else [GLOBAL]
+    scopes = [chat] if chat else [GLOBAL_KEY]
     hits = index.search(query, scopes=scopes, k=max(1, k))
     if not hits:
         out("no matches")

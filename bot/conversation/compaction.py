@@ -1,4 +1,4 @@
-"""Session compaction (seeds 000, 004): a session's old messages become one summary message.
+"""Session compaction: a session's old messages become one summary message.
 
     compact(session, keep=N) ─▶ cut before the last N messages, at a user message
         ├─ checkpoint: the old messages kept whole as a session archive file, and a

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from bot.conversation.renewal import SessionRenewal
 from bot.models import MemoryScope, Session
-from bot.storage.sessions import RECOVERED_FROM, SessionStore
+from bot.storage.sessions import SessionStore
 
 DAMAGED_SESSION = (
     "I couldn't read our previous conversation (the file was damaged); I set it aside and "
@@ -41,9 +41,8 @@ class Continuation:
         """The session this turn continues: `say` tells the chat first when a damaged file
         was set aside, and when a stale conversation was closed and a new one started (under
         `busy`, which shows the chat that work is going on)."""
-        if RECOVERED_FROM in session.metadata:
-            metadata = {k: v for k, v in session.metadata.items() if k != RECOVERED_FROM}
-            session = replace(session, metadata=metadata)
+        if session.marks.recovered_from is not None:
+            session = replace(session, marks=replace(session.marks, recovered_from=None))
             await self.sessions.save(session)  # told once, even if this turn fails
             await say(DAMAGED_SESSION)
         if self.renewal is None or (reason := self.renewal.stale(session)) is None:

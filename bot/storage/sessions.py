@@ -3,9 +3,10 @@
 On load, the messages are repaired (`transcript.repair`: what the provider would reject is
 fixed, each fix logged); a message this code cannot read at all is dropped the same way. A file
 that cannot be parsed is moved aside as `<name>.corrupt-<time>` and a fresh session starts,
-marked with `RECOVERED_FROM` until a turn has told the user. `/new` archives the old file under
-`sessions/archive/` instead of deleting it, and a part cut from a session (consolidation's trim,
-a compaction) is archived the same way (`archive_part`): no message a chat sent is ever deleted.
+marked (`SessionMarks.recovered_from`) until a turn has told the user. `/new` archives the old
+file under `sessions/archive/` instead of deleting it, and a part cut from a session
+(consolidation's trim, a compaction) is archived the same way (`archive_part`): no message a
+chat sent is ever deleted. A session's marks are its file's `metadata` (`bot.storage.marks`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,14 @@ from typing import Any
 
 import structlog
 
-from bot.models import ChatMessage, Session, ToolCall
+from bot.models import ChatMessage, Session, SessionMarks, ToolCall
 from bot.storage.files import Signature, atomic_write_text, ensure_dir, signature_of
+from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
 from bot.storage.workspace import Workspace, decode_key, encode_key
 
 FORMAT_VERSION = 1
-RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
 KNOWN = 64  # chats whose last session is kept in memory (`SessionStore`)
-SCOPE = "memory_scope"  # metadata: whose memory the session's turns used ("" global, else a chat)
-ARCHIVED_PART = "archived_part"  # metadata of an archive file holding a part cut from a session
 log = structlog.get_logger(__name__)
 
 
@@ -113,8 +112,8 @@ class SessionStore:
         key (None when there is nothing to keep)."""
         if not messages:
             return None
-        metadata = {**session.metadata, ARCHIVED_PART: "true"}
-        part = replace(session, messages=tuple(messages), metadata=metadata)
+        marks = replace(session.marks, archived_part=True)
+        part = replace(session, messages=tuple(messages), marks=marks)
         return await asyncio.to_thread(self._archive_part, part)
 
     def _archive_part(self, part: Session) -> Path:
@@ -142,11 +141,11 @@ class SessionStore:
 
     def _set_aside(self, key: str, path: Path, reason: Exception) -> Session:
         """Move the unreadable file aside and save a fresh session in its place, marked with
-        `RECOVERED_FROM` so that the next turn tells the user (the runner clears the mark)."""
+        `recovered_from` so that the next turn tells the user (and clears the mark)."""
         aside = _unused(path.with_name(f"{path.name}.corrupt-{self.now():%Y%m%dT%H%M%S}"))
         path.replace(aside)
         log.warning("session_corrupt", key=key, moved_to=str(aside), reason=str(reason))
-        session = replace(self.fresh(key), metadata={RECOVERED_FROM: aside.name})
+        session = replace(self.fresh(key), marks=SessionMarks(recovered_from=aside.name))
         atomic_write_text(path, encode_session(session))
         return session
 
@@ -185,7 +184,7 @@ def encode_session(session: Session) -> str:
             "total_prompt_tokens": session.total_prompt_tokens,
             "total_completion_tokens": session.total_completion_tokens,
             "compactions": session.compactions,
-            "metadata": session.metadata,
+            "metadata": encode_marks(session.marks),
             "messages": [encode_message(m) for m in session.messages],
         }
     )
@@ -219,7 +218,7 @@ def decode_session(text: str) -> tuple[Session, tuple[str, ...]]:
             total_prompt_tokens=int(document.get("total_prompt_tokens", 0)),
             total_completion_tokens=int(document.get("total_completion_tokens", 0)),
             compactions=int(document.get("compactions", 0)),
-            metadata={str(k): str(v) for k, v in document.get("metadata", {}).items()},
+            marks=decode_marks(document.get("metadata", {})),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, SessionFormatError):

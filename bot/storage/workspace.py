@@ -120,7 +120,7 @@ class Workspace:
         return self.memory_dir(scope) / "archive"
 
     def items_dir(self, scope: MemoryScope) -> Path:
-        """Structured memory items (seed 000): JSONL, one folder per scope like all memory."""
+        """Structured memory items: JSONL, one folder per scope like all memory."""
         return self.memory_dir(scope) / "items"
 
     def episodic_items_path(self, scope: MemoryScope, day: date) -> Path:

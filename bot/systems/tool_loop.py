@@ -52,7 +52,7 @@ class ToolLoop:
             offered = self.tools.specs if step < self.max_steps else ()
             request = [*prompt, *ctx.new_messages]
             if self.meter is not None:
-                self.meter.check(request, tools=offered, metadata=ctx.session.metadata)
+                self.meter.check(request, tools=offered, marks=ctx.session.marks)
             self._keep(ctx, request, offered)
             if ctx.live is not None:
                 ctx.live.restart(calls_possible=bool(offered))

@@ -6,7 +6,8 @@
         again after a context overflow) ─▶ the reply
 
 A turn whose answer was saved but not recorded takes the reply from the session
-(`LAST_INBOUND`): the model is called at most once for a message whose answer was saved.
+(`SessionMarks.last_inbound`): the model is called at most once for a message whose answer was
+saved.
 
 A model failure is told by its cause (`bot.llm.failures`): the owner, in their private chat,
 what failed and which setting to change; anyone else a short line.
@@ -35,7 +36,6 @@ from bot.media.reader import MediaReader
 from bot.models import ChatMessage, Inbound, Said, Session
 from bot.pipeline import StopTurn, TurnContext
 from bot.storage.chatter import ChatterStore
-from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
@@ -78,7 +78,7 @@ class TurnRunner:
 
     async def _turn(self, inbound: Inbound, turn_id: str, replier: Replier) -> str:
         session = await self.continuation.load(inbound.session_key)
-        if session.metadata.get(LAST_INBOUND) == inbound.id:
+        if session.marks.last_inbound == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
             return _last_reply(session)
         await replier.acknowledge()

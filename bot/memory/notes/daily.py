@@ -1,4 +1,4 @@
-"""Daily notes (seed 000): one `[HH:mm] User: … | Assistant: …` line per exchange, append-only
+"""Daily notes: one `[HH:mm] User: … | Assistant: …` line per exchange, append-only
 (one `O_APPEND` write: a line a person adds meanwhile is kept). A note that leads out of its
 scope's folder is left alone (`bot.storage.confined`): the line is not written.
 
