@@ -10,6 +10,8 @@ from typing import Literal
 Role = Literal["system", "user", "assistant", "tool"]
 ChatType = Literal["private", "group", "supergroup", "channel"]
 AttachmentKind = Literal["voice", "audio", "photo", "document", "other"]
+# what a journal entry is: a message someone sent, or scheduled (`bot.reminders`)
+InboundKind = Literal["message", "reminder", "task"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,10 @@ class Inbound:
     message_id: int | None = None
     reply_to_message_id: int | None = None
     user_name: str | None = None
+    user_display_name: str | None = None  # the person as others read it: "Ann Lee (@ann)"
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
     attachments: tuple[Attachment, ...] = ()
+    kind: InboundKind = "message"  # not "message": made by the scheduler, never said by anyone
 
     @property
     def session_key(self) -> str:

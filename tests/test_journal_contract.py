@@ -95,6 +95,16 @@ async def test_the_reply_and_the_parts_sent_outlive_a_restart(reopen: Opener) ->
     assert again.inbound == inbound(1)
 
 
+async def test_an_entry_accepted_with_its_reply_is_only_sent(reopen: Opener) -> None:
+    async with reopen() as journal:
+        entry = await journal.accept_answered(inbound(1), "a reminder")
+        assert entry is not None and entry.reply == "a reminder"
+        assert await journal.accept_answered(inbound(1), "a reminder") is None
+    async with reopen() as journal:
+        [again] = await journal.pending()
+    assert (again.inbound, again.reply, again.sent) == (inbound(1), "a reminder", 0)
+
+
 async def test_group_chatter_and_attachments_come_back_as_they_went_in(reopen: Opener) -> None:
     from dataclasses import replace
 

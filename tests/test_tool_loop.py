@@ -104,7 +104,9 @@ async def test_a_tool_call_runs_and_its_result_goes_back_with_the_same_id(
     assert [m.role for m in ctx.new_messages] == ["assistant", "tool", "assistant"]
     [(args, tool_ctx)] = echo.calls
     assert args == {"text": "ping"}
-    assert tool_ctx == ToolContext(session_key="telegram:42", scope=GLOBAL_SCOPE)
+    assert tool_ctx == ToolContext(
+        session_key="telegram:42", scope=GLOBAL_SCOPE, inbound=ctx.inbound
+    )
 
 
 async def test_several_calls_in_one_step_each_get_an_answer_in_order(

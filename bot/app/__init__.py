@@ -19,10 +19,12 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.store import Store, build_store
 from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
+from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -41,6 +43,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
+from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.preview import PromptPreview
@@ -109,8 +112,7 @@ def build_app(
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
     writer, store = core.writer, core.store
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
+    lightrag, tools, reminders = _build_tools(settings, core, now)
     compaction = build_compaction(
         settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
     )
@@ -132,6 +134,7 @@ def build_app(
         sent=sent,
     )
     transcriber = build_transcriber(settings, api_key)
+    pipeline = reminders.into(pipeline)
     parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent, store.journal)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
@@ -147,9 +150,23 @@ def build_app(
         core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        attach(reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services, recall, store.intake)
+
+
+def _build_tools(
+    settings: Settings, core: _Core, now: Callable[[], datetime]
+) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
+    """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
+    tool among the tools)."""
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(
+        settings, core.workspace, core.recall, now, writer=core.writer, lightrag=lightrag
+    )
+    reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
+    return lightrag, tools, reminders
 
 
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
@@ -268,6 +285,7 @@ def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAI
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,
         windows=windows,
+        proxy=settings.llm.proxy,
     )
 
 

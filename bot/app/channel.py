@@ -38,13 +38,16 @@ def telegram_channel(
         "stream_interval": telegram.stream_interval,
         "heartbeat": heartbeat,
         "reaction": telegram.reaction,
-        "intake": intake,
+        "proxy": telegram.proxy,
     }
     if telegram.mode == "webhook":
         from bot.channels.telegram.webhook import TelegramWebhook
 
-        return TelegramWebhook(router, hook=webhook_hook(telegram), **options)
-    return TelegramChannel(router, **options)
+        channel: TelegramChannel = TelegramWebhook(router, hook=webhook_hook(telegram), **options)
+    else:
+        channel = TelegramChannel(router, **options)
+    channel.intake = intake
+    return channel
 
 
 def webhook_hook(telegram: TelegramSettings) -> Hook:

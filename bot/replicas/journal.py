@@ -42,30 +42,34 @@ class PgJournal:
 
     async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]:
         """Journal (and queue) the messages not journaled before, in one transaction."""
-        accepted: list[Entry] = []
         if not inbounds:
-            return accepted
+            return []
         async with self.pool.connection() as conn, conn.transaction():
-            for inbound in inbounds:
-                cursor = await conn.execute(
-                    "INSERT INTO mnemo_inbox (id, channel, session_key, inbound)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
-                    (
-                        inbound.id,
-                        inbound.channel,
-                        inbound.session_key,
-                        Jsonb(encode_inbound(inbound)),
-                    ),
-                )
-                row = await cursor.fetchone()
-                if row is None:
-                    log.info("inbox_duplicate", inbound=inbound.id)
-                    continue
-                entry = Entry(inbound, int(row[0]))
-                if self.enqueue is not None:
-                    await self.enqueue(conn, entry)
-                accepted.append(entry)
-        return accepted
+            accepted = [await self._insert(conn, inbound, None) for inbound in inbounds]
+        return [entry for entry in accepted if entry is not None]
+
+    async def accept_answered(self, inbound: Inbound, reply: str) -> Entry | None:
+        """Journal (and queue) an entry whose reply is known already (a reminder): only sent
+        from here on; None when it was journaled before."""
+        async with self.pool.connection() as conn, conn.transaction():
+            return await self._insert(conn, inbound, reply)
+
+    async def _insert(
+        self, conn: AsyncConnection[Any], inbound: Inbound, reply: str | None
+    ) -> Entry | None:
+        cursor = await conn.execute(
+            "INSERT INTO mnemo_inbox (id, channel, session_key, inbound, reply)"
+            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
+            (inbound.id, inbound.channel, inbound.session_key, _document(inbound), reply),
+        )
+        row = await cursor.fetchone()
+        if row is None:
+            log.info("inbox_duplicate", inbound=inbound.id)
+            return None
+        entry = Entry(inbound, int(row[0]), reply)
+        if self.enqueue is not None:
+            await self.enqueue(conn, entry)
+        return entry
 
     async def take(self, inbound_id: str) -> Entry | None:
         """The entry for a worker about to answer it, fenced to that worker; None when it is

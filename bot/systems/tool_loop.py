@@ -46,7 +46,10 @@ class ToolLoop:
     async def process(self, ctx: TurnContext) -> None:
         prompt = ctx.request()
         tool_ctx = ToolContext(
-            session_key=ctx.inbound.session_key, scope=ctx.scope, forgotten=ctx.forgotten
+            session_key=ctx.inbound.session_key,
+            scope=ctx.scope,
+            forgotten=ctx.forgotten,
+            inbound=ctx.inbound,
         )
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()

@@ -26,6 +26,7 @@ import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, ExtBot
+from telegram.request import HTTPXRequest
 
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
@@ -48,6 +49,8 @@ REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
 
 class TelegramChannel:
+    intake: IntakeFactory = MemoryIntake  # how what is received is queued (bot.app.channel)
+
     def __init__(
         self,
         router: Router,
@@ -62,9 +65,10 @@ class TelegramChannel:
         stream: bool = True,  # replies shown while they are written (`drafts`)
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
-        intake: IntakeFactory = MemoryIntake,
+        proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
         self.router = router
+        self.proxy = proxy
         self.token = token
         self.base_url = base_url
         self.poll_timeout = poll_timeout
@@ -76,7 +80,6 @@ class TelegramChannel:
         self.stream_interval = stream_interval
         self.drafts = DraftSupport()
         self.reaction = reaction
-        self.intake = intake
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -86,6 +89,8 @@ class TelegramChannel:
             base_url=self.base_url,
             base_file_url=file_url(self.base_url),
             rate_limiter=AIORateLimiter(max_retries=3),
+            request=request_via(self.proxy),
+            get_updates_request=request_via(self.proxy),
         )
         await started(bot, self.base_url)
         if self.router.media is not None:
@@ -248,11 +253,18 @@ async def _pause(seconds: float, stop: asyncio.Event) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
-async def check_token(token: str, base_url: str) -> str:
-    """The bot's @username, proving the token and base URL work."""
-    bot = Bot(token, base_url=base_url, base_file_url=file_url(base_url))
+async def check_token(token: str, base_url: str, proxy: str | None = None) -> str:
+    """The bot's @username, proving the token and base URL (and proxy) work."""
+    bot = Bot(
+        token, base_url=base_url, base_file_url=file_url(base_url), request=request_via(proxy)
+    )
     async with bot:
         return f"@{bot.username}"
+
+
+def request_via(proxy: str | None) -> HTTPXRequest | None:
+    """PTB's own HTTP client, through `proxy`; None (PTB's default) without one."""
+    return HTTPXRequest(proxy=proxy) if proxy else None
 
 
 def file_url(base_url: str) -> str:

@@ -29,7 +29,13 @@ from telegram.ext import AIORateLimiter, ExtBot
 
 from bot.channels.telegram.files import TelegramFiles
 from bot.channels.telegram.inbound import CHANNEL, to_inbound
-from bot.channels.telegram.polling import ALLOWED, TelegramChannel, file_url, started
+from bot.channels.telegram.polling import (
+    ALLOWED,
+    TelegramChannel,
+    file_url,
+    request_via,
+    started,
+)
 from bot.turn.intake import Intake
 from bot.turn.router import Router
 
@@ -62,6 +68,7 @@ class TelegramWebhook(TelegramChannel):
             base_url=self.base_url,
             base_file_url=file_url(self.base_url),
             rate_limiter=AIORateLimiter(max_retries=3),
+            request=request_via(self.proxy),
         )
         await started(bot, self.base_url)
         if self.router.media is not None:
