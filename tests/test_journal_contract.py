@@ -105,6 +105,21 @@ async def test_an_entry_accepted_with_its_reply_is_only_sent(reopen: Opener) -> 
     assert (again.inbound, again.reply, again.sent) == (inbound(1), "a reminder", 0)
 
 
+async def test_entries_answered_together_leave_one_that_names_the_others(
+    reopen: Opener,
+) -> None:
+    from dataclasses import replace
+
+    async with reopen() as journal:
+        first, second = await journal.accept_all([inbound(1), inbound(2)])
+        second = await taken(journal, second)
+        both = await journal.merged([first, second], replace(inbound(2), text="one and two"))
+        assert both.absorbed == ("telegram:update:1",)
+    async with reopen() as journal:
+        [left] = await journal.pending()
+    assert (left.inbound.text, left.absorbed) == ("one and two", ("telegram:update:1",))
+
+
 async def test_group_chatter_and_attachments_come_back_as_they_went_in(reopen: Opener) -> None:
     from dataclasses import replace
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bot.channels.telegram import TelegramChannel
+from bot.channels.telegram import Showing, TelegramChannel
 from bot.settings import Settings, TelegramSettings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
@@ -34,11 +34,10 @@ def telegram_channel(
         "typing_interval": telegram.typing_interval,
         "state_path": workspace.channel_state_path("telegram"),
         "shutdown_grace": telegram.shutdown_grace,
-        "stream": telegram.stream,
-        "stream_interval": telegram.stream_interval,
+        "showing": Showing(telegram.stream, telegram.stream_interval, telegram.reaction),
         "heartbeat": heartbeat,
-        "reaction": telegram.reaction,
         "proxy": telegram.proxy,
+        "debounce": telegram.debounce,
     }
     if telegram.mode == "webhook":
         from bot.channels.telegram.webhook import TelegramWebhook

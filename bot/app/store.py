@@ -62,9 +62,16 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
         *,
         channel: str,
         reach: Reach | None = None,
+        debounce: float = 0.0,
     ) -> Intake:
         return QueueIntake(
-            router, replier_for, channel=channel, reach=reach, queue=queue, journal=journal
+            router,
+            replier_for,
+            channel=channel,
+            reach=reach,
+            debounce=debounce,
+            queue=queue,
+            journal=journal,
         )
 
     locks = PgLocks(pool, root=workspace.root)

@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS mnemo_inbox (
     reply       text,
     sent        integer NOT NULL DEFAULT 0,
     fence       integer NOT NULL DEFAULT 0,
+    absorbed    text[] NOT NULL DEFAULT '{}',
     accepted_at timestamptz NOT NULL DEFAULT now(),
     done_at     timestamptz
 );

@@ -77,7 +77,7 @@ class PgJournal:
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
             await cursor.execute(
                 "UPDATE mnemo_inbox SET fence = fence + 1 WHERE id = %s AND done_at IS NULL"
-                " RETURNING seq, inbound, reply, sent, fence",
+                " RETURNING seq, inbound, reply, sent, fence, absorbed",
                 (inbound_id,),
             )
             row = await cursor.fetchone()
@@ -90,6 +90,25 @@ class PgJournal:
     async def part_sent(self, entry: Entry, sent: int) -> Entry:
         await self._fenced(entry, "sent = GREATEST(sent, %s)", (sent,))
         return replace(entry, sent=sent)
+
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
+        """Answer `entries` (one chat's, not answered yet) together as `inbound`: the last one
+        holds it and names the others, which are closed in the same transaction."""
+        *earlier, last = entries
+        absorbed = tuple(e.inbound.id for e in earlier) + last.absorbed
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "UPDATE mnemo_inbox SET inbound = %s, absorbed = %s, reply = NULL, sent = 0"
+                " WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (_document(inbound), list(absorbed), last.inbound.id, last.fence),
+            )
+            if cursor.rowcount == 0:
+                raise Fenced(last.inbound.id)
+            await conn.execute(
+                "UPDATE mnemo_inbox SET done_at = now() WHERE id = ANY(%s) AND done_at IS NULL",
+                (list(absorbed),),
+            )
+        return replace(last, inbound=inbound, reply=None, sent=0, absorbed=absorbed)
 
     async def done(self, inbound_id: str, *, fence: int = 0) -> None:
         async with self.pool.connection() as conn:
@@ -106,7 +125,7 @@ class PgJournal:
         dispatched by the queue)."""
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
             await cursor.execute(
-                "SELECT seq, inbound, reply, sent, fence FROM mnemo_inbox"
+                "SELECT seq, inbound, reply, sent, fence, absorbed FROM mnemo_inbox"
                 " WHERE done_at IS NULL ORDER BY seq"
             )
             rows = await cursor.fetchall()
@@ -139,5 +158,6 @@ def _entry(row: dict[str, Any]) -> Entry:
         int(row["seq"]),
         row["reply"],
         int(row["sent"]),
-        int(row["fence"]),
+        absorbed=tuple(row["absorbed"]),
+        fence=int(row["fence"]),
     )

@@ -144,6 +144,7 @@ class QueueIntake:
         *,
         channel: str,
         reach: Reach | None = None,
+        debounce: float = 0.0,  # not yet: a shared queue answers each message as its own turn
         queue: ChatQueue,
         journal: PgJournal,
     ) -> None:

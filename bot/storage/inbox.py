@@ -53,6 +53,7 @@ class Entry:
     seq: int  # arrival order
     reply: str | None = None  # recorded once made; None: not answered yet
     sent: int = 0  # parts of the reply the channel confirmed sent
+    absorbed: tuple[str, ...] = ()  # ids of earlier entries answered together with this one
     fence: int = 0  # whose turn it is (a shared journal's); a write under an older one is refused
 
 
@@ -76,6 +77,8 @@ class Journal(Protocol):
     async def answered(self, entry: Entry, reply: str) -> Entry: ...
 
     async def part_sent(self, entry: Entry, sent: int) -> Entry: ...
+
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry: ...
 
     async def done(self, inbound_id: str, *, fence: int = 0) -> None: ...
 
@@ -130,6 +133,18 @@ class Inbox:
         await self._run(fsync_path, path)
         return replace(entry, sent=sent)
 
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
+        """Answer `entries` (one chat's, not answered yet) together as `inbound`: the last one
+        holds it and names the others, which are removed after (a stop between: `pending`
+        removes them)."""
+        *earlier, last = entries
+        absorbed = tuple(e.inbound.id for e in earlier) + last.absorbed
+        entry = Entry(inbound, last.seq, None, 0, absorbed)
+        await self._run(self._write, entry)
+        for inbound_id in absorbed:
+            await self.done(inbound_id)
+        return entry
+
     async def done(self, inbound_id: str, *, fence: int = 0) -> None:
         """Close the entry (`fence`: a shared journal's; one process needs none)."""
         await self._run(self._remove, inbound_id)
@@ -170,6 +185,7 @@ class Inbox:
             **encode_inbound(entry.inbound),
             "reply": entry.reply,
             "sent": entry.sent,
+            "absorbed": list(entry.absorbed),
         }
         atomic_write_text(self._path(entry.inbound.id), json.dumps(document, ensure_ascii=False))
 
@@ -198,6 +214,10 @@ class Inbox:
         for orphan in self.folder.glob("*.sent"):  # its entry was done: a stop came between
             if not orphan.with_suffix(".json").exists():
                 orphan.unlink(missing_ok=True)
+        absorbed = {inbound_id for entry in entries for inbound_id in entry.absorbed}
+        for inbound_id in absorbed:  # a stop came between `merged`'s write and its removals
+            self._remove(inbound_id)
+        entries = [entry for entry in entries if entry.inbound.id not in absorbed]
         entries.sort(key=lambda entry: entry.seq)
         if entries:
             with self._seq_lock:
@@ -218,9 +238,9 @@ def _entry(document: dict[str, Any]) -> Entry:
     reply = document.get("reply")
     if reply is not None and not isinstance(reply, str):
         raise TypeError("reply is not text")
-    return Entry(
-        decode_inbound(document), int(document["seq"]), reply, int(document.get("sent", 0))
-    )
+    absorbed = tuple(str(inbound_id) for inbound_id in document.get("absorbed") or ())
+    sent = int(document.get("sent", 0))
+    return Entry(decode_inbound(document), int(document["seq"]), reply, sent, absorbed)
 
 
 def encode_inbound(inbound: Inbound) -> dict[str, Any]:
@@ -238,6 +258,7 @@ def encode_inbound(inbound: Inbound) -> dict[str, Any]:
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
+        "forwarded": inbound.forwarded,
         "kind": inbound.kind,
     }
 
@@ -263,6 +284,7 @@ def decode_inbound(document: dict[str, Any]) -> Inbound:
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        forwarded=bool(document.get("forwarded", False)),
         kind=kind,
     )
 

@@ -25,8 +25,9 @@ import structlog
 from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import TelegramError
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
 
+from bot.channels.telegram.budget import AnswersFirst
 from bot.channels.telegram.files import TelegramFiles
 from bot.channels.telegram.inbound import CHANNEL, to_inbound
 from bot.channels.telegram.polling import (
@@ -67,7 +68,7 @@ class TelegramWebhook(TelegramChannel):
             self.token,
             base_url=self.base_url,
             base_file_url=file_url(self.base_url),
-            rate_limiter=AIORateLimiter(max_retries=3),
+            rate_limiter=AnswersFirst(max_retries=3),
             request=request_via(self.proxy),
         )
         await started(bot, self.base_url)
@@ -78,7 +79,9 @@ class TelegramWebhook(TelegramChannel):
             lambda i: self._replier(bot, i),
             channel=CHANNEL,
             reach=lambda chat_id: self._private(bot, chat_id),
+            debounce=self.debounce,
         )
+        self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
         await intake.start()
         server = web.AppRunner(self._app(bot, intake, stop), access_log=None)
         await server.setup()
