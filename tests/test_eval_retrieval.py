@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks.evalsets.synthetic import generate
 from bot.cli import main
 from bot.eval.corpus import SourceText, Span, build_corpus, pairs
 from bot.eval.dataset import Conversation, Dataset, Question, Session, Turn
 from bot.eval.report import Answer, Retrieved, score
 from bot.eval.retrieval import run_mnemo
-from bot.eval.synthetic import generate
 from bot.index import Hit
 from bot.index.snippets import GAP, snippet
 from bot.storage.workspace import Workspace
