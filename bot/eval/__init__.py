@@ -10,6 +10,7 @@ BM25 baseline. The evalsets it is measured on are made outside the product
     report.py      the figures: recall@k, recall@budget, per category, build time, latency
     interval.py    95% confidence intervals of a mean (a bootstrap over the questions)
     table.py       a report as text, with the targets of issue 13 against it
+    realtalk.py    REALTALK and LoCoMo chats (`Chat_*.json`) converted to the dataset format
 
 The format and how to read the figures are in README.md ("Retrieval evaluation"); the figures
 measured on `tests/data/evalset_months.json` and `tests/data/evalset.json` are in
