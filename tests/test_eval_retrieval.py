@@ -29,13 +29,17 @@ MODEL = SMALL_MODEL2VEC
 RECALLS = ("recall@5", "recall@10", "recall@budget")
 
 
-def run_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_eval(
+    tmp_path: Path, *args: str, budget: int | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "PYTHONPATH": str(REPO),
         "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
     }
+    if budget is not None:  # a setting, as the bot reads it: the eval has no knob of its own
+        env["BOT_RAG__RELEVANT_BUDGET_TOKENS"] = str(budget)
     command = [sys.executable, "-m", "bot", "eval", "retrieval", *args]
     return subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
@@ -56,13 +60,15 @@ def test_on_the_shipped_evalset_mnemo_beats_bm25_on_recall_within_the_budget(
 ) -> None:
     done = run_eval(
         tmp_path,
-        *(str(EVALSET), "--k", "5", "10", "--budget-tokens", "512", "--baseline", "bm25"),
+        *(str(EVALSET), "--k", "5", "10", "--baseline", "bm25"),
         *("--embedder", "model2vec", "--model2vec-path", str(MODEL)),
+        budget=512,
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["questions"] == 50 and report["conversations"] == 5
     assert report["k"] == [5, 10] and report["budget_tokens"] == 512
+    assert report["hits"] == 6  # rag.relevant_k, as config/settings.toml ships it
     assert report["embedder"].startswith("model2vec:")
     for system in ("mnemo", "bm25"):
         figures = report[system]

@@ -128,9 +128,20 @@ class RelevantMemory:
         """The section ("" when no hit is new); `shown` is what the prompt's other memory
         sections hold (not added to), `conversation` the paths of the exchanges in the
         prompt's messages."""
+        return self.fitted(hits, shown=shown, conversation=conversation, budget=budget)[0]
+
+    def fitted(
+        self,
+        hits: Sequence[Hit],
+        *,
+        shown: Shown,
+        conversation: frozenset[str] = frozenset(),
+        budget: int | None = None,
+    ) -> tuple[str, list[Hit]]:
+        """The section (as `section`) and the hits it shows: what the retrieval eval reads."""
         fresh = distinct(hits, shown=shown, conversation=conversation)
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
-        return render_relevant(fresh, k=self.k, budget=tokens, count=self.count)
+        return fit(fresh, k=self.k, budget=tokens, count=self.count)
 
     async def _search(self, query: str, scopes: Sequence[str], now: datetime | None) -> list[Hit]:
         # the last turn's sync may still run: its exchange is in the conversation anyway
