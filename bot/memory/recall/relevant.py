@@ -70,6 +70,7 @@ INDENT = "  "  # a hit's next lines
 EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
 _LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
+_EMPTY_SIDE = re.compile(r"^(?:User|Assistant):(?: \| |$)| \| Assistant:$")  # nothing said
 
 
 class Searcher(Protocol):
@@ -190,10 +191,13 @@ def said(hit: Hit) -> str:
     """A hit's snippet as the section shows it: an exchange on one line (`… | …`, as its daily
     note line), another hit's lines each on its own, indented under the first ("…" where lines
     were left out kept on the line it stands beside); without a daily note line's clock (the
-    day heads the hit) and without the `User:` label before a group member's name (`Ann: …`,
-    `bot.conversation.speakers`): the name says who spoke."""
+    day heads the hit), without the `User:` label before a group member's name (`Ann: …`,
+    `bot.conversation.speakers`: the name says who spoke) and without a side that said
+    nothing (`User: | Assistant: …`, `Ann: … | Assistant:`: a message no one answered)."""
     lines = [
-        _LABELLED.sub(_unlabelled, " ".join(body_of(line).split())) for line in hit.text.split("\n")
+        line
+        for raw in hit.text.split("\n")
+        if (line := _EMPTY_SIDE.sub("", _LABELLED.sub(_unlabelled, " ".join(body_of(raw).split()))))
     ]
     if hit.kind == EXCHANGE:  # `User: …` and `Assistant: …`, as its note line reads
         return " | ".join(lines).replace(f"{GAP} | ", f"{GAP} ").replace(f" | {GAP}", f" {GAP}")
