@@ -122,7 +122,7 @@ async def timed_turn(app: App, turn: int) -> float:
         received_at=datetime.now(UTC),
     )
     begun = time.perf_counter()
-    await app.runner.handle(inbound, Quiet())
+    await app.router.handle(inbound, Quiet())
     return time.perf_counter() - begun
 
 

@@ -314,7 +314,7 @@ async def replay(turns: int, window: int) -> Replay:
                         text=user_text(turn),
                         received_at=datetime.now(UTC),
                     )
-                    await app.runner.handle(inbound, Quiet())
+                    await app.router.handle(inbound, Quiet())
             finally:
                 await app.aclose()
         sessions = Path(folder) / "workspace" / "sessions"

@@ -124,7 +124,7 @@ def settings(root: Path, embedder: str, model: Path) -> Settings:
 
 
 def context_system(app: App) -> System:
-    return next(s for s in app.runner.pipeline.systems if s.order == 20)
+    return next(s for s in [app.preview.context] if s.order == 20)
 
 
 def turn(app: App, text: str, n: int) -> TurnContext:

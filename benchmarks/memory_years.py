@@ -174,7 +174,7 @@ async def talk(app: App) -> None:
             text=f"Turn {turn}: what should I plant next to the basil this week?",
             received_at=datetime.now(UTC),
         )
-        await app.runner.handle(inbound, Quiet())
+        await app.router.handle(inbound, Quiet())
     await asyncio.sleep(0.5)  # the consolidation runs in the background
     consolidator = next(s for s in app.services if type(s).__name__ == "Consolidator")
     await asyncio.wait_for(consolidator.wait_idle(), timeout=60)  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 The real app (`bot.app.build_app`, default settings, keyword-only index) answers a conversation
 of `--turns` messages in one day from the owner, in this process, against a model server in
 the same process that answers at once (~100 tokens; consolidation requests get a small JSON
-answer). Per turn it measures the whole turn (`TurnRunner.handle`: journal, pipeline, reply,
+answer). Per turn it measures the whole turn (`Router.handle`: journal, pipeline, reply,
 ledger) and the time spent inside model requests; the difference is the bot's overhead.
 
 Two workspaces:
@@ -251,7 +251,7 @@ async def converse(app: App, talk: Talk, turns: int, run: Run) -> None:
         )
         spent.clear()
         begun = time.perf_counter()
-        await app.runner.handle(inbound, Quiet())
+        await app.router.handle(inbound, Quiet())
         whole = time.perf_counter() - begun
         model = sum(spent)
         run.overhead_ms.append((whole - model) * 1000)

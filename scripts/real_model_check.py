@@ -171,7 +171,7 @@ async def converse(settings: Settings) -> list[str]:
             )
             print(f"\n> {text}", flush=True)
             begun = time.monotonic()
-            await app.runner.handle(inbound, chat)
+            await app.router.handle(inbound, chat)
             reply = "\n".join(chat.texts)
             print(f"< {reply}\n  ({time.monotonic() - begun:.0f} s)", flush=True)
             replies.append(reply)

@@ -79,7 +79,7 @@ def message(
 async def handle(app: App, inbound: Inbound) -> list[str]:
     """Hand one message to the turn runner; the replies."""
     replier = RecordingReplier()
-    await app.runner.handle(inbound, replier)
+    await app.router.handle(inbound, replier)
     return replier.sent
 
 

@@ -71,7 +71,7 @@ def _claim_code(logs: Iterable[Mapping[str, Any]]) -> str:
 
 async def say(app: App, text: str, *, user: int, chat: int | None = None) -> list[str]:
     replier = RecordingReplier()
-    await app.runner.handle(message(text, at=app.now(), user=user, chat=chat), replier)
+    await app.router.handle(message(text, at=app.now(), user=user, chat=chat), replier)
     return replier.sent
 
 
@@ -128,7 +128,7 @@ async def test_the_claimed_owner_is_an_owner_after_a_restart_and_no_code_is_logg
     with capture_logs() as logs:
         await fresh.start()
     try:
-        assert fresh.runner.access.is_owner(OWNER)
+        assert fresh.router.access.is_owner(OWNER)
         assert [e for e in logs if e["event"] == "owners"] == [
             {"event": "owners", "ids": [OWNER], "pairing": True, "log_level": "debug"}
         ]
@@ -147,7 +147,7 @@ async def test_a_claim_in_a_group_or_with_a_wrong_code_is_refused(
 
     assert (in_group, wrong) == ([CLAIM_PRIVATE], [CLAIM_WRONG])
     assert not (workspace / "state" / "paired.json").exists()
-    assert not app.runner.access.is_owner(OWNER)
+    assert not app.router.access.is_owner(OWNER)
 
 
 async def test_two_claims_at_once_make_one_owner(unowned: tuple[App, str]) -> None:
@@ -158,7 +158,7 @@ async def test_two_claims_at_once_make_one_owner(unowned: tuple[App, str]) -> No
     )
 
     assert sorted([*first, *second]) == sorted([CLAIMED.format(user_id=OWNER), OWNED])
-    assert app.runner.access.owners() == {OWNER}
+    assert app.router.access.owners() == {OWNER}
 
 
 async def test_the_example_owner_id_is_nobody_and_the_log_says_so(
@@ -173,7 +173,7 @@ async def test_the_example_owner_id_is_nobody_and_the_log_says_so(
     try:
         code = _claim_code(logs)
         assert PLACEHOLDER_LOG in [e["event"] for e in logs]
-        assert not app.runner.access.allows(PLACEHOLDER_OWNER)
+        assert not app.router.access.allows(PLACEHOLDER_OWNER)
         assert owners((PLACEHOLDER_OWNER,), workspace) == _owners((), (), placeholder=True)
         await say(app, f"/claim {code}", user=OWNER)
         assert owners((PLACEHOLDER_OWNER,), workspace) == _owners((), (OWNER,), placeholder=True)

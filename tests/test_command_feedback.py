@@ -26,7 +26,7 @@ async def test_slow_commands_show_typing_and_quick_ones_do_not(
     seen = {}
     for text in ("/status", "/help", "/forget green tea", "/compact", "/new"):
         replier = RecordingReplier()
-        await app.runner.handle(message(text, at=app.now()), replier)
+        await app.router.handle(message(text, at=app.now()), replier)
         seen[text] = (replier.typing_entries, len(replier.sent))
 
     assert seen == {
@@ -45,7 +45,7 @@ async def test_a_slow_new_says_what_it_is_doing_then_what_it_did(
     await say(app, "hi")
     replier = RecordingReplier()
 
-    new = asyncio.create_task(app.runner.handle(message("/new", at=app.now()), replier))
+    new = asyncio.create_task(app.router.handle(message("/new", at=app.now()), replier))
     await fake_openai.wait_until_hanging()
     await asyncio.sleep(NOTICE_AFTER + 0.5)
     while_working = list(replier.sent)

@@ -175,7 +175,7 @@ async def test_stop_cancels_a_turn_waiting_on_the_model(
     await say(app, "one")
     session_before = (workspace / SESSION).read_bytes()
     hanging = RecordingReplier()
-    turn = asyncio.create_task(app.runner.handle(message("two", at=NOW), hanging))
+    turn = asyncio.create_task(app.router.handle(message("two", at=NOW), hanging))
     await fake_openai.wait_until_hanging()
     assert len(list((workspace / "state" / "inbox").iterdir())) == 1
     [status] = await say(app, "/status")

@@ -139,7 +139,7 @@ async def test_compact_waits_for_the_running_turn(
     await talk(app, fake_openai, 2)
     fake_openai.script(Hang(then=Reply("late answer")), Reply("summary"))
     turn = asyncio.create_task(
-        app.runner.handle(message("third", at=app.now()), RecordingReplier())
+        app.router.handle(message("third", at=app.now()), RecordingReplier())
     )
     await fake_openai.wait_until_hanging()
 

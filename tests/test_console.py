@@ -25,7 +25,7 @@ from tests.harness import API_KEY, REPO, make_settings, started_app
 async def chat(app: App, lines: str) -> str:
     """Feed `lines` to the console until end of input; what it printed."""
     stdout = io.StringIO()
-    console = ConsoleChannel(app.runner, now=app.now, stdin=io.StringIO(lines), stdout=stdout)
+    console = ConsoleChannel(app.router, now=app.now, stdin=io.StringIO(lines), stdout=stdout)
     await asyncio.wait_for(console.run(), timeout=5)
     return stdout.getvalue()
 
@@ -125,7 +125,7 @@ async def test_stop_typed_during_a_reply_cancels_it_and_later_lines_wait_their_t
     read_end, write_end = os.pipe()
     stdout = io.StringIO()
     with os.fdopen(read_end, "r") as stdin:
-        console = ConsoleChannel(app.runner, now=app.now, stdin=stdin, stdout=stdout)
+        console = ConsoleChannel(app.router, now=app.now, stdin=stdin, stdout=stdout)
         running = asyncio.create_task(console.run())
         os.write(write_end, b"tell me a very long story\n")
         await fake_openai.wait_until_hanging()
@@ -157,7 +157,7 @@ async def test_context_full_at_the_console_writes_the_prompt_to_a_file(
     stdout = io.StringIO()
     replier = ConsoleReplier(stdout, files=tmp_path)
     console = ConsoleChannel(
-        app.runner,
+        app.router,
         now=app.now,
         stdin=io.StringIO("my kite is red\n/context full\n"),
         stdout=stdout,
@@ -300,7 +300,7 @@ async def test_a_turn_at_a_terminal_streams_then_prints_the_reply_once(
     fake_openai.script(Reply(answer, pieces=10, chunk_delay=0.1))
     terminal = io.StringIO()
     console = ConsoleChannel(
-        app.runner,
+        app.router,
         now=app.now,
         stdin=io.StringIO("talk\n"),
         stdout=terminal,

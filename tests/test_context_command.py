@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.app import App
 from bot.llm.tokens import TokenCounter
-from bot.turn.commands import CONTEXT_OWNERS_ONLY, CONTEXT_USAGE
+from bot.turn.commands.status import CONTEXT_OWNERS_ONLY, CONTEXT_USAGE
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import FRIEND, OWNER, make_settings, running_bot
@@ -67,7 +67,7 @@ async def test_each_part_of_the_last_prompt_is_counted_and_they_add_up(
     assert rows[TOTAL] == counted(fake_openai.requests[-1])
     top = [n for label, n in rows.items() if not label.startswith(" ") and label != TOTAL]
     assert sum(top) == rows[TOTAL]
-    assert f"of {app.runner.commands.meter.window:,}" in reply
+    assert f"of {app.preview.meter.window:,}" in reply
     assert "/context full" in reply
     assert fake_openai.calls == 2  # /context asks the model nothing
 
@@ -112,7 +112,7 @@ async def test_context_full_gives_the_whole_prompt_as_a_file(
     await say(app, "remember the red kite")
     replier = RecordingReplier()
 
-    await app.runner.handle(message("/context full", at=app.now()), replier)
+    await app.router.handle(message("/context full", at=app.now()), replier)
 
     [document] = replier.documents
     assert document.name.startswith("context-") and document.name.endswith(".txt")

@@ -8,8 +8,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from bot.app import App
+from bot.conversation.continuation import DAMAGED_SESSION
 from bot.storage.sessions import RECOVERED_FROM
-from bot.turn.runner import DAMAGED_SESSION
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, make_settings, running_bot

@@ -280,7 +280,7 @@ async def test_the_console_reads_a_pdf_named_by_file(
     stdout = io.StringIO()
     async with started_app(settings) as app:
         lines = io.StringIO(f"/file '{pdf}' how did revenue do?\n")
-        await ConsoleChannel(app.runner, now=app.now, stdin=lines, stdout=stdout).run()
+        await ConsoleChannel(app.router, now=app.now, stdin=lines, stdout=stdout).run()
 
     assert "mnemo> It grew." in stdout.getvalue()
     message = said(fake_openai.last_request)
@@ -298,7 +298,7 @@ async def test_in_a_small_window_a_document_takes_a_quarter_of_it_and_context_sh
     stdout = io.StringIO()
     async with started_app(settings) as app:
         lines = io.StringIO(f"/file {text}\n/context\n")
-        await ConsoleChannel(app.runner, now=app.now, stdin=lines, stdout=stdout).run()
+        await ConsoleChannel(app.router, now=app.now, stdin=lines, stdout=stdout).run()
 
     assert "mnemo> Agreed on everything." in stdout.getvalue()
     assert "a document's text" in stdout.getvalue()  # /context counts it apart
@@ -316,7 +316,7 @@ async def test_forget_takes_the_text_out_of_a_documents_kept_text(
     fake_openai.script(Reply("A letter."))
     async with started_app(settings) as app:
         lines = io.StringIO(f"/file {letter}\n")
-        await ConsoleChannel(app.runner, now=app.now, stdin=lines, stdout=io.StringIO()).run()
+        await ConsoleChannel(app.router, now=app.now, stdin=lines, stdout=io.StringIO()).run()
         [receipt] = await say(app, "/forget spare key")
         found = await tool_result(app, fake_openai, "memory_search", {"query": "spare key pot"})
 

@@ -234,7 +234,7 @@ async def test_a_fresh_session_just_goes_on(
     if policy.get("daily_reset_hour") == "BOUNDARY":
         policy = {"daily_reset_hour": two_hours_back()}
     async with app_with(workspace, fake_openai, **policy) as app:
-        ago = timedelta(hours=1) if policy.get("daily_reset_hour") else timedelta(days=30)
+        ago = timedelta(hours=1) if "daily_reset_hour" in policy else timedelta(days=30)
         write_session(workspace, OLD_TALK, updated_at=app.now() - ago)
 
         assert await say(app, "and hotels?") == ["Still here."]

@@ -93,10 +93,10 @@ async def test_chatter_from_someone_the_bot_does_not_talk_to_is_dropped_silently
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     stranger = group("my code is hunter2", app, user=STRANGER, name="Eve", to_bot=False)
-    assert app.runner.ignores(stranger)  # never journaled
-    assert not app.runner.ignores(group("hi all", app, to_bot=False))
+    assert app.router.ignores(stranger)  # never journaled
+    assert not app.router.ignores(group("hi all", app, to_bot=False))
     replier = RecordingReplier()
-    await app.runner.handle(stranger, replier)
+    await app.router.handle(stranger, replier)
     assert (replier.sent, replier.acknowledged) == ([], 0)
     assert files_holding(workspace, "hunter2") == []
 
@@ -131,7 +131,7 @@ async def test_a_turn_is_acknowledged_and_chatter_and_commands_are_not(
         group("/status", app),
     ):
         replier = RecordingReplier()
-        await app.runner.handle(inbound, replier)
+        await app.router.handle(inbound, replier)
         counts.append(replier.acknowledged)
 
     assert counts == [1, 0, 0]
@@ -157,7 +157,7 @@ async def test_no_chatter_is_kept_when_it_is_turned_off(
     fake_openai.script(Reply("ok"))
     async with started_app(settings.model_copy(update={"telegram": telegram})) as app:
         chatter = group("lunch at noon?", app, to_bot=False)
-        assert app.runner.ignores(chatter)
+        assert app.router.ignores(chatter)
         assert await handle(app, chatter) == []
         await handle(app, group("what's the plan?", app))
 

@@ -96,7 +96,7 @@ async def app(make_app: MakeApp) -> App:
 
 async def send(app: App, chats: Chats, text: str, *, user: int, chat: int | None = None) -> None:
     inbound = message(text, at=app.now(), user=user, chat=chat)
-    await app.runner.handle(inbound, chats(inbound.chat_id), chats)
+    await app.router.handle(inbound, chats(inbound.chat_id), chats)
 
 
 async def ask(app: App, chats: Chats, user: int) -> str:
@@ -196,7 +196,7 @@ async def test_a_wrong_code_is_refused_and_lets_nobody_in(
 
     assert chats.sent(OWNER)[-1] == UNKNOWN_CODE.format(code="ABCD2345")
     assert roster(workspace)["paired"] == []
-    assert not app.runner.access.allows(STRANGER)
+    assert not app.router.access.allows(STRANGER)
 
 
 async def test_an_expired_code_is_refused_and_the_stranger_may_ask_again(
@@ -212,10 +212,10 @@ async def test_an_expired_code_is_refused_and_the_stranger_may_ask_again(
     new = await ask(app, chats, STRANGER)
 
     assert chats.sent(OWNER)[-2].startswith(f"The code {old} has expired.")
-    assert not app.runner.access.allows(STRANGER)
+    assert not app.router.access.allows(STRANGER)
     assert new != old and len(chats.sent(STRANGER)) == 2
     await send(app, chats, f"/pair {new}", user=OWNER)
-    assert app.runner.access.allows(STRANGER)
+    assert app.router.access.allows(STRANGER)
 
 
 async def test_at_most_three_requests_wait_and_a_fourth_stranger_hears_once_to_try_later(
@@ -290,7 +290,7 @@ async def test_only_an_owner_may_pair_or_unpair(app: App, chats: Chats, workspac
     assert CODE.search(chats.sent(other)[0])
     assert chats.sent(-100500) == ["Use /pair in our private chat."]
     assert roster(workspace)["paired"] == []
-    assert not app.runner.access.allows(STRANGER)
+    assert not app.router.access.allows(STRANGER)
 
 
 async def test_a_stranger_in_a_group_is_told_once_to_write_in_private(

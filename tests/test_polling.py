@@ -74,7 +74,7 @@ async def test_a_token_rejected_for_good_ends_the_run_with_one_line(
     settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
     app = build_app(settings, api_key=API_KEY)
     channel = TelegramChannel(
-        app.runner,
+        app.router,
         token=fake_telegram.token,
         base_url=fake_telegram.base_url,
         poll_timeout=1,

@@ -15,10 +15,10 @@ from pydantic import SecretStr
 
 from bot.conversation.compaction import ROLE as SUMMARY_ROLE
 from bot.conversation.flush import FLUSH_REQUEST
+from bot.conversation.overflow import MESSAGE_TOO_LONG, TOO_LONG
 from bot.memory.upkeep.requests import ROLE as CONSOLIDATION_ROLE
 from bot.settings import CompactionSettings, LLMSettings
 from bot.systems.context import CONTEXT_CLOSE
-from bot.turn.runner import MESSAGE_TOO_LONG, TOO_LONG
 from tests.fakes.openai_api import FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, make_settings, models_file, started_app
 from tests.talk import is_context, say, system_text, write

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from bot.app import App, build_app
+from bot.conversation.overflow import MESSAGE_TOO_LONG
 from bot.storage.inbox import Inbox
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.door import UNCLAIMED
-from bot.turn.runner import MESSAGE_TOO_LONG
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
@@ -65,7 +65,7 @@ async def test_replay_answers_journaled_messages_in_order_each_in_its_chat(
     await inbox.accept(console)
     repliers = {OWNER: RecordingReplier(), FRIEND: RecordingReplier()}
 
-    replayed = await app.runner.replay(lambda i: repliers[i.chat_id], channel="telegram")
+    replayed = await app.router.replay(lambda i: repliers[i.chat_id], channel="telegram")
 
     assert replayed == 3
     assert repliers[OWNER].sent == ["answer to first", "answer to second"]
@@ -83,11 +83,11 @@ async def test_a_replayed_message_already_answered_is_resent_from_the_session(
 ) -> None:
     fake_openai.script(Reply("the saved answer"))
     question = message("question")
-    await app.runner.handle(question, RecordingReplier())
+    await app.router.handle(question, RecordingReplier())
     await inbox.accept(question)  # a crash came after the session was saved, before the send
     replier = RecordingReplier()
 
-    assert await app.runner.replay(lambda _: replier, channel="telegram") == 1
+    assert await app.router.replay(lambda _: replier, channel="telegram") == 1
 
     assert replier.sent == ["the saved answer"]
     assert fake_openai.calls == 1
@@ -99,14 +99,14 @@ async def test_a_replayed_empty_answer_is_not_mistaken_for_the_previous_turns_re
     app: App, fake_openai: FakeOpenAI, inbox: Inbox
 ) -> None:
     fake_openai.script(Reply("the first answer"), Reply(""))
-    await app.runner.handle(message("one"), RecordingReplier())
+    await app.router.handle(message("one"), RecordingReplier())
     two = message("two")
     seen = RecordingReplier()
-    await app.runner.handle(two, seen)
+    await app.router.handle(two, seen)
     await inbox.accept(two)  # a crash came after the session was saved, before the send
     replier = RecordingReplier()
 
-    await app.runner.replay(lambda _: replier, channel="telegram")
+    await app.router.replay(lambda _: replier, channel="telegram")
 
     assert seen.sent == [EMPTY_REPLY]
     assert replier.sent == seen.sent
@@ -131,11 +131,11 @@ async def test_a_model_failure_tells_the_user_and_leaves_the_session_alone(
     told: str,
 ) -> None:
     fake_openai.script(Reply("first answer"), step)
-    await app.runner.handle(message("one"), RecordingReplier())
+    await app.router.handle(message("one"), RecordingReplier())
     session_before = (workspace / SESSION).read_bytes()
     replier = RecordingReplier()
 
-    await app.runner.handle(message("two"), replier)
+    await app.router.handle(message("two"), replier)
 
     [reply] = replier.sent
     assert told in reply  # the owner's words (`bot.llm.failures`; tests/test_model_failures.py)
@@ -147,11 +147,11 @@ async def test_an_overflow_with_nothing_to_compact_is_tried_once_more_then_told(
     app: App, fake_openai: FakeOpenAI, inbox: Inbox, workspace: Path
 ) -> None:
     fake_openai.script(Reply("first answer"), fake.ContextOverflow(), fake.ContextOverflow())
-    await app.runner.handle(message("one"), RecordingReplier())
+    await app.router.handle(message("one"), RecordingReplier())
     session_before = (workspace / SESSION).read_bytes()
     replier = RecordingReplier()
 
-    await app.runner.handle(message("two"), replier)
+    await app.router.handle(message("two"), replier)
 
     assert replier.sent == [MESSAGE_TOO_LONG]
     assert (workspace / SESSION).read_bytes() == session_before
@@ -164,7 +164,7 @@ async def test_a_stranger_is_refused_once_and_never_reaches_the_model(
     replier = RecordingReplier()
 
     for text in ("let me in", "/status", "please"):
-        await app.runner.handle(message(text, user=STRANGER), replier)
+        await app.router.handle(message(text, user=STRANGER), replier)
 
     [notice] = replier.sent  # one notice, with their id (the pairing code: test_pairing.py)
     assert f"Telegram id: {STRANGER}" in notice
@@ -182,8 +182,8 @@ async def test_the_console_user_is_an_owner_even_when_no_owners_are_configured(
     fake_openai.script(Reply("hello, owner"))
     console, telegram = RecordingReplier(), RecordingReplier()
 
-    await app.runner.handle(message("hi", user=0, channel="console"), console)
-    await app.runner.handle(message("hi", user=OWNER), telegram)
+    await app.router.handle(message("hi", user=0, channel="console"), console)
+    await app.router.handle(message("hi", user=OWNER), telegram)
 
     assert console.sent == ["hello, owner"]
     assert "The owner's secret plan." in system_text(fake_openai.requests[0])
@@ -197,8 +197,8 @@ async def test_typing_is_shown_for_a_model_turn_but_not_for_a_command(
     fake_openai.script(Reply("hi"))
     turn, command = RecordingReplier(), RecordingReplier()
 
-    await app.runner.handle(message("hello"), turn)
-    await app.runner.handle(message("/status"), command)
+    await app.router.handle(message("hello"), turn)
+    await app.router.handle(message("/status"), command)
 
     assert (turn.sent, turn.typing_entries) == (["hi"], 1)
     assert (len(command.sent), command.typing_entries) == (1, 0)

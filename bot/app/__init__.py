@@ -10,7 +10,6 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.app.conversation import (
-    Compaction,
     build_compaction,
     build_context,
     build_lightrag,
@@ -18,40 +17,31 @@ from bot.app.conversation import (
     build_tools,
 )
 from bot.app.media import build_media, build_transcriber
-from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.memory import ItemsAndIndex, build_items_and_index, build_memory, build_writer
+from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
-from bot.conversation.renewal import FreshnessPolicy, SessionRenewal, Summarizer
 from bot.errors import StartupError
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
-from bot.media.reader import MediaReader
-from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
-from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
 from bot.storage.heartbeat import Heartbeat
-from bot.storage.inbox import Inbox
 from bot.storage.jobs import JobStore
-from bot.storage.roster import RosterFile
 from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from bot.turn.access import AccessPolicy
-from bot.turn.chats import ChatLocks, RunningTurns
-from bot.turn.commands import Commands
-from bot.turn.door import Door
-from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
 from bot.turn.preview import PromptPreview
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
@@ -66,7 +56,7 @@ class Service(Protocol):
 
 @dataclass
 class App:
-    runner: TurnRunner
+    router: Router
     llm: OpenAIChat
     workspace: Workspace
     now: Callable[[], datetime]
@@ -82,7 +72,7 @@ class App:
         for service in reversed(self.services):
             await service.stop()
         await self.llm.close()
-        await asyncio.to_thread(self.runner.inbox.close)
+        await asyncio.to_thread(self.router.inbox.close)
 
 
 def clock(timezone: str) -> Callable[[], datetime]:
@@ -132,23 +122,19 @@ def build_app(
         sent=sent,
     )
     transcriber = build_transcriber(settings, api_key)
-    runner = _build_runner(
+    parts = TurnParts(memory, writer, consolidator, compaction, pipeline, sent)
+    router = build_router(
         settings,
         workspace,
         sessions,
-        pipeline,
-        memory,
-        consolidator,
-        compaction,
+        parts,
         now,
-        writer,
-        sent,
         media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
         chatter=chatter,
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
-        runner.door,  # says who owns the bot (or logs the claim code) before the first message
+        router.door,  # says who owns the bot (or logs the claim code) before the first message
         recall.usage,
         *_build_upkeep(settings, workspace, writer, now),
         consolidator,
@@ -156,17 +142,17 @@ def build_app(
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
     ]
-    preview = _build_preview(context, runner, tools.specs, compaction.meter, now)
-    return App(runner, llm, workspace, now, preview, services=services, recall=recall)
+    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
+    return App(router, llm, workspace, now, preview, services=services, recall=recall)
 
 
 def build_telegram(
     app: App, settings: Settings, *, token: str, heartbeat: Heartbeat | None = None
 ) -> TelegramChannel:
-    """The Telegram channel over the app's turn runner, as `settings.telegram` says."""
+    """The Telegram channel over the app's router, as `settings.telegram` says."""
     telegram = settings.telegram
     return TelegramChannel(
-        app.runner,
+        app.router,
         token=token,
         base_url=telegram.base_url,
         poll_timeout=telegram.poll_timeout,
@@ -192,7 +178,8 @@ def _open_workspace(settings: Settings) -> Workspace:
 
 def _build_preview(
     context: ContextBuilding,
-    runner: TurnRunner,
+    sessions: SessionStore,
+    access: AccessPolicy,
     tools: Sequence[ToolSpec],
     meter: PromptMeter,
     now: Callable[[], datetime],
@@ -200,8 +187,8 @@ def _build_preview(
     """`python -m bot prompt`: system 20 over a chat's session, as a turn would run it."""
     return PromptPreview(
         context=context,
-        sessions=runner.sessions,
-        access=runner.access,
+        sessions=sessions,
+        access=access,
         tools=tools,
         meter=meter,
         now=now,
@@ -221,60 +208,6 @@ def _build_upkeep(
     return [*([ItemDecay(writer, workspace)] if decaying else []), archive]
 
 
-def _build_runner(
-    settings: Settings,
-    workspace: Workspace,
-    sessions: SessionStore,
-    pipeline: Pipeline,
-    memory: Memory,
-    consolidator: Consolidator,
-    compaction: Compaction,
-    now: Callable[[], datetime],
-    writer: MemoryWriter,
-    sent: LastRequests,
-    *,
-    media: MediaReader,
-    chatter: ChatterStore | None,
-) -> TurnRunner:
-    locks, running = ChatLocks(), RunningTurns()
-    access, door = build_door(settings, workspace, memory.file_locks, now)
-    consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
-    active = consolidator if consolidating else None
-    commands = Commands(
-        sessions=sessions,
-        locks=locks,
-        running=running,
-        model=settings.llm.model,
-        pipeline=pipeline.describe(),
-        access=access,
-        consolidator=active,
-        memory=writer,
-        inventory=_build_inventory(workspace, memory, now),
-        undo_minutes=settings.memory.undo_minutes,
-        compactor=compaction.compactor,
-        meter=compaction.meter,
-        history=memory.history,
-        keep_last_messages=compaction.keep,
-        sent=sent,
-    )
-    return TurnRunner(
-        pipeline=pipeline,
-        sessions=sessions,
-        inbox=Inbox(workspace.inbox_dir),
-        access=access,
-        door=door,
-        commands=commands,
-        locks=locks,
-        running=running,
-        now=now,
-        compactor=compaction.compactor if compaction.enabled else None,
-        overflow_keep=compaction.overflow_keep,
-        renewal=_build_renewal(settings, sessions, compaction.compactor, active, writer, now),
-        chatter=chatter,
-        media=media,
-    )
-
-
 def _build_chatter(
     settings: Settings, workspace: Workspace, locks: FileLocks
 ) -> ChatterStore | None:
@@ -287,35 +220,6 @@ def _build_chatter(
         locks,
         max_messages=telegram.group_chatter_messages,
         max_chars=telegram.group_chatter_chars,
-    )
-
-
-def build_door(
-    settings: Settings, workspace: Workspace, locks: FileLocks, now: Callable[[], datetime]
-) -> tuple[AccessPolicy, Door]:
-    """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
-    telegram = settings.telegram
-    roster = RosterFile(workspace.roster_path, locks)
-    access = AccessPolicy(
-        owner_ids=real_owners(telegram.owner_ids),
-        allowed_user_ids=telegram.allowed_user_ids,
-        roster=roster,
-    )
-    door = Door(
-        access,
-        Pairing(roster, now=now),
-        now=now,
-        enabled=telegram.pairing,
-        placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
-    )
-    return access, door
-
-
-def _build_inventory(
-    workspace: Workspace, memory: Memory, now: Callable[[], datetime]
-) -> MemoryInventory:
-    return MemoryInventory(
-        workspace, memory.reader, memory.recall, memory.history, memory.working, now=now
     )
 
 
@@ -367,27 +271,4 @@ def _build_consolidator(
         raw_fallback_chars=settings.memory.raw_fallback_chars,
         count=count,
         request_tokens=window - min(OUTPUT_RESERVE, window // 4),
-    )
-
-
-def _build_renewal(
-    settings: Settings,
-    sessions: SessionStore,
-    summarizer: Summarizer,
-    consolidator: Consolidator | None,
-    writer: MemoryWriter,
-    now: Callable[[], datetime],
-) -> SessionRenewal:
-    policy = FreshnessPolicy(
-        daily_reset_hour=settings.session.daily_reset_hour,
-        idle_minutes=settings.session.idle_minutes,
-        now=now,
-    )
-    return SessionRenewal(
-        policy=policy,
-        sessions=sessions,
-        summarizer=summarizer,
-        consolidator=consolidator,
-        memory=writer,
-        now=now,
     )

@@ -1,4 +1,4 @@
-"""The console channel: `python -m bot chat` talks to the same turn runner in a terminal.
+"""The console channel: `python -m bot chat` talks to the same router in a terminal.
 
 Input is read as it comes, also while a reply is being made: `/stop` (or an interrupt, Ctrl-C,
 `ConsoleChannel.interrupt`) then cancels the running reply; other lines typed meanwhile wait
@@ -40,7 +40,7 @@ from bot.media.files import LocalFiles
 from bot.models import Attachment, AttachmentKind, Document, Inbound
 from bot.storage.files import atomic_write_text
 from bot.turn.access import LOCAL_USER_ID
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 CHANNEL = "console"
 PROMPT = "you> "
@@ -131,14 +131,14 @@ class ConsoleDraft:
 class ConsoleChannel:
     def __init__(
         self,
-        runner: TurnRunner,
+        router: Router,
         *,
         now: Callable[[], datetime],
         stdin: TextIO,
         stdout: TextIO,
         replier: ConsoleReplier | None = None,
     ) -> None:
-        self.runner = runner
+        self.router = router
         self.now = now
         self.stdin = stdin
         self.replier = replier or ConsoleReplier(stdout)
@@ -151,9 +151,9 @@ class ConsoleChannel:
 
     async def run(self) -> None:
         """Replay, then answer lines until the end of input or an interrupt at the prompt."""
-        if self.runner.media is not None:
-            self.runner.media.connect(CHANNEL, LocalFiles())
-        await self.runner.replay(lambda _: self.replier, channel=CHANNEL)
+        if self.router.media is not None:
+            self.router.media.connect(CHANNEL, LocalFiles())
+        await self.router.replay(lambda _: self.replier, channel=CHANNEL)
         async with _reading(self.stdin, self._lines):
             while True:
                 self.replier.out.write(PROMPT)
@@ -167,7 +167,7 @@ class ConsoleChannel:
 
     async def _answer(self, text: str) -> None:
         """One line answered, while `/stop` or an interrupt read meanwhile can stop it."""
-        reply = asyncio.create_task(self.runner.handle(self._inbound(text), self.replier))
+        reply = asyncio.create_task(self.router.handle(self._inbound(text), self.replier))
         try:
             while not reply.done():
                 line = asyncio.create_task(self._lines.get())
@@ -177,7 +177,7 @@ class ConsoleChannel:
                     continue
                 found = line.result()
                 if found is INTERRUPTED or (isinstance(found, str) and found.strip() == STOP):
-                    await self.runner.handle(self._inbound(STOP), self.replier)
+                    await self.router.handle(self._inbound(STOP), self.replier)
                 else:
                     self._waiting.append(found)
         finally:

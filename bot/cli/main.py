@@ -107,7 +107,7 @@ async def run_console(settings: Settings) -> int:
     app = build_app(settings, api_key=api_key)
     replier = ConsoleReplier(sys.stdout, files=app.workspace.logs_dir)
     channel = ConsoleChannel(
-        app.runner, now=app.now, stdin=sys.stdin, stdout=sys.stdout, replier=replier
+        app.router, now=app.now, stdin=sys.stdin, stdout=sys.stdout, replier=replier
     )
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, channel.interrupt)
     try:

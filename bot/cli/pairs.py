@@ -12,7 +12,8 @@ import argparse
 import asyncio
 from collections.abc import Callable
 
-from bot.app import build_door, clock
+from bot.app import clock
+from bot.app.turn import build_door
 from bot.settings import Settings
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace

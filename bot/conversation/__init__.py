@@ -1,3 +1,6 @@
-"""Keeping a conversation within its window and fresh: session compaction (a summary replaces
-old messages), the silent memory flush before it, and session renewal (freshness policy); and
-who said what in a group (`speakers`: the `Name: text` the model reads)."""
+"""Keeping a conversation within its window and fresh: the session a turn continues
+(`continuation`: a damaged file set aside, a stale one renewed by `renewal`'s freshness
+policy), closing a conversation (`closing`, for /new and renewal alike), session compaction (a
+summary replaces old messages), a turn run again after a context overflow (`overflow`), the
+silent memory flush before compaction; and who said what in a group (`speakers`: the
+`Name: text` the model reads)."""

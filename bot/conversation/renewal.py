@@ -3,9 +3,9 @@
     FreshnessPolicy.expired(session) ─▶ the reason, or None   (daily boundary hour, idle minutes)
     SessionRenewal.renew(session, scope, reason) ─▶ Renewal
         ├─ summary of the old conversation (the `Summarizer`; its last lines when that fails)
-        ├─ consolidation job submitted (durable at once; runs in the background, like /new's)
-        ├─ old file archived (never deleted), working memory cleared (like /new)
-        └─ new session saved, opening with the `[Conversation summary]` system message
+        └─ the old conversation closed as /new closes it (`bot.conversation.closing`), its
+            consolidation left to the background, the new one opening with the
+            `[Conversation summary]` system message
 
 The runner asks at turn start, under the chat lock, and sends `Renewal.notice` before the reply.
 Both policies off (the default) means a session never expires; nor does an empty one.
@@ -14,30 +14,22 @@ Both policies off (the default) means a session never expires; nor does an empty
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
 import structlog
 
+from bot.conversation.closing import ConversationClose
 from bot.conversation.compaction import summary_text
-from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.memory.upkeep.requests import conversation_lines
 from bot.models import ChatMessage, MemoryScope, Session
-from bot.storage.jobs import new_job
-from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
 
 CARRY_MESSAGES = 6  # when no summary: this many of the last user/assistant messages …
 CARRY_CHARS = 300  # … each cut to this many characters
 NO_SUMMARY = "No summary was available; the previous conversation ended with:"
-
-
-class WorkingReset(Protocol):
-    """Clears a session's working memory (`MemoryWriter.clear_working`)."""
-
-    async def clear_working(self, session_key: str) -> None: ...
 
 
 class Summarizer(Protocol):
@@ -100,37 +92,28 @@ class SessionRenewal:
         self,
         *,
         policy: FreshnessPolicy,
-        sessions: SessionStore,
+        closing: ConversationClose,
         summarizer: Summarizer | None,  # None: carry the last messages instead
-        consolidator: ConsolidationQueue | None,  # None: consolidation is off
-        memory: WorkingReset | None,
         now: Callable[[], datetime],
     ) -> None:
         self.policy = policy
-        self.sessions = sessions
+        self.closing = closing
         self.summarizer = summarizer
-        self.consolidator = consolidator
-        self.memory = memory
         self.now = now
 
     def stale(self, session: Session) -> str | None:
         return self.policy.expired(session)
 
     async def renew(self, session: Session, scope: MemoryScope, *, reason: str) -> Renewal:
-        """Close the stale `session` (consolidated, archived) and open the next one with a
-        summary of it."""
+        """Close the stale `session` (consolidated in the background, archived) and open the
+        next one with a summary of it."""
         log.info("session_expired", reason=reason, messages=len(session.messages))
         carried, summarized = await self._carried_text(session.messages)
-        if self.consolidator is not None:
-            job = new_job(scope, session.key, session.messages, at=self.now())
-            await self.consolidator.submit(job)
-        fresh = await self.sessions.archive(session.key)
         summary = ChatMessage(role="system", content=summary_text(carried), at=self.now())
-        renewed = replace(fresh, messages=(summary,))
-        await self.sessions.save(renewed)
-        if self.memory is not None:
-            await self.memory.clear_working(session.key)
-        return Renewal(session=renewed, notice=renewal_notice(reason, summarized=summarized))
+        closed = await self.closing.close(
+            session, scope, at=self.now(), wait=False, opening=(summary,)
+        )
+        return Renewal(session=closed.session, notice=renewal_notice(reason, summarized=summarized))
 
     async def _carried_text(self, messages: tuple[ChatMessage, ...]) -> tuple[str, bool]:
         """The model's summary (and True), or the conversation's last lines (and False)."""

@@ -30,7 +30,7 @@ from bot.errors import StorageError
 from bot.models import Inbound
 from bot.storage.roster import Member, Request
 from bot.turn.access import AccessPolicy
-from bot.turn.commands import parse_command
+from bot.turn.commands.handler import parse_command
 from bot.turn.delivery import Replier
 from bot.turn.pairing import Asked, Pairing, Refusal, grouped, new_code, normalized
 

@@ -3,7 +3,7 @@
 Each batch a channel receives is journaled (`Inbox.accept_all`) before the channel confirms it
 to its source; then every chat with entries has one worker answering them in arrival order. A
 chat's backlog holds only its own worker: another chat's message is answered as soon as it
-arrives. A stranger's message and /stop never wait (`TurnRunner.jumps_queue`).
+arrives. A stranger's message and /stop never wait (`Router.route`).
 
 At start the entries a stop or crash left are queued first, in arrival order per chat. `close`
 stops taking entries, gives the running ones a grace period and cancels the rest (a reply part
@@ -25,7 +25,7 @@ from bot.models import Inbound
 from bot.storage.inbox import Entry
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
@@ -34,13 +34,13 @@ SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent a
 class Intake:
     def __init__(
         self,
-        runner: TurnRunner,
+        router: Router,
         replier_for: Callable[[Inbound], Replier],
         *,
         channel: str,
         reach: Reach | None = None,  # the door's way to a private chat (owners, new users)
     ) -> None:
-        self.runner = runner
+        self.router = router
         self.replier_for = replier_for
         self.reach = reach
         self.channel = channel
@@ -51,7 +51,7 @@ class Intake:
 
     async def start(self) -> list[Entry]:
         """Queue the entries a stop left behind (and say which)."""
-        pending = await self.runner.inbox.pending()
+        pending = await self.router.inbox.pending()
         left = [entry for entry in pending if entry.inbound.channel == self.channel]
         for entry in left:
             self._queue(entry)
@@ -61,14 +61,13 @@ class Intake:
         """Journal a batch (returning only once it is on disk) and queue it."""
         journaled: list[Inbound] = []
         for inbound in inbounds:
-            if self.runner.ignores(inbound):
-                continue
-            if self.runner.jumps_queue(inbound):
+            route = self.router.route(inbound)
+            if route == "at_once":
                 replier = self.replier_for(inbound)
-                self.aside(self.runner.answer_at_once(inbound, replier, self.reach))
-            else:
+                self.aside(self.router.answer_at_once(inbound, replier, self.reach))
+            elif route == "journal":
                 journaled.append(inbound)
-        for entry in await self.runner.inbox.accept_all(journaled):
+        for entry in await self.router.inbox.accept_all(journaled):
             self._queue(entry)
 
     def backlog(self) -> int:
@@ -87,7 +86,7 @@ class Intake:
         await asyncio.gather(*running, return_exceptions=True)
         with contextlib.suppress(TimeoutError):  # a part under way finishes, and is recorded
             async with asyncio.timeout(SEND_SETTLE):
-                await self.runner.delivery.settle()
+                await self.router.delivery.settle()
         log.info("intake_closed", cancelled=len(running), left=self.backlog())
 
     def _queue(self, entry: Entry) -> None:
@@ -101,7 +100,7 @@ class Intake:
         try:
             while queue and not self._closing:
                 entry = queue[0]
-                await self.runner.answer(entry, self.replier_for(entry.inbound))
+                await self.router.answer(entry, self.replier_for(entry.inbound))
                 queue.popleft()
         except Exception:
             log.exception("chat_worker_failed", chat=key, left=len(queue))

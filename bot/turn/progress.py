@@ -1,6 +1,6 @@
 """`ProgressNotice`: what a slow command (/new, /compact, /forget) is doing, said once it has
 taken longer than `NOTICE_AFTER` seconds — the typing indicator shows from its start
-(`TurnRunner`), and the command's own answer says what was done.
+(`bot.turn.router`), and the command's own answer says what was done.
 
 The command may name what it does (`doing`, e.g. "Saving this conversation to memory…");
 otherwise the notice is `WORKING`. A command done in time sends nothing more; a notice already

@@ -1,6 +1,6 @@
 """A Telegram update as an `Inbound`, or None when it is not for us (a command addressed to
 another bot, a service message). A group message that does not address the bot is an `Inbound`
-with `addressed=False` (chatter, kept as context: see `bot.turn.runner`). A photo (its largest
+with `addressed=False` (chatter, kept as context: see `bot.turn.router`). A photo (its largest
 size), a voice note, an audio file, a document or anything else (a sticker, a location, a video
 …) becomes an `Attachment`, its caption the text; `bot.media` reads it before the turn."""
 

@@ -36,9 +36,9 @@ from bot.errors import StartupError
 from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
-from bot.turn.commands import COMMANDS
+from bot.turn.commands.handler import COMMANDS
 from bot.turn.intake import Intake
-from bot.turn.runner import TurnRunner
+from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 
@@ -50,7 +50,7 @@ REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 class TelegramChannel:
     def __init__(
         self,
-        runner: TurnRunner,
+        router: Router,
         *,
         token: str,
         base_url: str,
@@ -63,7 +63,7 @@ class TelegramChannel:
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
     ) -> None:
-        self.runner = runner
+        self.router = router
         self.token = token
         self.base_url = base_url
         self.poll_timeout = poll_timeout
@@ -86,12 +86,12 @@ class TelegramChannel:
             rate_limiter=AIORateLimiter(max_retries=3),
         )
         await _started(bot, self.base_url)
-        if self.runner.media is not None:
-            self.runner.media.connect(CHANNEL, TelegramFiles(bot))
+        if self.router.media is not None:
+            self.router.media.connect(CHANNEL, TelegramFiles(bot))
         await self._beat()
         try:
             intake = Intake(
-                self.runner,
+                self.router,
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),

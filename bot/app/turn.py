@@ -1,0 +1,189 @@
+"""Composition of what a message meets: the door, the commands, the turn runner and the router
+in front of them. Part of the composition root (see `bot.app`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.app.conversation import Compaction
+from bot.app.memory import Memory
+from bot.conversation.closing import ConversationClose
+from bot.conversation.continuation import Continuation
+from bot.conversation.overflow import OverflowRetry
+from bot.conversation.renewal import FreshnessPolicy, SessionRenewal
+from bot.llm.inspection import LastRequests
+from bot.media.reader import MediaReader
+from bot.memory.recall.inventory import MemoryInventory
+from bot.memory.upkeep.consolidation import Consolidator
+from bot.memory.writer import MemoryWriter
+from bot.pipeline import Pipeline
+from bot.settings import Settings
+from bot.storage.chatter import ChatterStore
+from bot.storage.files import FileLocks
+from bot.storage.inbox import Inbox
+from bot.storage.roster import RosterFile
+from bot.storage.sessions import SessionStore
+from bot.storage.workspace import Workspace
+from bot.turn.access import AccessPolicy
+from bot.turn.chats import ChatLocks, RunningTurns
+from bot.turn.commands import basics, conversation, memory, status
+from bot.turn.commands.dispatch import Commands
+from bot.turn.delivery import Delivery
+from bot.turn.door import Door
+from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
+from bot.turn.router import Router
+from bot.turn.runner import TurnRunner
+
+
+@dataclass(frozen=True)
+class Chats:
+    """What the commands and the turn share about each chat."""
+
+    sessions: SessionStore
+    access: AccessPolicy
+    locks: ChatLocks
+    running: RunningTurns
+
+
+@dataclass(frozen=True)
+class TurnParts:
+    """What the app built before the turn: its memory, the pipeline and its accounting."""
+
+    memory: Memory
+    writer: MemoryWriter
+    consolidator: Consolidator
+    compaction: Compaction
+    pipeline: Pipeline
+    sent: LastRequests  # the last request of each chat (/context)
+
+
+def build_router(
+    settings: Settings,
+    workspace: Workspace,
+    sessions: SessionStore,
+    parts: TurnParts,
+    now: Callable[[], datetime],
+    *,
+    media: MediaReader,
+    chatter: ChatterStore | None,
+) -> Router:
+    access, door = build_door(settings, workspace, parts.memory.file_locks, now)
+    chats = Chats(sessions, access, ChatLocks(), RunningTurns())
+    consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
+    closing = ConversationClose(
+        sessions=sessions,
+        consolidator=parts.consolidator if consolidating else None,
+        memory=parts.writer,
+    )
+    inbox = Inbox(workspace.inbox_dir)
+    delivery = Delivery(inbox)
+    return Router(
+        inbox=inbox,
+        access=access,
+        door=door,
+        commands=build_commands(settings, workspace, chats, parts, closing, now),
+        turns=_build_turns(settings, chats, parts, closing, delivery, now, media, chatter),
+        delivery=delivery,
+        chatter=chatter,
+    )
+
+
+def _build_turns(
+    settings: Settings,
+    chats: Chats,
+    parts: TurnParts,
+    closing: ConversationClose,
+    delivery: Delivery,
+    now: Callable[[], datetime],
+    media: MediaReader,
+    chatter: ChatterStore | None,
+) -> TurnRunner:
+    compaction = parts.compaction
+    compactor = compaction.compactor if compaction.enabled else None
+    policy = FreshnessPolicy(
+        daily_reset_hour=settings.session.daily_reset_hour,
+        idle_minutes=settings.session.idle_minutes,
+        now=now,
+    )
+    renewal = SessionRenewal(
+        policy=policy, closing=closing, summarizer=compaction.compactor, now=now
+    )
+    return TurnRunner(
+        overflow=OverflowRetry(parts.pipeline, compactor, keep=compaction.overflow_keep),
+        continuation=Continuation(chats.sessions, renewal),
+        access=chats.access,
+        locks=chats.locks,
+        running=chats.running,
+        delivery=delivery,
+        chatter=chatter,
+        media=media,
+    )
+
+
+def build_commands(
+    settings: Settings,
+    workspace: Workspace,
+    chats: Chats,
+    parts: TurnParts,
+    closing: ConversationClose,
+    now: Callable[[], datetime],
+) -> Commands:
+    sessions, access, locks, running = chats.sessions, chats.access, chats.locks, chats.running
+    meter, model = parts.compaction.meter, settings.llm.model
+    undo_minutes = settings.memory.undo_minutes
+    inventory = MemoryInventory(
+        workspace,
+        parts.memory.reader,
+        parts.memory.recall,
+        parts.memory.history,
+        parts.memory.working,
+        now=now,
+    )
+    return Commands(
+        [
+            basics.Start(),
+            basics.Help(access),
+            basics.Stop(running),
+            conversation.NewConversation(closing, sessions, locks, access),
+            conversation.Compact(
+                parts.compaction.compactor, sessions, locks, access, keep=parts.compaction.keep
+            ),
+            memory.ShowMemory(inventory, access),
+            memory.Remember(parts.writer, access),
+            memory.Forget(parts.writer, access, locks, undo_minutes=undo_minutes),
+            memory.Undo(parts.writer, locks, undo_minutes=undo_minutes),
+            status.ShowStatus(
+                sessions,
+                meter,
+                parts.memory.history,
+                running,
+                access,
+                model=model,
+                pipeline=parts.pipeline.describe(),
+            ),
+            status.ShowContext(parts.sent, meter, access, model=model),
+        ]
+    )
+
+
+def build_door(
+    settings: Settings, workspace: Workspace, locks: FileLocks, now: Callable[[], datetime]
+) -> tuple[AccessPolicy, Door]:
+    """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
+    telegram = settings.telegram
+    roster = RosterFile(workspace.roster_path, locks)
+    access = AccessPolicy(
+        owner_ids=real_owners(telegram.owner_ids),
+        allowed_user_ids=telegram.allowed_user_ids,
+        roster=roster,
+    )
+    door = Door(
+        access,
+        Pairing(roster, now=now),
+        now=now,
+        enabled=telegram.pairing,
+        placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
+    )
+    return access, door

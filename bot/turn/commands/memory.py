@@ -1,0 +1,95 @@
+"""/memory, /remember, /forget and /undo: they act only on the memory this chat may see."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.errors import NotTextError
+from bot.memory.forgetting import FORGET_MIN_CHARS, Forgotten, Undone, forget_receipt, undo_receipt
+from bot.memory.recall.inventory import MemoryInventory
+from bot.models import Inbound, MemoryScope
+from bot.turn.access import AccessPolicy
+from bot.turn.chats import ChatLocks
+from bot.turn.commands.handler import Progress
+
+REMEMBER_USAGE = "Usage: /remember <text> — I save it to this chat's memory."
+FORGET_USAGE = (
+    "Usage: /forget <text> (3 characters or more) — I remove it from everything I keep: "
+    "memory, notes, history, items and our conversations."
+)
+
+
+class CommandMemory(Protocol):
+    """What the commands write to memory (`MemoryWriter`)."""
+
+    async def remember(self, scope: MemoryScope, fact: str) -> str | None: ...
+
+    async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
+
+    async def undo(self, session_key: str) -> tuple[Undone | None, bool]: ...
+
+
+class ShowMemory:
+    names = ("memory",)
+    slow = False
+
+    def __init__(self, inventory: MemoryInventory, access: AccessPolicy) -> None:
+        self.inventory = inventory
+        self.access = access
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        return await self.inventory.describe(self.access.scope_for(inbound), inbound.session_key)
+
+
+class Remember:
+    names = ("remember",)
+    slow = False
+
+    def __init__(self, memory: CommandMemory, access: AccessPolicy) -> None:
+        self.memory = memory
+        self.access = access
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        if not args:
+            return REMEMBER_USAGE
+        try:
+            saved = await self.memory.remember(self.access.scope_for(inbound), args)
+        except NotTextError as exc:
+            return str(exc)  # what to fix, e.g. "MEMORY.md is not UTF-8 text, …"
+        return f"Saved to memory: {saved}" if saved else "I already had that."
+
+
+class Forget:
+    names = ("forget",)
+    slow = True  # a sweep of every file
+
+    def __init__(
+        self, memory: CommandMemory, access: AccessPolicy, locks: ChatLocks, *, undo_minutes: int
+    ) -> None:
+        self.memory = memory
+        self.access = access
+        self.locks = locks
+        self.undo_minutes = undo_minutes  # how long a /forget can be undone
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        if len(args) < FORGET_MIN_CHARS:
+            return FORGET_USAGE
+        scope, key = self.access.scope_for(inbound), inbound.session_key
+        async with self.locks.hold(key):  # no note is appended meanwhile
+            forgotten = await self.memory.forget(scope, key, args)
+        return forget_receipt(args, forgotten, undo_minutes=self.undo_minutes)
+
+
+class Undo:
+    names = ("undo",)
+    slow = False
+
+    def __init__(self, memory: CommandMemory, locks: ChatLocks, *, undo_minutes: int) -> None:
+        self.memory = memory
+        self.locks = locks
+        self.undo_minutes = undo_minutes
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        async with self.locks.hold(inbound.session_key):
+            undone, expired = await self.memory.undo(inbound.session_key)
+        return undo_receipt(undone, expired=expired, undo_minutes=self.undo_minutes)

@@ -1,0 +1,181 @@
+"""/status: the conversation in plain words, and more with `/status verbose` (or -v); and
+/context (owners only: the last prompt's parts and tokens, `bot.llm.inspection`).
+
+    Messages: 12
+    Context: 3,210 of 32,768 tokens (10%)
+    Last compaction: 2026-11-21 09:30 (1 in this conversation)
+    Last consolidation: none yet
+    Model: gpt-4o-mini
+
+The verbose form adds where the window comes from, the estimate against the provider's last
+reported count, and the pipeline's systems by order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.llm.inspection import LastRequests, breakdown, full_text, summary
+from bot.llm.meter import PromptMeter
+from bot.memory.notes.history import HistoryLog
+from bot.models import Document, Inbound
+from bot.storage.sessions import SessionStore
+from bot.turn.access import AccessPolicy
+from bot.turn.chats import RunningTurns
+from bot.turn.commands.handler import Progress, Reply
+
+VERBOSE = frozenset({"verbose", "-v", "--verbose", "v", "all"})
+WHEN = "%Y-%m-%d %H:%M"
+HINT_VERBOSE = "/status verbose shows the details."
+CONTEXT_OWNERS_ONLY = "Only the bot's owner can see its prompts."
+CONTEXT_USAGE = (
+    "Usage: /context — the last prompt's parts and their tokens; /context full sends the whole "
+    "prompt as a file."
+)
+CONTEXT_NONE = (
+    "No prompt was sent in this chat since the bot started. Send a message, then /context again "
+    "(or, in a shell: python -m bot prompt --chat {key})."
+)
+CONTEXT_FULL_HINT = "/context full sends the whole prompt as a file."
+
+
+@dataclass(frozen=True)
+class Status:
+    messages: int
+    tokens: int  # the next prompt, estimated (`PromptMeter`)
+    window: int  # the model's context window
+    window_source: str  # where `window` comes from, for a person to read
+    reported: int  # the last prompt's tokens as the provider reported them; 0: none yet
+    compactions: int  # in this conversation
+    last_compaction: datetime | None  # in this chat's memory, any conversation
+    last_consolidation: datetime | None
+    model: str
+    pipeline: Sequence[str]
+    running: bool  # a reply is in progress
+
+
+def wants_verbose(args: str) -> bool:
+    return args.strip().lower() in VERBOSE
+
+
+def render(status: Status, *, verbose: bool) -> str:
+    lines = [
+        f"Messages: {status.messages}",
+        f"Context: {status.tokens:,} of {status.window:,} tokens ({_share(status)})",
+        f"Last compaction: {_when(status.last_compaction)}" + _count(status.compactions),
+        f"Last consolidation: {_when(status.last_consolidation)}",
+        f"Model: {status.model}",
+    ]
+    if verbose:
+        lines += _details(status)
+    if status.running:
+        lines.append("A reply is in progress (/stop cancels it).")
+    if not verbose:
+        lines.append(HINT_VERBOSE)
+    return "\n".join(lines)
+
+
+def _details(status: Status) -> list[str]:
+    window = f"{status.window:,}"
+    reported = (
+        f"Last prompt (reported): {status.reported:,} / {window} tokens"
+        if status.reported
+        else "Last prompt: none yet"
+    )
+    return [
+        f"Context window: {window} tokens ({status.window_source})",
+        f"Prompt (estimated): ~{status.tokens:,} / {window} tokens",
+        reported,
+        f"Pipeline: {', '.join(status.pipeline)}",
+    ]
+
+
+def _share(status: Status) -> str:
+    share = status.tokens / status.window if status.window else 0.0
+    return "under 1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
+def _when(at: datetime | None) -> str:
+    return f"{at:{WHEN}}" if at else "none yet"
+
+
+def _count(compactions: int) -> str:
+    return f" ({compactions} in this conversation)" if compactions else ""
+
+
+class ShowStatus:
+    names = ("status",)
+    slow = False
+
+    def __init__(
+        self,
+        sessions: SessionStore,
+        meter: PromptMeter,
+        history: HistoryLog,
+        running: RunningTurns,
+        access: AccessPolicy,
+        *,
+        model: str,
+        pipeline: Sequence[str],  # the pipeline's systems by order
+    ) -> None:
+        self.sessions = sessions
+        self.meter = meter
+        self.history = history
+        self.running = running
+        self.access = access
+        self.model = model
+        self.pipeline = pipeline
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
+        session = await self.sessions.load(inbound.session_key)
+        estimate = self.meter.estimate(session)
+        scope = self.access.scope_for(inbound)
+        status = Status(
+            messages=len(session.messages),
+            tokens=estimate.tokens,
+            window=estimate.window,
+            window_source=self.meter.windows.source(self.model),
+            reported=session.last_prompt_tokens or 0,
+            compactions=session.compactions,
+            last_compaction=await asyncio.to_thread(self.history.last_compaction, scope),
+            last_consolidation=await asyncio.to_thread(self.history.last_consolidation, scope),
+            model=self.model,
+            pipeline=self.pipeline,
+            running=self.running.is_running(inbound.session_key),
+        )
+        return render(status, verbose=wants_verbose(args))
+
+
+class ShowContext:
+    """The last request's parts counted; with `full` (or `file`) the whole text as a file."""
+
+    names = ("context",)
+    slow = False
+
+    def __init__(
+        self, sent: LastRequests, meter: PromptMeter, access: AccessPolicy, *, model: str
+    ) -> None:
+        self.sent = sent  # the last request of each chat
+        self.meter = meter
+        self.access = access
+        self.model = model
+
+    async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str | Reply:
+        if not self.access.is_owner(inbound.user_id):
+            return CONTEXT_OWNERS_ONLY
+        if args.lower() not in ("", "full", "file"):
+            return CONTEXT_USAGE
+        sent = self.sent.last(inbound.session_key)
+        if sent is None:
+            return CONTEXT_NONE.format(key=inbound.session_key)
+        tokens, window = self.meter.tokens, self.meter.window
+        found = await asyncio.to_thread(breakdown, sent, tokens, window=window)
+        table = summary(found, title=f"Tokens ({self.model}, counted offline):")
+        text = f"Last prompt in this chat, sent {sent.at:%Y-%m-%d %H:%M}.\n```\n{table}\n```"
+        if not args:
+            return f"{text}\n{CONTEXT_FULL_HINT}"
+        name = f"context-{sent.at:%Y%m%d-%H%M%S}.txt"
+        return Reply(text, Document(name=name, text=full_text(sent), caption="The whole prompt"))
