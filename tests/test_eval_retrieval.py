@@ -30,7 +30,7 @@ RECALLS = ("recall@5", "recall@10", "recall@budget")
 
 
 def run_eval(
-    tmp_path: Path, *args: str, budget: int | None = None
+    tmp_path: Path, *args: str, budget: int | None = None, hits: int | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -40,6 +40,8 @@ def run_eval(
     }
     if budget is not None:  # a setting, as the bot reads it: the eval has no knob of its own
         env["BOT_RAG__RELEVANT_BUDGET_TOKENS"] = str(budget)
+    if hits is not None:
+        env["BOT_RAG__RELEVANT_K"] = str(hits)
     command = [sys.executable, "-m", "bot", "eval", "retrieval", *args]
     return subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
@@ -201,7 +203,7 @@ def test_several_datasets_are_slices_with_intervals_and_the_keyword_baseline(
     months.write_text(json.dumps(generate(seed=5, conversations=1)), encoding="utf-8")
     common = ("--k", "5", "--baseline", "keyword", "--embedder", "model2vec")
     model = ("--model2vec-path", str(MODEL))
-    done = run_eval(tmp_path, str(months), str(EVALSET), *common, *model)
+    done = run_eval(tmp_path, str(months), str(EVALSET), *common, *model, hits=10)
     assert done.returncode == 0, done.stderr
     first, second = json.loads(done.stdout)["slices"]
     assert (first["dataset"], second["dataset"]) == (str(months), str(EVALSET))
@@ -213,7 +215,7 @@ def test_several_datasets_are_slices_with_intervals_and_the_keyword_baseline(
             assert low <= overall["recall@budget"] <= high
     assert first["keyword"]["indexed"] == first["mnemo"]["indexed"]
 
-    table = run_eval(tmp_path, str(months), str(EVALSET), *common, *model, "--table")
+    table = run_eval(tmp_path, str(months), str(EVALSET), *common, *model, "--table", hits=10)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].startswith(f"{months}: 1 conversations,")
