@@ -91,14 +91,14 @@ def run_mnemo(
             index.add_exchanges(corpus.exchanges)
             index.sync_files()
             built = time.perf_counter() - started
-            relevant = RelevantMemory(_Turns(index), count, k=k, budget_tokens=budget)
+            relevant = RelevantMemory(_Synced(index), count, k=k, budget_tokens=budget)
             answers = asyncio.run(_ask_all(relevant, corpus, dataset.questions))
             return Run(system, answers, built, index.stats().chunks)
         finally:
             index.close()
 
 
-class _Turns:
+class _Synced:
     """The index as a turn's `RelevantMemory` searches it (`IndexService.search`): synced
     already, so there is nothing to wait for."""
 
