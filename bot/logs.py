@@ -155,6 +155,25 @@ def configure(
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    handler = _file_handler(path) if path else logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(_formatter(fmt, shared, scrub, transient))
+    _route_stdlib(handler, level)
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    return scrub
+
+
+def _formatter(
+    fmt: Literal["json", "console"],
+    shared: list[Processor],
+    scrub: Scrubber,
+    transient: Transient,
+) -> logging.Formatter:
+    """One line per event, as `fmt` says, every secret redacted from the finished line."""
     if fmt == "json":
         final: list[Processor] = [
             structlog.processors.format_exc_info,
@@ -164,7 +183,7 @@ def configure(
         plain = structlog.dev.plain_traceback
         final = [structlog.dev.ConsoleRenderer(colors=False, exception_formatter=plain)]
     *pre, renderer = final
-    formatter = structlog.stdlib.ProcessorFormatter(
+    return structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
@@ -173,8 +192,10 @@ def configure(
             Redacting(renderer, scrub),
         ],
     )
-    handler = _file_handler(path) if path else logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(formatter)
+
+
+def _route_stdlib(handler: logging.Handler, level: str) -> None:
+    """Every stdlib logger through `handler`; the libraries' chatter quieter."""
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -182,10 +203,3 @@ def configure(
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     # a damaged PDF is told to its sender in one line (`bot.media.extraction`), not per object
     logging.getLogger("pypdf").setLevel(max(logging.ERROR, root.level))
-    structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
-    return scrub

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
@@ -10,6 +10,8 @@ from typing import Literal
 Role = Literal["system", "user", "assistant", "tool"]
 ChatType = Literal["private", "group", "supergroup", "channel"]
 AttachmentKind = Literal["voice", "audio", "photo", "document", "other"]
+# what a journal entry is: a message someone sent, or scheduled (`bot.reminders`)
+InboundKind = Literal["message", "reminder", "task"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,10 @@ class Inbound:
     message_id: int | None = None
     reply_to_message_id: int | None = None
     user_name: str | None = None
+    user_display_name: str | None = None  # the person as others read it: "Ann Lee (@ann)"
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
     attachments: tuple[Attachment, ...] = ()
+    kind: InboundKind = "message"  # not "message": made by the scheduler, never said by anyone
 
     @property
     def session_key(self) -> str:
@@ -89,10 +93,16 @@ class MemoryScope:
 
 
 GLOBAL_SCOPE = MemoryScope(chat_key=None)
+GLOBAL_KEY = ""  # the global scope's key (the index's chunks, a search's scopes)
+
+
+def scope_key(scope: MemoryScope) -> str:
+    """A scope's key: its chat key, or `GLOBAL_KEY` for the owner's global memory."""
+    return scope.chat_key or GLOBAL_KEY
 
 
 class MemoryLayer(StrEnum):
-    """Where a structured memory item belongs (seed 000, Memory V2)."""
+    """Where a structured memory item belongs."""
 
     EPISODIC = "episodic"  # recent turn events and short-horizon traces
     SEMANTIC = "semantic"  # durable facts, preferences, constraints
@@ -198,6 +208,25 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class SessionMarks:
+    """What a session keeps beside its messages. Each field names the one that writes it; the
+    session file stores them as its `metadata` (`bot.storage.marks` writes and reads them)."""
+
+    last_inbound: str | None = None  # system 50: the message whose answer the session holds
+    scope: str | None = None  # system 50: the scope key (`scope_key`) its turns used
+    system_tokens: int | None = None  # system 50, measured by the prompt meter: what the last
+    # request held beyond its conversation
+    token_factor: float | None = None  # system 50, the prompt meter's: reported / counted
+    flushed_cycle: int | None = None  # system 17: the compaction count at its last flush
+    flushed_at: datetime | None = None  # system 17
+    recovered_from: str | None = None  # `SessionStore`: the damaged file set aside; cleared
+    # once the chat is told (`bot.conversation.continuation`)
+    archived_part: bool = False  # `SessionStore`: an archive file of a part cut from a session
+    unknown: tuple[tuple[str, str], ...] = ()  # `SessionStore`: marks it does not know (a newer
+    # version's, a person's), kept as they were
+
+
+@dataclass(frozen=True)
 class Session:
     """A conversation's persisted state; replaced, never mutated in place."""
 
@@ -209,4 +238,4 @@ class Session:
     total_prompt_tokens: int = 0
     total_completion_tokens: int = 0
     compactions: int = 0
-    metadata: dict[str, str] = field(default_factory=dict)
+    marks: SessionMarks = SessionMarks()

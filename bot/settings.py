@@ -9,9 +9,11 @@ import json
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -57,9 +59,28 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _proxy(value: str | None) -> str | None:
+    """A proxy URL, `http://`, `https://`, `socks5://` or `socks5h://` (user:password@ may
+    come before the host); "" for none."""
+    if value is None or not value.strip():
+        return None
+    url = urlsplit(value.strip())
+    if url.scheme not in PROXY_SCHEMES or not url.hostname:
+        raise ValueError(
+            "not a proxy URL: it is http://, https://, socks5:// or socks5h:// then host:port, "
+            "e.g. socks5://127.0.0.1:1080"
+        )
+    return value.strip()
+
+
+PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+Proxy = Annotated[str | None, AfterValidator(_proxy)]
+
+
 class TelegramSettings(_Section):
     token: SecretStr | None = None
     base_url: str = "https://api.telegram.org/bot"
+    proxy: Proxy = None  # every Bot API request through it (bot.channels.telegram)
     owner_ids: UserIds = ()
     allowed_user_ids: UserIds = ()
     pairing: bool = True  # strangers get a code an owner approves with /pair (bot.turn.door)
@@ -70,6 +91,9 @@ class TelegramSettings(_Section):
     stream: bool = True  # show a reply while it is written (bot.channels.telegram.drafts)
     stream_interval: float = Field(default=1.0, gt=0)  # seconds between two showings
     reaction: str = "👀"  # set on a message when work on it starts; "" for none
+    # seconds a chat's first turn waits, so quick follow-ups are answered together (0: each
+    # message is answered on its own)
+    debounce: float = Field(default=0.5, ge=0, le=10)
     # group messages not addressed to the bot, kept for its next turn there (0: none)
     group_chatter_messages: int = Field(default=20, ge=0)
     group_chatter_chars: int = Field(default=3000, ge=1)  # all of them together
@@ -78,6 +102,7 @@ class TelegramSettings(_Section):
 class LLMSettings(_Section):
     base_url: str = "https://api.openai.com/v1"
     api_key: SecretStr | None = None
+    proxy: Proxy = None  # the model's and the transcription service's requests through it
     model: str = "gpt-4o-mini"
     fast_model: str | None = None  # summaries and consolidation; the main model when unset
     # seconds (answers are streamed, bot.llm.stream): to the first piece of an answer (the
@@ -95,7 +120,7 @@ class LLMSettings(_Section):
 
 
 class ItemSettings(_Section):
-    """Structured memory items and the memory pack (seed 000, Memory V2)."""
+    """Structured memory items and the memory pack."""
 
     promotion_enabled: bool = True
     promotion_min_confidence: float = Field(default=0.75, ge=0, le=1)
@@ -125,14 +150,14 @@ class MemorySettings(_Section):
     note_user_chars: int = Field(default=200, gt=0)
     note_assistant_chars: int = Field(default=300, gt=0)
     prompt_budget_tokens: int = Field(default=3500, gt=0)  # the whole `# Memory` section
-    # Consolidation (seeds 001, 003)
+    # Consolidation
     memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
     keep_messages: int = Field(default=10, ge=2)
     max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
     consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see README
     raw_fallback_messages: int = Field(default=10, gt=0)
     raw_fallback_chars: int = Field(default=200, gt=0)
-    # Tags and working memory (seed 002)
+    # Tags and working memory
     working_memory_stale_days: int = Field(default=7, ge=0)
     retention_days: int = Field(default=30, ge=1)  # older daily notes move to the archive
     undo_minutes: int = Field(default=10, ge=0)  # how long /forget can be undone
@@ -149,7 +174,7 @@ class CompactionSettings(_Section):
     summary_timeout: float = Field(default=600.0, gt=0)  # the summary (and flush), all told
     summary_temperature: float = Field(default=0.3, ge=0)
     message_chars: int = Field(default=300, gt=0)  # each message cut to this for the summary
-    # Pre-compaction memory flush (seed 004)
+    # Pre-compaction memory flush
     flush_enabled: bool = True
     reserve_tokens_floor: int = Field(default=20000, ge=0)
     soft_threshold_tokens: int = Field(default=4000, ge=0)
@@ -157,7 +182,7 @@ class CompactionSettings(_Section):
 
 
 class RagSettings(_Section):
-    """Recall over everything remembered (seeds 000, 004): the embedded index or LightRAG."""
+    """Recall over everything remembered: the embedded index or LightRAG."""
 
     enabled: bool = True
     backend: Literal["sqlite", "lightrag"] = "sqlite"
@@ -201,6 +226,16 @@ class SessionPolicySettings(_Section):
     idle_minutes: int | None = Field(default=None, gt=0)
 
 
+class ReminderSettings(_Section):
+    """Reminders and scheduled tasks (`bot.reminders`)."""
+
+    poll_seconds: float = Field(default=1.0, gt=0)  # how often due items are looked for
+    late_minutes: int = Field(default=2, ge=0)  # due longer ago than this: sent marked late
+    task_tokens: int = Field(default=20_000, ge=0)  # one run of a scheduled task, at most
+    daily_task_tokens: int = Field(default=200_000, ge=0)  # all tasks in a day, at most
+    shown_in_prompt: int = Field(default=5, ge=0)  # the chat's next items the prompt shows
+
+
 class LogSettings(_Section):
     format: Literal["json", "console"] = "console"
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -226,6 +261,7 @@ class Settings(BaseSettings):
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
     media: MediaSettings = MediaSettings()
+    reminders: ReminderSettings = ReminderSettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")
@@ -284,4 +320,7 @@ def secret_values(settings: Settings) -> tuple[str, ...]:
         rag.lightrag_api_key,
         settings.media.transcription_api_key,
     )
-    return tuple(v.get_secret_value() for v in values if v is not None and v.get_secret_value())
+    found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+    proxies = (settings.telegram.proxy, settings.llm.proxy)
+    found += [p for url in proxies if url and (p := urlsplit(url).password)]  # user:password@
+    return tuple(found)

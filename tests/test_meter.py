@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from bot.app import App
-from bot.llm.meter import FACTOR, SYSTEM_TOKENS, PromptMeter, correction
+from bot.llm.meter import Calibration, PromptMeter, correction
 from bot.llm.tokens import TokenCounter
 from bot.llm.windows import ContextWindows
 from bot.models import ChatMessage, Session
+from bot.storage.marks import FACTOR, SYSTEM_TOKENS, decode_marks
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import small_window_settings, started_app
 from tests.talk import say, session
@@ -122,7 +123,7 @@ def test_calibration_without_a_reported_count_keeps_the_factor_alone() -> None:
         request=(_system("You are Mnemo."), user), conversation=(user,), reported=None
     )
 
-    assert update == {SYSTEM_TOKENS: str(COUNTER.count_messages([_system("You are Mnemo.")]))}
+    assert update == Calibration(COUNTER.count_messages([_system("You are Mnemo.")]))
 
 
 @pytest.mark.parametrize(
@@ -130,7 +131,7 @@ def test_calibration_without_a_reported_count_keeps_the_factor_alone() -> None:
     [(None, 1.0), ("1.25", 1.25), ("abc", 1.0), ("nan", 1.0), ("inf", 1.0), ("9", 3.0)],
 )
 def test_a_stored_factor_is_read_safely(stored: str | None, factor: float) -> None:
-    assert correction({} if stored is None else {FACTOR: stored}) == factor
+    assert correction(decode_marks({} if stored is None else {FACTOR: stored})) == factor
 
 
 def _system(text: str) -> ChatMessage:

@@ -17,10 +17,12 @@ from bot.app.conversation import (
     build_tools,
 )
 from bot.app.media import build_media, build_transcriber
-from bot.app.memory import ItemsAndIndex, build_items_and_index, build_memory, build_writer
+from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
+from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -39,6 +41,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
+from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
@@ -80,13 +83,87 @@ def clock(timezone: str) -> Callable[[], datetime]:
     return lambda: datetime.now(zone)
 
 
+@dataclass(frozen=True)
+class _Core:
+    """What the turn is built on: the workspace, the model, memory and its one writer."""
+
+    workspace: Workspace
+    sessions: SessionStore
+    windows: ModelWindows
+    llm: OpenAIChat
+    memory: Memory
+    recall: ItemsAndIndex
+    undo: UndoStore
+    chatter: ChatterStore | None
+    writer: MemoryWriter
+    consolidator: Consolidator
+
+
 def build_app(
     settings: Settings, *, api_key: str, now: Callable[[], datetime] | None = None
 ) -> App:
     """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
     now = now or clock(settings.timezone)
+    core = _build_core(settings, api_key, now)
+    workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
+    writer = core.writer
+    lightrag, tools, reminders = _build_tools(settings, core, now)
+    compaction = build_compaction(
+        settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
+    )
+    sent = LastRequests()
+    context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
+    pipeline = build_pipeline(
+        settings,
+        sessions,
+        core.llm,
+        context,
+        recall,
+        core.consolidator,
+        compaction,
+        now,
+        workspace=workspace,
+        writer=writer,
+        lightrag=lightrag,
+        tools=tools,
+        sent=sent,
+    )
+    transcriber = build_transcriber(settings, api_key)
+    parts = TurnParts(memory, writer, core.consolidator, compaction, reminders.into(pipeline), sent)
+    media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
+    router = build_router(
+        settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
+    )
+    services: list[Service] = [
+        recall.index,  # first: opened and synced before anything else starts, stopped last
+        router.door,  # says who owns the bot (or logs the claim code) before the first message
+        recall.usage,
+        *_build_upkeep(settings, workspace, writer, now),
+        core.consolidator,
+        core.undo,
+        *([lightrag] if lightrag else []),
+        *([transcriber] if transcriber else []),
+        attach(reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools),
+    ]
+    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
+    return App(router, core.llm, workspace, now, preview, services=services, recall=recall)
+
+
+def _build_tools(
+    settings: Settings, core: _Core, now: Callable[[], datetime]
+) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
+    """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
+    tool among the tools)."""
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(
+        settings, core.workspace, core.recall, now, writer=core.writer, lightrag=lightrag
+    )
+    reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
+    return lightrag, tools, reminders
+
+
+def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
     workspace = _open_workspace(settings)
-    sessions = SessionStore(workspace, now=now)
     windows = build_windows(settings, workspace)
     llm = build_llm(settings, api_key, windows)
     memory = build_memory(settings, workspace, now)
@@ -99,51 +176,18 @@ def build_app(
     consolidator = _build_consolidator(
         settings, workspace, llm, writer, memory.tokens.count, now, windows
     )
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
-    compaction = build_compaction(
-        settings, sessions, llm, memory, writer, now, windows=windows, tools=tools.specs
-    )
-    sent = LastRequests()
-    context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
-    pipeline = build_pipeline(
-        settings,
-        sessions,
-        llm,
-        context,
-        recall,
-        consolidator,
-        compaction,
-        now,
+    return _Core(
         workspace=workspace,
-        writer=writer,
-        lightrag=lightrag,
-        tools=tools,
-        sent=sent,
-    )
-    transcriber = build_transcriber(settings, api_key)
-    parts = TurnParts(memory, writer, consolidator, compaction, pipeline, sent)
-    router = build_router(
-        settings,
-        workspace,
-        sessions,
-        parts,
-        now,
-        media=build_media(settings, workspace, transcriber, windows, memory.tokens.count),
+        sessions=SessionStore(workspace, now=now),
+        windows=windows,
+        llm=llm,
+        memory=memory,
+        recall=recall,
+        undo=undo,
         chatter=chatter,
+        writer=writer,
+        consolidator=consolidator,
     )
-    services: list[Service] = [
-        recall.index,  # first: opened and synced before anything else starts, stopped last
-        router.door,  # says who owns the bot (or logs the claim code) before the first message
-        recall.usage,
-        *_build_upkeep(settings, workspace, writer, now),
-        consolidator,
-        undo,
-        *([lightrag] if lightrag else []),
-        *([transcriber] if transcriber else []),
-    ]
-    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    return App(router, llm, workspace, now, preview, services=services, recall=recall)
 
 
 def build_telegram(
@@ -163,6 +207,8 @@ def build_telegram(
         stream_interval=telegram.stream_interval,
         heartbeat=heartbeat,
         reaction=telegram.reaction,
+        proxy=telegram.proxy,
+        debounce=telegram.debounce,
     )
 
 
@@ -245,6 +291,7 @@ def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAI
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,
         windows=windows,
+        proxy=settings.llm.proxy,
     )
 
 

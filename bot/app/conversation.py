@@ -164,7 +164,7 @@ def build_tools(
 
 
 def _instructions(settings: Settings) -> str:
-    """How to remember (tags) and, with `memory_search` offered, how to recall (seed 004)."""
+    """How to remember (tags) and, with `memory_search` offered, how to recall."""
     if not settings.rag.enabled:
         return TAG_INSTRUCTIONS
     return f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"

@@ -3,8 +3,9 @@
 Input is read as it comes, also while a reply is being made: `/stop` (or an interrupt, Ctrl-C,
 `ConsoleChannel.interrupt`) then cancels the running reply; other lines typed meanwhile wait
 their turn. An interrupt at the prompt, or the end of input (Ctrl-D), ends the chat. A terminal
-gets a spinner while the model works and replies rendered from markdown (rich); a pipe gets the
-plain text, `mnemo> ` before each reply. On a terminal the spinner's line shows the end of the
+gets a spinner while the model works and replies rendered from markdown (rich), their line
+breaks and tags kept (`bot.channels.markdown`); a pipe gets the plain text, `mnemo> ` before
+each reply. On a terminal the spinner's line shows the end of the
 answer as it is written (`ConsoleDraft`, a draft of `bot.turn.live`). A file a reply sends
 (`/context full`) is written into `files` and named.
 `/file PATH [caption]` (or a path alone, as a terminal pastes a file dragged onto it) sends
@@ -36,9 +37,11 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
+from bot.channels.markdown import hard_breaks, literal_tags
 from bot.media.files import LocalFiles
 from bot.models import Attachment, AttachmentKind, Document, Inbound
 from bot.storage.files import atomic_write_text
+from bot.storage.inbox import Entry
 from bot.turn.access import LOCAL_USER_ID
 from bot.turn.router import Router
 
@@ -74,7 +77,7 @@ class ConsoleReplier:
             self.out.flush()
             return
         self.console.print(Text(LABEL.strip(), style="bold cyan"))
-        self.console.print(Markdown(str(part)))
+        self.console.print(Markdown(hard_breaks(literal_tags(str(part)))))
 
     async def acknowledge(self) -> None:
         """The console shows its spinner instead."""
@@ -144,6 +147,7 @@ class ConsoleChannel:
         self.replier = replier or ConsoleReplier(stdout)
         self._lines: asyncio.Queue[Line] = asyncio.Queue()
         self._waiting: deque[Line] = deque()  # read during a reply: answered after it
+        self._scheduled: set[asyncio.Task[None]] = set()  # reminders being shown
 
     def interrupt(self) -> None:
         """Ctrl-C: stops the reply in progress, or, at the prompt, ends the chat."""
@@ -154,6 +158,20 @@ class ConsoleChannel:
         if self.router.media is not None:
             self.router.media.connect(CHANNEL, LocalFiles())
         await self.router.replay(lambda _: self.replier, channel=CHANNEL)
+        self.router.outlets[CHANNEL] = self._scheduled_entry
+        try:
+            await self._converse()
+        finally:
+            self.router.outlets.pop(CHANNEL, None)
+            await asyncio.gather(*self._scheduled, return_exceptions=True)
+
+    def _scheduled_entry(self, entry: Entry) -> None:
+        """A due reminder (`bot.reminders`), shown whenever it comes."""
+        task = asyncio.create_task(self.router.answer(entry, self.replier))
+        self._scheduled.add(task)
+        task.add_done_callback(self._scheduled.discard)
+
+    async def _converse(self) -> None:
         async with _reading(self.stdin, self._lines):
             while True:
                 self.replier.out.write(PROMPT)

@@ -1,4 +1,4 @@
-"""The pre-compaction memory flush (seed 004): one silent turn in which the model writes down
+"""The pre-compaction memory flush: one silent turn in which the model writes down
 what is worth keeping before older messages are summarised away.
 
 The model sees the conversation and may answer with memory tags; the tags are stored like any
@@ -15,8 +15,8 @@ import structlog
 from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.memory.notes.tags import extract_tags
+from bot.memory.writer import TagSink
 from bot.models import ChatMessage, MemoryItem, MemoryScope, Session
-from bot.systems.tags import TagSink
 
 log = structlog.get_logger(__name__)
 

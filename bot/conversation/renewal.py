@@ -1,4 +1,4 @@
-"""Session freshness (seed 004 §2): when a conversation has gone stale, and starting the next one.
+"""Session freshness: when a conversation has gone stale, and starting the next one.
 
     FreshnessPolicy.expired(session) ─▶ the reason, or None   (daily boundary hour, idle minutes)
     SessionRenewal.renew(session, scope, reason) ─▶ Renewal

@@ -101,7 +101,7 @@ from bot.index.chunking import Chunk, Chunker
 from bot.index.embedding import Embedder, Model2VecEmbedder
 from bot.index.memory_index import Document, IndexStats, MemoryIndex, SyncReport
 from bot.index.search import Hit
-from bot.index.sources import Exchange, scope_key
+from bot.index.sources import Exchange
 
 __all__ = [
     "Chunk",
@@ -114,5 +114,4 @@ __all__ = [
     "MemoryIndex",
     "Model2VecEmbedder",
     "SyncReport",
-    "scope_key",
 ]

@@ -1,4 +1,4 @@
-"""`LightRagBackend`: the optional LightRAG server (seed 000), reached over its REST API.
+"""`LightRagBackend`: the optional LightRAG server, reached over its REST API.
 
 Privacy, the decision: LightRAG keeps one knowledge graph with no per-chat scoping, and a query
 may return anything in it. So only the owner's global-scope exchanges (their private chat with
@@ -46,7 +46,8 @@ from bot.errors import RagUnavailable
 from bot.index.query import query_terms
 from bot.index.search import RRF_K, Hit
 from bot.index.snippets import snippet
-from bot.index.sources import GLOBAL, Exchange
+from bot.index.sources import Exchange
+from bot.models import GLOBAL_KEY
 from bot.storage.workspace import encode_key
 
 log = structlog.get_logger(__name__)
@@ -113,7 +114,7 @@ class LightRagBackend:
         """Send one exchange if it is the owner's global memory; False when it is not, or when
         the server is resting after a failure. Raises `RagUnavailable` when the server fails
         or refuses the document."""
-        if exchange.scope != GLOBAL:
+        if exchange.scope != GLOBAL_KEY:
             return False
         if self.resting:
             log.info("lightrag_resting", skipped="exchange")
@@ -129,7 +130,7 @@ class LightRagBackend:
     async def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]:
         """The server's best `k` hits for `query`; [] unless `scopes` include global memory,
         and [] (logged) when the server fails: best-effort, never raises."""
-        if GLOBAL not in scopes or k <= 0 or len(query.strip()) < MIN_QUERY_CHARS:
+        if GLOBAL_KEY not in scopes or k <= 0 or len(query.strip()) < MIN_QUERY_CHARS:
             return []
         if self.resting:
             log.info("lightrag_resting", skipped="search")
@@ -258,7 +259,7 @@ def _hit(path: str, text: str, *, rank: int, terms: Sequence[str], now: datetime
         text=snippet(_without_header(text), terms),
         score=round(1.0 / (RRF_K + rank), 6),
         kind="lightrag",
-        scope=GLOBAL,
+        scope=GLOBAL_KEY,
         at=_header_time(text) or now,
     )
 

@@ -1,6 +1,7 @@
 """Where indexed text comes from: a memory path's scope, kind and time; exchanges; scope keys.
 
-A scope key is a `MemoryScope`'s chat key, or "" for the owner's global memory. Paths are
+A scope key (`bot.models.scope_key`) is a `MemoryScope`'s chat key, or "" for the owner's
+global memory. Paths are
 relative to the workspace's `memory/` folder, in POSIX form:
 
     chats/<encoded chat key>/…   that chat's scope
@@ -16,17 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
 
-from bot.models import MemoryScope
+from bot.models import GLOBAL_KEY
 from bot.storage.workspace import decode_key, encode_key
 
-GLOBAL = ""
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NOTE_TIME = re.compile(r"^\[(\d{1,2}):(\d{2})\]")
 _HISTORY_HEADING = "## "
-
-
-def scope_key(scope: MemoryScope) -> str:
-    return scope.chat_key or GLOBAL
 
 
 def scope_of(path: str) -> str:
@@ -35,7 +31,7 @@ def scope_of(path: str) -> str:
         return decode_key(parts[1])
     if len(parts) == 2 and parts[0] == "working" and parts[1].endswith(".md"):
         return decode_key(parts[1].removesuffix(".md"))
-    return GLOBAL
+    return GLOBAL_KEY
 
 
 def kind_of(path: str) -> str:

@@ -7,7 +7,7 @@ The count is offline (`TokenCounter`), then corrected by what the provider repor
 System 20 builds the system prompt and the message's context after system 18 has to decide,
 so the estimate uses their size measured on the session's previous turn (before the first
 one: `system_tokens` and the memory's room): the request's tokens beyond the conversation.
-After each turn, system 50 stores in the session's metadata that size and `factor`: the
+After each turn, system 50 keeps in the session's marks that size and `factor`: the
 provider's `usage.prompt_tokens` for the turn's first completion over our count of the same
 request, clamped, so a model with another tokenizer is corrected. The tools' definitions are
 counted too (`tool_tokens`).
@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from bot.errors import ContextOverflow
 from bot.llm.openai_chat import tool_to_wire
 from bot.llm.tokens import TokenCounter
-from bot.models import ChatMessage, Session, ToolSpec
+from bot.models import ChatMessage, Session, SessionMarks, ToolSpec
 
-SYSTEM_TOKENS = "prompt_system_tokens"  # session metadata: last request beyond its conversation
-FACTOR = "prompt_token_factor"  # session metadata: reported / counted, clamped
 MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
 MARGIN = 0.1  # 10% on top of the corrected count
 CONVERSATION_FLOOR = 4096  # tokens of the window's room the conversation has before memory …
@@ -58,6 +56,35 @@ class PromptEstimate:
     def share(self) -> float:
         """How much of the window the prompt takes (1.0 = all of it)."""
         return self.tokens / self.window
+
+
+HOW_FULL = "Context: {tokens:,} of {window:,} tokens ({share}), " + (
+    "the next prompt with its instructions, memory, conversation and tools"
+)
+
+
+def how_full(estimate: PromptEstimate) -> str:
+    """The one "how full" line (/status, /context, `python -m bot prompt`): the next prompt as
+    the meter estimates it (what compaction decides by) against the window."""
+    share = estimate.share
+    shown = "under 1%" if 0 < share < 0.005 else f"{share:.0%}"
+    return HOW_FULL.format(tokens=estimate.tokens, window=estimate.window, share=shown)
+
+
+def how_counted(estimate: PromptEstimate, margin: float) -> str:
+    """How `how_full`'s figure is made, for a person checking it."""
+    return (
+        f"Counted: {estimate.counted:,} tokens offline × {estimate.factor:.2f} (the provider's "
+        f"count against ours) + {margin:.0%} margin = {estimate.tokens:,}"
+    )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a turn taught the meter, for the session's marks (`SessionMarks`)."""
+
+    system_tokens: int  # what the request held beyond its conversation
+    factor: float | None = None  # reported / counted, clamped; None: nothing was reported
 
 
 class PromptMeter:
@@ -103,7 +130,7 @@ class PromptMeter:
         counted = (
             system + self.tool_tokens + self.tokens.count_messages([*session.messages, *pending])
         )
-        factor = correction(session.metadata)
+        factor = correction(session.marks)
         tokens = math.ceil(counted * factor * (1 + self.margin))
         return PromptEstimate(tokens=tokens, counted=counted, factor=factor, window=self.window)
 
@@ -111,24 +138,25 @@ class PromptMeter:
         """The counted conversation tokens an estimate of `tokens` leaves room for, beside what
         the session's requests take beyond their conversation (as last measured) and tools."""
         beyond = self._beyond(session) + self.tool_tokens
-        return max(0, int(tokens / (correction(session.metadata) * (1 + self.margin))) - beyond)
+        return max(0, int(tokens / (correction(session.marks) * (1 + self.margin))) - beyond)
 
     def _beyond(self, session: Session) -> int:
         """What the session's requests hold beyond the conversation, as last measured."""
         assumed = self.system_tokens + self.memory_room()
-        return _int(session.metadata.get(SYSTEM_TOKENS), assumed)
+        measured = session.marks.system_tokens
+        return assumed if measured is None else measured
 
     def check(
         self,
         messages: Sequence[ChatMessage],
         *,
         tools: Sequence[ToolSpec],
-        metadata: Mapping[str, str],
+        marks: SessionMarks,
     ) -> None:
         """`ContextOverflow` (nothing is sent) when the request would not leave the answer
-        its room in the window; `metadata` is the session's (its correction factor)."""
+        its room in the window; `marks` are the session's (its correction factor)."""
         counted = self.tokens.count_messages(messages) + (self.tool_tokens if tools else 0)
-        tokens = math.ceil(counted * correction(metadata) * (1 + self.margin))
+        tokens = math.ceil(counted * correction(marks) * (1 + self.margin))
         room = self.window - self.output_reserve
         if tokens > room:
             raise ContextOverflow(f"the request would take ~{tokens} tokens of {room}")
@@ -139,20 +167,19 @@ class PromptMeter:
         request: Sequence[ChatMessage],
         conversation: Sequence[ChatMessage],
         reported: int | None,
-    ) -> dict[str, str]:
-        """Session metadata after a turn whose first completion was sent `request` (the system
-        prompt, the session, the user's message with its context), made of `conversation`
-        (the session and the user's message as written): what the request holds beyond the
+    ) -> Calibration:
+        """What a turn whose first completion was sent `request` (the system prompt, the
+        session, the user's message with its context), made of `conversation` (the session
+        and the user's message as written) teaches: what the request holds beyond the
         conversation and, if the provider reported the prompt's tokens, the correction
         factor."""
         messages = self.tokens.count_messages(request)
         beyond = max(0, messages - self.tokens.count_messages(conversation))
-        update = {SYSTEM_TOKENS: str(beyond)}
         counted = messages + self.tool_tokens
-        if reported and counted:
-            factor = min(MAX_FACTOR, max(MIN_FACTOR, reported / counted))
-            update[FACTOR] = f"{factor:.4f}"
-        return update
+        if not (reported and counted):
+            return Calibration(system_tokens=beyond)
+        factor = min(MAX_FACTOR, max(MIN_FACTOR, reported / counted))
+        return Calibration(system_tokens=beyond, factor=round(factor, 4))
 
 
 def tool_tokens(tokens: TokenCounter, tools: Sequence[ToolSpec]) -> int:
@@ -160,19 +187,9 @@ def tool_tokens(tokens: TokenCounter, tools: Sequence[ToolSpec]) -> int:
     return tokens.count(json.dumps([tool_to_wire(tool) for tool in tools])) if tools else 0
 
 
-def correction(metadata: Mapping[str, str]) -> float:
-    """The stored factor, clamped; 1.0 when there is none (or it is unreadable)."""
-    try:
-        factor = float(metadata.get(FACTOR, "1"))
-    except ValueError:
-        return 1.0
-    if not math.isfinite(factor):
+def correction(marks: SessionMarks) -> float:
+    """The stored factor, clamped; 1.0 when there is none."""
+    factor = marks.token_factor
+    if factor is None or not math.isfinite(factor):
         return 1.0
     return min(MAX_FACTOR, max(MIN_FACTOR, factor))
-
-
-def _int(value: str | None, default: int) -> int:
-    try:
-        return int(value) if value is not None else default
-    except ValueError:
-        return default

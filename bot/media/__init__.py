@@ -1,7 +1,8 @@
 """What came with a message, read before the turn: the owner of turning an `Inbound`'s
 attachments into the text (and images) the turn reads.
 
-reader.py      `MediaReader`: one `KindReader` per attachment kind
+reader.py      `MediaReader`: one `KindReader` (the protocol each kind's module implements)
+               per attachment kind
 reading.py     `Reading` (text, images, a document's text for this turn); `Unreadable`
 files.py       `Fetcher` (the channel's way to a file's bytes), `MessageFiles`: fetched within
                the size limit and kept in the workspace (`memory/…/files/`)

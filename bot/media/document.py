@@ -20,7 +20,8 @@ import structlog
 
 from bot.media.extraction import Extracted, NoText, extract, kind_of
 from bot.media.files import Kept, MessageFiles
-from bot.media.reading import KindReader, Reading, Unreadable
+from bot.media.reader import KindReader
+from bot.media.reading import Reading, Unreadable
 from bot.models import Attachment, Inbound
 from bot.storage.files import atomic_write_text
 

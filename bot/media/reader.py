@@ -5,12 +5,22 @@ their kind (one module each: voice, photo, document, other); the channels connec
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from bot.media.files import Fetcher, MessageFiles
 from bot.media.other import OtherReader
-from bot.media.reading import KindReader, Reading
-from bot.models import AttachmentKind, Inbound, MemoryScope
+from bot.media.reading import Reading
+from bot.models import Attachment, AttachmentKind, Inbound, MemoryScope
 from bot.storage.workspace import Workspace
+
+
+class KindReader(Protocol):
+    """Reads one kind of attachment (`MediaReader` dispatches by `Attachment.kind`); each
+    kind's module implements it."""
+
+    async def read(
+        self, inbound: Inbound, attachment: Attachment, files: MessageFiles
+    ) -> Reading: ...
 
 
 class MediaReader:

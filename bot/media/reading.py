@@ -1,17 +1,13 @@
-"""What a message's attachment becomes for the turn (`Reading`), the one-line refusal
-(`Unreadable`), and the `KindReader` protocol each kind's module implements."""
+"""What a message's attachment becomes for the turn (`Reading`), and the one-line refusal
+(`Unreadable`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
-from bot.models import Attachment, Image, Inbound
+from bot.models import Image
 from bot.pipeline import StopTurn
-
-if TYPE_CHECKING:
-    from bot.media.files import MessageFiles
 
 
 @dataclass(frozen=True)
@@ -30,11 +26,3 @@ class Unreadable(StopTurn):
 
     def __init__(self, line: str) -> None:
         super().__init__(line)
-
-
-class KindReader(Protocol):
-    """Reads one kind of attachment (`MediaReader` dispatches by `Attachment.kind`)."""
-
-    async def read(
-        self, inbound: Inbound, attachment: Attachment, files: MessageFiles
-    ) -> Reading: ...

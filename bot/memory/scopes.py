@@ -1,11 +1,10 @@
-"""Who sees what (DESIGN §3), the one owner of the privacy rule: the owner's private chat has
+"""Who sees what, the one owner of the privacy rule: the owner's private chat has
 the global scope and sees the global memory plus that chat's own; every other chat sees only its
 own memory. Nothing outside these scopes is ever read, searched or changed for a chat."""
 
 from __future__ import annotations
 
-from bot.index.sources import GLOBAL, scope_key
-from bot.models import MemoryScope
+from bot.models import GLOBAL_KEY, MemoryScope, scope_key
 
 
 def chat_scope(scope: MemoryScope, session_key: str) -> MemoryScope | None:
@@ -21,8 +20,8 @@ def visible_scopes(scope: MemoryScope, session_key: str) -> tuple[MemoryScope, .
 
 
 def search_scopes(scope: MemoryScope, session_key: str) -> tuple[str, ...]:
-    """The scope keys a chat may search (DESIGN §3): the owner's private chat sees global
+    """The scope keys a chat may search: the owner's private chat sees global
     memory and its own chat's; every other chat only its own."""
     if scope.is_global:
-        return (GLOBAL, session_key)
+        return (GLOBAL_KEY, session_key)
     return (scope_key(scope),)

@@ -84,6 +84,15 @@ class Stored:
     items: tuple[MemoryItem, ...]  # the items written or reinforced
 
 
+class TagSink(Protocol):
+    """Where a reply's memory tags go (`MemoryWriter.store_tags`): system 40 and the memory
+    flush."""
+
+    async def store_tags(
+        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
+    ) -> Stored: ...
+
+
 class MemoryWriter:
     def __init__(
         self,
@@ -139,7 +148,7 @@ class MemoryWriter:
         self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
-        owner's private chat, DESIGN §3), `<chat-memory>` in this chat's own memory."""
+        owner's private chat, `bot.memory.scopes`), `<chat-memory>` in this chat's own memory."""
         ok, items = True, list[MemoryItem]()
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))

@@ -11,6 +11,9 @@ A restart answers what is still there, in arrival order per chat: an entry with 
 is only sent (from the first part not recorded as sent), never made again. Accepting an id that
 is already journaled does nothing, so a message delivered twice is answered once.
 
+An entry may be scheduled rather than sent by anyone (`Inbound.kind`, `bot.reminders`): a
+reminder is journaled with its reply already (`accept_answered`, one write), so it is only sent.
+
 The journal has a thread of its own: its writes never queue behind other blocking work (an index
 sync, a file read). A part the channel confirmed is recorded by one line appended to the entry's
 `.sent` file at once, on the caller's thread (a few microseconds: the kernel keeps it whatever
@@ -35,7 +38,7 @@ from typing import Any, TypeVar, get_args
 
 import structlog
 
-from bot.models import Attachment, AttachmentKind, ChatType, Inbound
+from bot.models import Attachment, AttachmentKind, ChatType, Inbound, InboundKind
 from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
 from bot.storage.workspace import encode_key
 
@@ -50,6 +53,7 @@ class Entry:
     seq: int  # arrival order
     reply: str | None = None  # recorded once made; None: not answered yet
     sent: int = 0  # parts of the reply the channel confirmed sent
+    absorbed: tuple[str, ...] = ()  # ids of earlier entries answered together with this one
 
 
 class Inbox:
@@ -75,9 +79,14 @@ class Inbox:
         """Journal messages in the order given (one thread hop); the ones not journaled before."""
         return await self._run(self._accept_all, inbounds)
 
+    async def accept_answered(self, inbound: Inbound, reply: str) -> Entry | None:
+        """Journal an entry whose reply is known already (a reminder), in one write: only sent
+        from here on; None when it was journaled before."""
+        return await self._run(self._accept_answered, inbound, reply)
+
     async def answered(self, entry: Entry, reply: str) -> Entry:
         """Record the reply before any of it is sent."""
-        answered = Entry(entry.inbound, entry.seq, reply, 0)
+        answered = replace(entry, reply=reply, sent=0)
         await self._run(self._write, answered)
         return answered
 
@@ -91,7 +100,19 @@ class Inbox:
         finally:
             os.close(fd)
         await self._run(fsync_path, path)
-        return Entry(entry.inbound, entry.seq, entry.reply, sent)
+        return replace(entry, sent=sent)
+
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
+        """Answer `entries` (one chat's, not answered yet) together as `inbound`: the last one
+        holds it and names the others, which are removed after (a stop between: `pending`
+        removes them)."""
+        *earlier, last = entries
+        absorbed = tuple(e.inbound.id for e in earlier) + last.absorbed
+        entry = Entry(inbound, last.seq, None, 0, absorbed)
+        await self._run(self._write, entry)
+        for inbound_id in absorbed:
+            await self.done(inbound_id)
+        return entry
 
     async def done(self, inbound_id: str) -> None:
         await self._run(self._remove, inbound_id)
@@ -113,6 +134,13 @@ class Inbox:
             accepted.append(entry)
         return accepted
 
+    def _accept_answered(self, inbound: Inbound, reply: str) -> Entry | None:
+        if self._path(inbound.id).exists():
+            return None
+        entry = Entry(inbound, self._next_seq(), reply)
+        self._write(entry)
+        return entry
+
     def _next_seq(self) -> int:
         with self._seq_lock:
             self._last_seq = max(time.time_ns(), self._last_seq + 1)
@@ -125,6 +153,7 @@ class Inbox:
             **_encode(entry.inbound),
             "reply": entry.reply,
             "sent": entry.sent,
+            "absorbed": list(entry.absorbed),
         }
         atomic_write_text(self._path(entry.inbound.id), json.dumps(document, ensure_ascii=False))
 
@@ -153,6 +182,10 @@ class Inbox:
         for orphan in self.folder.glob("*.sent"):  # its entry was done: a stop came between
             if not orphan.with_suffix(".json").exists():
                 orphan.unlink(missing_ok=True)
+        absorbed = {inbound_id for entry in entries for inbound_id in entry.absorbed}
+        for inbound_id in absorbed:  # a stop came between `merged`'s write and its removals
+            self._remove(inbound_id)
+        entries = [entry for entry in entries if entry.inbound.id not in absorbed]
         entries.sort(key=lambda entry: entry.seq)
         if entries:
             with self._seq_lock:
@@ -173,7 +206,9 @@ def _entry(document: dict[str, Any]) -> Entry:
     reply = document.get("reply")
     if reply is not None and not isinstance(reply, str):
         raise TypeError("reply is not text")
-    return Entry(_decode(document), int(document["seq"]), reply, int(document.get("sent", 0)))
+    absorbed = tuple(str(inbound_id) for inbound_id in document.get("absorbed") or ())
+    sent = int(document.get("sent", 0))
+    return Entry(_decode(document), int(document["seq"]), reply, sent, absorbed)
 
 
 def _encode(inbound: Inbound) -> dict[str, Any]:
@@ -191,6 +226,7 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
+        "kind": inbound.kind,
     }
 
 
@@ -198,6 +234,9 @@ def _decode(document: dict[str, Any]) -> Inbound:
     chat_type = document.get("chat_type", "private")
     if chat_type not in get_args(ChatType):
         raise ValueError(f"unknown chat type {chat_type!r}")
+    kind: InboundKind = document.get("kind", "message")
+    if kind not in get_args(InboundKind):
+        raise ValueError(f"unknown entry kind {kind!r}")
     return Inbound(
         id=str(document["id"]),
         channel=str(document["channel"]),
@@ -212,6 +251,7 @@ def _decode(document: dict[str, Any]) -> Inbound:
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        kind=kind,
     )
 
 

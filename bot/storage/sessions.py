@@ -3,9 +3,10 @@
 On load, the messages are repaired (`transcript.repair`: what the provider would reject is
 fixed, each fix logged); a message this code cannot read at all is dropped the same way. A file
 that cannot be parsed is moved aside as `<name>.corrupt-<time>` and a fresh session starts,
-marked with `RECOVERED_FROM` until a turn has told the user. `/new` archives the old file under
-`sessions/archive/` instead of deleting it, and a part cut from a session (consolidation's trim,
-a compaction) is archived the same way (`archive_part`): no message a chat sent is ever deleted.
+marked (`SessionMarks.recovered_from`) until a turn has told the user. `/new` archives the old
+file under `sessions/archive/` instead of deleting it, and a part cut from a session
+(consolidation's trim, a compaction) is archived the same way (`archive_part`): no message a
+chat sent is ever deleted. A session's marks are its file's `metadata` (`bot.storage.marks`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,14 @@ from typing import Any
 
 import structlog
 
-from bot.models import ChatMessage, Session, ToolCall
+from bot.models import ChatMessage, Session, SessionMarks, ToolCall
 from bot.storage.files import Signature, atomic_write_text, ensure_dir, signature_of
+from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
-from bot.storage.workspace import Workspace, decode_key, encode_key
+from bot.storage.workspace import Workspace, file_key, key_of_file
 
 FORMAT_VERSION = 1
-RECOVERED_FROM = "recovered_from"  # metadata: the unreadable file set aside, until announced
 KNOWN = 64  # chats whose last session is kept in memory (`SessionStore`)
-SCOPE = "memory_scope"  # metadata: whose memory the session's turns used ("" global, else a chat)
-ARCHIVED_PART = "archived_part"  # metadata of an archive file holding a part cut from a session
 log = structlog.get_logger(__name__)
 
 
@@ -59,7 +58,7 @@ class SessionStore:
     def keys(self) -> list[str]:
         """The session keys that have a conversation file, sorted."""
         folder = self.workspace.sessions_dir
-        return sorted(decode_key(path.stem) for path in folder.glob("*.json"))
+        return sorted(key_of_file(path.stem) for path in folder.glob("*.json"))
 
     async def load(self, key: str) -> Session:
         if (known := self._unchanged(key)) is not None:
@@ -113,8 +112,8 @@ class SessionStore:
         key (None when there is nothing to keep)."""
         if not messages:
             return None
-        metadata = {**session.metadata, ARCHIVED_PART: "true"}
-        part = replace(session, messages=tuple(messages), metadata=metadata)
+        marks = replace(session.marks, archived_part=True)
+        part = replace(session, messages=tuple(messages), marks=marks)
         return await asyncio.to_thread(self._archive_part, part)
 
     def _archive_part(self, part: Session) -> Path:
@@ -124,7 +123,7 @@ class SessionStore:
 
     def _archive_path(self, key: str) -> Path:
         stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
-        return ensure_dir(self.workspace.archive_dir) / f"{encode_key(key)}-{stamp}.json"
+        return ensure_dir(self.workspace.archive_dir) / f"{file_key(key)}-{stamp}.json"
 
     def _load(self, key: str) -> Session:
         path = self.workspace.session_path(key)
@@ -142,11 +141,11 @@ class SessionStore:
 
     def _set_aside(self, key: str, path: Path, reason: Exception) -> Session:
         """Move the unreadable file aside and save a fresh session in its place, marked with
-        `RECOVERED_FROM` so that the next turn tells the user (the runner clears the mark)."""
+        `recovered_from` so that the next turn tells the user (and clears the mark)."""
         aside = _unused(path.with_name(f"{path.name}.corrupt-{self.now():%Y%m%dT%H%M%S}"))
         path.replace(aside)
         log.warning("session_corrupt", key=key, moved_to=str(aside), reason=str(reason))
-        session = replace(self.fresh(key), metadata={RECOVERED_FROM: aside.name})
+        session = replace(self.fresh(key), marks=SessionMarks(recovered_from=aside.name))
         atomic_write_text(path, encode_session(session))
         return session
 
@@ -185,7 +184,7 @@ def encode_session(session: Session) -> str:
             "total_prompt_tokens": session.total_prompt_tokens,
             "total_completion_tokens": session.total_completion_tokens,
             "compactions": session.compactions,
-            "metadata": session.metadata,
+            "metadata": encode_marks(session.marks),
             "messages": [encode_message(m) for m in session.messages],
         }
     )
@@ -219,7 +218,7 @@ def decode_session(text: str) -> tuple[Session, tuple[str, ...]]:
             total_prompt_tokens=int(document.get("total_prompt_tokens", 0)),
             total_completion_tokens=int(document.get("total_completion_tokens", 0)),
             compactions=int(document.get("compactions", 0)),
-            metadata={str(k): str(v) for k, v in document.get("metadata", {}).items()},
+            marks=decode_marks(document.get("metadata", {})),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, SessionFormatError):
@@ -243,7 +242,10 @@ def decode_messages(raw: object) -> tuple[tuple[ChatMessage, ...], tuple[str, ..
 
 
 def encode_message(message: ChatMessage) -> dict[str, Any]:
-    encoded: dict[str, Any] = {"role": message.role, "content": message.content}
+    content = message.content
+    if content is None and message.role == "assistant" and not message.tool_calls:
+        content = ""  # an empty answer is saved as one: nothing to repair at the next start
+    encoded: dict[str, Any] = {"role": message.role, "content": content}
     if message.tool_calls:
         encoded["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls

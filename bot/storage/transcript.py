@@ -1,4 +1,4 @@
-"""Transcript repair (seed 004 §4): a loaded session's messages made acceptable to the provider.
+"""Transcript repair: a loaded session's messages made acceptable to the provider.
 
 What the provider would reject is fixed instead of failing the turn, one note per fix:
 

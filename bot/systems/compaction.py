@@ -2,7 +2,7 @@
 
 When the estimated prompt of this turn (the session, the user's message, the system prompt as
 measured last turn) passes the threshold, the session is compacted to its last `keep` messages
-and saved before the turn goes on (seed 000: `[AutoCompact] Context too large: …`). It keeps no
+and saved before the turn goes on (logged as `[AutoCompact] Context too large: …`). It keeps no
 more than `KEEP_SHARE` of the room the conversation has under the threshold, so the next
 compaction is many turns away, even in a small window.
 """

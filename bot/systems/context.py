@@ -21,8 +21,8 @@ first: Gemma's, some of Mistral's) there is one system message, persona, instruc
 marks where the user's own words begin).
 
 The memory sections come from `MemoryPrompt` (`bot.memory.recall.prompt`): fresh from the files
-every turn, within their token budgets, only the memory this chat may see (DESIGN §3), and none
-of what the conversation carries already. The structured items shown are noted on the context
+every turn, within their token budgets, only the memory this chat may see (`bot.memory.scopes`), and
+none of what the conversation carries already. The structured items shown are noted on the context
 for system 50 to mark used after the reply. The pieces are named on the context as well
 (`prompt_parts`: persona, instructions, each section of `# Memory`, …) for /context to count.
 """

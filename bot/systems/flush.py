@@ -1,4 +1,4 @@
-"""System 17, pre-compaction memory flush (seed 004): before this compaction cycle ends, one
+"""System 17, pre-compaction memory flush: before this compaction cycle ends, one
 silent turn lets the model write down what should outlive the summary.
 
 It runs when the estimated prompt crosses `flush_trigger(...)` and at most once per compaction
@@ -20,8 +20,6 @@ from bot.pipeline import TurnContext
 from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
-FLUSHED_CYCLE = "memory_flush_cycle"  # the session's compaction count when it last flushed
-FLUSHED_AT = "memory_flush_at"
 
 
 def flush_trigger(window: int, *, threshold: float, reserve_floor: int, soft: int) -> int:
@@ -53,8 +51,8 @@ class PreCompactionFlush:
 
     async def process(self, ctx: TurnContext) -> None:
         session = ctx.session
-        cycle = str(session.compactions)
-        if session.metadata.get(FLUSHED_CYCLE) == cycle:
+        cycle = session.compactions
+        if session.marks.flushed_cycle == cycle:
             return
         if not any(message.role == "user" for message in session.messages):
             return  # nothing said yet that compaction could lose
@@ -63,6 +61,6 @@ class PreCompactionFlush:
             return
         log.info("memory_flush", estimated_tokens=estimate.tokens, trigger=self.trigger)
         await self.flush.run(session, scope=ctx.scope)
-        marks = {FLUSHED_CYCLE: cycle, FLUSHED_AT: self.now().isoformat()}
-        ctx.session = replace(session, metadata={**session.metadata, **marks})
+        marks = replace(session.marks, flushed_cycle=cycle, flushed_at=self.now())
+        ctx.session = replace(session, marks=marks)
         await self.sessions.save(ctx.session)

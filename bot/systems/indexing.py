@@ -19,8 +19,8 @@ from pathlib import Path
 
 from bot.index.remote import ExchangeSink
 from bot.index.service import IndexService
-from bot.index.sources import Exchange, scope_key
-from bot.models import MemoryScope
+from bot.index.sources import Exchange
+from bot.models import MemoryScope, scope_key
 from bot.pipeline import TurnContext
 from bot.storage.workspace import Workspace
 

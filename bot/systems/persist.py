@@ -7,7 +7,7 @@ The session save must succeed (it is the conversation); the writer's part is bes
 failed write is logged and never costs the user the reply. The items the prompt showed
 (system 20) are marked used. Past `memory_window` messages
 the older part goes to consolidation (made durable first) and the session keeps the recent
-part. The session's metadata also keeps what the prompt meter learnt from the turn
+part. The session's marks also keep what the prompt meter learnt from the turn
 (`bot.llm.meter`). What the model forgot during the turn (`memory_forget`) is saved as forget
 leaves it on disk (`unsaid`): the session it loaded before would bring it back.
 """
@@ -22,19 +22,17 @@ from typing import Protocol
 import structlog
 
 from bot.conversation.compaction import cut_point as consolidation_cut
-from bot.index.sources import scope_key
 from bot.llm.meter import PromptMeter
 from bot.memory.forgetting import unsaid
 from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.memory.writer import TurnRecord
-from bot.models import ChatMessage, MemoryItem
+from bot.models import ChatMessage, MemoryItem, SessionMarks, scope_key
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
-from bot.storage.sessions import SCOPE, SessionStore
+from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
-LAST_INBOUND = "last_inbound_id"
 
 
 class TurnMemory(Protocol):
@@ -88,32 +86,31 @@ class MemoryPersist:
             total_prompt_tokens=session.total_prompt_tokens + sum(u.prompt_tokens for u in usages),
             total_completion_tokens=session.total_completion_tokens
             + sum(u.completion_tokens for u in usages),
-            metadata={
-                **session.metadata,
-                LAST_INBOUND: ctx.inbound.id,
-                SCOPE: scope_key(ctx.scope),
-                **self._calibration(ctx),
-            },
+            marks=self._marks(ctx, session.marks),
         )
         await self.sessions.save(ctx.session)
         ctx.written.append(self.sessions.workspace.session_path(ctx.session.key))
 
-    def _calibration(self, ctx: TurnContext) -> dict[str, str]:
-        """What the prompt meter learns from this turn's first completion (its prompt was the
-        system prompt, the session before this turn, the message's context and the message)."""
+    def _marks(self, ctx: TurnContext, marks: SessionMarks) -> SessionMarks:
+        """The message answered, the scope, and what the prompt meter learns from this turn's
+        first completion (its prompt was the system prompt, the session before this turn, the
+        message's context and the message)."""
+        marks = replace(marks, last_inbound=ctx.inbound.id, scope=scope_key(ctx.scope))
         if self.meter is None or not ctx.system_prompt or ctx.images or ctx.attached:
-            return {}  # an image's tokens are a guess, a document's would count as the system
-            # prompt's: the meter learns from turns of text alone
-        return self.meter.calibrate(
+            return marks  # an image's tokens are a guess, a document's would count as the
+            # system prompt's: the meter learns from turns of text alone
+        learnt = self.meter.calibrate(
             request=ctx.request(),  # the session not saved yet: the one the request carried
             conversation=(*ctx.session.messages, ctx.user_message),
             reported=ctx.usages[0].prompt_tokens if ctx.usages else None,
         )
+        factor = marks.token_factor if learnt.factor is None else learnt.factor
+        return replace(marks, system_tokens=learnt.system_tokens, token_factor=factor)
 
     async def _trim(self, ctx: TurnContext) -> None:
         """Past `memory_window` messages the older ones go to consolidation (the job durable
         before anything else); with a window of 0 there is no consolidation and the session
-        just keeps its last `keep_messages` (seed 001). Either way the cut part is archived
+        just keeps its last `keep_messages`. Either way the cut part is archived
         as a session file before the session is saved with the rest: no message is lost."""
         messages = ctx.session.messages
         consolidating = self.consolidator is not None and self.memory_window > 0

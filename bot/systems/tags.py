@@ -1,8 +1,8 @@
 """System 40, memory tags: store the final reply's `<memory>`, `<chat-memory>` and
-`<working-memory>` tags and strip them from what the user sees (seed 002).
+`<working-memory>` tags and strip them from what the user sees.
 
-Only the model's final reply is parsed: tags in the user's message or in tool results are data
-(DESIGN §3), and a tag that only repeats their words is not stored (`without_echoes`).
+Only the model's final reply is parsed: tags in the user's message or in tool results are data,
+never instructions, and a tag that only repeats their words is not stored (`without_echoes`).
 `<memory>` goes to the turn's scope, which is the global memory only in an owner's private
 chat; `<chat-memory>` goes to this chat's own memory. The tags are stripped first; each
 store is best-effort (logged), so a storage failure never costs the user the reply.
@@ -11,27 +11,17 @@ store is best-effort (logged), so a storage failure never costs the user the rep
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
 
 import structlog
 
-from bot.memory.notes.tags import ExtractedTags, extract_tags, without_echoes
-from bot.memory.writer import Stored
-from bot.models import MemoryScope
+from bot.memory.notes.tags import extract_tags, without_echoes
+from bot.memory.writer import TagSink
 from bot.pipeline import TurnContext
 from bot.systems.tool_loop import EMPTY_REPLY
 
 log = structlog.get_logger(__name__)
 ACKNOWLEDGEMENT = "Noted."
 NOT_SAVED = "Sorry, I couldn't save that to memory."
-
-
-class TagSink(Protocol):
-    """Where the tags go (`MemoryWriter.store_tags`)."""
-
-    async def store_tags(
-        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
-    ) -> Stored: ...
 
 
 class MemoryTags:

@@ -1,10 +1,10 @@
 """`memory_edit`: the model corrects long-term memory — one line of MEMORY.md or of this chat's
-own memory, found by its text, replaced or deleted (seed 000 lets the model edit the file).
+own memory, found by its text, replaced or deleted.
 
-It goes through the memory writer, under the same lock as every other change, so a person's
-hand edit is never overwritten. Privacy (DESIGN §3): "memory" is the turn's own scope (global
-only in an owner's private chat), "chat" this chat's own memory; nothing else is reachable.
-No line or several lines holding the text change nothing: the answer says so and lists them.
+It goes through the memory writer, under the same lock as every other change, so a person's hand
+edit is never overwritten. Privacy (`bot.memory.scopes`): "memory" is the turn's own scope (global
+only in an owner's private chat), "chat" this chat's own memory; nothing else is reachable. No line
+or several lines holding the text change nothing: the answer says so and lists them.
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 Paths are relative to `memory/` (a leading `memory/` is accepted) and may be a citation from
 `memory_search` (`2026-11-20.md#L3-L9` reads lines 3 to 9) or from `# Relevant Memory`
 (`bot.memory.recall.relevant`: the notes' folder named once, a hit's day and its `[L3-L9]`).
-Refused, with a sentence saying why: absolute paths, `..`, a symlink that leads out of its
-scope's folder (`bot.storage.confined`: a chat's file must stay in that chat's folder, a global
-one may lead anywhere but into another scope's), a `sessions/…` citation (a past conversation,
-not a file), a file that is not text, and — privacy, DESIGN §3 — any file outside the chat's
-visible scopes (`visible_scopes`): the owner's private chat reads global files and its own
-`chats/<key>/`, every other chat only its own `chats/<key>/`; working memory only the calling
-session's own. A file that does not exist reads as empty, not as an error.
+Refused, with a sentence saying why: absolute paths, `..`, a symlink that leads out of its scope's
+folder (`bot.storage.confined`: a chat's file must stay in that chat's folder, a global one may lead
+anywhere but into another scope's), a `sessions/…` citation (a past conversation, not a file), a
+file that is not text, and — privacy, `bot.memory.scopes` — any file outside the chat's visible
+scopes (`visible_scopes`): the owner's private chat reads global files and its own `chats/<key>/`,
+every other chat only its own `chats/<key>/`; working memory only the calling session's own. A file
+that does not exist reads as empty, not as an error.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`memory_add`, `memory_update`, `memory_promote`, `memory_forget`: the model's own changes to
-structured memory items (seed 000's MemoryTool), through the memory writer; `memory_forget`
+structured memory items, through the memory writer; `memory_forget`
 forgets a text everywhere, as /forget does.
 
 Every call acts in the calling chat's scope only: an id from another chat's items is answered

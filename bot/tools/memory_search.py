@@ -5,7 +5,7 @@ see (`search_scopes`): a group's call can only ever return that group's own chun
 cited `path#Lstart-Lend`, which `memory_get` reads (a `sessions/…` citation is a past
 conversation: its snippet is all there is). With a LightRAG server configured its hits join
 the index's, by score (it answers only a caller that may see global memory, see
-`bot.index.remote`). Also here: the recall contract the system prompt gives the model (seed 004).
+`bot.index.remote`). Also here: the recall contract the system prompt gives the model.
 """
 
 from __future__ import annotations

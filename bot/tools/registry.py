@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import structlog
 
 from bot.errors import ToolError
-from bot.models import MemoryScope, ToolCall, ToolSpec
+from bot.models import Inbound, MemoryScope, ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -26,6 +26,7 @@ class ToolContext:
     session_key: str
     scope: MemoryScope
     forgotten: list[str] = field(default_factory=list)  # memory_forget adds what it forgot
+    inbound: Inbound | None = None  # the message the turn answers (who asked, in which chat)
 
 
 class Tool(Protocol):
@@ -37,6 +38,13 @@ class Tool(Protocol):
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools = {tool.spec.name: tool for tool in tools}
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.spec.name] = tool
+
+    def without(self, *names: str) -> ToolRegistry:
+        """The same tools but `names`."""
+        return ToolRegistry(t for n, t in self._tools.items() if n not in names)
 
     @property
     def specs(self) -> Sequence[ToolSpec]:

@@ -1,4 +1,4 @@
-"""Who may talk to the bot, and whose memory a chat may see (DESIGN §3).
+"""Who may talk to the bot, and whose memory a chat may see (`bot.memory.scopes`).
 
 Owners (configured, or claimed with /claim) and allowed users (configured, or paired with
 /pair: `bot.turn.pairing`) may chat; empty lists mean owners only, never everybody. Only an

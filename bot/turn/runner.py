@@ -6,7 +6,8 @@
         again after a context overflow) ─▶ the reply
 
 A turn whose answer was saved but not recorded takes the reply from the session
-(`LAST_INBOUND`): the model is called at most once for a message whose answer was saved.
+(`SessionMarks.last_inbound`): the model is called at most once for a message whose answer was
+saved.
 
 A model failure is told by its cause (`bot.llm.failures`): the owner, in their private chat,
 what failed and which setting to change; anyone else a short line.
@@ -35,9 +36,9 @@ from bot.media.reader import MediaReader
 from bot.models import ChatMessage, Inbound, Said, Session
 from bot.pipeline import StopTurn, TurnContext
 from bot.storage.chatter import ChatterStore
-from bot.systems.persist import LAST_INBOUND
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.access import AccessPolicy
+from bot.turn.alerts import OwnerAlerts
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.delivery import Delivery, Replier
 from bot.turn.live import live_reply
@@ -66,6 +67,7 @@ class TurnRunner:
         self.delivery = delivery
         self.chatter = chatter
         self.media = media
+        self.alerts = OwnerAlerts(access, delivery)  # a channel connects its reach
 
     async def run(self, inbound: Inbound, replier: Replier) -> str:
         """The turn under its chat lock, as a task /stop can cancel ("" when it did)."""
@@ -78,9 +80,11 @@ class TurnRunner:
 
     async def _turn(self, inbound: Inbound, turn_id: str, replier: Replier) -> str:
         session = await self.continuation.load(inbound.session_key)
-        if session.metadata.get(LAST_INBOUND) == inbound.id:
+        if session.marks.last_inbound == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
-            return _last_reply(session)
+            reply = _last_reply(session)
+            await self.continuation.noted(session, self.access.scope_for(inbound), reply)
+            return reply
         await replier.acknowledge()
 
         async def say(text: str) -> None:
@@ -99,6 +103,7 @@ class TurnRunner:
                 return stop.reply or ""
             except LLMError as exc:
                 log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
+                await self.alerts.failed(exc, inbound)
                 return failures.tell(exc, owner=self._owner_chat(inbound))
         if self.chatter is not None:  # shown once: a turn that failed shows it again
             await self.chatter.drop(inbound.session_key, {said.id for said in ctx.chatter})

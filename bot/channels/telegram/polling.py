@@ -25,8 +25,10 @@ from typing import Any
 import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
+from telegram.request import HTTPXRequest
 
+from bot.channels.telegram.budget import AnswersFirst
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -62,8 +64,12 @@ class TelegramChannel:
         stream: bool = True,  # replies shown while they are written (`drafts`)
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
+        proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
     ) -> None:
+        self.debounce = debounce
         self.router = router
+        self.proxy = proxy
         self.token = token
         self.base_url = base_url
         self.poll_timeout = poll_timeout
@@ -83,7 +89,9 @@ class TelegramChannel:
             self.token,
             base_url=self.base_url,
             base_file_url=_file_url(self.base_url),
-            rate_limiter=AIORateLimiter(max_retries=3),
+            rate_limiter=AnswersFirst(max_retries=3),
+            request=_request(self.proxy),
+            get_updates_request=_request(self.proxy),
         )
         await _started(bot, self.base_url)
         if self.router.media is not None:
@@ -95,7 +103,9 @@ class TelegramChannel:
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),
+                debounce=self.debounce,
             )
+            self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
@@ -246,11 +256,16 @@ async def _pause(seconds: float, stop: asyncio.Event) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
-async def check_token(token: str, base_url: str) -> str:
-    """The bot's @username, proving the token and base URL work."""
-    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url))
+async def check_token(token: str, base_url: str, proxy: str | None = None) -> str:
+    """The bot's @username, proving the token and base URL (and proxy) work."""
+    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url), request=_request(proxy))
     async with bot:
         return f"@{bot.username}"
+
+
+def _request(proxy: str | None) -> HTTPXRequest | None:
+    """PTB's own HTTP client, through `proxy`; None (PTB's default) without one."""
+    return HTTPXRequest(proxy=proxy) if proxy else None
 
 
 def _file_url(base_url: str) -> str:

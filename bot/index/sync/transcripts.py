@@ -5,8 +5,8 @@ or a part cut from a session) holds turns. Each turn — a user message, then th
 text before the next user message (tool steps in between are not part of it) — is one
 `Exchange`, cited `sessions/<encoded key>#<turn id>`. The turn id is the one the runner gave the
 user message; an older message without one gets an id made from its time and text. The scope is
-the one the session was saved with (`SCOPE`, written by system 50), else the chat's own (a
-private fallback: the owner's chat searches its own key too). A file that is not a session
+the one the session was saved with (`SessionMarks.scope`, written by system 50), else the chat's
+own (a private fallback: the owner's chat searches its own key too). A file that is not a session
 document holds no exchange. A session file is rewritten, and so re-read whole, after every
 turn: the source of each exchange (which depends on the exchange alone) is remembered.
 """
@@ -25,7 +25,7 @@ from bot.index.sources import Exchange, source_of_exchange
 from bot.index.store import SourceUpdate
 from bot.index.sync.reader import Growth, LastLine, digest_of
 from bot.models import ChatMessage, Session
-from bot.storage.sessions import SCOPE, SessionFormatError, decode_session
+from bot.storage.sessions import SessionFormatError, decode_session
 
 PREFIX = "sessions/"
 EXCHANGES_REMEMBERED = 256  # a few sessions' worth: those rewritten turn after turn
@@ -71,7 +71,7 @@ class TranscriptSource:
 
 
 def exchanges(session: Session) -> list[Exchange]:
-    scope = session.metadata.get(SCOPE, session.key)
+    scope = session.key if session.marks.scope is None else session.marks.scope
     return [
         Exchange(
             session_key=session.key,

@@ -1,7 +1,7 @@
 """Forgetting that forgets: every place the bot would use a text loses it, and /undo brings it
 back for a short while.
 
-Where a chat's text can be (its visible scopes only, DESIGN §3; `targets`):
+Where a chat's text can be (its visible scopes only, `bot.memory.scopes`; `targets`):
 
     MEMORY.md, chat memory, daily notes, archived notes, HISTORY*.md,
     this session's working memory, structured items (JSONL),

@@ -126,6 +126,8 @@ class Forgetting:
         ]
         texts = sorted(ws.media_dir(scope).glob("*.md"))  # documents' text (`bot.media`)
         found += [Target("documents' text", p, "lines", p) for p in texts]
+        reminders = ws.reminders_path(scope)
+        found.append(Target("reminders", reminders, "lines", reminders))
         for path in sorted(ws.items_dir(scope).rglob("*.jsonl")):
             lock = path.parent if path.parent.name == "episodic" else path  # `ItemStore.lock`
             found.append(Target("items", path, "lines", lock))

@@ -1,4 +1,4 @@
-"""Code-aware extraction (seed 000): the shell commands, error messages and code a text holds.
+"""Code-aware extraction: the shell commands, error messages and code a text holds.
 
 Heuristics, small and predictable on purpose:
 

@@ -1,4 +1,4 @@
-"""What a finished turn becomes as memory items (seed 000's `TurnMemoryEvent`).
+"""What a finished turn becomes as memory items (`TurnMemoryEvent`).
 
 - one EPISODIC "turn" item: `User: … | Assistant: …`, folded like a daily note line;
 - an EPISODIC item for each statement in the user's message (see `statements`);

@@ -1,6 +1,6 @@
 """The consolidation history: `HISTORY.md` plus its monthly `HISTORY-YYYY-MM.md`, append-only.
 
-Each entry is headed by its ISO timestamp (seed 003) and written to both files: the main file
+Each entry is headed by its ISO timestamp and written to both files: the main file
 for all time, the monthly one so that grep stays fast. Nothing is ever rewritten. An entry that
 starts with `[checkpoint]` marks a compaction (its messages are in a session archive file);
 every other entry is a consolidation (a `[raw-fallback]` one included). A file that leads out

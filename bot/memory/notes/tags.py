@@ -1,4 +1,4 @@
-"""Memory tags in the model's reply (seed 002): what `<memory>`, `<chat-memory>` and
+"""Memory tags in the model's reply: what `<memory>`, `<chat-memory>` and
 `<working-memory>` hold, and the reply with them stripped. Pure functions, no I/O.
 
 Lenient by design, because models are sloppy and output gets cut off: tag names are

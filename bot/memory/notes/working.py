@@ -1,4 +1,4 @@
-"""Working memory (seed 002): one session's scratchpad, `memory/working/<session-key>.md`.
+"""Working memory: one session's scratchpad, `memory/working/<session-key>.md`.
 
 Each update replaces the whole file. It is read with its age ("updated 2 hours ago") taken from
 the file's mtime; past `stale_days` it is ignored (not deleted) until the next update

@@ -1,8 +1,8 @@
 """The markdown part of `# Memory`: what a chat's turn sees, read fresh from its files.
 
-Who sees what (DESIGN §3): the owner's private chat has the global scope and sees the global
-MEMORY.md and daily notes plus that chat's own chat memory; every other chat sees only its own
-folder. Nothing outside `visible_scopes` is ever read for a chat.
+Who sees what (`bot.memory.scopes`): the owner's private chat has the global scope and sees the
+global MEMORY.md and daily notes plus that chat's own chat memory; every other chat sees only its
+own folder. Nothing outside `visible_scopes` is ever read for a chat.
 
 Nothing twice: a daily note line of an exchange the request's messages carry anyway (`carried`,
 its body as `NoteFormat.body` writes it) is left out, so the budget goes to what the model does

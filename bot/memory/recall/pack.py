@@ -1,4 +1,4 @@
-"""The memory pack (seed 000): chosen items within a token budget, rendered as `# Memory`.
+"""The memory pack: chosen items within a token budget, rendered as `# Memory`.
 
     # Memory
     ## Working Memory (updated 2 hours ago)    the session's scratchpad, its lines in order

@@ -1,4 +1,4 @@
-"""`# Relevant Memory` (seeds 000, 004): the index's best hits for the user's message, cited.
+"""`# Relevant Memory`: the index's best hits for the user's message, cited.
 
     # Relevant Memory
     (a hit's [L3-L9] cites chats/telegram%3A-100/<day>.md#L3-L9, the note of the day it is under)
@@ -23,7 +23,7 @@ in the snippet: `User:`/`Assistant:`, or a group member's name (`Ann: …`,
 `bot.conversation.speakers`) without the `User:` before it. The assistant's words keep their
 label whatever they start with: the bot names only the users (`Sure: …` is not a name).
 
-Hits come only from the scopes the chat may search (`search_scopes`, DESIGN §3). What the
+Hits come only from the scopes the chat may search (`search_scopes`, `bot.memory.scopes`). What the
 prompt already shows is left out (`distinct`, by `overlap`): a hit held by `# Memory` (a
 MEMORY.md chunk, a daily note shown today, an exchange whose note line is shown whole) or by a
 better hit, a turn of the conversation the prompt carries anyway, and a line of a hit that a

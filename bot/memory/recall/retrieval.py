@@ -1,8 +1,8 @@
-"""Retrieval (seed 000): a `MemoryQuery` in, a scored and budgeted `MemoryPack` out.
+"""Retrieval: a `MemoryQuery` in, a scored and budgeted `MemoryPack` out.
 
-Candidates: the active items of the query's scopes and no other (DESIGN §3) — every semantic
-and procedural item, episodic ones from the last `episodic_days` — and the non-blank lines of
-the session's working memory, handed in with the query.
+Candidates: the active items of the query's scopes and no other (`bot.memory.scopes`) — every
+semantic and procedural item, episodic ones from the last `episodic_days` — and the non-blank lines
+of the session's working memory, handed in with the query.
 
 Every part of a score lies in 0–1:
 

@@ -1,4 +1,4 @@
-"""A pack's scores and its top k per layer (seed 000); the formula is in `retrieval`'s docstring.
+"""A pack's scores and its top k per layer; the formula is in `retrieval`'s docstring.
 
 A pack weighs every candidate each turn (hundreds in a year-old workspace) but shows a few
 dozen. So `Scored` keeps each candidate's total as a plain number and makes a `Candidate` (with

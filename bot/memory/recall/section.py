@@ -1,4 +1,4 @@
-"""The `# Memory` prompt section (seed 000): its format, and the token budget it must fit.
+"""The `# Memory` prompt section: its format, and the token budget it must fit.
 
     # Memory
     ## Long-term Memory            the scope's MEMORY.md

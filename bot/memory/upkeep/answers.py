@@ -1,4 +1,4 @@
-"""Reading the consolidation model's JSON answer, however it arrives (seed 003's three tiers).
+"""Reading the consolidation model's JSON answer, however it arrives (three tiers).
 
 1. Strip markdown fences and parse the whole text.
 2. Else parse the first balanced `{…}` block that is a JSON object (strings respected).

@@ -1,4 +1,4 @@
-"""Archiving old notes (seed 002's retention): daily notes past `retention_days` move to the
+"""Archiving old notes: daily notes past `retention_days` move to the
 scope's `archive/` folder — out of the prompt's recent days, still searchable, never deleted.
 
 A background service: at start-up and then once a day, for the global scope and every chat's

@@ -1,4 +1,4 @@
-"""Consolidation (seeds 001, 003): old messages become a `HISTORY.md` entry and `MEMORY.md` facts.
+"""Consolidation: old messages become a `HISTORY.md` entry and `MEMORY.md` facts.
 
     submit(job) ──▶ job file (durable) ──▶ queue ──▶ one worker, one job at a time
                                                      ├─ MEMORY.md too big for a request:
