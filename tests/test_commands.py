@@ -110,9 +110,8 @@ async def test_status_verbose_adds_the_window_the_counts_and_the_pipeline(
         "set BOT_LLM__CONTEXT_WINDOW)",
         lines[6],
         "Last prompt: none yet",
-        "Pipeline: 17 memory-flush, 18 auto-compaction, 20 context-building, 22 reminders, "
-        "30 tool-loop, "
-        "40 memory-tags, 50 memory-persist, 55 rag-indexing",
+        "Pipeline: 17 memory-flush, 18 auto-compaction, 19 files-first, 20 context-building, "
+        "22 reminders, 30 tool-loop, 40 memory-tags, 50 memory-persist, 55 rag-indexing",
     ]
     assert re.fullmatch(
         r"Counted: [\d,]+ tokens offline × 1.00 \(.*\) \+ 10% margin = [\d,]+", lines[6]

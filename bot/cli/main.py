@@ -45,7 +45,7 @@ WAITING = (
 log = structlog.get_logger(__name__)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("setup", help="ask for the token, the model and the time zone; write .env")
@@ -59,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     pairs.add_parser(sub)
     prompt.add_parser(sub)
     reminders.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     log_file: Path | None = None

@@ -226,6 +226,7 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
+        "forwarded": inbound.forwarded,
         "kind": inbound.kind,
     }
 
@@ -251,6 +252,7 @@ def _decode(document: dict[str, Any]) -> Inbound:
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        forwarded=bool(document.get("forwarded", False)),
         kind=kind,
     )
 

@@ -18,6 +18,7 @@ import contextlib
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,15 @@ BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
 
+@dataclass(frozen=True)
+class Showing:
+    """How a turn shows itself in the chat while it runs."""
+
+    stream: bool = True  # replies shown while they are written (`drafts`)
+    interval: float = 1.0  # seconds between two showings
+    reaction: str = ""  # set on a message when its turn starts ("": none)
+
+
 class TelegramChannel:
     def __init__(
         self,
@@ -61,9 +71,7 @@ class TelegramChannel:
         state_path: Path,
         shutdown_grace: float = 8.0,
         heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
-        stream: bool = True,  # replies shown while they are written (`drafts`)
-        stream_interval: float = 1.0,  # seconds between two showings
-        reaction: str = "",  # set on a message when its turn starts ("": none)
+        showing: Showing | None = None,  # how a turn shows itself while it runs
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
         debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
     ) -> None:
@@ -77,10 +85,11 @@ class TelegramChannel:
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
         self.heartbeat = heartbeat
-        self.stream = stream
-        self.stream_interval = stream_interval
+        showing = showing or Showing()
+        self.stream = showing.stream
+        self.stream_interval = showing.interval
         self.drafts = DraftSupport()
-        self.reaction = reaction
+        self.reaction = showing.reaction
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
