@@ -203,8 +203,8 @@ class RagSettings(_Section):
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
     search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
-    relevant_k: int = Field(default=6, ge=0, le=50)  # hits under "# Relevant Memory"
-    relevant_budget_tokens: int = Field(default=800, ge=0)
+    relevant_k: int = Field(default=40, ge=0, le=50)  # hits under "# Relevant Memory", at most
+    relevant_budget_tokens: int = Field(default=1024, ge=0)  # its evidence, large windows
     min_similarity: float = Field(default=0.0, ge=0, le=1)
     lightrag_url: str = "http://lightrag:9621"
     lightrag_api_key: SecretStr | None = None
