@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
+from bot.app.channel import telegram_channel
 from bot.app.conversation import (
     Compaction,
     build_compaction,
@@ -21,8 +22,9 @@ from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
+from bot.app.store import Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
-from bot.channels.telegram import Showing, TelegramChannel
+from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
@@ -39,7 +41,7 @@ from bot.pipeline import Pipeline
 from bot.receipts import ReceiptStore
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.jobs import JobStore
 from bot.storage.sessions import SessionStore
@@ -49,6 +51,7 @@ from bot.systems.context import ContextBuilding
 from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
+from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
@@ -72,6 +75,7 @@ class App:
     preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
     services: list[Service] = field(default_factory=list)
     recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
+    intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
     spending: Spending | None = None  # what the model spends; its caps' line to the owners
 
     async def start(self) -> None:
@@ -95,6 +99,7 @@ class _Core:
     """What the turn is built on: the workspace, the model, memory and its one writer."""
 
     workspace: Workspace
+    store: Store  # the journal, the intake and the path locks (bot.app.store)
     sessions: SessionStore
     windows: ModelWindows
     llm: OpenAIChat
@@ -115,7 +120,7 @@ def build_app(
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
-    writer = core.writer
+    writer, store = core.writer, core.store
     lightrag, tools, reminders = _build_tools(settings, core, now)
     compacting = core.spending.llm("compaction")
     compaction = build_compaction(
@@ -126,13 +131,16 @@ def build_app(
     turn = _TurnPieces(context, compaction, tools, sent, lightrag)
     pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
-    parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent, core.steering)
+    parts = TurnParts(
+        memory, writer, core.consolidator, compaction, pipeline, sent, store.journal, core.steering
+    )
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
     task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
     services: list[Service] = [
+        *store.services,  # first: the shared database, before anything uses the journal
         recall.index,  # first: opened and synced before anything else starts, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message
         recall.usage,
@@ -144,7 +152,9 @@ def build_app(
         attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    return App(router, core.llm, workspace, now, preview, services, recall, core.spending)
+    return App(
+        router, core.llm, workspace, now, preview, services, recall, store.intake, core.spending
+    )
 
 
 def _build_tools(
@@ -197,7 +207,8 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     workspace = _open_workspace(settings)
     windows = build_windows(settings, workspace)
     llm = build_llm(settings, api_key, windows)
-    memory = build_memory(settings, workspace, now)
+    store = build_store(settings, workspace)
+    memory = build_memory(settings, workspace, now, locks=store.locks)
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
@@ -213,6 +224,7 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     )
     return _Core(
         workspace=workspace,
+        store=store,
         sessions=SessionStore(workspace, now=now),
         windows=windows,
         llm=llm,
@@ -231,19 +243,13 @@ def build_telegram(
     app: App, settings: Settings, *, token: str, heartbeat: Heartbeat | None = None
 ) -> TelegramChannel:
     """The Telegram channel over the app's router, as `settings.telegram` says."""
-    telegram = settings.telegram
-    return TelegramChannel(
+    return telegram_channel(
+        settings,
         app.router,
+        app.workspace,
+        app.intake,
         token=token,
-        base_url=telegram.base_url,
-        poll_timeout=telegram.poll_timeout,
-        typing_interval=telegram.typing_interval,
-        state_path=app.workspace.channel_state_path("telegram"),
-        shutdown_grace=telegram.shutdown_grace,
-        showing=Showing(telegram.stream, telegram.stream_interval, telegram.reaction),
         heartbeat=heartbeat,
-        proxy=telegram.proxy,
-        debounce=telegram.debounce,
         owner_line=app.spending.line if app.spending else None,
     )
 
@@ -290,9 +296,7 @@ def _build_upkeep(
     return [*([ItemDecay(writer, workspace)] if decaying else []), archive]
 
 
-def _build_chatter(
-    settings: Settings, workspace: Workspace, locks: FileLocks
-) -> ChatterStore | None:
+def _build_chatter(settings: Settings, workspace: Workspace, locks: Locks) -> ChatterStore | None:
     """Where groups' chatter waits for the bot's next turn there; None when none is kept."""
     telegram = settings.telegram
     if telegram.group_chatter_messages == 0:

@@ -12,7 +12,7 @@ from bot.memory.writer import MemoryWriter
 from bot.models import parse_session_key
 from bot.receipts import ReceiptDesk, ReceiptStore
 from bot.settings import Settings
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
@@ -87,7 +87,7 @@ class Spending:
 def build_spending(
     settings: Settings,
     workspace: Workspace,
-    locks: FileLocks,
+    locks: Locks,
     llm: LLM,
     access: AccessPolicy,
     now: Callable[[], datetime],

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import structlog
 
 from bot.models import MemoryScope
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import Locks, atomic_write_text
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -49,7 +49,7 @@ class Receipt:
 
 class ReceiptStore:
     def __init__(
-        self, path: Path, locks: FileLocks, *, now: Callable[[], datetime], limit: int = LIMIT
+        self, path: Path, locks: Locks, *, now: Callable[[], datetime], limit: int = LIMIT
     ) -> None:
         self.path = path
         self.locks = locks

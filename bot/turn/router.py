@@ -32,7 +32,7 @@ from bot.media.reader import MediaReader
 from bot.models import Inbound
 from bot.receipts import ReceiptDesk
 from bot.storage.chatter import ChatterStore
-from bot.storage.inbox import Entry, Inbox
+from bot.storage.inbox import Entry, Journal
 from bot.turn.access import AccessPolicy
 from bot.turn.commands.dispatch import Commands
 from bot.turn.commands.handler import Command, parse_command
@@ -51,7 +51,7 @@ class Router:
     def __init__(
         self,
         *,
-        inbox: Inbox,
+        inbox: Journal,
         access: AccessPolicy,
         door: Door,
         commands: Commands,
@@ -154,7 +154,7 @@ class Router:
                 await self.delivery.deliver(entry, replier)
             if self.receipts is not None and inbound.addressed:
                 await self.receipts.show(inbound, lambda r: self.delivery.notice(r, replier))
-            await self.inbox.done(inbound.id)
+            await self.inbox.done(inbound.id, fence=entry.fence)
 
     async def _keep_chatter(self, inbound: Inbound) -> None:
         """Group chatter, kept for the chat's next turn (never a turn of its own)."""

@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from bot.models import Usage
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import Locks, atomic_write_text
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -47,7 +47,7 @@ class Spent:
 
 
 class UsageLedger:
-    def __init__(self, path: Path, locks: FileLocks, *, now: Callable[[], datetime]) -> None:
+    def __init__(self, path: Path, locks: Locks, *, now: Callable[[], datetime]) -> None:
         self.path = path
         self.locks = locks
         self.now = now
