@@ -10,6 +10,8 @@ from typing import Literal
 Role = Literal["system", "user", "assistant", "tool"]
 ChatType = Literal["private", "group", "supergroup", "channel"]
 AttachmentKind = Literal["voice", "audio", "photo", "document", "other"]
+# what a journal entry is: a message someone sent, or scheduled (`bot.reminders`)
+InboundKind = Literal["message", "reminder", "task"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,11 @@ class Inbound:
     message_id: int | None = None
     reply_to_message_id: int | None = None
     user_name: str | None = None
+    user_display_name: str | None = None  # the person as others read it: "Ann Lee (@ann)"
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
     attachments: tuple[Attachment, ...] = ()
+    forwarded: bool = False  # forwarded from someone else: their words, not the sender's
+    kind: InboundKind = "message"  # not "message": made by the scheduler, never said by anyone
 
     @property
     def session_key(self) -> str:
@@ -105,7 +110,20 @@ class MemoryLayer(StrEnum):
     PROCEDURAL = "procedural"  # commands, errors and their fixes
 
 
-ItemStatus = Literal["active", "forgotten", "decayed"]  # items are never deleted
+# items are never deleted; "superseded": a newer fact replaced it (kept as history);
+# "retired": the MEMORY.md line it was made of is gone (active again if the line comes back)
+ItemStatus = Literal["active", "forgotten", "decayed", "superseded", "retired"]
+Via = Literal["message", "voice", "photo", "document", "forwarded", "inference", "tool", "group"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a remembered fact came from (`bot.memory.provenance` owns its text and JSON)."""
+
+    by: str  # who said it: a person's name and id ("Ann (42)"), or "model"
+    chat: str  # the session key of the chat it was said in
+    at: datetime
+    via: Via  # what it came as ("inference": the model's own, e.g. consolidation)
 
 
 @dataclass(frozen=True)
@@ -127,6 +145,7 @@ class MemoryItem:
     last_used_at: datetime | None = None  # last shown in a memory pack
     decayed_at: datetime | None = None  # last lowered by decay
     status: ItemStatus = "active"
+    provenance: Provenance | None = None  # None: an item from before provenance was kept
 
     @property
     def memory_scope(self) -> MemoryScope:

@@ -18,7 +18,7 @@ from tests.talk import RecordingReplier, conversation, message, system_text
 from tests.talk import say as say_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
-SESSION = f"sessions/telegram%3A{OWNER}.json"
+SESSION = f"sessions/telegram_{OWNER}.json"
 say = partial(say_at, at=NOW)  # every message arrives at NOW
 
 
@@ -110,8 +110,8 @@ async def test_status_verbose_adds_the_window_the_counts_and_the_pipeline(
         "set BOT_LLM__CONTEXT_WINDOW)",
         lines[6],
         "Last prompt: none yet",
-        "Pipeline: 17 memory-flush, 18 auto-compaction, 20 context-building, 30 tool-loop, "
-        "40 memory-tags, 50 memory-persist, 55 rag-indexing",
+        "Pipeline: 17 memory-flush, 18 auto-compaction, 19 files-first, 20 context-building, "
+        "22 reminders, 30 tool-loop, 40 memory-tags, 50 memory-persist, 55 rag-indexing",
     ]
     assert re.fullmatch(
         r"Counted: [\d,]+ tokens offline × 1.00 \(.*\) \+ 10% margin = [\d,]+", lines[6]

@@ -13,6 +13,7 @@ from bot.errors import ToolError
 from bot.llm.openai_chat import OpenAIChat
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, Session, ToolSpec, Usage
 from bot.pipeline import TurnContext
+from bot.systems.origin import origin_of
 from bot.systems.tool_loop import EMPTY_REPLY, ToolLoop
 from bot.tools.registry import Tool, ToolContext, ToolRegistry
 from tests.fakes.openai_api import FakeOpenAI, Reply, Step, ToolCalls
@@ -105,7 +106,14 @@ async def test_a_tool_call_runs_and_its_result_goes_back_with_the_same_id(
     assert [m.role for m in ctx.new_messages] == ["assistant", "tool", "assistant"]
     [(args, tool_ctx)] = echo.calls
     assert args == {"text": "ping"}
-    assert tool_ctx == ToolContext(session_key="telegram:42", scope=GLOBAL_SCOPE)
+    assert (tool_ctx.session_key, tool_ctx.scope, tool_ctx.inbound) == (
+        "telegram:42",
+        GLOBAL_SCOPE,
+        ctx.inbound,
+    )
+    assert tool_ctx.origin is not None and tool_ctx.origin.trusted  # before the echo's output
+    assert tool_ctx.origin.said.by == "user (42)"
+    assert origin_of(ctx).quoted == "tool"  # after it: the echo is not one of the memory tools
 
 
 async def test_several_calls_in_one_step_each_get_an_answer_in_order(

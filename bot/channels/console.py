@@ -41,6 +41,7 @@ from bot.channels.markdown import hard_breaks, literal_tags
 from bot.media.files import LocalFiles
 from bot.models import Attachment, AttachmentKind, Document, Inbound
 from bot.storage.files import atomic_write_text
+from bot.storage.inbox import Entry
 from bot.turn.access import LOCAL_USER_ID
 from bot.turn.router import Router
 
@@ -146,6 +147,7 @@ class ConsoleChannel:
         self.replier = replier or ConsoleReplier(stdout)
         self._lines: asyncio.Queue[Line] = asyncio.Queue()
         self._waiting: deque[Line] = deque()  # read during a reply: answered after it
+        self._scheduled: set[asyncio.Task[None]] = set()  # reminders being shown
 
     def interrupt(self) -> None:
         """Ctrl-C: stops the reply in progress, or, at the prompt, ends the chat."""
@@ -156,6 +158,20 @@ class ConsoleChannel:
         if self.router.media is not None:
             self.router.media.connect(CHANNEL, LocalFiles())
         await self.router.replay(lambda _: self.replier, channel=CHANNEL)
+        self.router.outlets[CHANNEL] = self._scheduled_entry
+        try:
+            await self._converse()
+        finally:
+            self.router.outlets.pop(CHANNEL, None)
+            await asyncio.gather(*self._scheduled, return_exceptions=True)
+
+    def _scheduled_entry(self, entry: Entry) -> None:
+        """A due reminder (`bot.reminders`), shown whenever it comes."""
+        task = asyncio.create_task(self.router.answer(entry, self.replier))
+        self._scheduled.add(task)
+        task.add_done_callback(self._scheduled.discard)
+
+    async def _converse(self) -> None:
         async with _reading(self.stdin, self._lines):
             while True:
                 self.replier.out.write(PROMPT)

@@ -11,6 +11,9 @@ A restart answers what is still there, in arrival order per chat: an entry with 
 is only sent (from the first part not recorded as sent), never made again. Accepting an id that
 is already journaled does nothing, so a message delivered twice is answered once.
 
+An entry may be scheduled rather than sent by anyone (`Inbound.kind`, `bot.reminders`): a
+reminder is journaled with its reply already (`accept_answered`, one write), so it is only sent.
+
 The journal has a thread of its own: its writes never queue behind other blocking work (an index
 sync, a file read). A part the channel confirmed is recorded by one line appended to the entry's
 `.sent` file at once, on the caller's thread (a few microseconds: the kernel keeps it whatever
@@ -35,7 +38,7 @@ from typing import Any, TypeVar, get_args
 
 import structlog
 
-from bot.models import Attachment, AttachmentKind, ChatType, Inbound
+from bot.models import Attachment, AttachmentKind, ChatType, Inbound, InboundKind
 from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
 from bot.storage.workspace import encode_key
 
@@ -75,6 +78,11 @@ class Inbox:
     async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]:
         """Journal messages in the order given (one thread hop); the ones not journaled before."""
         return await self._run(self._accept_all, inbounds)
+
+    async def accept_answered(self, inbound: Inbound, reply: str) -> Entry | None:
+        """Journal an entry whose reply is known already (a reminder), in one write: only sent
+        from here on; None when it was journaled before."""
+        return await self._run(self._accept_answered, inbound, reply)
 
     async def answered(self, entry: Entry, reply: str) -> Entry:
         """Record the reply before any of it is sent."""
@@ -125,6 +133,13 @@ class Inbox:
             self._write(entry)
             accepted.append(entry)
         return accepted
+
+    def _accept_answered(self, inbound: Inbound, reply: str) -> Entry | None:
+        if self._path(inbound.id).exists():
+            return None
+        entry = Entry(inbound, self._next_seq(), reply)
+        self._write(entry)
+        return entry
 
     def _next_seq(self) -> int:
         with self._seq_lock:
@@ -211,6 +226,8 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
+        "forwarded": inbound.forwarded,
+        "kind": inbound.kind,
     }
 
 
@@ -218,6 +235,9 @@ def _decode(document: dict[str, Any]) -> Inbound:
     chat_type = document.get("chat_type", "private")
     if chat_type not in get_args(ChatType):
         raise ValueError(f"unknown chat type {chat_type!r}")
+    kind: InboundKind = document.get("kind", "message")
+    if kind not in get_args(InboundKind):
+        raise ValueError(f"unknown entry kind {kind!r}")
     return Inbound(
         id=str(document["id"]),
         channel=str(document["channel"]),
@@ -232,6 +252,8 @@ def _decode(document: dict[str, Any]) -> Inbound:
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        forwarded=bool(document.get("forwarded", False)),
+        kind=kind,
     )
 
 

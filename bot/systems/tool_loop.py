@@ -19,6 +19,7 @@ from bot.llm.inspection import LastRequests, SentRequest
 from bot.llm.meter import PromptMeter
 from bot.models import ChatMessage, Completion, ToolSpec
 from bot.pipeline import TurnContext
+from bot.systems.origin import origin_of
 from bot.tools.registry import ToolContext, ToolRegistry
 
 EMPTY_REPLY = "(The model returned an empty answer.)"
@@ -51,7 +52,11 @@ class ToolLoop:
     async def process(self, ctx: TurnContext) -> None:
         prompt = ctx.request()
         tool_ctx = ToolContext(
-            session_key=ctx.inbound.session_key, scope=ctx.scope, forgotten=ctx.forgotten
+            session_key=ctx.inbound.session_key,
+            scope=ctx.scope,
+            forgotten=ctx.forgotten,
+            origin=origin_of(ctx),
+            inbound=ctx.inbound,
         )
         unknown: list[str] = []  # names the model called that no tool has, in order
         for step in range(1, self.max_steps + 1):

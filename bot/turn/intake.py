@@ -5,7 +5,9 @@ to its source; then every chat with entries has one worker answering them in arr
 chat's backlog holds only its own worker: another chat's message is answered as soon as it
 arrives. A stranger's message and /stop never wait (`Router.route`).
 
-At start the entries a stop or crash left are queued first, in arrival order per chat. `close`
+At start the entries a stop or crash left are queued first, in arrival order per chat; then the
+intake is the runner's outlet for its channel (`Router.outlets`): an entry journaled
+elsewhere (a due reminder, `bot.reminders`) joins its chat's queue. `close`
 stops taking entries, gives the running ones a grace period and cancels the rest (a reply part
 under way is still sent and recorded, `Delivery.settle`): whatever is not finished stays in the
 journal for the next start.
@@ -62,6 +64,7 @@ class Intake:
         left = [entry for entry in pending if entry.inbound.channel == self.channel]
         for entry in left:
             self._queue(entry)
+        self.router.outlets[self.channel] = self._queue
         return left
 
     async def receive(self, inbounds: Sequence[Inbound]) -> None:
@@ -84,6 +87,7 @@ class Intake:
         """Take no more entries; wait up to `grace` seconds for the ones running, cancel the
         rest (they stay journaled)."""
         self._closing = True
+        self.router.outlets.pop(self.channel, None)
         tasks = [*self._workers.values(), *self._at_once]
         if not tasks:
             return

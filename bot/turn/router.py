@@ -18,7 +18,7 @@ before the journal, and never meets the door.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import structlog
@@ -63,6 +63,10 @@ class Router:
         self.delivery = delivery
         self.chatter = chatter
         self.notice_after = notice_after
+        # an entry not sent by anyone (`Inbound.kind`, e.g. a scheduled task): its own turn
+        self.kinds: dict[str, Callable[[Inbound, Replier], Awaitable[str]]] = {}
+        # each running channel's queue, for entries journaled outside it (`bot.reminders`)
+        self.outlets: dict[str, Callable[[Entry], None]] = {}
 
     @property
     def media(self) -> MediaReader | None:
@@ -105,6 +109,8 @@ class Router:
                     target = replier if chat is None else reach(chat) if reach else None
                     if target is not None:
                         await self.delivery.notice(notice.text, target)
+                if (held := self.door.release(inbound.user_id)) is not None:
+                    await self.handle(held, replier, reach)  # sent before they claimed the bot
                 return
             command = parse_command(inbound.text)
             if command is not None:
@@ -149,6 +155,8 @@ class Router:
     async def _reply(self, inbound: Inbound, replier: Replier) -> str:
         """The command's answer, or the turn's; `SORRY` when something unexpected broke."""
         try:
+            if (own_turn := self.kinds.get(inbound.kind)) is not None:
+                return await own_turn(inbound, replier)
             if (command := parse_command(inbound.text)) is not None:
                 return await self._command(command, inbound, replier)
             return await self.turns.run(inbound, replier)

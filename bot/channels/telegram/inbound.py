@@ -2,7 +2,8 @@
 another bot, a service message). A group message that does not address the bot is an `Inbound`
 with `addressed=False` (chatter, kept as context: see `bot.turn.router`). A photo (its largest
 size), a voice note, an audio file, a document or anything else (a sticker, a location, a video
-…) becomes an `Attachment`, its caption the text; `bot.media` reads it before the turn."""
+…) becomes an `Attachment`, its caption the text; `bot.media` reads it before the turn. A
+forwarded message is marked `forwarded`: its words are someone else's (`bot.memory.trust`)."""
 
 from __future__ import annotations
 
@@ -100,9 +101,16 @@ def _inbound(
         if message.reply_to_message
         else None,
         user_name=user.username or user.first_name,
+        user_display_name=display_name(user),
         addressed=addressed,
         attachments=attachments,
+        forwarded=message.forward_origin is not None,
     )
+
+
+def display_name(user: User) -> str:
+    """The person's name, and their username when they have one: `Ann Lee (@ann)`."""
+    return f"{user.full_name} (@{user.username})" if user.username else user.full_name
 
 
 def update_id_of(inbound_id: str) -> int | None:

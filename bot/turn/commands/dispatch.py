@@ -12,6 +12,10 @@ class Commands:
     def __init__(self, handlers: Sequence[Handler]) -> None:
         self._handlers = {name: handler for handler in handlers for name in handler.names}
 
+    def add(self, handler: Handler) -> None:
+        """A handler from outside this package (`bot.reminders`)."""
+        self._handlers.update(dict.fromkeys(handler.names, handler))
+
     def takes_time(self, command: Command) -> bool:
         """A command that may take seconds: the channel shows typing from its start and
         `Progress` says what it is doing."""

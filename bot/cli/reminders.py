@@ -1,0 +1,34 @@
+"""`python -m bot reminders list`: every chat's reminders and tasks with their next time, from a
+shell (the settings and the workspace only: no token, no model)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+
+from bot.reminders.store import ReminderStore
+from bot.settings import Settings
+from bot.storage.files import FileLocks
+from bot.storage.workspace import Workspace
+
+Print = Callable[[str], None]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    reminders = sub.add_parser("reminders", help="the chats' reminders and scheduled tasks")
+    commands = reminders.add_subparsers(dest="reminders_command", required=True)
+    commands.add_parser("list", help="every chat's items with their next time")
+
+
+def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
+    workspace = Workspace(settings.workspace)
+    store = ReminderStore(workspace, FileLocks(workspace.locks_dir))
+    found = asyncio.run(store.everything())
+    if not found:
+        out("No reminders.")
+        return 0
+    for scope, item in sorted(found, key=lambda pair: (pair[1].chat, pair[1].id)):
+        kept = store.path(scope).relative_to(workspace.root)
+        out(f"{item.chat}  {item.line()}  ({kept})")
+    return 0

@@ -1,0 +1,145 @@
+"""`ReminderStore`: each chat's scheduled items, in `reminders.jsonl` beside the chat's memory
+(the owner's private chat: the global memory folder), one item a line, so /forget (which
+removes the lines holding a text) and an export of the memory reach them:
+
+    {"version": 1, "id": "r3f2a1c", "text": "call the bank", "rule": {"at": "…"}, …}
+
+Every change holds the file's lock and is written atomically. A person may edit the file: a
+line that cannot be read is kept as it is (never dropped by a later write) and skipped; a file
+that is not text is left alone and nothing is written over it (`StoreError` says where).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+
+from bot.models import GLOBAL_SCOPE, MemoryScope
+from bot.reminders.model import Reminder, decode, encode
+from bot.storage.files import FileLocks, Signature, atomic_write_text, signature_of
+from bot.storage.workspace import Workspace
+
+log = structlog.get_logger(__name__)
+FORMAT_VERSION = 1
+
+Change = Callable[[list[Reminder]], list[Reminder]]
+
+
+class StoreError(Exception):
+    """A reminders file that cannot be read, so it is not written over."""
+
+
+def new_id() -> str:
+    return "r" + uuid.uuid4().hex[:6]
+
+
+class ReminderStore:
+    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
+        self.workspace = workspace
+        self.locks = locks
+        self._known: dict[Path, tuple[Signature, list[Reminder]]] = {}  # read, by version
+
+    def path(self, scope: MemoryScope) -> Path:
+        return self.workspace.reminders_path(scope)
+
+    async def items(self, scope: MemoryScope) -> list[Reminder]:
+        """The scope's items (none when its file is missing or unreadable)."""
+        return await asyncio.to_thread(self._items, scope)
+
+    async def everything(self) -> list[tuple[MemoryScope, Reminder]]:
+        """Every chat's items, with the scope each is kept in (one thread hop; a file not
+        changed since it was last read is not read again: the scheduler asks every second)."""
+        return await asyncio.to_thread(self._everything)
+
+    def _everything(self) -> list[tuple[MemoryScope, Reminder]]:
+        scopes = [GLOBAL_SCOPE, *self.workspace.chat_scopes()]
+        return [(scope, item) for scope in scopes for item in self._items(scope)]
+
+    def _items(self, scope: MemoryScope) -> list[Reminder]:
+        path = self.path(scope)
+        try:
+            signature = signature_of(path.stat())
+        except FileNotFoundError:
+            return []
+        known = self._known.get(path)
+        if known is not None and known[0] == signature:
+            return list(known[1])
+        try:
+            items, _ = _read(path)
+        except StoreError as exc:
+            log.warning("reminders_unreadable", reason=str(exc))
+            return []
+        self._known[path] = (signature, items)
+        return items
+
+    async def change(self, scope: MemoryScope, change: Change) -> list[Reminder]:
+        """Apply `change` to the scope's items under the lock, written atomically; the items
+        as they are now. `StoreError` when the file cannot be read (nothing is written)."""
+        path = self.path(scope)
+        async with self.locks.hold(path):
+            items, unreadable = await asyncio.to_thread(_read, path)
+            changed = change(list(items))
+            if changed != items:
+                await asyncio.to_thread(_write, path, changed, unreadable)
+        return changed
+
+    async def add(self, scope: MemoryScope, item: Reminder) -> Reminder:
+        await self.change(scope, lambda items: [*items, item])
+        return item
+
+    async def replace(self, scope: MemoryScope, item: Reminder) -> None:
+        """Put `item` in place of the one with its id (nothing when that one is gone)."""
+        await self.change(scope, lambda items: [item if i.id == item.id else i for i in items])
+
+    async def remove(self, scope: MemoryScope, item_id: str) -> Reminder | None:
+        """Cancel one item; the item, or None when the scope has none by that id."""
+        removed: list[Reminder] = []
+
+        def without(items: list[Reminder]) -> list[Reminder]:
+            removed.extend(i for i in items if i.id == item_id)
+            return [i for i in items if i.id != item_id]
+
+        await self.change(scope, without)
+        return removed[0] if removed else None
+
+    async def find(self, item_id: str) -> tuple[MemoryScope, Reminder] | None:
+        for scope, item in await self.everything():
+            if item.id == item_id:
+                return scope, item
+        return None
+
+
+def _read(path: Path) -> tuple[list[Reminder], list[str]]:
+    """The file's items, and the lines that could not be read (kept on the next write)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [], []
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"{path} is not text ({exc.reason}); fix or move it") from exc
+    items: list[Reminder] = []
+    unreadable: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            if raw.get("version", FORMAT_VERSION) > FORMAT_VERSION:
+                raise ValueError(f"written by a newer version ({raw['version']})")
+            items.append(decode(raw))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("reminder_unreadable", path=str(path), reason=str(exc))
+            unreadable.append(line)
+    return items, unreadable
+
+
+def _write(path: Path, items: list[Reminder], unreadable: list[str]) -> None:
+    lines = [
+        json.dumps({"version": FORMAT_VERSION, **encode(i)}, ensure_ascii=False) for i in items
+    ]
+    atomic_write_text(path, "".join(f"{line}\n" for line in [*lines, *unreadable]))

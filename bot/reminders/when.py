@@ -1,0 +1,50 @@
+"""Reading when an item is due, the one format the tool and the commands share:
+
+    "in 20 minutes", "in 2 hours", "in 3 days"      relative to now
+    "2026-11-27 09:00"                              one local date and time
+    "09:00"                                         the next 09:00, local
+    "0 8 * * 1" (or "cron 0 8 * * 1")               every time the cron expression matches
+
+Local means the person's zone; `RuleError` says in words what was not understood.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from bot.reminders.model import Rule, RuleError, placed
+
+FORMATS = "'in 20 minutes', '2026-11-27 09:00', '09:00' or a cron expression like '0 8 * * 1'"
+_RELATIVE = re.compile(r"^in\s+(\d{1,5})\s*(m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def read_when(when: str, now: datetime, zone: ZoneInfo) -> Rule:
+    """The rule `when` says, read at `now` (aware) in `zone`; a one-off must be in the future."""
+    spoken = " ".join(when.strip().lower().split())
+    local_now = now.astimezone(zone).replace(tzinfo=None)
+    if match := _RELATIVE.match(spoken):
+        delta = timedelta(**{_UNITS[match.group(2)[0]]: int(match.group(1))})
+        return Rule(at=(now + delta).astimezone(zone).replace(second=0, microsecond=0))
+    spoken = spoken.removeprefix("cron ").strip()
+    if len(spoken.split()) == 5 and not re.search(r"\d{4}-", spoken):
+        return Rule(cron=spoken)
+    at = _moment(spoken, local_now)
+    if at <= local_now:
+        raise RuleError(f"{at:%Y-%m-%d %H:%M} has passed already (it is {local_now:%H:%M} now)")
+    return Rule(at=placed(at, zone).astimezone(zone))
+
+
+def _moment(spoken: str, local_now: datetime) -> datetime:
+    try:
+        return datetime.fromisoformat(spoken.replace(" ", "T", 1)).replace(tzinfo=None)
+    except ValueError:
+        pass
+    try:
+        clock = time.fromisoformat(spoken)
+    except ValueError:
+        raise RuleError(f"cannot read {spoken!r} as a time; use {FORMATS}") from None
+    today = datetime.combine(local_now.date(), clock)
+    return today if today > local_now else today + timedelta(days=1)
