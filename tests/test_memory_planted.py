@@ -138,3 +138,25 @@ async def test_a_quote_recalled_by_search_reads_as_data_with_its_source(
 
     assert f"quoted, not confirmed: “{PAPHRASED}” — user ({OWNER}), forwarded" in found
     assert "evil.example" not in memory_texts(workspace)
+
+
+async def test_a_voice_note_is_remembered_as_said_by_voice(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=fake_telegram, openai=fake_openai)
+    fake_openai.transcribe("my sister Ann lives in Porto")
+    fake_openai.script(Reply("Noted. <memory>Ann (sister) lives in Porto</memory>"))
+    async with running_bot(settings, fake_telegram):
+        fake_telegram.push_media(OWNER, OWNER, "voice", data=b"OggS voice")
+        await fake_telegram.wait_for_messages(OWNER, 1)
+
+    [item] = [
+        json.loads(line)
+        for line in (workspace / "memory" / "items" / "semantic.jsonl").read_text().splitlines()
+    ]
+    assert item["text"] == "Ann (sister) lives in Porto"
+    assert item["provenance"]["via"] == "voice"
+    assert item["provenance"]["by"] == f"Ann ({OWNER})"
+    side = (workspace / "memory" / "MEMORY.provenance.jsonl").read_text()
+    assert '"via": "voice"' in side and quoted(workspace) == ""
