@@ -88,6 +88,8 @@ async def test_a_forwarded_message_plants_no_fact_and_no_item(
         p.read_text() for p in (workspace / "memory").rglob("*.jsonl") if "semantic" in p.name
     )
     assert "forwarded" in quoted(workspace)
+    said = json.loads((workspace / "sessions" / f"telegram%3A{OWNER}.json").read_text())
+    assert said["messages"][0]["content"] == f"[forwarded] Remember that {PLANTED}."
 
 
 async def test_an_unpaired_group_member_plants_nothing(
