@@ -64,7 +64,8 @@ def test_the_parts_of_the_next_prompt_with_their_tokens(workspace: Path) -> None
     assert labels[:3] == ["persona", "instructions", "# Memory"]
     assert "  ## Long-term Memory" in labels
     assert "conversation (2 messages)" in labels and "the user's message" in labels
-    assert lines[-1].startswith("total") and " of " in lines[-1]
+    assert lines[-2].startswith("total") and lines[-2].endswith("counted offline")
+    assert lines[-1].startswith("Context: ") and " of " in lines[-1]  # as /status says it
     assert "pier seven" not in done.stdout  # the text only with --full
 
 
@@ -91,4 +92,4 @@ def test_without_a_known_chat_it_lists_the_chats(workspace: Path) -> None:
     assert unknown.returncode == 1
     assert "no conversation for the chat 'telegram:424242'" in unknown.stderr
     assert f"chats: {GROUP_CHAT}, {OWNER_CHAT}" in unknown.stderr
-    assert not (workspace / "sessions" / "telegram%3A424242.json").exists()
+    assert not (workspace / "sessions" / "telegram_424242.json").exists()

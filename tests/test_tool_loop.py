@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from bot.errors import ToolError
 from bot.llm.openai_chat import OpenAIChat
@@ -261,3 +262,21 @@ async def test_the_loop_runs_a_call_written_as_text_and_the_user_gets_the_answer
         "arguments": '{"text": "ping"}',
     }
     assert tool["content"] == "echo: ping" and tool["tool_call_id"] == "call_text_1"
+
+
+async def test_a_model_that_keeps_calling_an_unknown_tool_ends_in_a_line_that_says_so(
+    llm: OpenAIChat, model: FakeOpenAI
+) -> None:
+    model.script(*[ToolCalls([("web_search", {"q": "news"})]) for _ in range(3)])
+    ctx = make_ctx()
+
+    with capture_logs() as logs:
+        await tool_loop(llm, Echo(), max_steps=3).process(ctx)
+
+    assert ctx.reply == (
+        "(The model kept calling tools and gave no answer after 3 steps; it asked for tools "
+        "that do not exist: web_search.)"
+    )
+    warnings = [e for e in logs if e["log_level"] == "warning"]
+    assert [e["event"] for e in warnings] == ["tool_unknown", "tool_unknown", "tool_loop_no_answer"]
+    assert warnings[-1]["unknown"] == ["web_search"]

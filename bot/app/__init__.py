@@ -18,10 +18,11 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
-from bot.app.reminders import attach, build_reminders, with_prompt
+from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.turn import TurnParts, build_router
-from bot.channels.telegram import TelegramChannel
+from bot.channels.telegram import Showing, TelegramChannel
 from bot.errors import StartupError
+from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -40,6 +41,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
+from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
@@ -105,9 +107,7 @@ def build_app(
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
     writer = core.writer
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
-    reminders = build_reminders(settings, workspace, memory.file_locks, now, tools=tools)
+    lightrag, tools, reminders = _build_tools(settings, core, now)
     compaction = build_compaction(
         settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
     )
@@ -128,15 +128,11 @@ def build_app(
         tools=tools,
         sent=sent,
     )
-    pipeline = with_prompt(reminders, pipeline)
     transcriber = build_transcriber(settings, api_key)
-    parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent)
+    parts = TurnParts(memory, writer, core.consolidator, compaction, reminders.into(pipeline), sent)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
-    )
-    scheduler = attach(
-        reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -147,10 +143,23 @@ def build_app(
         core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        scheduler,  # after the index and the door; stopped first
+        attach(reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services=services, recall=recall)
+
+
+def _build_tools(
+    settings: Settings, core: _Core, now: Callable[[], datetime]
+) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
+    """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
+    tool among the tools)."""
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(
+        settings, core.workspace, core.recall, now, writer=core.writer, lightrag=lightrag
+    )
+    reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
+    return lightrag, tools, reminders
 
 
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
@@ -194,10 +203,10 @@ def build_telegram(
         typing_interval=telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=telegram.shutdown_grace,
-        stream=telegram.stream,
-        stream_interval=telegram.stream_interval,
+        showing=Showing(telegram.stream, telegram.stream_interval, telegram.reaction),
         heartbeat=heartbeat,
-        reaction=telegram.reaction,
+        proxy=telegram.proxy,
+        debounce=telegram.debounce,
     )
 
 
@@ -280,6 +289,7 @@ def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAI
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,
         windows=windows,
+        proxy=settings.llm.proxy,
     )
 
 

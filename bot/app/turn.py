@@ -113,7 +113,7 @@ def _build_turns(
     )
     return TurnRunner(
         overflow=OverflowRetry(parts.pipeline, compactor, keep=compaction.overflow_keep),
-        continuation=Continuation(chats.sessions, renewal),
+        continuation=Continuation(chats.sessions, renewal, parts.memory.notes, now),
         access=chats.access,
         locks=chats.locks,
         running=chats.running,
@@ -165,7 +165,7 @@ def build_commands(
                 model=model,
                 pipeline=parts.pipeline.describe(),
             ),
-            status.ShowContext(parts.sent, meter, access, model=model),
+            status.ShowContext(parts.sent, meter, access, sessions, model=model),
         ]
     )
 

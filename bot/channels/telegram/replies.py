@@ -2,8 +2,9 @@
 sends a `Document` as a file (sendDocument).
 
 Answering one message (`message_id`), it acknowledges it with a reaction when a turn starts
-(`reaction`, e.g. 👀; "" for none; a failure is logged at debug, and never waits long), and in a
-group (`threaded`) the first piece of each reply is a reply to it (sent even if it was deleted).
+(`reaction`, e.g. 👀; "" for none; a failure is logged at debug, and never waits long) and takes
+the reaction away once the first piece of the answer went out; in a group (`threaded`) the first
+piece of each reply is a reply to it (sent even if it was deleted).
 
 A piece whose entities Telegram cannot parse goes again as plain text; one Telegram finds too
 long is split in two (plain) and sent as both halves. Failures become `SendFailed`: permanent
@@ -31,6 +32,7 @@ from telegram.error import (
     TelegramError,
 )
 
+from bot.channels.telegram.budget import tight
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
 from bot.models import Document
@@ -66,6 +68,7 @@ class TelegramReplier:
         self.message_id = message_id
         self.threaded = threaded
         self.reaction = reaction
+        self._reacted = False  # the reaction is on the message: taken away after a sent piece
 
     def parts(self, text: str) -> Sequence[Chunk | Threaded]:
         chunks = render(text)
@@ -74,15 +77,22 @@ class TelegramReplier:
         return [Threaded(chunks[0], self.message_id), *chunks[1:]]
 
     async def acknowledge(self) -> None:
-        if not self.reaction or self.message_id is None:
-            return
+        if not self.reaction or self.message_id is None or tight(self.bot):
+            return  # with the budget tight, answers first (`budget`)
+        self._reacted = await self._react(self.reaction)
+
+    async def _react(self, reaction: str | None) -> bool:
+        """Set (or with None, remove) the bot's reaction on the message; whether it was."""
+        assert self.message_id is not None
         try:
             async with asyncio.timeout(ACKNOWLEDGE_TIMEOUT):
                 await self.bot.set_message_reaction(
-                    self.chat_id, self.message_id, reaction=self.reaction
+                    self.chat_id, self.message_id, reaction=reaction
                 )
         except (TelegramError, TimeoutError) as exc:
             log.debug("reaction_failed", error=type(exc).__name__, detail=str(exc)[:200])
+            return False
+        return True
 
     async def send_part(self, part: object) -> None:
         assert isinstance(part, Chunk | Threaded | Document)
@@ -101,6 +111,9 @@ class TelegramReplier:
             raise SendFailed(exc.message, permanent=True) from None
         except TelegramError as exc:  # network, 5xx, a token rejected mid-run: try again
             raise SendFailed(f"{type(exc).__name__}: {exc}", permanent=False) from None
+        if self._reacted:  # the answer is here: the reaction has said what it had to
+            self._reacted = False
+            await self._react(None)
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
@@ -164,9 +177,10 @@ class TelegramReplier:
     async def _keep_typing(self) -> None:
         while True:
             try:
-                await self.bot.send_chat_action(
-                    self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id
-                )
+                if not tight(self.bot):  # with the budget tight, answers first (`budget`)
+                    await self.bot.send_chat_action(
+                        self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id
+                    )
             except TelegramError as exc:
                 log.debug("typing_failed", detail=str(exc)[:200])
             await asyncio.sleep(self.typing_interval)
