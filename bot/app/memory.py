@@ -45,7 +45,7 @@ from bot.memory.recall.scoring import TopK
 from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
+from bot.storage.files import FileLocks, Locks
 from bot.storage.lines import LineReader
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
@@ -81,11 +81,17 @@ class Memory:
     reader: LineReader
     tokens: TokenCounter
     count: Callable[[str], int]  # `tokens.count`, cached: the prompt's lines repeat every turn
-    file_locks: FileLocks
+    file_locks: Locks
 
 
-def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], datetime]) -> Memory:
-    file_locks = FileLocks(workspace.locks_dir)
+def build_memory(
+    settings: Settings,
+    workspace: Workspace,
+    now: Callable[[], datetime],
+    *,
+    locks: Locks | None = None,  # default: `FileLocks` in the workspace (one host)
+) -> Memory:
+    file_locks = locks or FileLocks(workspace.locks_dir)
     working = WorkingMemory(
         workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
     )
@@ -147,7 +153,7 @@ def cached_count(count: Count) -> Count:
 def build_items_and_index(
     settings: Settings,
     workspace: Workspace,
-    locks: FileLocks,
+    locks: Locks,
     count: Count,
     now: Callable[[], datetime],
     *,

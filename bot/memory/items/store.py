@@ -42,16 +42,14 @@ from bot.memory.items.format import encode
 from bot.memory.items.rules import episodic_day
 from bot.memory.items.usage import MAX_PENDING, Pending, UsageMarks
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks, append_text, atomic_write_bytes, signature_of
+from bot.storage.files import Locks, append_text, atomic_write_bytes, signature_of
 from bot.storage.workspace import Workspace
 
 __all__ = ["ItemFile", "ItemStore"]
 
 
 class ItemStore:
-    def __init__(
-        self, workspace: Workspace, locks: FileLocks, *, max_marks: int = MAX_PENDING
-    ) -> None:
+    def __init__(self, workspace: Workspace, locks: Locks, *, max_marks: int = MAX_PENDING) -> None:
         self.workspace = workspace
         self.locks = locks
         self.max_marks = max_marks  # last-used marks waiting in memory at most (then flushed)
