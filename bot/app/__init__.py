@@ -10,6 +10,7 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.app.conversation import (
+    Compaction,
     build_compaction,
     build_context,
     build_lightrag,
@@ -22,6 +23,7 @@ from bot.app.reminders import attach, build_reminders, with_prompt
 from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
+from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -31,6 +33,7 @@ from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
+from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
@@ -40,6 +43,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
+from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
@@ -113,22 +117,9 @@ def build_app(
     )
     sent = LastRequests()
     context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
-    pipeline = build_pipeline(
-        settings,
-        sessions,
-        core.llm,
-        context,
-        recall,
-        core.consolidator,
-        compaction,
-        now,
-        workspace=workspace,
-        writer=writer,
-        lightrag=lightrag,
-        tools=tools,
-        sent=sent,
+    pipeline = with_prompt(
+        reminders, _build_pipeline(settings, core, context, compaction, now, lightrag, tools, sent)
     )
-    pipeline = with_prompt(reminders, pipeline)
     transcriber = build_transcriber(settings, api_key)
     parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
@@ -151,6 +142,33 @@ def build_app(
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services=services, recall=recall)
+
+
+def _build_pipeline(
+    settings: Settings,
+    core: _Core,
+    context: ContextBuilding,
+    compaction: Compaction,
+    now: Callable[[], datetime],
+    lightrag: LightRagBackend | None,
+    tools: ToolRegistry,
+    sent: LastRequests,
+) -> Pipeline:
+    return build_pipeline(
+        settings,
+        core.sessions,
+        core.llm,
+        context,
+        core.recall,
+        core.consolidator,
+        compaction,
+        now,
+        workspace=core.workspace,
+        writer=core.writer,
+        lightrag=lightrag,
+        tools=tools,
+        sent=sent,
+    )
 
 
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
