@@ -42,18 +42,24 @@ RUN if [ "${EMBEDDER}" = "1" ]; then lock=requirements-embedder.lock; \
 COPY pyproject.toml README.md ./
 COPY config/ ./config/
 COPY bot/ ./bot/
-RUN pip install --no-deps -e . \
+RUN pip install -qq --no-deps -e . \
  && mkdir -p /app/workspace \
  && chown "${UID}:${GID}" /app/workspace
 
 ENV BOT_WORKSPACE=/app/workspace
+# A token Telegram rejects is not fixed by a restart: the bot says so once (its log, and
+# `docker compose ps` / `python -m bot health`: unhealthy, with the reason) and waits, rather
+# than exiting into `restart: unless-stopped`'s loop.
+ENV MNEMO_ON_FATAL=wait
 VOLUME ["/app/workspace"]
 
 # Numeric, so runtimes can verify it is not root.
 USER ${UID}:${GID}
 
 # Alive and polling: the bot touches state/heartbeat after every poll (no network call here).
-HEALTHCHECK --interval=60s --timeout=15s --start-period=60s --retries=3 \
+# Every 5 s while starting (the first 60 s; Docker >= 25), so "healthy" comes with the first
+# poll rather than a minute later; then every 60 s (each check starts a Python process).
+HEALTHCHECK --interval=60s --timeout=15s --start-period=60s --start-interval=5s --retries=3 \
     CMD ["python", "-m", "bot", "health"]
 
 CMD ["python", "-m", "bot", "run"]

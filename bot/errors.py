@@ -48,6 +48,10 @@ class StartupError(MnemoError):
     pass
 
 
+class TokenRejected(StartupError):
+    """Telegram refused the bot token (revoked, or never valid): no restart fixes it."""
+
+
 class StorageError(MnemoError):
     pass
 

@@ -43,6 +43,7 @@ class Inbound:
     message_id: int | None = None
     reply_to_message_id: int | None = None
     user_name: str | None = None
+    user_display_name: str | None = None  # the person as others read it: "Ann Lee (@ann)"
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
     attachments: tuple[Attachment, ...] = ()
     kind: InboundKind = "message"  # not "message": made by the scheduler, never said by anyone

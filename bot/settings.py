@@ -9,9 +9,11 @@ import json
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -57,9 +59,28 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _proxy(value: str | None) -> str | None:
+    """A proxy URL, `http://`, `https://`, `socks5://` or `socks5h://` (user:password@ may
+    come before the host); "" for none."""
+    if value is None or not value.strip():
+        return None
+    url = urlsplit(value.strip())
+    if url.scheme not in PROXY_SCHEMES or not url.hostname:
+        raise ValueError(
+            "not a proxy URL: it is http://, https://, socks5:// or socks5h:// then host:port, "
+            "e.g. socks5://127.0.0.1:1080"
+        )
+    return value.strip()
+
+
+PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+Proxy = Annotated[str | None, AfterValidator(_proxy)]
+
+
 class TelegramSettings(_Section):
     token: SecretStr | None = None
     base_url: str = "https://api.telegram.org/bot"
+    proxy: Proxy = None  # every Bot API request through it (bot.channels.telegram)
     owner_ids: UserIds = ()
     allowed_user_ids: UserIds = ()
     pairing: bool = True  # strangers get a code an owner approves with /pair (bot.turn.door)
@@ -78,6 +99,7 @@ class TelegramSettings(_Section):
 class LLMSettings(_Section):
     base_url: str = "https://api.openai.com/v1"
     api_key: SecretStr | None = None
+    proxy: Proxy = None  # the model's and the transcription service's requests through it
     model: str = "gpt-4o-mini"
     fast_model: str | None = None  # summaries and consolidation; the main model when unset
     # seconds (answers are streamed, bot.llm.stream): to the first piece of an answer (the
@@ -295,4 +317,7 @@ def secret_values(settings: Settings) -> tuple[str, ...]:
         rag.lightrag_api_key,
         settings.media.transcription_api_key,
     )
-    return tuple(v.get_secret_value() for v in values if v is not None and v.get_secret_value())
+    found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+    proxies = (settings.telegram.proxy, settings.llm.proxy)
+    found += [p for url in proxies if url and (p := urlsplit(url).password)]  # user:password@
+    return tuple(found)

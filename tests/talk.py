@@ -193,14 +193,14 @@ def relevant_hits(section: str) -> list[ShownHit]:
 
 def session(workspace: Path, key: str = f"telegram:{OWNER}") -> dict[str, Any]:
     """The saved session document of `key` (the owner's private chat by default)."""
-    path = workspace / "sessions" / f"{key.replace(':', '%3A')}.json"
+    path = workspace / "sessions" / f"{key.replace(':', '_')}.json"
     document: dict[str, Any] = json.loads(path.read_text())
     return document
 
 
 def new_conversation(workspace: Path, key: str = f"telegram:{OWNER}") -> None:
     """The chat's conversation gone (as after /new): memory is all that holds it now."""
-    (workspace / "sessions" / f"{key.replace(':', '%3A')}.json").unlink()
+    (workspace / "sessions" / f"{key.replace(':', '_')}.json").unlink()
 
 
 def write(root: Path, name: str, text: str | bytes) -> Path:
@@ -223,7 +223,7 @@ def write_session(
 ) -> Path:
     """Save a session document by hand (as an older or crashed process left it): `messages`
     are written as given, raw JSON, so they may be anything."""
-    path = workspace / "sessions" / f"{key.replace(':', '%3A')}.json"
+    path = workspace / "sessions" / f"{key.replace(':', '_')}.json"
     document = {
         "version": 1,
         "key": key,

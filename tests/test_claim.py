@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from bot.app import App, build_app
+from bot.cli.doctor import check_owners
 from bot.turn.door import CLAIM_PRIVATE, CLAIM_WRONG, CLAIMED, OWNED, PLACEHOLDER_LOG, UNCLAIMED
 from bot.turn.pairing import ALPHABET, PLACEHOLDER_OWNER, Owners, owners
 from tests.fakes.openai_api import FakeOpenAI, Reply
@@ -22,9 +24,11 @@ from tests.harness import (
     API_KEY,
     FRIEND,
     OWNER,
+    REPO,
     STRANGER,
     bot_env,
     make_settings,
+    run_bot_command,
     start_bot_process,
 )
 from tests.talk import RecordingReplier, message
@@ -146,7 +150,8 @@ async def test_a_claim_in_a_group_or_with_a_wrong_code_is_refused(
     wrong = await say(app, "/claim", user=OWNER)
 
     assert (in_group, wrong) == ([CLAIM_PRIVATE], [CLAIM_WRONG])
-    assert not (workspace / "state" / "paired.json").exists()
+    stored = json.loads((workspace / "state" / "paired.json").read_text())
+    assert stored["owners"] == [] and stored["claim_code"] == code.replace("-", "")
     assert not app.router.access.is_owner(OWNER)
 
 
@@ -174,7 +179,10 @@ async def test_the_example_owner_id_is_nobody_and_the_log_says_so(
         code = _claim_code(logs)
         assert PLACEHOLDER_LOG in [e["event"] for e in logs]
         assert not app.router.access.allows(PLACEHOLDER_OWNER)
-        assert owners((PLACEHOLDER_OWNER,), workspace) == _owners((), (), placeholder=True)
+        kept = code.replace("-", "")
+        assert owners((PLACEHOLDER_OWNER,), workspace) == _owners(
+            (), (), placeholder=True, claim_code=kept
+        )
         await say(app, f"/claim {code}", user=OWNER)
         assert owners((PLACEHOLDER_OWNER,), workspace) == _owners((), (OWNER,), placeholder=True)
         assert owners((FRIEND,), workspace).any
@@ -183,5 +191,82 @@ async def test_the_example_owner_id_is_nobody_and_the_log_says_so(
         await app.aclose()
 
 
-def _owners(configured: tuple[int, ...], claimed: tuple[int, ...], *, placeholder: bool) -> Owners:
-    return Owners(configured, claimed, placeholder=placeholder)
+def _owners(
+    configured: tuple[int, ...],
+    claimed: tuple[int, ...],
+    *,
+    placeholder: bool,
+    claim_code: str | None = None,
+) -> Owners:
+    return Owners(configured, claimed, placeholder=placeholder, claim_code=claim_code)
+
+
+async def test_the_claim_code_is_kept_until_used_and_pair_list_and_doctor_show_it(
+    unowned: tuple[App, str], workspace: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    app, code = unowned
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, owner_ids=())
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
+        "BOT_WORKSPACE": str(workspace),
+        "BOT_TELEGRAM__OWNER_IDS": "[]",
+    }
+
+    restarted = build_app(settings, api_key=API_KEY)
+    with capture_logs() as logs:
+        await restarted.start()
+    await restarted.aclose()
+    listed = await run_bot_command(env, tmp_path, "pair", "list", within=30)
+    found = await check_owners(settings)
+
+    assert _claim_code(logs) == code  # the same code after a restart
+    assert listed == (0, f"No owner yet: send /claim {code} to your bot in a private chat.\n"
+                         "No requests are waiting.\nNobody is paired yet.\n")  # fmt: skip
+    assert found.level == "warn" and f"send /claim {code} to your bot" in found.text
+    await say(app, f"/claim {code}", user=OWNER)
+    assert "claim_code" not in json.loads((workspace / "state" / "paired.json").read_text())
+    after = await run_bot_command(env, tmp_path, "pair", "list", within=30)
+    assert after == (0, "No requests are waiting.\nNobody is paired yet.\n")
+
+
+async def test_pair_list_makes_the_code_before_the_bot_ever_ran(
+    workspace: Path, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
+        "BOT_WORKSPACE": str(workspace),
+        "BOT_TELEGRAM__OWNER_IDS": "[]",
+    }
+    code, listed = await run_bot_command(env, tmp_path, "pair", "list", within=30)
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, owner_ids=())
+    app = build_app(settings, api_key=API_KEY)
+    with capture_logs() as logs:
+        await app.start()
+    await app.aclose()
+
+    assert code == 0
+    assert f"send /claim {_claim_code(logs)} to your bot" in listed
+
+
+async def test_the_message_sent_before_claiming_is_answered_once_claimed(
+    unowned: tuple[App, str], fake_openai: FakeOpenAI
+) -> None:
+    app, code = unowned
+    fake_openai.script(Reply("It is sunny."))
+
+    before = await say(app, "what's the weather like?", user=OWNER)
+    again = await say(app, "hello?", user=OWNER)
+    claimed = await say(app, f"/claim {code}", user=OWNER)
+
+    assert before == [UNCLAIMED.format(user_id=OWNER)] and again == []
+    assert claimed == [CLAIMED.format(user_id=OWNER), "It is sunny."]
+    assert fake_openai.calls == 1
+    assert fake_openai.requests[-1]["messages"][-1]["content"] == "hello?"  # the last one sent
+    assert await say(app, f"/claim {code}", user=OWNER) == [OWNED]  # answered once only
+    assert fake_openai.calls == 1

@@ -63,7 +63,7 @@ def bot(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
 
 def hits(output: str) -> list[str]:
     """The citations of `search`'s output, in order."""
-    return re.findall(r"^\d+\. (\S+)  score \d\.\d{4}  \w+  \d{4}-\d\d-\d\d$", output, re.M)
+    return re.findall(r"^\d+\. (\S+) · [\w -]+ · \d{4}-\d\d-\d\d$", output, re.M)
 
 
 def test_search_shows_global_memory_by_default_and_one_chat_with_chat(workspace: Path) -> None:
@@ -154,3 +154,22 @@ def test_a_missing_model_or_key_is_named(workspace: Path) -> None:
     assert model.stderr.startswith("error: BOT_RAG__MODEL2VEC_PATH ")
     assert key.returncode == 2
     assert key.stderr.startswith("error: BOT_RAG__EMBEDDING_API_KEY (or BOT_LLM__API_KEY)")
+
+
+def test_search_reads_like_an_answer_and_nothing_else_reaches_the_terminal(
+    workspace: Path,
+) -> None:
+    write(workspace, "MEMORY.md", "# Home\nThe spare key is under the blue pot.\n")
+    write(workspace, "2026-11-22.md", "[08:00] User: where is the spare key?\n")
+
+    found = bot(workspace, "memory", "search", "Where is the spare key?")
+
+    assert found.returncode == 0, found.stderr
+    assert found.stderr == ""  # no log line (they go to logs/cli.log)
+    assert "index_opened" in (workspace / "logs" / "cli.log").read_text(encoding="utf-8")
+    assert hits(found.stdout)[0] == "MEMORY.md#L1-L2"
+    assert hits(found.stdout)[-1] == "2026-11-22.md#L1-L1"  # the question itself comes last
+    assert found.stdout.startswith("1. MEMORY.md#L1-L2 · long-term memory · "), found.stdout
+    assert "\n   The spare key is under the blue pot.\n" in found.stdout
+    assert "score" not in found.stdout
+    assert not re.search(r"\b0\.\d{3,}", found.stdout)  # no fused scores

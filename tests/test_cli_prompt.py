@@ -91,4 +91,4 @@ def test_without_a_known_chat_it_lists_the_chats(workspace: Path) -> None:
     assert unknown.returncode == 1
     assert "no conversation for the chat 'telegram:424242'" in unknown.stderr
     assert f"chats: {GROUP_CHAT}, {OWNER_CHAT}" in unknown.stderr
-    assert not (workspace / "sessions" / "telegram%3A424242.json").exists()
+    assert not (workspace / "sessions" / "telegram_424242.json").exists()

@@ -18,7 +18,7 @@ from tests.talk import RecordingReplier, conversation, message, system_text
 from tests.talk import say as say_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
-SESSION = f"sessions/telegram%3A{OWNER}.json"
+SESSION = f"sessions/telegram_{OWNER}.json"
 say = partial(say_at, at=NOW)  # every message arrives at NOW
 
 

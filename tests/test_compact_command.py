@@ -92,7 +92,7 @@ async def test_compact_with_a_bad_count_shows_the_usage(
     app: App, fake_openai: FakeOpenAI, workspace: Path, args: str
 ) -> None:
     await talk(app, fake_openai, 3)
-    before = (workspace / "sessions").joinpath("telegram%3A1001.json").read_bytes()
+    before = (workspace / "sessions").joinpath("telegram_1001.json").read_bytes()
 
     [reply] = await say(app, f"/compact {args}")
 
@@ -101,7 +101,7 @@ async def test_compact_with_a_bad_count_shows_the_usage(
         "number; 4 when left out)."
     )
     assert fake_openai.calls == 3
-    assert (workspace / "sessions").joinpath("telegram%3A1001.json").read_bytes() == before
+    assert (workspace / "sessions").joinpath("telegram_1001.json").read_bytes() == before
 
 
 async def test_compact_with_nothing_to_compact_says_so(

@@ -290,6 +290,6 @@ async def test_in_a_group_the_checkpoint_goes_to_the_chat_history_only(
 
     assert "[checkpoint]" in (workspace / "memory" / GROUP_DIR / "HISTORY.md").read_text()
     assert not (workspace / "memory" / "HISTORY.md").exists()
-    archived = list((workspace / "sessions" / "archive").glob(f"telegram%3A{GROUP}-*.json"))
+    archived = list((workspace / "sessions" / "archive").glob(f"telegram_{GROUP}-*.json"))
     assert len(archived) == 1 and "group secret" in archived[0].read_text()
     assert session(workspace, f"telegram:{GROUP}")["compactions"] == 1

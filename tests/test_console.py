@@ -41,7 +41,7 @@ async def test_each_line_is_a_turn_and_the_reply_is_printed(
     assert out.index("mnemo> Hi there!") < out.index("mnemo> Fine, thanks.")
     assert out.count("you> ") == 4  # three lines (one blank) and the end of input
     assert [r["messages"][-1]["content"] for r in fake_openai.requests] == ["hello", "how are you?"]
-    session = json.loads((workspace / "sessions" / "console%3A0.json").read_text())
+    session = json.loads((workspace / "sessions" / "console_0.json").read_text())
     assert [m["content"] for m in session["messages"]] == [
         "hello",
         "Hi there!",

@@ -635,7 +635,7 @@ async def test_the_part_consolidation_cuts_is_archived_whole(
     await talk(app, fake_openai, 1, 4, answer())
     await settle(app)
 
-    [archived] = (workspace / "sessions" / "archive").glob(f"telegram%3A{OWNER}-*.json")
+    [archived] = (workspace / "sessions" / "archive").glob(f"telegram_{OWNER}-*.json")
     kept = json.loads(archived.read_text())
     assert [m["content"] for m in kept["messages"]] == ["m1", "r1", "m2", "r2", "m3", "r3"]
 

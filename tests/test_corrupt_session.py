@@ -15,7 +15,7 @@ from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, make_settings, running_bot
 from tests.talk import conversation, say, session, system_text
 
-SESSION = f"telegram%3A{OWNER}.json"
+SESSION = f"telegram_{OWNER}.json"
 DAMAGED = {
     "truncated": b'{"version": 1, "key": "telegram:1001", "messages": [{"role": "us',
     "not utf-8": b'{"version": 1, "messages": ["\xff\xfe"]}',

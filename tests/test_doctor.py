@@ -20,7 +20,7 @@ from bot.settings import LLMSettings, RagSettings, Settings, TelegramSettings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from tests.fakes.lightrag_api import FakeLightRag
-from tests.fakes.openai_api import Fail, FakeOpenAI, Reply
+from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, image_parts
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import (
     REPO,
@@ -62,7 +62,7 @@ async def run_doctor(settings: Settings, capsys: pytest.CaptureFixture[str]) -> 
     said = capsys.readouterr().out.splitlines()
     lines = [line for line in said if line[:6] in ("ok    ", "warn  ", "FAIL  ")]  # no log lines
     found = {line[6:].split(":", 1)[0]: line for line in lines}
-    assert len(found) == len(lines) == 6, lines
+    assert len(found) == len(lines) == 8, lines
     return found | {"exit": str(code)}
 
 
@@ -321,10 +321,14 @@ async def test_the_command_exits_non_zero_on_a_failure_only(
 
     good, said = await run_bot_command(env, tmp_path, "doctor")
     env["BOT_LLM__API_KEY"] = "sk-not-it-0000000000"
-    bad, _ = await run_bot_command(env, tmp_path, "doctor")
+    bad, told = await run_bot_command(env, tmp_path, "doctor")
 
     assert (good, bad) == (0, 1), said
     assert "warn  owners:" in said
+    for output in (said, told):  # doctor's own lines only: no log line (llm_error …) among them
+        assert [line[:6] in ("ok    ", "warn  ", "FAIL  ") for line in output.splitlines()] == [
+            True
+        ] * 8, output
 
 
 # ----------------------------------------------------------------------------- health
@@ -416,3 +420,115 @@ async def test_an_embeddings_endpoint_is_used_and_named(
     assert found["embedder"].startswith("ok    embedder: openai:text-embedding-3-small (")
     assert [r["input"] for r in strict_openai.embedding_requests] == [["doctor"]]
     assert KEY not in found["embedder"]
+
+
+# ----------------------------------------------------------------------------- model name, media
+
+
+async def test_an_empty_model_name_fails(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = settings_for(workspace, fake_telegram, strict_openai, llm={"model": " "})
+
+    found = await run_doctor(settings, capsys)
+
+    assert found["model"] == (
+        "FAIL  model: BOT_LLM__MODEL is empty: set the model's name, e.g. gpt-4o-mini"
+    )
+    assert found["exit"] == "1"
+
+
+async def test_transcription_hears_a_test_recording(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    strict_openai.transcribe("")
+    settings = settings_for(workspace, fake_telegram, strict_openai)
+
+    found = await run_doctor(settings, capsys)
+
+    assert found["transcription"] == (
+        f"ok    transcription: whisper-1 heard a test recording at {strict_openai.base_url}"
+    )
+    (asked,) = strict_openai.transcription_requests
+    assert asked["model"] == "whisper-1"
+
+
+async def test_a_transcription_service_that_fails_is_a_warning_that_says_what_to_set(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    strict_openai.transcribe(Fail(404, "no such model", code="model_not_found"))
+    settings = settings_for(workspace, fake_telegram, strict_openai)
+
+    found = await run_doctor(settings, capsys)
+
+    assert found["transcription"].startswith(
+        f"warn  transcription: whisper-1 at {strict_openai.base_url}: the transcription service "
+        "has no such endpoint or model (HTTP 404); voice notes will not be heard"
+    )
+    assert "BOT_MEDIA__TRANSCRIPTION_MODEL= (empty) turns voice notes off" in found["transcription"]
+    assert found["exit"] == "0"
+
+
+async def test_transcription_turned_off_is_said(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = settings_for(workspace, fake_telegram, strict_openai)
+    media = settings.media.model_copy(update={"transcription_model": ""})
+
+    found = await run_doctor(settings.model_copy(update={"media": media}), capsys)
+
+    assert found["transcription"].startswith("ok    transcription: off (")
+    assert strict_openai.transcription_requests == []
+
+
+async def test_vision_shows_the_model_a_picture_or_says_it_is_off(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = settings_for(workspace, fake_telegram, strict_openai)
+    seeing = settings.model_copy(
+        update={"media": settings.media.model_copy(update={"vision": True})}
+    )
+
+    off = await run_doctor(settings, capsys)
+    on = await run_doctor(seeing, capsys)
+
+    assert off["vision"].startswith("ok    vision: off: fake-model is not said to read images")
+    assert on["vision"] == (
+        "ok    vision: fake-model was shown a picture and answered (BOT_MEDIA__VISION)"
+    )
+    ((_, url),) = image_parts(strict_openai.last_request)
+    assert url.startswith("data:image/png;base64,")
+
+
+async def test_a_model_that_refuses_a_picture_is_a_warning(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    strict_openai.script(Reply("OK"), Fail(400, "image input is not supported"))
+    settings = settings_for(workspace, fake_telegram, strict_openai)
+    seeing = settings.model_copy(
+        update={"media": settings.media.model_copy(update={"vision": True})}
+    )
+
+    found = await run_doctor(seeing, capsys)
+
+    assert found["vision"].startswith("warn  vision: fake-model refused a picture (")
+    assert found["vision"].endswith("set BOT_MEDIA__VISION=false if it does not read images")
+    assert found["exit"] == "0"

@@ -8,7 +8,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from bot.storage.workspace import encode_key
+from bot.storage.workspace import file_key
 from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import API_KEY, OWNER, bot_env, start_bot_process
@@ -47,7 +47,7 @@ async def test_kill_9_mid_turn_then_restart_answers_the_message(
     assert reply.text == "sorry for the wait: here it is"
     assert fake_openai.requests[-1]["messages"][-1]["content"] == "please remember my parcel"
     assert list((workspace / "state" / "inbox").glob("*.json")) == []
-    session_file = workspace / "sessions" / f"{encode_key(f'telegram:{OWNER}')}.json"
+    session_file = workspace / "sessions" / f"{file_key(f'telegram:{OWNER}')}.json"
     contents = [m["content"] for m in json.loads(session_file.read_text())["messages"]]
     assert contents == ["please remember my parcel", "sorry for the wait: here it is"]
 

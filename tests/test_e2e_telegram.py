@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.storage.workspace import encode_key
+from bot.storage.workspace import file_key
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import FRIEND, OWNER, STRANGER, make_settings, running_bot
@@ -122,7 +122,7 @@ async def test_model_error_is_a_short_message_and_the_session_stays(
         _, error = await fake_telegram.wait_for_messages(OWNER, 2)
     assert "overloaded or failing" in error.text
     assert "exploded" not in error.text
-    session_file = workspace / "sessions" / f"{encode_key(f'telegram:{OWNER}')}.json"
+    session_file = workspace / "sessions" / f"{file_key(f'telegram:{OWNER}')}.json"
     session = json.loads(session_file.read_text())
     assert [m["content"] for m in session["messages"]] == ["one", "first answer"]
 
@@ -143,7 +143,7 @@ async def test_stop_jumps_the_chat_queue_and_cancels_the_running_turn(
     assert stopped.text == "Stopped."
     assert answer.text == "after stop"
     assert list((workspace / "state" / "inbox").glob("*.json")) == []
-    session_file = workspace / "sessions" / f"{encode_key(f'telegram:{OWNER}')}.json"
+    session_file = workspace / "sessions" / f"{file_key(f'telegram:{OWNER}')}.json"
     contents = [m["content"] for m in json.loads(session_file.read_text())["messages"]]
     assert contents == ["next question", "after stop"]
 
@@ -152,7 +152,7 @@ async def test_session_file_is_valid_json_after_every_step(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
 ) -> None:
     workspace = tmp_path / "ws"
-    session_file = workspace / "sessions" / f"{encode_key(f'telegram:{OWNER}')}.json"
+    session_file = workspace / "sessions" / f"{file_key(f'telegram:{OWNER}')}.json"
     seen: list[int] = []
 
     def answer(request: dict[str, object]) -> Reply:

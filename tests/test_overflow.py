@@ -115,10 +115,10 @@ async def test_with_compaction_off_an_overflow_is_not_retried(
     settings = small_window_settings(workspace, tmp_path, fake_openai, enabled=False)
     async with started_app(settings) as app:
         await talk(app, fake_openai)
-        before = (workspace / "sessions" / "telegram%3A1001.json").read_bytes()
+        before = (workspace / "sessions" / "telegram_1001.json").read_bytes()
         fake_openai.script(ContextOverflow())
 
         assert await say(app, "q4") == [TOO_LONG]
 
-    assert (workspace / "sessions" / "telegram%3A1001.json").read_bytes() == before
+    assert (workspace / "sessions" / "telegram_1001.json").read_bytes() == before
     assert inbox(workspace) == []

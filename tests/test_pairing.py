@@ -42,7 +42,7 @@ from tests.harness import (
 from tests.talk import RecordingReplier, message
 
 START = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
-CODE = re.compile(rf"pairing code: ([{ALPHABET}]{{8}})")
+CODE = re.compile(rf"pairing code: ([{ALPHABET}]{{4}}-[{ALPHABET}]{{4}})")
 MakeApp = Callable[..., Awaitable[App]]  # make_app(pairing=...)
 
 
@@ -154,7 +154,11 @@ async def test_a_stranger_gets_one_notice_however_much_they_send_and_the_owner_i
     assert not list((workspace / "memory").glob(f"**/*{STRANGER}*"))
     assert list((workspace / "state" / "inbox").iterdir()) == []
     pending = roster(workspace)["pending"][0]
-    assert (pending["code"], pending["user_id"], pending["name"]) == (code, STRANGER, "Bob")
+    assert (pending["code"], pending["user_id"], pending["name"]) == (
+        code.replace("-", ""),
+        STRANGER,
+        "Bob",
+    )
 
 
 async def test_pair_lets_them_in_tells_them_and_holds_after_a_restart(
@@ -194,7 +198,7 @@ async def test_a_wrong_code_is_refused_and_lets_nobody_in(
 
     await send(app, chats, "/pair ABCD-2345", user=OWNER)
 
-    assert chats.sent(OWNER)[-1] == UNKNOWN_CODE.format(code="ABCD2345")
+    assert chats.sent(OWNER)[-1] == UNKNOWN_CODE.format(code="ABCD-2345")
     assert roster(workspace)["paired"] == []
     assert not app.router.access.allows(STRANGER)
 
@@ -356,6 +360,46 @@ async def test_pair_approve_from_a_shell_lets_them_in_while_the_bot_runs(
     await send(app, chats, "am I in?", user=STRANGER)  # the running app reads the file afresh
 
     assert listed[0] == 0 and f"/pair {code}" in listed[1]
-    assert wrong[0] == 1 and UNKNOWN_CODE.format(code="ZZZZ2222") in wrong[1]
+    assert wrong[0] == 1 and UNKNOWN_CODE.format(code="ZZZZ-2222") in wrong[1]
     assert approved[0] == 0 and f"(id {STRANGER}) can talk to me now" in approved[1]
     assert chats.sent(STRANGER)[-1] == "hello"
+
+
+# ----------------------------------------------------------------------------- /start, names
+
+
+async def test_start_sends_a_waiting_stranger_their_code_again_but_not_too_often(
+    app: App, chats: Chats, clock: Clock
+) -> None:
+    code = await ask(app, chats, STRANGER)
+    await send(app, chats, "/start", user=STRANGER)  # the notice is fresh: nothing yet
+    clock.at = START + timedelta(minutes=10)
+
+    await send(app, chats, "/start", user=STRANGER)
+    await send(app, chats, "/start", user=STRANGER)  # again at once: rate-limited
+    clock.at = START + timedelta(minutes=16)
+    await send(app, chats, "/start", user=STRANGER)
+    await send(app, chats, "still there?", user=STRANGER)  # not /start: silence as before
+
+    sent = chats.sent(STRANGER)
+    assert len(sent) == 3, sent
+    assert [CODE.findall(text) for text in sent] == [[code]] * 3
+    assert "(valid for 50 min)" in sent[1] and "(valid for 44 min)" in sent[2]
+    assert len(chats.sent(OWNER)) == 1  # the owner was told once
+
+
+async def test_the_owner_reads_the_persons_name_and_one_code_shape(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
+    async with running_bot(settings, fake_telegram):
+        fake_telegram.push_text(
+            STRANGER, STRANGER, "hello", first_name="Bob Stone", username="bobby"
+        )
+        [notice] = await fake_telegram.wait_for_messages(STRANGER, 1)
+        told = await fake_telegram.wait_for_messages(OWNER, 1)
+
+    found = CODE.search(notice.text)
+    assert found
+    assert told[0].text.startswith(f"Bob Stone (@bobby) (Telegram id {STRANGER}) asks")
+    assert f"/pair {found.group(1)}\n" in told[0].text  # K7M3-Q9XP, as the claim code is shown

@@ -7,9 +7,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from structlog.testing import capture_logs
+
 from bot.models import ChatMessage, Session, SessionMarks, ToolCall
 from bot.storage.sessions import SessionStore, decode_session, encode_session
-from bot.storage.workspace import Workspace, decode_key, encode_key
+from bot.storage.workspace import Workspace, decode_key, encode_key, file_key, key_of_file
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 
@@ -48,7 +50,7 @@ async def test_session_round_trips_with_tool_calls(tmp_path: Path) -> None:
         marks=SessionMarks(last_inbound="telegram:update:5"),
     )
     await sessions.save(session)
-    path = tmp_path / "sessions" / f"{encode_key(session.key)}.json"
+    path = tmp_path / "sessions" / f"{file_key(session.key)}.json"
     assert json.loads(path.read_text())["version"] == 1
     assert await sessions.load(session.key) == session
 
@@ -60,7 +62,7 @@ async def test_missing_session_is_fresh(tmp_path: Path) -> None:
 
 async def test_corrupt_session_is_moved_aside_and_a_fresh_one_starts(tmp_path: Path) -> None:
     sessions = store(tmp_path)
-    path = tmp_path / "sessions" / f"{encode_key('telegram:1')}.json"
+    path = tmp_path / "sessions" / f"{file_key('telegram:1')}.json"
     path.write_text('{"version": 1, "messages": [')
     session = await sessions.load("telegram:1")
     assert session.messages == ()
@@ -111,7 +113,7 @@ async def test_nothing_set_aside_is_ever_overwritten(tmp_path: Path) -> None:
         )
         await sessions.archive("telegram:1")
     for damage in ("{", "[1]"):
-        (tmp_path / "sessions" / f"{encode_key('telegram:1')}.json").write_text(damage)
+        (tmp_path / "sessions" / f"{file_key('telegram:1')}.json").write_text(damage)
         await sessions.load("telegram:1")
     archived = sorted(p.read_text() for p in (tmp_path / "sessions" / "archive").iterdir())
     assert len(archived) == 2
@@ -153,10 +155,72 @@ async def test_a_session_changed_on_disk_is_read_again(tmp_path: Path) -> None:
     session = Session(key="telegram:1", messages=(said,), created_at=NOW, updated_at=NOW)
     await sessions.save(session)
     assert await sessions.load("telegram:1") == session  # kept from the save
-    path = tmp_path / "sessions" / f"{encode_key(session.key)}.json"
+    path = tmp_path / "sessions" / f"{file_key(session.key)}.json"
 
     rewritten = replace(session, messages=(replace(said, content="my code was forgotten"),))
     path.write_text(encode_session(rewritten))  # another writer: a forget, by hand
     assert (await sessions.load("telegram:1")).messages == rewritten.messages
     path.unlink()
     assert (await sessions.load("telegram:1")).messages == ()
+
+
+async def test_an_empty_answer_is_saved_as_one_and_read_back_without_repair(
+    tmp_path: Path,
+) -> None:
+    sessions = store(tmp_path)
+    session = replace(
+        sessions.fresh("telegram:42"),
+        messages=(
+            ChatMessage(role="user", content="hi", at=NOW),
+            ChatMessage(role="assistant", content=None, at=NOW),  # the model said nothing
+        ),
+    )
+    await sessions.save(session)
+
+    with capture_logs() as logs:
+        loaded = await store(tmp_path).load("telegram:42")  # a restart reads the file
+
+    assert [e["event"] for e in logs if e["event"] == "session_repaired"] == []
+    assert [(m.role, m.content) for m in loaded.messages] == [("user", "hi"), ("assistant", "")]
+
+
+def test_session_file_names_are_readable_and_round_trip() -> None:
+    expected = {
+        "telegram:42": "telegram_42",
+        "telegram:-1001234567890": "telegram_-1001234567890",  # a group
+        "telegram:-100123:77": "telegram_-100123_77",  # a forum topic
+        "console:0": "console_0",
+        "odd_key:a/b%c": "odd%5Fkey_a%2Fb%25c",
+    }
+    for key, name in expected.items():
+        assert file_key(key) == name
+        assert key_of_file(name) == key
+        assert key_of_file(encode_key(key)) == key  # an older name is still read
+
+
+async def test_old_session_file_names_are_renamed_at_start_and_still_read(
+    tmp_path: Path,
+) -> None:
+    session = Session(
+        key="telegram:-100123:7",
+        messages=(ChatMessage(role="user", content="topic seven", at=NOW),),
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    old = tmp_path / "sessions" / "telegram%3A-100123%3A7.json"
+    old_archive = tmp_path / "sessions" / "archive" / "telegram%3A-100123%3A7-20261120T0900.json"
+    old_archive.parent.mkdir(parents=True)
+    old.write_text(encode_session(session))
+    old_archive.write_text(encode_session(session))
+
+    sessions = store(tmp_path)  # Workspace.ensure(), as at every start
+    loaded = await sessions.load("telegram:-100123:7")
+
+    assert sorted(p.name for p in (tmp_path / "sessions").glob("*.json")) == [
+        "telegram_-100123_7.json"
+    ]
+    assert [p.name for p in Workspace(tmp_path).archived_session_paths(session.key)] == [
+        "telegram_-100123_7-20261120T0900.json"
+    ]
+    assert sessions.keys() == ["telegram:-100123:7"]
+    assert [m.content for m in loaded.messages] == ["topic seven"]

@@ -35,7 +35,7 @@ def in_group(telegram: FakeTelegram, user: int, name: str, text: str) -> int:
     return message_id(telegram, update)
 
 
-async def test_a_turn_starts_with_a_reaction_on_the_message(
+async def test_a_turn_starts_with_a_reaction_that_goes_once_the_answer_is_sent(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.script(Reply("Hello!"))
@@ -46,8 +46,10 @@ async def test_a_turn_starts_with_a_reaction_on_the_message(
         fake_telegram.push_text(OWNER, OWNER, "/status")
         await fake_telegram.wait_for_messages(OWNER, 2)
 
-    assert fake_telegram.reactions(OWNER, asked) == EYES
-    assert len(fake_telegram.calls_to("setMessageReaction")) == 1  # not for /status
+    set_, removed = fake_telegram.calls_to("setMessageReaction")  # none for /status
+    assert set_.params["message_id"] == removed.params["message_id"] == asked
+    assert "👀" in str(set_.params["reaction"]) and not removed.params.get("reaction")
+    assert fake_telegram.reactions(OWNER, asked) == []  # gone once "Hello!" was sent
 
 
 async def test_no_reaction_when_it_is_turned_off(
@@ -96,7 +98,8 @@ async def test_in_a_group_the_model_sees_names_and_chatter_and_the_reply_is_thre
     context = system_text(request)
     assert "\nAnn: lunch at noon?\nBob: I'll bring pizza\n" in context
     assert "hello everyone" not in context  # a stranger's chatter is never kept
-    assert fake_telegram.reactions(GROUP, asked) == EYES
+    assert fake_telegram.reactions(GROUP, asked) == []  # set, and taken away with the answer
+    assert len(fake_telegram.calls_to("setMessageReaction")) == 2
     assert fake_telegram.reactions(GROUP, chatter) == []
     assert fake_telegram.sent_messages(STRANGER) == []  # and the door said nothing
 

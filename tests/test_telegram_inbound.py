@@ -61,6 +61,7 @@ def test_a_private_message_becomes_an_inbound() -> None:
         chat_type="private",
         message_id=5,
         user_name="ann",
+        user_display_name="Ann (@ann)",
     )
     assert inbound.session_key == "telegram:1001"
 

@@ -23,7 +23,7 @@ from tests.talk import RecordingReplier, conversation, system_text
 from tests.talk import message as message_at
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
-SESSION = f"sessions/telegram%3A{OWNER}.json"
+SESSION = f"sessions/telegram_{OWNER}.json"
 message = partial(message_at, at=NOW)  # every message arrives at NOW
 
 

@@ -10,7 +10,6 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.app.conversation import (
-    Compaction,
     build_compaction,
     build_context,
     build_lightrag,
@@ -19,7 +18,7 @@ from bot.app.conversation import (
 )
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
-from bot.app.reminders import attach, build_reminders, with_prompt
+from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.turn import TurnParts, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
@@ -33,7 +32,6 @@ from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
-from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import FileLocks
@@ -109,25 +107,32 @@ def build_app(
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
     writer = core.writer
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, workspace, recall, now, writer=writer, lightrag=lightrag)
-    reminders = build_reminders(settings, workspace, memory.file_locks, now, tools=tools)
+    lightrag, tools, reminders = _build_tools(settings, core, now)
     compaction = build_compaction(
         settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
     )
     sent = LastRequests()
     context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
-    pipeline = with_prompt(
-        reminders, _build_pipeline(settings, core, context, compaction, now, lightrag, tools, sent)
+    pipeline = build_pipeline(
+        settings,
+        sessions,
+        core.llm,
+        context,
+        recall,
+        core.consolidator,
+        compaction,
+        now,
+        workspace=workspace,
+        writer=writer,
+        lightrag=lightrag,
+        tools=tools,
+        sent=sent,
     )
     transcriber = build_transcriber(settings, api_key)
-    parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent)
+    parts = TurnParts(memory, writer, core.consolidator, compaction, reminders.into(pipeline), sent)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
-    )
-    scheduler = attach(
-        reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools
     )
     services: list[Service] = [
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -138,37 +143,23 @@ def build_app(
         core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        scheduler,  # after the index and the door; stopped first
+        attach(reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(router, core.llm, workspace, now, preview, services=services, recall=recall)
 
 
-def _build_pipeline(
-    settings: Settings,
-    core: _Core,
-    context: ContextBuilding,
-    compaction: Compaction,
-    now: Callable[[], datetime],
-    lightrag: LightRagBackend | None,
-    tools: ToolRegistry,
-    sent: LastRequests,
-) -> Pipeline:
-    return build_pipeline(
-        settings,
-        core.sessions,
-        core.llm,
-        context,
-        core.recall,
-        core.consolidator,
-        compaction,
-        now,
-        workspace=core.workspace,
-        writer=core.writer,
-        lightrag=lightrag,
-        tools=tools,
-        sent=sent,
+def _build_tools(
+    settings: Settings, core: _Core, now: Callable[[], datetime]
+) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
+    """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
+    tool among the tools)."""
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(
+        settings, core.workspace, core.recall, now, writer=core.writer, lightrag=lightrag
     )
+    reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
+    return lightrag, tools, reminders
 
 
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
@@ -216,6 +207,7 @@ def build_telegram(
         stream_interval=telegram.stream_interval,
         heartbeat=heartbeat,
         reaction=telegram.reaction,
+        proxy=telegram.proxy,
     )
 
 
@@ -298,6 +290,7 @@ def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAI
         temperature=settings.llm.temperature,
         max_tokens=settings.llm.max_output_tokens,
         windows=windows,
+        proxy=settings.llm.proxy,
     )
 
 

@@ -55,4 +55,5 @@ def build_transcriber(settings: Settings, api_key: str) -> OpenAITranscriber | N
         api_key=key.get_secret_value() if key is not None else api_key,
         model=media.transcription_model,
         timeout=media.transcription_timeout,
+        proxy=settings.llm.proxy,
     )

@@ -6,6 +6,8 @@
     ok    telegram: @my_mnemo_bot (getMe at https://api.telegram.org/bot)
     warn  owners: BOT_TELEGRAM__OWNER_IDS holds the example id 123456789: …how to find yours
     ok    model: gpt-4o-mini answered; context window 128,000 tokens (from config/models.json)
+    ok    transcription: whisper-1 heard a test recording at https://api.openai.com/v1
+    ok    vision: gpt-4o-mini was shown a picture and answered (config/models.json)
     ok    embedder: none (keyword search only)
     ok    lightrag: healthy at http://lightrag:9621          (only with BOT_RAG__BACKEND=lightrag)
 
@@ -20,12 +22,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-from pydantic import SecretStr
 
 from bot import logs
 from bot.app import build_llm, build_windows
@@ -33,13 +31,16 @@ from bot.app.conversation import build_lightrag
 from bot.app.memory import embedder_loader
 from bot.channels.telegram import check_token
 from bot.channels.telegram.errors import startup_error
+from bot.cli.doctor_media import check_transcription, check_vision
+from bot.cli.findings import Finding
+from bot.cli.findings import secret as _secret
 from bot.errors import ConfigError, MnemoError, StartupError
 from bot.index.embedding import is_cached, model_folder
 from bot.models import ChatMessage
-from bot.settings import Settings, require_secret, secret_values
+from bot.settings import Settings, secret_values
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
-from bot.turn.pairing import PLACEHOLDER_OWNER, owners
+from bot.turn.pairing import PLACEHOLDER_OWNER, grouped, owners
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
@@ -47,15 +48,9 @@ TELEGRAM_TIMEOUT = 20.0
 MODEL_TIMEOUT = 60.0  # a local server may still be loading its model
 HEALTH_SLACK = 60.0  # seconds past one poll and the longest pause after a failed one
 FIND_YOUR_ID = (
-    "to find your Telegram id, message @userinfobot, then set BOT_TELEGRAM__OWNER_IDS=[<id>]; "
-    "or start the bot and send it /claim <code> with the code it logs"
+    "run python -m bot pair list for the claim code and send it to your bot as /claim CODE; "
+    "or set BOT_TELEGRAM__OWNER_IDS=[<your id>] (message @userinfobot to learn it)"
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    level: Literal["ok", "warn", "FAIL"]
-    text: str
 
 
 Check = Callable[[Settings], Awaitable[Finding]]
@@ -69,7 +64,7 @@ async def doctor(settings: Settings) -> int:
         try:
             finding = await check(settings)
         except Exception as exc:
-            finding = Finding("FAIL", _what_failed(exc, settings))
+            finding = Finding("FAIL", what_failed(exc, settings))
         failed += finding.level == "FAIL"
         print(f"{finding.level:<5} {name}: {scrub(finding.text)[:400]}")
     return 1 if failed else 0
@@ -80,6 +75,9 @@ def health(settings: Settings) -> int:
     heartbeat = Heartbeat(Workspace(settings.workspace).heartbeat_path)
     age = heartbeat.age()
     limit = settings.telegram.poll_timeout + HEALTH_SLACK
+    if (reason := heartbeat.reason()) is not None:
+        print(f"unhealthy: {reason}")
+        return 1
     if age is None:
         print(f"unhealthy: no heartbeat at {heartbeat.path}: the bot has not polled yet")
         return 1
@@ -106,7 +104,7 @@ async def check_telegram(settings: Settings) -> Finding:
     base_url = settings.telegram.base_url
     try:
         async with asyncio.timeout(TELEGRAM_TIMEOUT):
-            username = await check_token(token, base_url)
+            username = await check_token(token, base_url, settings.telegram.proxy)
     except TimeoutError:
         raise StartupError(
             f"Telegram did not answer within {TELEGRAM_TIMEOUT:g} s at {base_url}: check the "
@@ -127,6 +125,12 @@ async def check_owners(settings: Settings) -> Finding:
             f"BOT_TELEGRAM__OWNER_IDS holds the example id {PLACEHOLDER_OWNER}, nobody's: "
             f"{FIND_YOUR_ID}",
         )
+    if found.claim_code:
+        return Finding(
+            "warn",
+            f"no owner yet: send /claim {grouped(found.claim_code)} to your bot in a private "
+            "chat (the code is kept until used)",
+        )
     return Finding("warn", f"no owner set (BOT_TELEGRAM__OWNER_IDS is empty): {FIND_YOUR_ID}")
 
 
@@ -134,6 +138,8 @@ async def check_model(settings: Settings) -> Finding:
     """A one-token request; the window the bot will assume for the model, and from where."""
     api_key = _secret(settings.llm.api_key, API_KEY_VAR, "any non-empty value for a local server")
     model = settings.llm.model
+    if not model.strip():
+        raise ConfigError("BOT_LLM__MODEL is empty: set the model's name, e.g. gpt-4o-mini")
     windows = build_windows(settings, Workspace(settings.workspace))
     llm = build_llm(settings, api_key, windows)
     try:
@@ -197,6 +203,8 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("telegram", check_telegram),
     ("owners", check_owners),
     ("model", check_model),
+    ("transcription", check_transcription),
+    ("vision", check_vision),
     ("embedder", check_embedder),
     ("lightrag", check_lightrag),
 )
@@ -205,14 +213,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 # ----------------------------------------------------------------------------- helpers
 
 
-def _secret(value: SecretStr | None, variable: str, hint: str) -> str:
-    try:
-        return require_secret(value, variable)
-    except ConfigError:
-        raise ConfigError(f"{variable} is not set ({hint}): put it in .env") from None
-
-
-def _what_failed(exc: Exception, settings: Settings) -> str:
+def what_failed(exc: Exception, settings: Settings) -> str:
     """A failed check as one line: what to fix when we know, else the error's type and text."""
     known = startup_error(exc, base_url=settings.telegram.base_url)
     if known is not None or isinstance(exc, MnemoError):

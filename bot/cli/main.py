@@ -1,8 +1,11 @@
-"""Command line: `python -m bot run | chat | doctor | health | prompt | memory … | pair … |
-eval retrieval`. Thin: parse, load settings, hand over (to the other modules of `bot.cli`).
+"""Command line: `python -m bot setup | run | chat | doctor | health | prompt | memory … |
+pair … | eval retrieval`. Thin: parse, load settings, hand over (to the other modules of `bot.cli`).
 
 `chat` logs to `logs/console.log` in the workspace (to stderr with `-v`), so that nothing but the
 conversation is on the terminal; Ctrl-C stops a reply, or at the prompt ends the chat, exit 0.
+The commands that print their own lines (memory, pair, prompt, eval) log to `logs/cli.log`
+there, so that only those lines are on the terminal; doctor (which creates nothing) and setup
+log errors only (each line of theirs says what it found); `run` and `health` log to stderr.
 
 Failures end here, never as a raw traceback and never with a secret: a `ConfigError` or a
 `StartupError` (a rejected token, Telegram out of reach) is one `error: …` line on stderr, exit
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -23,8 +27,8 @@ import structlog
 from bot import logs
 from bot.app import build_app, build_telegram
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
-from bot.channels.telegram.errors import is_network_error, startup_error
-from bot.cli import evaluate, memory, pairs, prompt, reminders
+from bot.channels.telegram.errors import is_network_error, is_rejected_token, startup_error
+from bot.cli import evaluate, memory, pairs, prompt, reminders, setup
 from bot.cli.doctor import doctor, health
 from bot.errors import ConfigError, StartupError
 from bot.settings import Settings, load_settings, require_secret, secret_values
@@ -33,12 +37,18 @@ from bot.storage.workspace import Workspace
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
+ON_FATAL_VAR = "MNEMO_ON_FATAL"  # "wait" (the Docker image): a rejected token waits, not exits
+WAITING = (
+    "{reason}. Not restarting: waiting until stopped. Fix it in .env, then restart "
+    "(docker compose up -d)"
+)
 log = structlog.get_logger(__name__)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("setup", help="ask for the token, the model and the time zone; write .env")
     sub.add_parser("run", help="run the Telegram bot (long polling)")
     chat = sub.add_parser("chat", help="talk to the bot in this terminal")
     chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
@@ -49,11 +59,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     pairs.add_parser(sub)
     prompt.add_parser(sub)
     reminders.add_parser(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     scrub = logs.Scrubber(())
+    log_file: Path | None = None
     try:
         settings = load_settings()
-        scrub = _configure_logs(settings, to_file=_log_file(settings, args))  # before all else
+        log_file = _log_file(settings, args)
+        scrub = _configure_logs(  # before all else
+            settings, to_file=log_file, errors_only=args.command in ("doctor", "setup")
+        )
+        if args.command == "setup":
+            return setup.run()
         if args.command == "eval":
             return evaluate.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "memory":
@@ -77,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args.command == "chat" else 130  # `make chat`: no "Error 130" at the end
     except Exception:  # a bug: its traceback goes through the scrubbing log, never raw
         log.exception("stopped_on_error")
-        print("error: stopped on an unexpected error (logged above)", file=sys.stderr)
+        where = f"in {log_file}" if log_file else "above"
+        print(f"error: stopped on an unexpected error (logged {where})", file=sys.stderr)
         return 1
 
 
@@ -85,9 +106,9 @@ async def run_telegram(settings: Settings) -> int:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
     app = build_app(settings, api_key=api_key)
-    channel = build_telegram(
-        app, settings, token=token, heartbeat=Heartbeat(app.workspace.heartbeat_path)
-    )
+    heartbeat = Heartbeat(app.workspace.heartbeat_path)
+    await asyncio.to_thread(heartbeat.reset)
+    channel = build_telegram(app, settings, token=token, heartbeat=heartbeat)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -97,9 +118,13 @@ async def run_telegram(settings: Settings) -> int:
         await channel.run(stop)
     except Exception as exc:  # PTB's errors at start, as the line that says what to fix
         stopped = startup_error(exc, base_url=settings.telegram.base_url)
-        if stopped is None or stopped is exc:
+        if stopped is None:
             raise
-        raise stopped from exc
+        if not _waits_on(stopped):
+            if stopped is exc:
+                raise
+            raise stopped from exc
+        await _wait_stopped(str(stopped), heartbeat, stop)
     finally:
         await app.aclose()
     return 0
@@ -122,12 +147,29 @@ async def run_console(settings: Settings) -> int:
     return 0
 
 
-def _configure_logs(settings: Settings, *, to_file: Path | None = None) -> logs.Scrubber:
+def _waits_on(exc: BaseException) -> bool:
+    """Whether to wait rather than exit: a token Telegram rejected (no restart can fix it),
+    where restarting is a loop (`MNEMO_ON_FATAL=wait`, set in the Docker image)."""
+    return os.environ.get(ON_FATAL_VAR) == "wait" and is_rejected_token(exc)
+
+
+async def _wait_stopped(reason: str, heartbeat: Heartbeat, stop: asyncio.Event) -> None:
+    """Say why (the log, stderr, `python -m bot health`), then wait for SIGTERM."""
+    line = WAITING.format(reason=reason)
+    await asyncio.to_thread(heartbeat.stop_beating, line)
+    log.error("waiting_for_a_fix", reason=reason)
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    await stop.wait()
+
+
+def _configure_logs(
+    settings: Settings, *, to_file: Path | None = None, errors_only: bool = False
+) -> logs.Scrubber:
     """Logs scrubbed of every secret in the settings (on stderr, or appended `to_file`); the
     scrubber, for what we print."""
     return logs.configure(
         fmt=settings.log.format,
-        level=settings.log.level,
+        level="ERROR" if errors_only else settings.log.level,
         secrets=secret_values(settings),
         transient=_transient,
         path=to_file,
@@ -135,10 +177,19 @@ def _configure_logs(settings: Settings, *, to_file: Path | None = None) -> logs.
 
 
 def _log_file(settings: Settings, args: argparse.Namespace) -> Path | None:
-    """The console's log file, unless `chat -v` (or another command) logs to stderr."""
-    if args.command != "chat" or args.verbose:
+    """The console's log file (unless `chat -v`), or the one of the commands that print their
+    own lines; None (stderr) for the bot and its health check, or when the workspace cannot
+    hold a log."""
+    logs_dir = Workspace(settings.workspace).logs_dir
+    if args.command == "chat":
+        return None if args.verbose else logs_dir / "console.log"
+    if args.command in ("run", "health", "doctor", "setup"):
         return None
-    return Workspace(settings.workspace).logs_dir / "console.log"
+    try:  # doctor says what is wrong with a workspace that cannot be written
+        logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return logs_dir / "cli.log"
 
 
 def _transient(exc: BaseException) -> bool:

@@ -5,8 +5,11 @@ the embedder is "openai". The index is opened as the bot opens it (a delta sync 
 files, the items put back if the index has none), so a search sees a hand edit made a moment
 ago. A running bot follows the CLI's writes (the index notices another process's changes).
 
-    search "text" [--k N] [--chat KEY]   hits, best first, with citations and scores: the owner's
-                                         global memory by default, only that chat's with --chat
+    search "text" [--k N] [--chat KEY]   what memory says, best first: where (the citation the
+                                         bot's tools read), what kind, which day, and the
+                                         matching lines; the owner's global memory by default,
+                                         only that chat's with --chat. A hit that only repeats
+                                         the question (a message asking it) comes last.
     reindex                              rebuild from the files: memory, sessions and items
     stats                                the index (chunks per kind, files, vectors), the items
                                          per scope and layer, the markdown files by kind
@@ -15,6 +18,7 @@ ago. A running bot follows the CLI's writes (the index notices another process's
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -76,20 +80,51 @@ def _opened(recall: ItemsAndIndex) -> Iterator[MemoryIndex]:
         index.close()
 
 
+_KINDS = {
+    "memory": "long-term memory",
+    "note": "daily note",
+    "history": "history",
+    "working": "working memory",
+    "item": "remembered item",
+    "exchange": "conversation",
+}
+_SHOWN_LINES = 6
+_LINE_CHARS = 200
+_WORD = re.compile(r"\w+")
+_SPEAKERS = frozenset({"user", "assistant"})
+
+
 def search(index: MemoryIndex, query: str, *, k: int, chat: str | None, out: Print) -> int:
     scopes = [chat] if chat else [GLOBAL_KEY]
     hits = index.search(query, scopes=scopes, k=max(1, k))
     if not hits:
         out("no matches")
-    for number, hit in enumerate(hits, start=1):
+    ordered = sorted(hits, key=lambda hit: _repeats(hit.text, query))  # stable: rank kept
+    for number, hit in enumerate(ordered, start=1):
         out(_hit(number, hit))
     return 0
 
 
 def _hit(number: int, hit: Hit) -> str:
-    text = " ".join(hit.text.split())
-    head = f"{number}. {hit.citation}  score {hit.score:.4f}  {hit.kind}  {hit.at:%Y-%m-%d}"
-    return f"{head}\n   {text}"
+    """`1. MEMORY.md#L1-L2 · long-term memory · 2026-11-20` and the matching lines under it."""
+    kind = _KINDS.get(hit.kind, hit.kind)
+    lines = [line.strip() for line in hit.text.splitlines() if line.strip()]
+    shown = [_cut(line) for line in lines[:_SHOWN_LINES]]
+    if len(lines) > _SHOWN_LINES:
+        shown.append("…")
+    body = "".join(f"\n   {line}" for line in shown)
+    return f"{number}. {hit.citation} · {kind} · {hit.at:%Y-%m-%d}{body}"
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
+
+
+def _repeats(text: str, query: str) -> bool:
+    """Whether the text says nothing but the question's own words (a message that asked it)."""
+    asked = set(_WORD.findall(query.lower()))
+    said = {w for w in _WORD.findall(text.lower()) if not w.isdigit()} - _SPEAKERS
+    return bool(said) and said <= asked
 
 
 def reindex(recall: ItemsAndIndex, out: Print) -> int:

@@ -3,7 +3,8 @@ with /pair and /unpair in their chat (the same words, `bot.turn.door`).
 
 They need the settings and the workspace only (no token, no model key), and may run while the
 bot runs: both change `state/paired.json` under its lock, and the bot reads it afresh. A user
-approved here is not told by the bot (it hears nothing of it); they just write again.
+approved here is not told by the bot (it hears nothing of it); they just write again. While
+the bot has no owner, `list` starts with the claim code (made now if the bot never made one).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
 
 async def _run(door: Door, args: argparse.Namespace, out: Print) -> int:
     if args.pair_command == "list":
+        await door.start()  # no owner: the claim code, kept from now on
         out(door.listing())
         return 0
     if args.pair_command == "approve":

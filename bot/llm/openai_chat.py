@@ -89,6 +89,7 @@ class OpenAIChat:
         temperature: float | None = None,
         max_tokens: int | None = None,
         windows: ModelWindows | None = None,  # learns the window an overflow error states
+        proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -104,6 +105,7 @@ class OpenAIChat:
             api_key=api_key,
             timeout=openai.Timeout(longest, connect=min(CONNECT_TIMEOUT, longest)),
             max_retries=max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(proxy=proxy) if proxy else None,
         )
 
     async def complete(

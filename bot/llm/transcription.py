@@ -26,11 +26,22 @@ _REFUSALS = {
 
 class OpenAITranscriber:
     def __init__(
-        self, *, base_url: str, api_key: str, model: str, timeout: float, max_retries: int = 1
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout: float,
+        max_retries: int = 1,
+        proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
         self.model = model
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(proxy=proxy) if proxy else None,
         )
 
     async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str:

@@ -1,7 +1,9 @@
-"""`state/paired.json`: who became an owner by /claim, whom an owner let in by /pair, and the
-pairing requests waiting for an owner (the rules about them: `bot.turn.pairing`).
+"""`state/paired.json`: who became an owner by /claim, whom an owner let in by /pair, the
+pairing requests waiting for an owner, and the claim code while the bot has no owner (the rules
+about them: `bot.turn.pairing`).
 
     {"version": 1,
+     "claim_code": "K7M3Q9XP",
      "owners":  [{"id": 1001, "name": "ann", "at": "…"}],
      "paired":  [{"id": 3003, "name": "bob", "at": "…"}],
      "pending": [{"code": "K7M3Q9XP", "user_id": 3003, "chat_id": 3003, "name": "bob",
@@ -59,6 +61,7 @@ class Roster:
     owners: tuple[Member, ...] = ()
     paired: tuple[Member, ...] = ()
     pending: tuple[Request, ...] = ()
+    claim_code: str | None = None  # kept until someone claims the bot with it
 
     @property
     def owner_ids(self) -> frozenset[int]:
@@ -141,6 +144,7 @@ def _loads(text: str) -> Roster:
         owners=tuple(_member(m) for m in document.get("owners", [])),
         paired=tuple(_member(m) for m in document.get("paired", [])),
         pending=tuple(_request(r) for r in document.get("pending", [])),
+        claim_code=document.get("claim_code") or None,
     )
 
 
@@ -164,8 +168,9 @@ def _dumps(roster: Roster) -> str:
         fields = asdict(record).items()
         return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in fields}
 
-    document = {
+    document: dict[str, Any] = {
         "version": VERSION,
+        **({"claim_code": roster.claim_code} if roster.claim_code else {}),
         "owners": [plain(m) for m in roster.owners],
         "paired": [plain(m) for m in roster.paired],
         "pending": [plain(r) for r in roster.pending],

@@ -28,7 +28,7 @@ from bot.models import ChatMessage, Session, SessionMarks, ToolCall
 from bot.storage.files import Signature, atomic_write_text, ensure_dir, signature_of
 from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
-from bot.storage.workspace import Workspace, decode_key, encode_key
+from bot.storage.workspace import Workspace, file_key, key_of_file
 
 FORMAT_VERSION = 1
 KNOWN = 64  # chats whose last session is kept in memory (`SessionStore`)
@@ -58,7 +58,7 @@ class SessionStore:
     def keys(self) -> list[str]:
         """The session keys that have a conversation file, sorted."""
         folder = self.workspace.sessions_dir
-        return sorted(decode_key(path.stem) for path in folder.glob("*.json"))
+        return sorted(key_of_file(path.stem) for path in folder.glob("*.json"))
 
     async def load(self, key: str) -> Session:
         if (known := self._unchanged(key)) is not None:
@@ -123,7 +123,7 @@ class SessionStore:
 
     def _archive_path(self, key: str) -> Path:
         stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
-        return ensure_dir(self.workspace.archive_dir) / f"{encode_key(key)}-{stamp}.json"
+        return ensure_dir(self.workspace.archive_dir) / f"{file_key(key)}-{stamp}.json"
 
     def _load(self, key: str) -> Session:
         path = self.workspace.session_path(key)
@@ -242,7 +242,10 @@ def decode_messages(raw: object) -> tuple[tuple[ChatMessage, ...], tuple[str, ..
 
 
 def encode_message(message: ChatMessage) -> dict[str, Any]:
-    encoded: dict[str, Any] = {"role": message.role, "content": message.content}
+    content = message.content
+    if content is None and message.role == "assistant" and not message.tool_calls:
+        content = ""  # an empty answer is saved as one: nothing to repair at the next start
+    encoded: dict[str, Any] = {"role": message.role, "content": content}
     if message.tool_calls:
         encoded["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls

@@ -23,6 +23,23 @@ def decode_key(name: str) -> str:
     return unquote(name)
 
 
+_LEGACY_COLON = "%3A"  # how `encode_key` writes ':', which session file names used to carry
+
+
+def file_key(key: str) -> str:
+    """A session key as a readable file name: `telegram:-100123:7` → `telegram_-100123_7`.
+    ':' becomes '_' (a '_' of the key itself is %-escaped, as is anything not safe in a file
+    name), so it round-trips (`key_of_file`)."""
+    return quote(key, safe="-.").replace("_", "%5F").replace(_LEGACY_COLON, "_")
+
+
+def key_of_file(name: str) -> str:
+    """The session key a file name (`file_key`'s, or an older `encode_key` one) stands for."""
+    if _LEGACY_COLON in name:
+        return unquote(name)
+    return unquote(name.replace("_", ":"))
+
+
 def _is_day(stem: str) -> bool:
     try:
         date.fromisoformat(stem)
@@ -58,6 +75,18 @@ class Workspace:
     def ensure(self) -> None:
         for folder in (self.sessions_dir, self.memory_root, self.state_dir, self.inbox_dir):
             ensure_dir(folder)
+        self._rename_old_session_files()
+
+    def _rename_old_session_files(self) -> None:
+        """Session files named the old way (`telegram%3A1001.json`) get their readable names
+        (`telegram_1001.json`); one whose new name is taken is left as it is."""
+        for folder in (self.sessions_dir, self.archive_dir):
+            if not folder.is_dir():
+                continue
+            for path in folder.glob(f"*{_LEGACY_COLON}*.json"):
+                target = path.with_name(file_key(unquote(path.name)))
+                if not target.exists():
+                    os.replace(path, target)
 
     @property
     def sessions_dir(self) -> Path:
@@ -68,12 +97,12 @@ class Workspace:
         return self.sessions_dir / "archive"
 
     def session_path(self, key: str) -> Path:
-        return self.sessions_dir / f"{encode_key(key)}.json"
+        return self.sessions_dir / f"{file_key(key)}.json"
 
     def archived_session_paths(self, key: str) -> list[Path]:
         """The archive files of one session key (closed by /new, or parts cut from it), oldest
         first."""
-        return sorted(self.archive_dir.glob(f"{encode_key(key)}-*.json"))
+        return sorted(self.archive_dir.glob(f"{file_key(key)}-*.json"))
 
     @property
     def memory_root(self) -> Path:

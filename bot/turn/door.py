@@ -2,13 +2,15 @@
 it is /pair, /unpair or /claim — and every word the chat reads about access.
 
 - A stranger in a private chat gets one notice with their Telegram id and a pairing code, and
-  the owners hear of it in their private chats; further messages while the request waits are
-  dropped silently. With `MAX_PENDING` requests waiting they are told once to try later; in a
-  group, once to write in private; with pairing off, once that the bot is private; while the
-  bot has no owner, once that it has none. Nothing of theirs is journaled, stored or sent to
-  the model.
-- `/claim CODE` (the code in the log at start while the bot has no owner) makes the first
-  private chat that sends it an owner.
+  the owners hear of it in their private chats (named by their name and username); further
+  messages while the request waits are dropped silently, but `/start` sends the notice again
+  (not within `RESEND_EVERY` of the last one). With `MAX_PENDING` requests waiting they are
+  told once to try later; in a group, once to write in private; with pairing off, once that
+  the bot is private; while the bot has no owner, once that it has none. Nothing of theirs is
+  journaled, stored or sent to the model (but see `release`).
+- `/claim CODE` (the code kept in `state/paired.json` while the bot has no owner: in the log at
+  start, in `python -m bot pair list` and in doctor) makes the first private chat that sends it
+  an owner; the last message that chat sent before claiming is then answered (`release`).
 - `/pair` (owners, in private) lists the requests and who is paired; `/pair CODE` lets its
   user in (and tells them); `/unpair ID` shuts a paired user out again.
 
@@ -38,6 +40,8 @@ log = structlog.get_logger(__name__)
 
 Reach = Callable[[int], Replier]  # a replier for a user's private chat on the same channel
 COMMANDS = frozenset({"pair", "unpair", "claim"})
+RESEND_EVERY = timedelta(minutes=5)  # a waiting stranger's /start sends their code again
+HELD_USERS = 10  # strangers whose last message an unclaimed bot keeps, to answer once claimed
 
 CLAIM_LOG = "No owner yet: send /claim {code} to your bot in a private chat"
 PLACEHOLDER_LOG = (
@@ -63,8 +67,9 @@ REFUSAL = (
     "Sorry, this is a private assistant. Ask its owner for access (your Telegram id: {user_id})."
 )
 UNCLAIMED = (
-    "This bot has no owner yet. If it's yours, send /claim with the code from its log (the line "
-    'that starts with "No owner yet"). Your Telegram id: {user_id}'
+    "This bot has no owner yet. If it's yours, send /claim with its claim code: run "
+    "python -m bot pair list where it runs, or find the log line that starts with "
+    '"No owner yet". I\'ll answer your message once you have. Your Telegram id: {user_id}'
 )
 WELCOME = "You're in: my owner approved your request. Write to me any time."
 CLAIMED = (
@@ -72,8 +77,8 @@ CLAIMED = (
     "When someone else writes to me, I'll send you their pairing code: /pair CODE lets them in."
 )
 CLAIM_WRONG = (
-    "That is not the claim code. Copy it from the bot's log, the line that starts with "
-    '"No owner yet: send /claim …".'
+    "That is not the claim code. Run python -m bot pair list where the bot runs, or copy it "
+    'from the bot\'s log, the line that starts with "No owner yet: send /claim …".'
 )
 CLAIM_PRIVATE = "Send /claim in a private chat with me, not in a group."
 OWNED = "I already have an owner."
@@ -107,8 +112,9 @@ class Door:
         self.now = now
         self.enabled = enabled
         self.placeholder = placeholder
-        self.claim_code: str | None = None  # while the bot has no owner: this start's code
+        self.claim_code: str | None = None  # while the bot has no owner: the kept code
         self._told: dict[tuple[str, int], datetime | None] = {}  # notice, user → until (None: ∞)
+        self._held: dict[int, Inbound] = {}  # user → their last message before a claim
 
     async def start(self) -> None:
         """Say who owns the bot; with no owner, make the claim code and log it."""
@@ -118,16 +124,27 @@ class Door:
         if owners:
             log.debug("owners", ids=sorted(owners), pairing=self.enabled)
         else:
-            self._claimable()
+            await self._claimable()
 
     async def stop(self) -> None:
         pass
 
-    def _claimable(self) -> None:
-        """A claim code in the log, unless there is one already."""
-        if self.claim_code is None:
+    async def _claimable(self) -> None:
+        """The kept claim code (made now if there is none) in the log, once per start."""
+        if self.claim_code is not None:
+            return
+        try:
+            self.claim_code = await self.pairing.claim_code()
+        except StorageError as exc:  # a damaged roster: a code for this start only
+            log.warning("claim_code_not_kept", reason=str(exc))
             self.claim_code = new_code()
-            log.warning(CLAIM_LOG.format(code=grouped(self.claim_code)))
+        log.warning(CLAIM_LOG.format(code=grouped(self.claim_code)))
+
+    def release(self, user_id: int) -> Inbound | None:
+        """The message `user_id` sent before they claimed the bot, once they own it (once)."""
+        if not self.access.is_owner(user_id):
+            return None
+        return self._held.pop(user_id, None)
 
     def takes(self, inbound: Inbound) -> bool:
         """Whether the door answers this message (never journaled, never the model's)."""
@@ -162,28 +179,43 @@ class Door:
         user_id = inbound.user_id
         log.info("access_refused", user=user_id)
         if not self.access.owners():
-            self._claimable()  # an owner removed by hand from state/paired.json meanwhile
+            await self._claimable()  # an owner removed by hand from state/paired.json meanwhile
+            self._hold(inbound)
             return self._once("unclaimed", user_id, UNCLAIMED.format(user_id=user_id))
         if not self.enabled:
             return self._once("off", user_id, REFUSAL.format(user_id=user_id))
         if not inbound.is_private:
             return self._once("group", user_id, GROUP)
         asked, request = await self.pairing.ask(
-            user_id=user_id, chat_id=inbound.chat_id, name=inbound.user_name
+            user_id=user_id, chat_id=inbound.chat_id, name=_person(inbound)
         )
         ttl = _duration(self.pairing.ttl)
+        code = grouped(request.code)
         if asked is Asked.WAITING:
-            return []
+            if not _is_start(inbound) or self.now() - request.at < RESEND_EVERY:
+                return []
+            left = _duration(request.expires_at - self.now())
+            text = ASK.format(user_id=user_id, code=code, ttl=left)
+            return self._once("again", user_id, text, until=self.now() + RESEND_EVERY)
         if asked is Asked.FULL:
             text = FULL.format(ttl=ttl, user_id=user_id)
             return self._once("full", user_id, text, until=self.now() + self.pairing.ttl)
         log.info("pairing_requested", user=user_id)
-        told = OWNER_TOLD.format(who=_who(request), user_id=user_id, code=request.code, ttl=ttl)
+        told = OWNER_TOLD.format(who=_who(request), user_id=user_id, code=code, ttl=ttl)
         owners = sorted(self.access.owners())
         return [
-            Notice(ASK.format(user_id=user_id, code=request.code, ttl=ttl)),
+            Notice(ASK.format(user_id=user_id, code=code, ttl=ttl)),
             *(Notice(told, chat_id=owner) for owner in owners),
         ]
+
+    def _hold(self, inbound: Inbound) -> None:
+        """Keep a private message (not a command) to answer once its sender claims the bot."""
+        if not inbound.is_private or parse_command(inbound.text) is not None:
+            return
+        self._held.pop(inbound.user_id, None)
+        self._held[inbound.user_id] = inbound
+        while len(self._held) > HELD_USERS:
+            del self._held[next(iter(self._held))]
 
     def _once(
         self, kind: str, user_id: int, text: str, *, until: datetime | None = None
@@ -209,7 +241,7 @@ class Door:
             log.warning("claim_refused", user=inbound.user_id)
             return CLAIM_WRONG
         try:
-            claimed = await self.pairing.claim(user_id=inbound.user_id, name=inbound.user_name)
+            claimed = await self.pairing.claim(user_id=inbound.user_id, name=_person(inbound))
         except StorageError as exc:
             return f"I could not save that: {exc}"
         self.claim_code = None
@@ -235,10 +267,10 @@ class Door:
         except StorageError as exc:
             return f"I could not save that: {exc}", None
         if approval is None:
-            return UNKNOWN_CODE.format(code=normalized(code)), None
+            return UNKNOWN_CODE.format(code=grouped(normalized(code))), None
         request = approval.request
         if approval.refusal is Refusal.EXPIRED:
-            return EXPIRED.format(code=request.code, who=_who(request)), None
+            return EXPIRED.format(code=grouped(request.code), who=_who(request)), None
         log.info("paired", user=request.user_id)
         reply = PAIRED.format(who=_who(request), user_id=request.user_id)
         return reply, Notice(WELCOME, chat_id=request.chat_id)
@@ -269,11 +301,13 @@ class Door:
         """The requests waiting and the users paired (`/pair` alone)."""
         now = self.now()
         waiting = self.pairing.waiting()
-        lines = ["Waiting for approval:"] if waiting else ["No requests are waiting."]
+        claim = self.pairing.kept_claim_code() if not self.access.owners() else None
+        lines = [CLAIM_LOG.format(code=grouped(claim)) + "."] if claim else []
+        lines.append("Waiting for approval:" if waiting else "No requests are waiting.")
         for request in waiting:
             left = _duration(request.expires_at - now)
             who = f"{_who(request)}, id {request.user_id}"
-            lines.append(f"• {who}: /pair {request.code} ({left} left)")
+            lines.append(f"• {who}: /pair {grouped(request.code)} ({left} left)")
         paired = self.pairing.paired()
         if paired:
             names = ", ".join(f"{_name(m)} (id {m.id})" for m in paired)
@@ -281,6 +315,16 @@ class Door:
         else:
             lines.append("Nobody is paired yet.")
         return "\n".join(lines)
+
+
+def _person(inbound: Inbound) -> str | None:
+    """How the owner reads who someone is: their name and username when the channel says."""
+    return inbound.user_display_name or inbound.user_name
+
+
+def _is_start(inbound: Inbound) -> bool:
+    command = parse_command(inbound.text)
+    return command is not None and command.name == "start"
 
 
 def _who(request: Request) -> str:

@@ -3,16 +3,18 @@
 A stranger's request gets a one-time code (`CODE_LENGTH` characters of `ALPHABET`: no 0/O or
 1/I/L), valid `CODE_TTL`; at most `MAX_PENDING` requests wait at once. An owner approves one
 by its code (in their chat or from a shell) and its user is paired until an owner unpairs them.
-A bot with no owner (none configured, or only `.env.example`'s `PLACEHOLDER_OWNER`) makes one
-claim code per start: the first private chat that sends it becomes an owner, and the code is
-void. What the chat reads about all this: `bot.turn.door`.
+A bot with no owner (none configured, or only `.env.example`'s `PLACEHOLDER_OWNER`) has one
+claim code, made once and kept in the roster until used (a restart keeps it): the first private
+chat that sends it becomes an owner, and the code is void. Both kinds of code are shown in one
+shape, `grouped` (`K7M3-Q9XP`), and read back in any case, with or without the dash
+(`normalized`). What the chat reads about all this: `bot.turn.door`.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from pathlib import Path
@@ -119,7 +121,7 @@ class Pairing:
             rest = tuple(r for r in self._kept(roster.pending) if r.code != code)
             paired = tuple(m for m in roster.paired if m.id != found.user_id)
             member = Member(found.user_id, found.name, now)
-            changed = Roster(roster.owners, (*paired, member), rest)
+            changed = replace(roster, paired=(*paired, member), pending=rest)
             return changed, Approval(found)
 
         return await self.roster.change(edit)
@@ -130,12 +132,28 @@ class Pairing:
         def edit(roster: Roster) -> tuple[Roster, Member | None]:
             gone = next((m for m in roster.paired if m.id == user_id), None)
             paired = tuple(m for m in roster.paired if m.id != user_id)
-            return Roster(roster.owners, paired, roster.pending), gone
+            return replace(roster, paired=paired), gone
 
         return await self.roster.change(edit)
 
+    async def claim_code(self) -> str:
+        """The code that claims the bot: the kept one, or a new one, kept from now on."""
+
+        def edit(roster: Roster) -> tuple[Roster, str]:
+            if roster.claim_code:
+                return roster, roster.claim_code
+            code = new_code()
+            return replace(roster, claim_code=code), code
+
+        return await self.roster.change(edit)
+
+    def kept_claim_code(self) -> str | None:
+        """The claim code kept in the roster, if one was made and not used yet."""
+        return self.roster.current().claim_code
+
     async def claim(self, *, user_id: int, name: str | None) -> bool:
-        """Make `user_id` the owner, unless someone claimed the bot first."""
+        """Make `user_id` the owner (the claim code is used up), unless someone claimed the
+        bot first."""
         now = self.now()
 
         def edit(roster: Roster) -> tuple[Roster, bool]:
@@ -143,7 +161,7 @@ class Pairing:
                 return roster, False
             owner = Member(user_id, name, now)
             paired = tuple(m for m in roster.paired if m.id != user_id)
-            return Roster((owner,), paired, roster.pending), True
+            return replace(roster, owners=(owner,), paired=paired, claim_code=None), True
 
         return await self.roster.change(edit)
 
@@ -160,6 +178,7 @@ class Owners:
     configured: tuple[int, ...]  # BOT_TELEGRAM__OWNER_IDS, without the placeholder
     claimed: tuple[int, ...]  # by /claim, in state/paired.json
     placeholder: bool  # the settings still hold `PLACEHOLDER_OWNER`
+    claim_code: str | None = None  # the kept claim code (made at the bot's first start)
 
     @property
     def any(self) -> bool:
@@ -172,4 +191,5 @@ def owners(owner_ids: Iterable[int], workspace: Path) -> Owners:
     ids = tuple(owner_ids)
     roster = RosterFile(Workspace(workspace).roster_path, FileLocks()).current()
     claimed = tuple(m.id for m in roster.owners)
-    return Owners(real_owners(ids), claimed, placeholder=PLACEHOLDER_OWNER in ids)
+    placeholder = PLACEHOLDER_OWNER in ids
+    return Owners(real_owners(ids), claimed, placeholder, claim_code=roster.claim_code)

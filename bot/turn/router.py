@@ -109,6 +109,8 @@ class Router:
                     target = replier if chat is None else reach(chat) if reach else None
                     if target is not None:
                         await self.delivery.notice(notice.text, target)
+                if (held := self.door.release(inbound.user_id)) is not None:
+                    await self.handle(held, replier, reach)  # sent before they claimed the bot
                 return
             command = parse_command(inbound.text)
             if command is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TimedOut
 
-from bot.errors import StartupError
+from bot.errors import StartupError, TokenRejected
 
 TOKEN_REJECTED = (
     "Telegram rejected the bot token: get one from @BotFather and set BOT_TELEGRAM__TOKEN"
@@ -23,7 +23,7 @@ def startup_error(exc: BaseException, *, base_url: str) -> StartupError | None:
     if isinstance(exc, StartupError):
         return exc
     if isinstance(exc, InvalidToken):
-        return StartupError(TOKEN_REJECTED)
+        return TokenRejected(TOKEN_REJECTED)
     if isinstance(exc, Conflict):
         return StartupError(
             f"Telegram refused to deliver updates ({exc.message}): stop the other bot polling "
@@ -40,6 +40,11 @@ def startup_error(exc: BaseException, *, base_url: str) -> StartupError | None:
             "BOT_TELEGRAM__BASE_URL"
         )
     return None
+
+
+def is_rejected_token(exc: BaseException) -> bool:
+    """Telegram refused the token (revoked, or never valid): only a person can fix that."""
+    return isinstance(exc, InvalidToken | TokenRejected)
 
 
 def is_network_error(exc: BaseException) -> bool:

@@ -100,9 +100,15 @@ def _inbound(
         if message.reply_to_message
         else None,
         user_name=user.username or user.first_name,
+        user_display_name=display_name(user),
         addressed=addressed,
         attachments=attachments,
     )
+
+
+def display_name(user: User) -> str:
+    """The person's name, and their username when they have one: `Ann Lee (@ann)`."""
+    return f"{user.full_name} (@{user.username})" if user.username else user.full_name
 
 
 def update_id_of(inbound_id: str) -> int | None:

@@ -26,6 +26,7 @@ import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, ExtBot
+from telegram.request import HTTPXRequest
 
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
@@ -62,8 +63,10 @@ class TelegramChannel:
         stream: bool = True,  # replies shown while they are written (`drafts`)
         stream_interval: float = 1.0,  # seconds between two showings
         reaction: str = "",  # set on a message when its turn starts ("": none)
+        proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
         self.router = router
+        self.proxy = proxy
         self.token = token
         self.base_url = base_url
         self.poll_timeout = poll_timeout
@@ -84,6 +87,8 @@ class TelegramChannel:
             base_url=self.base_url,
             base_file_url=_file_url(self.base_url),
             rate_limiter=AIORateLimiter(max_retries=3),
+            request=_request(self.proxy),
+            get_updates_request=_request(self.proxy),
         )
         await _started(bot, self.base_url)
         if self.router.media is not None:
@@ -246,11 +251,16 @@ async def _pause(seconds: float, stop: asyncio.Event) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
-async def check_token(token: str, base_url: str) -> str:
-    """The bot's @username, proving the token and base URL work."""
-    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url))
+async def check_token(token: str, base_url: str, proxy: str | None = None) -> str:
+    """The bot's @username, proving the token and base URL (and proxy) work."""
+    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url), request=_request(proxy))
     async with bot:
         return f"@{bot.username}"
+
+
+def _request(proxy: str | None) -> HTTPXRequest | None:
+    """PTB's own HTTP client, through `proxy`; None (PTB's default) without one."""
+    return HTTPXRequest(proxy=proxy) if proxy else None
 
 
 def _file_url(base_url: str) -> str:

@@ -2,8 +2,9 @@
 sends a `Document` as a file (sendDocument).
 
 Answering one message (`message_id`), it acknowledges it with a reaction when a turn starts
-(`reaction`, e.g. 👀; "" for none; a failure is logged at debug, and never waits long), and in a
-group (`threaded`) the first piece of each reply is a reply to it (sent even if it was deleted).
+(`reaction`, e.g. 👀; "" for none; a failure is logged at debug, and never waits long) and takes
+the reaction away once the first piece of the answer went out; in a group (`threaded`) the first
+piece of each reply is a reply to it (sent even if it was deleted).
 
 A piece whose entities Telegram cannot parse goes again as plain text; one Telegram finds too
 long is split in two (plain) and sent as both halves. Failures become `SendFailed`: permanent
@@ -66,6 +67,7 @@ class TelegramReplier:
         self.message_id = message_id
         self.threaded = threaded
         self.reaction = reaction
+        self._reacted = False  # the reaction is on the message: taken away after a sent piece
 
     def parts(self, text: str) -> Sequence[Chunk | Threaded]:
         chunks = render(text)
@@ -76,13 +78,20 @@ class TelegramReplier:
     async def acknowledge(self) -> None:
         if not self.reaction or self.message_id is None:
             return
+        self._reacted = await self._react(self.reaction)
+
+    async def _react(self, reaction: str | None) -> bool:
+        """Set (or with None, remove) the bot's reaction on the message; whether it was."""
+        assert self.message_id is not None
         try:
             async with asyncio.timeout(ACKNOWLEDGE_TIMEOUT):
                 await self.bot.set_message_reaction(
-                    self.chat_id, self.message_id, reaction=self.reaction
+                    self.chat_id, self.message_id, reaction=reaction
                 )
         except (TelegramError, TimeoutError) as exc:
             log.debug("reaction_failed", error=type(exc).__name__, detail=str(exc)[:200])
+            return False
+        return True
 
     async def send_part(self, part: object) -> None:
         assert isinstance(part, Chunk | Threaded | Document)
@@ -101,6 +110,9 @@ class TelegramReplier:
             raise SendFailed(exc.message, permanent=True) from None
         except TelegramError as exc:  # network, 5xx, a token rejected mid-run: try again
             raise SendFailed(f"{type(exc).__name__}: {exc}", permanent=False) from None
+        if self._reacted:  # the answer is here: the reaction has said what it had to
+            self._reacted = False
+            await self._react(None)
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
