@@ -91,6 +91,9 @@ class TelegramSettings(_Section):
     stream: bool = True  # show a reply while it is written (bot.channels.telegram.drafts)
     stream_interval: float = Field(default=1.0, gt=0)  # seconds between two showings
     reaction: str = "👀"  # set on a message when work on it starts; "" for none
+    # seconds a chat's first turn waits, so quick follow-ups are answered together (0: each
+    # message is answered on its own)
+    debounce: float = Field(default=0.5, ge=0, le=10)
     # group messages not addressed to the bot, kept for its next turn there (0: none)
     group_chatter_messages: int = Field(default=20, ge=0)
     group_chatter_chars: int = Field(default=3000, ge=1)  # all of them together

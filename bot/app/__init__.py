@@ -20,7 +20,7 @@ from bot.app.pipeline import (
 )
 from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.turn import TurnParts, build_router
-from bot.channels.telegram import TelegramChannel
+from bot.channels.telegram import Showing, TelegramChannel
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
@@ -203,11 +203,10 @@ def build_telegram(
         typing_interval=telegram.typing_interval,
         state_path=app.workspace.channel_state_path("telegram"),
         shutdown_grace=telegram.shutdown_grace,
-        stream=telegram.stream,
-        stream_interval=telegram.stream_interval,
+        showing=Showing(telegram.stream, telegram.stream_interval, telegram.reaction),
         heartbeat=heartbeat,
-        reaction=telegram.reaction,
         proxy=telegram.proxy,
+        debounce=telegram.debounce,
     )
 
 

@@ -30,6 +30,7 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import basics, conversation, memory, status
 from bot.turn.commands.dispatch import Commands
+from bot.turn.commands.keep import KeepQuoted
 from bot.turn.delivery import Delivery
 from bot.turn.door import Door
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
@@ -112,7 +113,7 @@ def _build_turns(
     )
     return TurnRunner(
         overflow=OverflowRetry(parts.pipeline, compactor, keep=compaction.overflow_keep),
-        continuation=Continuation(chats.sessions, renewal),
+        continuation=Continuation(chats.sessions, renewal, parts.memory.notes, now),
         access=chats.access,
         locks=chats.locks,
         running=chats.running,
@@ -154,6 +155,7 @@ def build_commands(
             memory.Remember(parts.writer, access),
             memory.Forget(parts.writer, access, locks, undo_minutes=undo_minutes),
             memory.Undo(parts.writer, locks, undo_minutes=undo_minutes),
+            KeepQuoted(parts.writer, access),
             status.ShowStatus(
                 sessions,
                 meter,
@@ -163,7 +165,7 @@ def build_commands(
                 model=model,
                 pipeline=parts.pipeline.describe(),
             ),
-            status.ShowContext(parts.sent, meter, access, model=model),
+            status.ShowContext(parts.sent, meter, access, sessions, model=model),
         ]
     )
 

@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     log_file: Path | None = None
     try:

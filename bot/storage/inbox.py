@@ -53,6 +53,7 @@ class Entry:
     seq: int  # arrival order
     reply: str | None = None  # recorded once made; None: not answered yet
     sent: int = 0  # parts of the reply the channel confirmed sent
+    absorbed: tuple[str, ...] = ()  # ids of earlier entries answered together with this one
 
 
 class Inbox:
@@ -85,7 +86,7 @@ class Inbox:
 
     async def answered(self, entry: Entry, reply: str) -> Entry:
         """Record the reply before any of it is sent."""
-        answered = Entry(entry.inbound, entry.seq, reply, 0)
+        answered = replace(entry, reply=reply, sent=0)
         await self._run(self._write, answered)
         return answered
 
@@ -99,7 +100,19 @@ class Inbox:
         finally:
             os.close(fd)
         await self._run(fsync_path, path)
-        return Entry(entry.inbound, entry.seq, entry.reply, sent)
+        return replace(entry, sent=sent)
+
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
+        """Answer `entries` (one chat's, not answered yet) together as `inbound`: the last one
+        holds it and names the others, which are removed after (a stop between: `pending`
+        removes them)."""
+        *earlier, last = entries
+        absorbed = tuple(e.inbound.id for e in earlier) + last.absorbed
+        entry = Entry(inbound, last.seq, None, 0, absorbed)
+        await self._run(self._write, entry)
+        for inbound_id in absorbed:
+            await self.done(inbound_id)
+        return entry
 
     async def done(self, inbound_id: str) -> None:
         await self._run(self._remove, inbound_id)
@@ -140,6 +153,7 @@ class Inbox:
             **_encode(entry.inbound),
             "reply": entry.reply,
             "sent": entry.sent,
+            "absorbed": list(entry.absorbed),
         }
         atomic_write_text(self._path(entry.inbound.id), json.dumps(document, ensure_ascii=False))
 
@@ -168,6 +182,10 @@ class Inbox:
         for orphan in self.folder.glob("*.sent"):  # its entry was done: a stop came between
             if not orphan.with_suffix(".json").exists():
                 orphan.unlink(missing_ok=True)
+        absorbed = {inbound_id for entry in entries for inbound_id in entry.absorbed}
+        for inbound_id in absorbed:  # a stop came between `merged`'s write and its removals
+            self._remove(inbound_id)
+        entries = [entry for entry in entries if entry.inbound.id not in absorbed]
         entries.sort(key=lambda entry: entry.seq)
         if entries:
             with self._seq_lock:
@@ -188,7 +206,9 @@ def _entry(document: dict[str, Any]) -> Entry:
     reply = document.get("reply")
     if reply is not None and not isinstance(reply, str):
         raise TypeError("reply is not text")
-    return Entry(_decode(document), int(document["seq"]), reply, int(document.get("sent", 0)))
+    absorbed = tuple(str(inbound_id) for inbound_id in document.get("absorbed") or ())
+    sent = int(document.get("sent", 0))
+    return Entry(_decode(document), int(document["seq"]), reply, sent, absorbed)
 
 
 def _encode(inbound: Inbound) -> dict[str, Any]:
@@ -206,6 +226,7 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
+        "forwarded": inbound.forwarded,
         "kind": inbound.kind,
     }
 
@@ -231,6 +252,7 @@ def _decode(document: dict[str, Any]) -> Inbound:
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        forwarded=bool(document.get("forwarded", False)),
         kind=kind,
     )
 

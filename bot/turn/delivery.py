@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import Protocol
 
 import structlog
@@ -73,7 +74,7 @@ class Delivery:
 
             if not await self._send(parts[index], replier, record=record):
                 return
-            entry = Entry(entry.inbound, entry.seq, entry.reply, done)
+            entry = replace(entry, sent=done)
 
     async def settle(self) -> None:
         """Wait for the attempts a stop left running (shielded; each is bounded by the

@@ -11,6 +11,9 @@ elsewhere (a due reminder, `bot.reminders`) joins its chat's queue. `close`
 stops taking entries, gives the running ones a grace period and cancels the rest (a reply part
 under way is still sent and recorded, `Delivery.settle`): whatever is not finished stays in the
 journal for the next start.
+
+A chat's first turn waits a short debounce, and quick follow-ups queued before a turn starts
+are answered together with it (`bot.turn.together`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from bot.storage.inbox import Entry
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.router import Router
+from bot.turn.together import together
 
 log = structlog.get_logger(__name__)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
@@ -41,7 +45,10 @@ class Intake:
         *,
         channel: str,
         reach: Reach | None = None,  # the door's way to a private chat (owners, new users)
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups (`together`);
+        # 0: none, and each message is a turn of its own
     ) -> None:
+        self.debounce = debounce
         self.router = router
         self.replier_for = replier_for
         self.reach = reach
@@ -84,6 +91,12 @@ class Intake:
         tasks = [*self._workers.values(), *self._at_once]
         if not tasks:
             return
+        log.warning(  # a person pressed Ctrl-C: say why the bot does not stop at once
+            "stopping_finishing_replies",
+            replies=len(tasks),
+            waiting_at_most=f"{grace:g} s",
+            left_for_next_start=self.backlog() - len(self._workers),
+        )
         _, running = await asyncio.wait(tasks, timeout=grace)
         for task in running:
             task.cancel()
@@ -102,8 +115,10 @@ class Intake:
     async def _work(self, key: str) -> None:
         queue = self._queues[key]
         try:
+            if self.debounce:
+                await asyncio.sleep(self.debounce)
             while queue and not self._closing:
-                entry = queue[0]
+                entry = await together(queue, self.router.inbox) if self.debounce else queue[0]
                 await self.router.answer(entry, self.replier_for(entry.inbound))
                 queue.popleft()
         except Exception:

@@ -491,6 +491,7 @@ class FakeTelegram(LocalServer):
         message_thread_id: int | None = None,
         reply_to_message_id: int | None = None,
         chat_title: str | None = None,
+        forwarded_from: str | None = None,  # a forward of this (hidden) sender's message
     ) -> int:
         """Queue a text message from a user; returns the update_id."""
         user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
@@ -511,6 +512,12 @@ class FakeTelegram(LocalServer):
             message["is_topic_message"] = chat_type != "private"
         if reply_to_message_id is not None:
             message["reply_to_message"] = self._message_for_reply(chat_id, reply_to_message_id)
+        if forwarded_from is not None:
+            message["forward_origin"] = {
+                "type": "hidden_user",
+                "date": _now(),
+                "sender_user_name": forwarded_from,
+            }
         self._incoming[(chat_id, message["message_id"])] = message
         return self.push_update({"message": message})
 

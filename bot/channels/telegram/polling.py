@@ -18,6 +18,7 @@ import contextlib
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,10 @@ from typing import Any
 import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
+from bot.channels.telegram.budget import AnswersFirst
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -48,6 +50,15 @@ BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
 
+@dataclass(frozen=True)
+class Showing:
+    """How a turn shows itself in the chat while it runs."""
+
+    stream: bool = True  # replies shown while they are written (`drafts`)
+    interval: float = 1.0  # seconds between two showings
+    reaction: str = ""  # set on a message when its turn starts ("": none)
+
+
 class TelegramChannel:
     def __init__(
         self,
@@ -60,11 +71,11 @@ class TelegramChannel:
         state_path: Path,
         shutdown_grace: float = 8.0,
         heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
-        stream: bool = True,  # replies shown while they are written (`drafts`)
-        stream_interval: float = 1.0,  # seconds between two showings
-        reaction: str = "",  # set on a message when its turn starts ("": none)
+        showing: Showing | None = None,  # how a turn shows itself while it runs
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
     ) -> None:
+        self.debounce = debounce
         self.router = router
         self.proxy = proxy
         self.token = token
@@ -74,10 +85,11 @@ class TelegramChannel:
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
         self.heartbeat = heartbeat
-        self.stream = stream
-        self.stream_interval = stream_interval
+        showing = showing or Showing()
+        self.stream = showing.stream
+        self.stream_interval = showing.interval
         self.drafts = DraftSupport()
-        self.reaction = reaction
+        self.reaction = showing.reaction
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -86,7 +98,7 @@ class TelegramChannel:
             self.token,
             base_url=self.base_url,
             base_file_url=_file_url(self.base_url),
-            rate_limiter=AIORateLimiter(max_retries=3),
+            rate_limiter=AnswersFirst(max_retries=3),
             request=_request(self.proxy),
             get_updates_request=_request(self.proxy),
         )
@@ -100,7 +112,9 @@ class TelegramChannel:
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),
+                debounce=self.debounce,
             )
+            self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
