@@ -31,7 +31,7 @@ from bot.llm.tokens import LineTokens, TokenCounter
 from bot.memory.forgetting import Forgetting
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
-from bot.memory.items.usage import UsageFlush
+from bot.memory.items.usage import UsageSaver
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
@@ -66,7 +66,7 @@ class ItemsAndIndex:
     items: ItemStore
     item_writer: ItemWriter  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
-    usage: UsageFlush  # a service: writes the items' last-used marks now and then, and at stop
+    usage: UsageSaver  # a service: writes the items' last-used marks now and then, and at stop
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Memory:
     long_term: LongTermMemory
     working: WorkingMemory
     notes: DailyNotes
-    recall: MarkdownMemory
+    markdown: MarkdownMemory
     history: HistoryLog
     reader: LineReader
     tokens: TokenCounter
@@ -97,7 +97,7 @@ def build_memory(
     )
     tokens, reader = TokenCounter(), LineReader(memory_root=workspace.memory_root)
     count = cached_count(tokens.count)
-    recall = MarkdownMemory(
+    markdown = MarkdownMemory(
         workspace,
         reader,
         working,
@@ -112,7 +112,7 @@ def build_memory(
         long_term=LongTermMemory(workspace, file_locks),
         working=working,
         notes=notes,
-        recall=recall,
+        markdown=markdown,
         history=HistoryLog(workspace, file_locks),
         reader=reader,
         tokens=tokens,
@@ -168,7 +168,7 @@ def build_items_and_index(
         items=store,
         item_writer=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
-        usage=UsageFlush(store),
+        usage=UsageSaver(store),
     )
 
 
