@@ -10,7 +10,9 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import telegram_channel
-from bot.app.conversation import (
+from bot.app.media import build_media, build_transcriber
+from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.pipeline import (
     Compaction,
     build_compaction,
     build_context,
@@ -18,8 +20,6 @@ from bot.app.conversation import (
     build_pipeline,
     build_tools,
 )
-from bot.app.media import build_media, build_transcriber
-from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Store, build_store

@@ -32,7 +32,7 @@ from bot.memory.forgetting import Forgetting
 from bot.memory.forgetting.forget import Copies
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
-from bot.memory.items.usage import UsageFlush
+from bot.memory.items.usage import UsageSaver
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
@@ -67,7 +67,7 @@ class ItemsAndIndex:
     items: ItemStore
     item_writer: ItemWriter  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
-    usage: UsageFlush  # a service: writes the items' last-used marks now and then, and at stop
+    usage: UsageSaver  # a service: writes the items' last-used marks now and then, and at stop
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Memory:
     long_term: LongTermMemory
     working: WorkingMemory
     notes: DailyNotes
-    recall: MarkdownMemory
+    markdown: MarkdownMemory
     history: HistoryLog
     reader: LineReader
     tokens: TokenCounter
@@ -98,7 +98,7 @@ def build_memory(
     )
     tokens, reader = TokenCounter(), LineReader(memory_root=workspace.memory_root)
     count = cached_count(tokens.count)
-    recall = MarkdownMemory(
+    markdown = MarkdownMemory(
         workspace,
         reader,
         working,
@@ -113,7 +113,7 @@ def build_memory(
         long_term=LongTermMemory(workspace, file_locks),
         working=working,
         notes=notes,
-        recall=recall,
+        markdown=markdown,
         history=HistoryLog(workspace, file_locks),
         reader=reader,
         tokens=tokens,
@@ -171,7 +171,7 @@ def build_items_and_index(
         items=store,
         item_writer=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
-        usage=UsageFlush(store),
+        usage=UsageSaver(store),
     )
 
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.app.conversation import Compaction
 from bot.app.memory import Memory
+from bot.app.pipeline import Compaction
 from bot.app.steering import Steering
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
@@ -144,7 +144,7 @@ def build_commands(
     inventory = MemoryInventory(
         workspace,
         parts.memory.reader,
-        parts.memory.recall,
+        parts.memory.markdown,
         parts.memory.history,
         parts.memory.working,
         now=now,
