@@ -11,8 +11,9 @@ holds the run and what it counts). Two runs:
   (614 lost before with a 10 s grace).
 
 Prints a table, one row a run (`--json`: one JSON object a line, the machine first). Exit 1 when
-a message is lost, answered twice, or asked of the model again after its answer was saved; or a
-file does not parse; or the HISTORY files disagree.
+a message is lost, answered twice, or asked of the model again after its answer was saved; or
+has no daily-note line, or more than one; or a file does not parse; or the HISTORY files
+disagree.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ RUNS = {
 }
 COLUMNS = (
     f"{'run':<8}{'messages':>9}{'chats':>7}{'SIGKILL':>9}{'SIGTERM':>9}{'lost':>6}"
-    f"{'duplicated':>12}{'in flight':>11}{'recalled':>10}{'extra calls':>13}{'seconds':>9}"
+    f"{'duplicated':>12}{'in flight':>11}{'recalled':>10}{'extra calls':>13}{'unnoted':>9}"
+    f"{'noted 2+':>10}{'seconds':>9}"
 )
 
 
@@ -44,13 +46,16 @@ def row(name: str, figures: CrashFigures) -> str:
     return (
         f"{name:<8}{figures.messages:>9,}{figures.chats:>7}{figures.kills:>9}{figures.terms:>9}"
         f"{figures.lost:>6}{figures.duplicated:>12}{figures.in_flight:>11}{figures.recalled:>10}"
-        f"{figures.extra_calls:>13}{figures.seconds:>9.1f}"
+        f"{figures.extra_calls:>13}{figures.unnoted:>9}{figures.noted_twice:>10}"
+        f"{figures.seconds:>9.1f}"
     )
 
 
 def misses(name: str, figures: CrashFigures) -> list[str]:
     counts = {"lost": figures.lost, "duplicated": figures.duplicated}
     counts["asked again"] = figures.recalled
+    counts["answered without a daily-note line"] = figures.unnoted
+    counts["with more than one daily-note line"] = figures.noted_twice
     missed = [f"{name}: {count} {what}" for what, count in counts.items() if count]
     if figures.lost or figures.duplicated:
         missed += [f"{name}: e.g. {', '.join(figures.examples)}"]

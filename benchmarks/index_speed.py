@@ -5,8 +5,10 @@ searches and as a group does. Prints a table and exits 1 when a figure misses it
 keyword-only ingest ≥ 20,000 turns/s, with model2vec ≥ 1,000 turns/s, hybrid query p50 ≤ 10 ms
 and p95 ≤ 25 ms.
 
-    python benchmarks/index_speed.py [--turns 100000] [--queries 500]
+    python benchmarks/index_speed.py [--turns 100000] [--queries 500] [--k 10]
         [--embedder none model2vec] [--model PATH]
+
+`--k` is the hits each search asks for (a turn's `# Relevant Memory` asks for 3 × `rag.relevant_k`).
 
 Turns are Zipf-distributed words from the model's vocabulary (so bm25 sees common and rare
 terms, and the model knows every word); 90% of them are the owner's (global scope), the rest
@@ -82,25 +84,30 @@ class Speed:
     reopen_s: float
 
 
-def latencies(index: MemoryIndex, queries: list[str], scopes: Sequence[str]) -> Latency:
+def latencies(index: MemoryIndex, queries: list[str], scopes: Sequence[str], *, k: int) -> Latency:
     for query in queries[:20]:  # warm caches
-        index.search(query, scopes=scopes, k=10)
+        index.search(query, scopes=scopes, k=k)
     times = []
     for query in queries:
         started = time.perf_counter()
-        index.search(query, scopes=scopes, k=10)
+        index.search(query, scopes=scopes, k=k)
         times.append((time.perf_counter() - started) * 1000)
     times.sort()
     return Latency(statistics.median(times), times[int(len(times) * 0.95) - 1], times[-1])
 
 
 def run(
-    folder: Path, exchanges: list[Exchange], queries: list[str], embedder: Embedder | None
+    folder: Path,
+    exchanges: list[Exchange],
+    queries: list[str],
+    embedder: Embedder | None,
+    *,
+    k: int = 10,
 ) -> Speed:
     index = MemoryIndex(folder / "memory", folder / "index", embedder=embedder)
     rate = ingest(index, exchanges)
-    owner = latencies(index, queries, ["", OWNER_CHAT])
-    group = latencies(index, queries, [GROUPS[0]])
+    owner = latencies(index, queries, ["", OWNER_CHAT], k=k)
+    group = latencies(index, queries, [GROUPS[0]], k=k)
     started = time.perf_counter()
     index.close()
     reopened = MemoryIndex(folder / "memory", folder / "index", embedder=embedder)
@@ -144,6 +151,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--k", type=int, default=10, help="hits each search asks for (10)")
     parser.add_argument(
         "--embedder", nargs="+", choices=sorted(NAMES), default=["none", "model2vec"]
     )
@@ -152,7 +160,7 @@ def main() -> int:
     print(machine_line(), flush=True)
     words = vocabulary(args.model)
     print(f"{model_line(args.model)} ({len(words):,} words taken from its vocabulary)")
-    print(f"{args.turns:,} turns in batches of {BATCH:,}, {args.queries} queries (k = 10)")
+    print(f"{args.turns:,} turns in batches of {BATCH:,}, {args.queries} queries (k = {args.k})")
     rng = random.Random(7)
     exchanges = turns(args.turns, words, rng)
     queries = []
@@ -163,7 +171,7 @@ def main() -> int:
     for name in args.embedder:
         embedder = Model2VecEmbedder(args.model) if name == "model2vec" else None
         with tempfile.TemporaryDirectory(prefix="mnemo-index-") as folder:
-            speeds.append(run(Path(folder), exchanges, queries, embedder))
+            speeds.append(run(Path(folder), exchanges, queries, embedder, k=args.k))
     return 1 if report(speeds) else 0
 
 

@@ -46,6 +46,7 @@ class Inbound:
     user_display_name: str | None = None  # the person as others read it: "Ann Lee (@ann)"
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
     attachments: tuple[Attachment, ...] = ()
+    forwarded: bool = False  # forwarded from someone else: their words, not the sender's
     kind: InboundKind = "message"  # not "message": made by the scheduler, never said by anyone
 
     @property
@@ -109,7 +110,20 @@ class MemoryLayer(StrEnum):
     PROCEDURAL = "procedural"  # commands, errors and their fixes
 
 
-ItemStatus = Literal["active", "forgotten", "decayed"]  # items are never deleted
+# items are never deleted; "superseded": a newer fact replaced it (kept as history);
+# "retired": the MEMORY.md line it was made of is gone (active again if the line comes back)
+ItemStatus = Literal["active", "forgotten", "decayed", "superseded", "retired"]
+Via = Literal["message", "voice", "photo", "document", "forwarded", "inference", "tool", "group"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a remembered fact came from (`bot.memory.provenance` owns its text and JSON)."""
+
+    by: str  # who said it: a person's name and id ("Ann (42)"), or "model"
+    chat: str  # the session key of the chat it was said in
+    at: datetime
+    via: Via  # what it came as ("inference": the model's own, e.g. consolidation)
 
 
 @dataclass(frozen=True)
@@ -131,6 +145,7 @@ class MemoryItem:
     last_used_at: datetime | None = None  # last shown in a memory pack
     decayed_at: datetime | None = None  # last lowered by decay
     status: ItemStatus = "active"
+    provenance: Provenance | None = None  # None: an item from before provenance was kept
 
     @property
     def memory_scope(self) -> MemoryScope:

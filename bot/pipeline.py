@@ -2,9 +2,9 @@
 
 A turn's logic lives here and nowhere else: ordered systems read and write one `TurnContext`
 (and `LiveText`, where the runner shows the model's text as it comes).
-Orders are a public contract (logs and /status name them): 18 auto-compaction, 20 context
-building, 22 scheduled items (`bot.reminders`), 30 LLM tool loop, 40 memory tags, 50 memory
-persist, 55 RAG indexing.
+Orders are a public contract (logs and /status name them): 18 auto-compaction, 19 files
+first, 20 context building, 22 scheduled items (`bot.reminders`), 30 LLM tool loop, 40 memory
+tags, 50 memory persist, 55 RAG indexing.
 """
 
 from __future__ import annotations

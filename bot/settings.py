@@ -91,9 +91,20 @@ class TelegramSettings(_Section):
     stream: bool = True  # show a reply while it is written (bot.channels.telegram.drafts)
     stream_interval: float = Field(default=1.0, gt=0)  # seconds between two showings
     reaction: str = "👀"  # set on a message when work on it starts; "" for none
+    # seconds a chat's first turn waits, so quick follow-ups are answered together (0: each
+    # message is answered on its own)
+    debounce: float = Field(default=0.5, ge=0, le=10)
     # group messages not addressed to the bot, kept for its next turn there (0: none)
     group_chatter_messages: int = Field(default=20, ge=0)
     group_chatter_chars: int = Field(default=3000, ge=1)  # all of them together
+    # how updates arrive: "polling" (one process, the default) or "webhook" (replicated mode:
+    # Telegram POSTs each update to `webhook_url`, any replica takes it; bot.replicas)
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None  # the public HTTPS address Telegram posts to (a balancer)
+    webhook_host: str = "0.0.0.0"  # where this replica's webhook server listens
+    webhook_port: int = Field(default=8080, ge=1, le=65535)
+    webhook_secret: SecretStr | None = None  # Telegram sends it back in a header; checked
+    webhook_max_connections: int = Field(default=40, ge=1, le=100)  # Telegram's, per bot
 
 
 class LLMSettings(_Section):
@@ -192,8 +203,8 @@ class RagSettings(_Section):
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
     search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
-    relevant_k: int = Field(default=6, ge=0, le=50)  # hits under "# Relevant Memory"
-    relevant_budget_tokens: int = Field(default=800, ge=0)
+    relevant_k: int = Field(default=40, ge=0, le=50)  # hits under "# Relevant Memory", at most
+    relevant_budget_tokens: int = Field(default=1024, ge=0)  # its evidence, large windows
     min_similarity: float = Field(default=0.0, ge=0, le=1)
     lightrag_url: str = "http://lightrag:9621"
     lightrag_api_key: SecretStr | None = None
@@ -221,6 +232,25 @@ class SessionPolicySettings(_Section):
 
     daily_reset_hour: int | None = Field(default=None, ge=0, le=23)  # local hour, e.g. 4
     idle_minutes: int | None = Field(default=None, gt=0)
+
+
+class StoreSettings(_Section):
+    """Where the journal and the chats' queues live: the workspace's files (None, the default)
+    or a PostgreSQL database shared by every replica (`postgresql://…`, bot.replicas)."""
+
+    url: SecretStr | None = None  # a password may be in it: never shown
+    worker_concurrency: int = Field(default=8, ge=1)  # chats one replica answers at once
+    heartbeat: float = Field(default=2.0, gt=0)  # seconds between a replica's signs of life
+    stalled_after: float = Field(default=10.0, gt=0)  # silent this long: its turns move on
+
+    @field_validator("url")
+    @classmethod
+    def _postgres(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ValueError("must be a PostgreSQL URL, e.g. postgresql://mnemo@db/mnemo")
+        return value
 
 
 class ReminderSettings(_Section):
@@ -258,6 +288,7 @@ class Settings(BaseSettings):
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
     media: MediaSettings = MediaSettings()
+    store: StoreSettings = StoreSettings()
     reminders: ReminderSettings = ReminderSettings()
     log: LogSettings = LogSettings()
 
@@ -269,6 +300,16 @@ class Settings(BaseSettings):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
+
+    @model_validator(mode="after")
+    def _replicated(self) -> Settings:
+        """Webhooks need the shared store: any replica may take a chat's update."""
+        if self.telegram.mode == "webhook":
+            if self.store.url is None:
+                raise ValueError("telegram.mode 'webhook' needs store.url (postgresql://…)")
+            if not self.telegram.webhook_url or self.telegram.webhook_secret is None:
+                raise ValueError("telegram.mode 'webhook' needs webhook_url and webhook_secret")
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -316,6 +357,8 @@ def secret_values(settings: Settings) -> tuple[str, ...]:
         rag.embedding_api_key,
         rag.lightrag_api_key,
         settings.media.transcription_api_key,
+        settings.telegram.webhook_secret,
+        settings.store.url,
     )
     found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
     proxies = (settings.telegram.proxy, settings.llm.proxy)

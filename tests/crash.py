@@ -11,7 +11,8 @@ What it counts, from outside the code (the fakes' records and the workspace's fi
   bot was killed (it must be sent from there, not made again);
 - extra calls: model calls beyond one per message (a kill during a call may cost one);
 - broken files: a JSON or JSONL file in the workspace that does not parse;
-- history: HISTORY.md and the monthly files holding different entries, or one entry twice.
+- history: HISTORY.md and the monthly files holding different entries, or one entry twice;
+- unnoted / noted twice: an answered message with no daily-note line, or more than one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, bot_env, start_bot_process
 
 TEXT = re.compile(r"^m\d{5}$")
+NOTED = re.compile(r"\] User: (m\d{5}) \| Assistant: ")
+NOTE_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 IN_FLIGHT = 0.05  # seconds before a SIGKILL in which a reply sent may be sent again
 USERS = (OWNER, 2101, 2102, 2103, 2104, 2105, 2106, 2107, 2108, 2109, 2110, 2111, 2112, 2113)
 
@@ -50,6 +53,8 @@ class CrashFigures:
     extra_calls: int = 0
     broken_files: list[str] = field(default_factory=list)
     history_problems: list[str] = field(default_factory=list)
+    unnoted: int = 0  # answered, with no daily-note line
+    noted_twice: int = 0  # answered, with more than one
     term_exit_codes: list[int] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)  # a few lost or duplicated messages
     seconds: float = 0.0
@@ -125,6 +130,9 @@ async def crash_run(
         _count(figures, _sent(telegram, users), texts, _calls(model), saved_calls, in_flight)
     figures.broken_files = _broken_files(workspace)
     figures.history_problems = _history_problems(workspace)
+    noted = _noted(workspace)
+    figures.unnoted = sum(1 for text in texts if noted[text] == 0)
+    figures.noted_twice = sum(1 for text in texts if noted[text] > 1)
     figures.seconds = round(time.monotonic() - started, 1)
     return figures
 
@@ -232,6 +240,16 @@ def _broken_files(workspace: Path) -> list[str]:
         except ValueError:
             broken.append(str(path.relative_to(workspace)))
     return broken
+
+
+def _noted(workspace: Path) -> Counter[str]:
+    """How many daily-note lines each message has, in every scope's notes."""
+    noted: Counter[str] = Counter()
+    for path in (workspace / "memory").rglob("*.md"):
+        if NOTE_FILE.match(path.name):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            noted.update(found[1] for found in NOTED.finditer(text))
+    return noted
 
 
 def _history_problems(workspace: Path) -> list[str]:

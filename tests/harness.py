@@ -50,6 +50,7 @@ def make_settings(
         allowed_user_ids=allowed_user_ids,
         poll_timeout=1,
         typing_interval=0.2,
+        debounce=0.0,  # each message a turn of its own (tests/test_follow_ups.py: together)
     )
     llm = LLMSettings(
         base_url=openai.base_url,
@@ -139,6 +140,7 @@ def bot_env(workspace: Path, telegram: FakeTelegram, openai: FakeOpenAI) -> dict
         "BOT_TELEGRAM__OWNER_IDS": f"[{OWNER}]",
         "BOT_TELEGRAM__ALLOWED_USER_IDS": f"[{FRIEND}]",
         "BOT_TELEGRAM__POLL_TIMEOUT": "1",
+        "BOT_TELEGRAM__DEBOUNCE": "0",  # each message a turn of its own
         "BOT_LLM__BASE_URL": openai.base_url,
         "BOT_LLM__API_KEY": API_KEY,
         "BOT_LLM__MODEL": "fake-model",

@@ -64,7 +64,8 @@ def test_the_parts_of_the_next_prompt_with_their_tokens(workspace: Path) -> None
     assert labels[:3] == ["persona", "instructions", "# Memory"]
     assert "  ## Long-term Memory" in labels
     assert "conversation (2 messages)" in labels and "the user's message" in labels
-    assert lines[-1].startswith("total") and " of " in lines[-1]
+    assert lines[-2].startswith("total") and lines[-2].endswith("counted offline")
+    assert lines[-1].startswith("Context: ") and " of " in lines[-1]  # as /status says it
     assert "pier seven" not in done.stdout  # the text only with --full
 
 

@@ -81,7 +81,11 @@ async def test_status_of_a_new_conversation_in_plain_words(
     [text] = await say(app, "/status")
 
     lines = text.splitlines()
-    assert re.fullmatch(r"Context: [\d,]+ of 32,768 tokens \((\d+%|under 1%)\)", lines.pop(1))
+    assert re.fullmatch(
+        r"Context: [\d,]+ of 32,768 tokens \((\d+%|under 1%)\), the next prompt with its "
+        r"instructions, memory, conversation and tools",
+        lines.pop(1),
+    )
     assert lines == [
         "Messages: 0",
         "Last compaction: none yet",
@@ -106,11 +110,12 @@ async def test_status_verbose_adds_the_window_the_counts_and_the_pipeline(
         "set BOT_LLM__CONTEXT_WINDOW)",
         lines[6],
         "Last prompt: none yet",
-        "Pipeline: 17 memory-flush, 18 auto-compaction, 20 context-building, 22 reminders, "
-        "30 tool-loop, "
-        "40 memory-tags, 50 memory-persist, 55 rag-indexing",
+        "Pipeline: 17 memory-flush, 18 auto-compaction, 19 files-first, 20 context-building, "
+        "22 reminders, 30 tool-loop, 40 memory-tags, 50 memory-persist, 55 rag-indexing",
     ]
-    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 32,768 tokens", lines[6])
+    assert re.fullmatch(
+        r"Counted: [\d,]+ tokens offline × 1.00 \(.*\) \+ 10% margin = [\d,]+", lines[6]
+    )
 
 
 async def test_status_counts_messages_tokens_and_names_the_model(
@@ -129,8 +134,8 @@ async def test_status_counts_messages_tokens_and_names_the_model(
     assert tokens >= 2 * 4 + 10  # two messages' overhead and words
     assert int(context[2]) == round(100 * tokens / 32768)
     assert "Model: fake-model" in text
-    assert f"Prompt (estimated): ~{tokens:,} / 32,768 tokens" in verbose
-    assert "Last prompt (reported): 1,234 / 32,768 tokens" in verbose
+    assert f"margin = {tokens:,}\n" in verbose
+    assert "Last prompt, as the provider counted it: 1,234 tokens" in verbose
 
 
 async def test_status_tells_a_consolidation_from_a_compaction(

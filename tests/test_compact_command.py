@@ -173,11 +173,11 @@ async def test_status_shows_prompt_window_and_tells_compaction_from_consolidatio
 
     lines = status.splitlines()
     assert lines[0] == "Messages: 5"
-    assert re.fullmatch(r"Context: [\d,]+ of 6,000 tokens \(\d+%\)", lines[1])
+    assert re.fullmatch(r"Context: [\d,]+ of 6,000 tokens \(\d+%\), the next prompt .*", lines[1])
     assert re.fullmatch(
         rf"Last compaction: {app.now():%Y-%m-%d} \d\d:\d\d \(1 in this conversation\)", lines[2]
     )
     assert lines[3] == "Last consolidation: none yet"  # a compaction is not a consolidation
     assert lines[4] == "Model: fake-model"
-    assert re.fullmatch(r"Prompt \(estimated\): ~[\d,]+ / 6,000 tokens", lines[6])
-    assert lines[7] == "Last prompt (reported): 777 / 6,000 tokens"
+    assert re.fullmatch(r"Counted: [\d,]+ tokens offline × .* margin = [\d,]+", lines[6])
+    assert lines[7] == "Last prompt, as the provider counted it: 777 tokens"

@@ -8,6 +8,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import signal
 import sys
 from asyncio.subprocess import Process
@@ -311,3 +312,24 @@ async def test_a_turn_at_a_terminal_streams_then_prints_the_reply_once(
     shown, label, printed = terminal.getvalue().rpartition("mnemo")
     assert label and "word5" in shown  # on the spinner's line first
     assert printed.count("word0 ") == 1 and printed.count("word29") == 1  # the reply, once
+
+
+async def test_a_terminal_keeps_line_breaks_and_tags(app: App, fake_openai: FakeOpenAI) -> None:
+    poem = "Roses are red,\nviolets are blue,\na <b>tag</b> in <text> stays\n\n```\ncode\n```"
+    fake_openai.script(Reply(poem))
+    terminal = io.StringIO()
+    console = ConsoleChannel(
+        app.router,
+        now=app.now,
+        stdin=io.StringIO("a poem please\n/status\n"),
+        stdout=terminal,
+        replier=ConsoleReplier(terminal, terminal=True),
+    )
+    await asyncio.wait_for(console.run(), timeout=5)
+
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.getvalue())
+    lines = [line.strip() for line in plain.splitlines()]
+    for line in ("Roses are red,", "violets are blue,", "a <b>tag</b> in <text> stays", "code"):
+        assert line in lines
+    assert "Messages: 2" in lines
+    assert any(line.startswith("Model: fake-model") for line in lines)

@@ -380,7 +380,11 @@ async def test_a_job_left_on_disk_is_done_at_the_next_start(
     [prompt] = consolidations(fake_openai)
     assert "[2026-11-21 10:30] USER: I moved to Lisbon" in prompt
     assert "[2026-11-21 10:30] ASSISTANT: Congratulations!" in prompt
-    assert (memory / "MEMORY.md").read_text() == "# Memory\n- Ann lives in Lisbon\n"
+    # a replacement is not a drop: Porto, named removed, stays as history, marked superseded
+    assert re.fullmatch(
+        r"# Memory\n- Ann lives in Lisbon\n- Ann lives in Porto _\(was, until [\d-]{10}\)_\n",
+        (memory / "MEMORY.md").read_text(),
+    )
     assert ENTRY in (memory / "HISTORY.md").read_text()
     assert job_files(workspace) == []
 

@@ -17,7 +17,7 @@ from tests.harness import FRIEND, OWNER, make_settings, running_bot
 from tests.talk import GROUP, RecordingReplier, message, say, write
 
 TOTAL = "total"
-ROW = re.compile(r"^(?P<label> *\S.*?)\s{2,}(?P<tokens>[\d,]+)(?:\s+of .*)?$")
+ROW = re.compile(r"^(?P<label> *\S.*?)\s{2,}(?P<tokens>[\d,]+)(?:\s+counted offline)?$")
 
 
 def table(reply: str) -> dict[str, int]:
@@ -29,6 +29,13 @@ def table(reply: str) -> dict[str, int]:
         assert found, line
         rows[found["label"]] = int(found["tokens"].replace(",", ""))
     return rows
+
+
+def status_figure(status: list[str]) -> str:
+    """The "how full" figure /status gives."""
+    found = re.search(r"Context: ([\d,]+) of ", status[0])
+    assert found, status
+    return found[1]
 
 
 def counted(request: dict[str, Any]) -> int:
@@ -67,7 +74,7 @@ async def test_each_part_of_the_last_prompt_is_counted_and_they_add_up(
     assert rows[TOTAL] == counted(fake_openai.requests[-1])
     top = [n for label, n in rows.items() if not label.startswith(" ") and label != TOTAL]
     assert sum(top) == rows[TOTAL]
-    assert f"of {app.preview.meter.window:,}" in reply
+    assert reply.startswith(f"Context: {status_figure(await say(app, '/status'))} of ")
     assert "/context full" in reply
     assert fake_openai.calls == 2  # /context asks the model nothing
 

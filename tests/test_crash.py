@@ -1,5 +1,6 @@
 """No message lost, none answered twice, none asked of the model again once its answer was
-saved: bursts from several chats with SIGKILL and SIGTERM at random points (`tests/crash.py`)."""
+saved, each noted once in the daily notes: bursts from several chats with SIGKILL and SIGTERM
+at random points (`tests/crash.py`)."""
 
 from __future__ import annotations
 
@@ -24,4 +25,5 @@ async def test_kills_and_terms_at_random_points_lose_nothing_and_repeat_nothing(
     assert figures.extra_calls <= figures.kills * figures.chats, figures.line()
     assert figures.broken_files == []
     assert figures.history_problems == []
+    assert (figures.unnoted, figures.noted_twice) == (0, 0), figures.line()
     assert figures.term_exit_codes == [0, 0, 0]

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks.evalsets.synthetic import generate
 from bot.cli import main
 from bot.eval.corpus import SourceText, Span, build_corpus, pairs
 from bot.eval.dataset import Conversation, Dataset, Question, Session, Turn
 from bot.eval.report import Answer, Retrieved, score
 from bot.eval.retrieval import run_mnemo
-from bot.eval.synthetic import generate
 from bot.index import Hit
 from bot.index.snippets import GAP, snippet
 from bot.storage.workspace import Workspace
@@ -29,13 +29,19 @@ MODEL = SMALL_MODEL2VEC
 RECALLS = ("recall@5", "recall@10", "recall@budget")
 
 
-def run_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_eval(
+    tmp_path: Path, *args: str, budget: int | None = None, hits: int | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "PYTHONPATH": str(REPO),
         "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
     }
+    if budget is not None:  # a setting, as the bot reads it: the eval has no knob of its own
+        env["BOT_RAG__RELEVANT_BUDGET_TOKENS"] = str(budget)
+    if hits is not None:
+        env["BOT_RAG__RELEVANT_K"] = str(hits)
     command = [sys.executable, "-m", "bot", "eval", "retrieval", *args]
     return subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
@@ -56,13 +62,15 @@ def test_on_the_shipped_evalset_mnemo_beats_bm25_on_recall_within_the_budget(
 ) -> None:
     done = run_eval(
         tmp_path,
-        *(str(EVALSET), "--k", "5", "10", "--budget-tokens", "512", "--baseline", "bm25"),
+        *(str(EVALSET), "--k", "5", "10", "--baseline", "bm25"),
         *("--embedder", "model2vec", "--model2vec-path", str(MODEL)),
+        budget=512,
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["questions"] == 50 and report["conversations"] == 5
     assert report["k"] == [5, 10] and report["budget_tokens"] == 512
+    assert report["hits"] == 40  # rag.relevant_k, as config/settings.toml ships it
     assert report["embedder"].startswith("model2vec:")
     for system in ("mnemo", "bm25"):
         figures = report[system]
@@ -195,7 +203,7 @@ def test_several_datasets_are_slices_with_intervals_and_the_keyword_baseline(
     months.write_text(json.dumps(generate(seed=5, conversations=1)), encoding="utf-8")
     common = ("--k", "5", "--baseline", "keyword", "--embedder", "model2vec")
     model = ("--model2vec-path", str(MODEL))
-    done = run_eval(tmp_path, str(months), str(EVALSET), *common, *model)
+    done = run_eval(tmp_path, str(months), str(EVALSET), *common, *model, hits=10)
     assert done.returncode == 0, done.stderr
     first, second = json.loads(done.stdout)["slices"]
     assert (first["dataset"], second["dataset"]) == (str(months), str(EVALSET))
@@ -207,7 +215,7 @@ def test_several_datasets_are_slices_with_intervals_and_the_keyword_baseline(
             assert low <= overall["recall@budget"] <= high
     assert first["keyword"]["indexed"] == first["mnemo"]["indexed"]
 
-    table = run_eval(tmp_path, str(months), str(EVALSET), *common, *model, "--table")
+    table = run_eval(tmp_path, str(months), str(EVALSET), *common, *model, "--table", hits=10)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].startswith(f"{months}: 1 conversations,")

@@ -8,9 +8,9 @@ from collections import Counter
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 
+from benchmarks.evalsets.synthetic import generate, main
 from bot.eval.dataset import Dataset, load_dataset, parse_dataset
 from bot.eval.retrieval import asked_at
-from bot.eval.synthetic import generate, main
 from bot.index.when import resolve
 from tests.harness import REPO
 

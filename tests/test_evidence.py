@@ -168,6 +168,27 @@ def test_a_day_is_one_heading_and_the_notes_folder_is_named_once() -> None:
     ]
 
 
+def test_a_side_that_said_nothing_is_not_shown() -> None:
+    """A message no one answered (or an answer to nothing) costs no empty label."""
+    march = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    note = "chats/tg%3A-5/2026-03-02.md"
+    hits = [
+        hit(note, "[09:04] User: Ann: the kayak is at the pier | Assistant: ", march, lines=3),
+        hit(note, "[09:06] User:  | Assistant: Sure: the kayak is red", march, lines=4),
+        hit("sessions/tg%3A-5#t9", "User: Ann: kayak keys?\nAssistant:", march, kind="exchange"),
+        hit("sessions/tg%3A-5#t8", "User:\nAssistant: the kayak", march, kind="exchange"),
+    ]
+
+    section, _ = fit(hits, k=10, budget=400, count=COUNT)
+
+    assert section.splitlines()[3:] == [
+        "- [L3-L3] Ann: the kayak is at the pier",
+        "- [L4-L4] Assistant: Sure: the kayak is red",
+        "- Ann: kayak keys?",
+        "- Assistant: the kayak",
+    ]
+
+
 def test_the_days_and_the_notes_line_are_paid_for_once() -> None:
     day = datetime(2026, 3, 2, 9, tzinfo=UTC)
     hits = [hit("2026-03-02.md", f"[09:0{n}] User: kayak trip {n}", day, lines=n) for n in range(7)]

@@ -162,7 +162,8 @@ async def test_lines_a_person_appends_while_the_bot_appends_facts_are_all_kept(
     typist = threading.Thread(target=type_lines)
     typist.start()
     for fact in facts:
-        assert await memory.append_facts(GLOBAL_SCOPE, [fact], section="Remembered") == [fact]
+        appended = await memory.append_facts(GLOBAL_SCOPE, [fact], section="Remembered")
+        assert appended.added == [fact]
     await asyncio.to_thread(typist.join)
 
     lines = path.read_text().splitlines()

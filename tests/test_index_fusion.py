@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.evalsets.synthetic import generate
 from bot.eval.dataset import Dataset, load_dataset, parse_dataset
 from bot.eval.report import summary
 from bot.eval.retrieval import run_mnemo
-from bot.eval.synthetic import generate
 from bot.index import Document, Embedder, MemoryIndex, Model2VecEmbedder
 from bot.index.embedding import Vectors, normalised
 from bot.index.search import CANDIDATES, Fused, fuse, rank

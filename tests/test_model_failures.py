@@ -14,7 +14,7 @@ from bot.errors import LLMCause, LLMError, LLMRejected, LLMUnavailable
 from bot.llm import failures
 from bot.llm.openai_chat import OpenAIChat
 from bot.models import ChatMessage
-from tests.fakes.openai_api import PROVIDER_FAILURES, FakeOpenAI, Hang
+from tests.fakes.openai_api import PROVIDER_FAILURES, FakeOpenAI, Hang, NoChoices
 from tests.harness import API_KEY, FRIEND, OWNER, make_settings, started_app
 from tests.talk import GROUP, say
 
@@ -200,3 +200,19 @@ async def test_an_unreachable_or_slow_model_says_which_setting(workspace: Path) 
         f"Cannot reach the model server at 127.0.0.1:{port}. Check that it is running and that "
         "BOT_LLM__BASE_URL is right."
     )
+
+
+async def test_an_answer_with_no_choice_names_the_model_and_its_host(
+    app: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(NoChoices())
+
+    [owner] = await say(app, "hello")
+
+    assert owner.startswith(f"The model (fake-model at 127.0.0.1:{fake_openai.port}) gave no ")
+
+
+def test_an_error_without_a_host_is_worded_without_one() -> None:
+    error = LLMUnavailable("no choices", model="test-model")
+
+    assert failures.for_owner(error).startswith("The model (test-model) gave no usable answer.")

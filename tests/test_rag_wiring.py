@@ -303,7 +303,10 @@ async def test_memory_tags_become_semantic_items_shown_once(
     memory = workspace / "memory" / "MEMORY.md"
     memory.write_text(memory.read_text().replace("- Ann's birthday is 12 May\n", ""))
     prompt = await prompt_after(app, fake_openai, "when is Ann's birthday?")
-    assert "## Remembered Facts\n- Ann's birthday is 12 May" in memory_section(prompt)
+    # the file is the truth: its line deleted by hand, the item made of it is retired
+    assert "Ann's birthday is 12 May" not in memory_section(prompt)
+    [fact] = items(workspace, "semantic")
+    assert fact["status"] == "retired"
 
 
 async def test_consolidation_facts_become_indexed_semantic_items(

@@ -147,7 +147,7 @@ async def test_refused_drafts_fall_back_to_one_edited_message_then_the_final_one
 ) -> None:
     fake_openai.script(
         Reply(LONG, pieces=20, chunk_delay=0.05),
-        Reply("Short **and** sweet.", pieces=4, chunk_delay=0.1),
+        Reply("Short **and** sweet.", pieces=4, chunk_delay=0.2),  # long enough for a preview
     )
     fake_telegram.drafts_supported = False
     settings = settings_for(tmp_path / "ws", fake_telegram, fake_openai, stream_interval=0.3)

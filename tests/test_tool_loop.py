@@ -7,11 +7,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from bot.errors import ToolError
 from bot.llm.openai_chat import OpenAIChat
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound, Session, ToolSpec, Usage
 from bot.pipeline import TurnContext
+from bot.systems.origin import origin_of
 from bot.systems.tool_loop import EMPTY_REPLY, ToolLoop
 from bot.tools.registry import Tool, ToolContext, ToolRegistry
 from tests.fakes.openai_api import FakeOpenAI, Reply, Step, ToolCalls
@@ -104,9 +106,14 @@ async def test_a_tool_call_runs_and_its_result_goes_back_with_the_same_id(
     assert [m.role for m in ctx.new_messages] == ["assistant", "tool", "assistant"]
     [(args, tool_ctx)] = echo.calls
     assert args == {"text": "ping"}
-    assert tool_ctx == ToolContext(
-        session_key="telegram:42", scope=GLOBAL_SCOPE, inbound=ctx.inbound
+    assert (tool_ctx.session_key, tool_ctx.scope, tool_ctx.inbound) == (
+        "telegram:42",
+        GLOBAL_SCOPE,
+        ctx.inbound,
     )
+    assert tool_ctx.origin is not None and tool_ctx.origin.trusted  # before the echo's output
+    assert tool_ctx.origin.said.by == "user (42)"
+    assert origin_of(ctx).quoted == "tool"  # after it: the echo is not one of the memory tools
 
 
 async def test_several_calls_in_one_step_each_get_an_answer_in_order(
@@ -255,3 +262,21 @@ async def test_the_loop_runs_a_call_written_as_text_and_the_user_gets_the_answer
         "arguments": '{"text": "ping"}',
     }
     assert tool["content"] == "echo: ping" and tool["tool_call_id"] == "call_text_1"
+
+
+async def test_a_model_that_keeps_calling_an_unknown_tool_ends_in_a_line_that_says_so(
+    llm: OpenAIChat, model: FakeOpenAI
+) -> None:
+    model.script(*[ToolCalls([("web_search", {"q": "news"})]) for _ in range(3)])
+    ctx = make_ctx()
+
+    with capture_logs() as logs:
+        await tool_loop(llm, Echo(), max_steps=3).process(ctx)
+
+    assert ctx.reply == (
+        "(The model kept calling tools and gave no answer after 3 steps; it asked for tools "
+        "that do not exist: web_search.)"
+    )
+    warnings = [e for e in logs if e["log_level"] == "warning"]
+    assert [e["event"] for e in warnings] == ["tool_unknown", "tool_unknown", "tool_loop_no_answer"]
+    assert warnings[-1]["unknown"] == ["web_search"]

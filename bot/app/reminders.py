@@ -17,7 +17,7 @@ from bot.reminders.tasks import Caps, DailySpend, NothingToReport, TaskTurns
 from bot.reminders.tool import NAME, RemindTool
 from bot.reminders.zones import Zones
 from bot.settings import Settings
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.tools.registry import ToolRegistry
@@ -37,11 +37,16 @@ class Reminders:
         if self.scheduler is not None:
             self.scheduler.wake()
 
+    def into(self, pipeline: Pipeline) -> Pipeline:
+        """The pipeline with system 22 put in (the chat's next items in the prompt)."""
+        shown = self.settings.reminders.shown_in_prompt
+        return Pipeline([*pipeline.systems, ScheduledInPrompt(self.store, shown=shown)])
+
 
 def build_reminders(
     settings: Settings,
     workspace: Workspace,
-    locks: FileLocks,
+    locks: Locks,
     now: Callable[[], datetime],
     *,
     tools: ToolRegistry,
@@ -54,12 +59,6 @@ def build_reminders(
     return reminders
 
 
-def with_prompt(reminders: Reminders, pipeline: Pipeline) -> Pipeline:
-    """The pipeline with system 22 (the chat's next items in the prompt)."""
-    shown = reminders.settings.reminders.shown_in_prompt
-    return Pipeline([*pipeline.systems, ScheduledInPrompt(reminders.store, shown=shown)])
-
-
 def attach(
     reminders: Reminders,
     router: Router,
@@ -69,7 +68,8 @@ def attach(
     llm: LLM,
     tools: ToolRegistry,
 ) -> Scheduler:
-    """Task turns and the commands on the router; the scheduler (a service) returned."""
+    """Task turns and the commands on the router; the scheduler returned (a service: the last
+    started, the first stopped)."""
     config, now = reminders.settings.reminders, reminders.now
     scheduler = Scheduler(
         reminders.store,

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.app.conversation import Compaction
 from bot.app.memory import Memory
+from bot.app.pipeline import Compaction
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
@@ -21,8 +21,8 @@ from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
-from bot.storage.inbox import Inbox
+from bot.storage.files import Locks
+from bot.storage.inbox import Journal
 from bot.storage.roster import RosterFile
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
@@ -30,6 +30,7 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import basics, conversation, memory, status
 from bot.turn.commands.dispatch import Commands
+from bot.turn.commands.keep import KeepQuoted
 from bot.turn.delivery import Delivery
 from bot.turn.door import Door
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
@@ -49,7 +50,8 @@ class Chats:
 
 @dataclass(frozen=True)
 class TurnParts:
-    """What the app built before the turn: its memory, the pipeline and its accounting."""
+    """What the app built before the turn: its memory, the pipeline and its accounting, and
+    the journal (the workspace's, or the replicas', `bot.app.store`)."""
 
     memory: Memory
     writer: MemoryWriter
@@ -57,6 +59,7 @@ class TurnParts:
     compaction: Compaction
     pipeline: Pipeline
     sent: LastRequests  # the last request of each chat (/context)
+    journal: Journal
 
 
 def build_router(
@@ -77,10 +80,9 @@ def build_router(
         consolidator=parts.consolidator if consolidating else None,
         memory=parts.writer,
     )
-    inbox = Inbox(workspace.inbox_dir)
-    delivery = Delivery(inbox)
+    delivery = Delivery(parts.journal)
     return Router(
-        inbox=inbox,
+        inbox=parts.journal,
         access=access,
         door=door,
         commands=build_commands(settings, workspace, chats, parts, closing, now),
@@ -112,7 +114,7 @@ def _build_turns(
     )
     return TurnRunner(
         overflow=OverflowRetry(parts.pipeline, compactor, keep=compaction.overflow_keep),
-        continuation=Continuation(chats.sessions, renewal),
+        continuation=Continuation(chats.sessions, renewal, parts.memory.notes, now),
         access=chats.access,
         locks=chats.locks,
         running=chats.running,
@@ -136,7 +138,7 @@ def build_commands(
     inventory = MemoryInventory(
         workspace,
         parts.memory.reader,
-        parts.memory.recall,
+        parts.memory.markdown,
         parts.memory.history,
         parts.memory.working,
         now=now,
@@ -154,6 +156,7 @@ def build_commands(
             memory.Remember(parts.writer, access),
             memory.Forget(parts.writer, access, locks, undo_minutes=undo_minutes),
             memory.Undo(parts.writer, locks, undo_minutes=undo_minutes),
+            KeepQuoted(parts.writer, access),
             status.ShowStatus(
                 sessions,
                 meter,
@@ -163,13 +166,13 @@ def build_commands(
                 model=model,
                 pipeline=parts.pipeline.describe(),
             ),
-            status.ShowContext(parts.sent, meter, access, model=model),
+            status.ShowContext(parts.sent, meter, access, sessions, model=model),
         ]
     )
 
 
 def build_door(
-    settings: Settings, workspace: Workspace, locks: FileLocks, now: Callable[[], datetime]
+    settings: Settings, workspace: Workspace, locks: Locks, now: Callable[[], datetime]
 ) -> tuple[AccessPolicy, Door]:
     """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
     telegram = settings.telegram

@@ -3,8 +3,9 @@
 Input is read as it comes, also while a reply is being made: `/stop` (or an interrupt, Ctrl-C,
 `ConsoleChannel.interrupt`) then cancels the running reply; other lines typed meanwhile wait
 their turn. An interrupt at the prompt, or the end of input (Ctrl-D), ends the chat. A terminal
-gets a spinner while the model works and replies rendered from markdown (rich); a pipe gets the
-plain text, `mnemo> ` before each reply. On a terminal the spinner's line shows the end of the
+gets a spinner while the model works and replies rendered from markdown (rich), their line
+breaks and tags kept (`bot.channels.markdown`); a pipe gets the plain text, `mnemo> ` before
+each reply. On a terminal the spinner's line shows the end of the
 answer as it is written (`ConsoleDraft`, a draft of `bot.turn.live`). A file a reply sends
 (`/context full`) is written into `files` and named.
 `/file PATH [caption]` (or a path alone, as a terminal pastes a file dragged onto it) sends
@@ -36,6 +37,7 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
+from bot.channels.markdown import hard_breaks, literal_tags
 from bot.media.files import LocalFiles
 from bot.models import Attachment, AttachmentKind, Document, Inbound
 from bot.storage.files import atomic_write_text
@@ -75,7 +77,7 @@ class ConsoleReplier:
             self.out.flush()
             return
         self.console.print(Text(LABEL.strip(), style="bold cyan"))
-        self.console.print(Markdown(str(part)))
+        self.console.print(Markdown(hard_breaks(literal_tags(str(part)))))
 
     async def acknowledge(self) -> None:
         """The console shows its spinner instead."""

@@ -1,7 +1,10 @@
 """`python -m bot eval retrieval DATASET.json…`: the retrieval evaluation (`bot.eval`) from the
 command line. Each dataset is one slice of the report: JSON by default (one dataset: its
 report; several: `{"slices": [each report]}`), or with `--table` the text tables of
-`bot.eval.table`, one per dataset."""
+`bot.eval.table`, one per dataset. The bot is measured as it ships: its `# Relevant Memory`
+section of `rag.relevant_k` hits within `rag.relevant_budget_tokens`, with the `rag.embedder`
+setting (or `--embedder`, to compare); change them as settings, for the bot and the eval
+alike."""
 
 from __future__ import annotations
 
@@ -31,9 +34,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--k", type=_positive, nargs="+", default=[5, 10, 20], help="recall@k for each (5 10 20)"
     )
     retrieval.add_argument(
-        "--budget-tokens", type=_positive, default=1024, help="recall@budget's budget (1024)"
-    )
-    retrieval.add_argument(
         "--baseline",
         choices=["keyword", "bm25"],
         nargs="+",
@@ -57,7 +57,8 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
             **evaluate(
                 dataset,
                 ks=sorted(set(args.k)),
-                budget_tokens=args.budget_tokens,
+                hits=settings.rag.relevant_k,
+                budget_tokens=settings.rag.relevant_budget_tokens,
                 embedder=embedder,
                 baselines=args.baseline,
                 count=TokenCounter().count,

@@ -45,8 +45,26 @@ WAITING = (
 log = structlog.get_logger(__name__)
 
 
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("setup", help="ask for the token, the model and the time zone; write .env")
+    sub.add_parser("run", help="run the Telegram bot (long polling)")
+    chat = sub.add_parser("chat", help="talk to the bot in this terminal")
+    chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
+    sub.add_parser("doctor", help="check the workspace, Telegram, owners, the model, recall")
+    sub.add_parser("health", help="is the running bot polling? (its heartbeat; Docker)")
+    evaluate.add_parser(sub)
+    memory.add_parser(sub)
+    pairs.add_parser(sub)
+    prompt.add_parser(sub)
+    reminders.add_parser(sub)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     log_file: Path | None = None
     try:
@@ -83,23 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"in {log_file}" if log_file else "above"
         print(f"error: stopped on an unexpected error (logged {where})", file=sys.stderr)
         return 1
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup", help="ask for the token, the model and the time zone; write .env")
-    sub.add_parser("run", help="run the Telegram bot (long polling)")
-    chat = sub.add_parser("chat", help="talk to the bot in this terminal")
-    chat.add_argument("-v", "--verbose", action="store_true", help="logs on stderr, not a file")
-    sub.add_parser("doctor", help="check the workspace, Telegram, owners, the model, recall")
-    sub.add_parser("health", help="is the running bot polling? (its heartbeat; Docker)")
-    evaluate.add_parser(sub)
-    memory.add_parser(sub)
-    pairs.add_parser(sub)
-    prompt.add_parser(sub)
-    reminders.add_parser(sub)
-    return parser
 
 
 async def run_telegram(settings: Settings) -> int:

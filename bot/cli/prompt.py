@@ -49,10 +49,12 @@ async def run(
         if app.recall is not None:
             await app.recall.index.start()
         request = await app.preview.next_request(args.chat, args.message)
+        fullness = await app.preview.how_full(args.chat)
     finally:
         await app.aclose()
     title = f"The next message in {args.chat} would send (tokens, {settings.llm.model}):"
     out(summary(app.preview.count(request), title=title))
+    out(fullness)
     if args.full:
         out("")
         out(full_text(request))

@@ -7,11 +7,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
+from datetime import datetime
+
+import structlog
 
 from bot.conversation.renewal import SessionRenewal
+from bot.memory.notes.daily import DailyNotes
 from bot.models import MemoryScope, Session
 from bot.storage.sessions import SessionStore
 
+log = structlog.get_logger(__name__)
 DAMAGED_SESSION = (
     "I couldn't read our previous conversation (the file was damaged); I set it aside and "
     "started fresh. Your memory is intact."
@@ -23,9 +28,24 @@ class Continuation:
         self,
         sessions: SessionStore,
         renewal: SessionRenewal | None = None,  # None: sessions never go stale
+        notes: DailyNotes | None = None,  # None: a turn answered before a kill is not noted
+        now: Callable[[], datetime] | None = None,  # with `notes`: the time of a late line
     ) -> None:
         self.sessions = sessions
         self.renewal = renewal
+        self.notes = notes
+        self.now = now
+
+    async def noted(self, session: Session, scope: MemoryScope, reply: str) -> None:
+        """The daily note line of the session's last exchange, answered `reply` before a kill
+        that may have come before its line was written: written unless it is there."""
+        user = next((m for m in reversed(session.messages) if m.role == "user"), None)
+        if self.notes is None or self.now is None or user is None or not reply:
+            return
+        now = self.now()
+        since = user.at.date() if user.at is not None else now.date()
+        if await self.notes.append_once(scope, now, user.content or "", reply, since=since):
+            log.info("note_line_recovered", session=session.key)
 
     async def load(self, key: str) -> Session:
         return await self.sessions.load(key)

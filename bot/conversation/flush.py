@@ -14,8 +14,8 @@ import structlog
 
 from bot.errors import LLMError
 from bot.llm.client import LLM
+from bot.memory.facts import TagSink
 from bot.memory.notes.tags import extract_tags
-from bot.memory.writer import TagSink
 from bot.models import ChatMessage, MemoryItem, MemoryScope, Session
 
 log = structlog.get_logger(__name__)

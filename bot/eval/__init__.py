@@ -1,6 +1,7 @@
 """Offline evaluation of recall: `python -m bot eval retrieval DATASET.json…` measures how well
 the bot's own index finds what a conversation said, against keyword search alone and a plain
-BM25 baseline; and the synthetic evalset it is measured on.
+BM25 baseline. The evalsets it is measured on are made outside the product
+(`benchmarks/evalsets/`).
 
     dataset.py     the dataset format (`Dataset`), loaded and validated with field-named errors
     corpus.py      a dataset as the bot stores it: exchanges, daily notes, hits → turns covered
@@ -9,9 +10,7 @@ BM25 baseline; and the synthetic evalset it is measured on.
     report.py      the figures: recall@k, recall@budget, per category, build time, latency
     interval.py    95% confidence intervals of a mean (a bootstrap over the questions)
     table.py       a report as text, with the targets of issue 13 against it
-    synthetic.py   the regenerable evalset: months of two named people, questions with answers
-    phrasebook.py  its facts and how they are asked; cast.py its people and small talk;
-                   timing.py how its dated questions name a time, and the day they are asked
+    realtalk.py    REALTALK and LoCoMo chats (`Chat_*.json`) converted to the dataset format
 
 The format and how to read the figures are in README.md ("Retrieval evaluation"); the figures
 measured on `tests/data/evalset_months.json` and `tests/data/evalset.json` are in

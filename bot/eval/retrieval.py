@@ -2,32 +2,36 @@
 
 `mnemo` is the bot's own index: a fresh `MemoryIndex` in a temporary workspace, fed the
 dataset's exchanges (`add_exchanges`, as system 55 does) and its daily notes (`sync_files`),
-asked each question as `# Relevant Memory` asks (`search(question, scopes=[the chat's],
-k=PROBE_PER_HIT × k)`); its hits are kept as that section keeps them (`distinct`: what a
-better hit shows is left out), and the section itself is made of them within the budget
-(`fit`: headings by day, citations, snippets; a named speaker's turn reads `Name: text`),
-as the model reads it: recall@budget is what that section shows. Baselines: `keyword` is the
-same index without the embedder (what hybrid ranking must never fall below), `bm25` plain
-BM25 over single turns (`bot.eval.bm25`), one index per conversation. Both report what each
-hit shows and which turns it covers (`bot.eval.corpus`); the metrics are in
-`bot.eval.report`. Blocking.
+asked each question exactly as a turn asks it: `RelevantMemory` with the shipped settings
+(`rag.relevant_k` hits within `rag.relevant_budget_tokens`, the configured embedder), its
+`find` for the chat's scope (the turn's search: 3 × k hits), and the `# Relevant Memory`
+section it makes of them (`fitted`: what a better hit shows left out, headings by day,
+citations, snippets; a named speaker's turn reads `Name: text`), as the model reads it:
+recall@budget is what that section shows. recall@k is over the hits the search returned.
+Baselines: `keyword` is the same index without the embedder (what hybrid ranking must never
+fall below), `bm25` plain BM25 over single turns (`bot.eval.bm25`), one index per
+conversation. Both report what each hit shows and which turns it covers (`bot.eval.corpus`);
+the metrics are in `bot.eval.report`. Blocking.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import tempfile
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from bot.eval.bm25 import BM25
 from bot.eval.corpus import Corpus, build_corpus
 from bot.eval.dataset import Dataset, Question
 from bot.eval.report import Answer, Count, Retrieved, Run, Section, summary
-from bot.index import Embedder, MemoryIndex
-from bot.memory.recall.relevant import PROBE_PER_HIT, distinct, fit
+from bot.index import Embedder, Hit, MemoryIndex
+from bot.memory.recall.overlap import Shown
+from bot.memory.recall.relevant import RelevantMemory, distinct
 from bot.storage.files import atomic_write_text
 from bot.storage.workspace import Workspace
 
@@ -36,14 +40,17 @@ def evaluate(
     dataset: Dataset,
     *,
     ks: Sequence[int],
+    hits: int,
     budget_tokens: int,
     embedder: Embedder | None,
     baselines: Sequence[str],
     count: Count,
 ) -> dict[str, object]:
-    """The report: the dataset's size, the settings, and each system's figures. Baselines:
-    "keyword" (only beside an embedder: without one, `mnemo` is keyword search), "bm25"."""
-    mnemo = functools.partial(run_mnemo, dataset, k=max(ks), budget=budget_tokens, count=count)
+    """The report: the dataset's size, the settings (`hits` and `budget_tokens`: the section's,
+    as `rag.relevant_k` and `rag.relevant_budget_tokens`), and each system's figures.
+    Baselines: "keyword" (only beside an embedder: without one, `mnemo` is keyword search),
+    "bm25"."""
+    mnemo = functools.partial(run_mnemo, dataset, k=hits, budget=budget_tokens, count=count)
     runs = [mnemo(embedder=embedder)]
     if "keyword" in baselines and embedder is not None:
         runs.append(mnemo(embedder=None, system="keyword"))
@@ -55,6 +62,7 @@ def evaluate(
         "turns": sum(len(t) for t in turns),
         "questions": len(dataset.questions),
         "k": list(ks),
+        "hits": hits,
         "budget_tokens": budget_tokens,
         "embedder": embedder.name if embedder else "none",
         **{run.system: summary(run, ks=ks, budget=budget_tokens, count=count) for run in runs},
@@ -70,7 +78,8 @@ def run_mnemo(
     embedder: Embedder | None,
     system: str = "mnemo",
 ) -> Run:
-    """The bot's index over the dataset, in a temporary workspace deleted afterwards."""
+    """The bot's index over the dataset, in a temporary workspace deleted afterwards, asked
+    as a turn asks it: `# Relevant Memory` of at most `k` hits within `budget` tokens."""
     with tempfile.TemporaryDirectory(prefix="mnemo-eval-") as folder:
         workspace = Workspace(Path(folder) / "workspace")
         corpus = build_corpus(dataset, workspace)
@@ -82,30 +91,46 @@ def run_mnemo(
             index.add_exchanges(corpus.exchanges)
             index.sync_files()
             built = time.perf_counter() - started
-            ask = functools.partial(_ask, index, corpus, k=k, budget=budget, count=count)
-            answers = tuple(ask(q) for q in dataset.questions)
+            relevant = RelevantMemory(_Synced(index), count, k=k, budget_tokens=budget)
+            answers = asyncio.run(_ask_all(relevant, corpus, dataset.questions))
             return Run(system, answers, built, index.stats().chunks)
         finally:
             index.close()
 
 
-def _ask(
-    index: MemoryIndex,
-    corpus: Corpus,
-    question: Question,
-    *,
-    k: int,
-    budget: int,
-    count: Count,
-) -> Answer:
+class _Synced:
+    """The index as a turn's `RelevantMemory` searches it (`IndexService.search`): synced
+    already, so there is nothing to wait for."""
+
+    def __init__(self, index: MemoryIndex) -> None:
+        self.index = index
+
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        wait: Literal["all", "walks"] = "all",
+        now: datetime | None = None,
+    ) -> list[Hit]:
+        return self.index.search(query, scopes=scopes, k=k, now=now)
+
+
+async def _ask_all(
+    relevant: RelevantMemory, corpus: Corpus, questions: Sequence[Question]
+) -> tuple[Answer, ...]:
+    return tuple([await _ask(relevant, corpus, question) for question in questions])
+
+
+async def _ask(relevant: RelevantMemory, corpus: Corpus, question: Question) -> Answer:
     scopes = [corpus.scopes[question.conversation]]
     started = time.perf_counter()
-    found = index.search(question.text, scopes=scopes, k=PROBE_PER_HIT * k, now=asked_at(question))
+    found = await relevant.find(question.text, scopes, now=asked_at(question))
     seconds = time.perf_counter() - started
-    hits = distinct(found)
-    text, shown = fit(hits, k=len(hits), budget=budget, count=count)
+    text, shown = relevant.fitted(found, shown=Shown())
     section = Section(text, tuple(Retrieved(hit.text, corpus.covered(hit)) for hit in shown))
-    ranked = tuple(Retrieved(hit.text, corpus.covered(hit)) for hit in hits)
+    ranked = tuple(Retrieved(hit.text, corpus.covered(hit)) for hit in distinct(found))
     return Answer(question, ranked, seconds, section)
 
 

@@ -89,7 +89,7 @@ Ranking (the decision):
    common words but whose every line holds only one of them comes after a line that holds the
    question's rare words. On tests/data/evalset_months.json, keyword only: recall@5 0.413 →
    0.452, recall@budget 0.643 → 0.631 (inside its ±0.035); kept because `# Relevant Memory`
-   shows 6 hits by default, so the first ones matter most. The vector hits keep their order,
+   then showed 6 hits by default, so the first ones mattered most. The vector hits keep their order,
    after every keyword hit, so 2 holds.
 
 Privacy: every chunk carries its scope key ("" for the owner's global memory, else the chat

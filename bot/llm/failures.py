@@ -70,7 +70,7 @@ def for_owner(error: LLMError) -> str:
         return TOO_LONG
     return _FOR_OWNER.get(error.cause, _OWNER_FAILED).format(
         host=error.host or "the provider",
-        where=f"{error.model} at {error.host}" if error.model else error.host or "the model",
+        where=" at ".join(filter(None, (error.model, error.host))) or "the model",
         model=error.model or "the model",
         http=f" (HTTP {error.status})" if error.status else "",
         when=_when(error.retry_after),

@@ -58,6 +58,27 @@ class PromptEstimate:
         return self.tokens / self.window
 
 
+HOW_FULL = "Context: {tokens:,} of {window:,} tokens ({share}), " + (
+    "the next prompt with its instructions, memory, conversation and tools"
+)
+
+
+def how_full(estimate: PromptEstimate) -> str:
+    """The one "how full" line (/status, /context, `python -m bot prompt`): the next prompt as
+    the meter estimates it (what compaction decides by) against the window."""
+    share = estimate.share
+    shown = "under 1%" if 0 < share < 0.005 else f"{share:.0%}"
+    return HOW_FULL.format(tokens=estimate.tokens, window=estimate.window, share=shown)
+
+
+def how_counted(estimate: PromptEstimate, margin: float) -> str:
+    """How `how_full`'s figure is made, for a person checking it."""
+    return (
+        f"Counted: {estimate.counted:,} tokens offline × {estimate.factor:.2f} (the provider's "
+        f"count against ours) + {margin:.0%} margin = {estimate.tokens:,}"
+    )
+
+
 @dataclass(frozen=True)
 class Calibration:
     """What a turn taught the meter, for the session's marks (`SessionMarks`)."""

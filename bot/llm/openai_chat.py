@@ -141,7 +141,9 @@ class OpenAIChat:
             raise self._silent(silence) from None
         if completion is None:
             raise LLMUnavailable(
-                f"the model at {self.base_url} returned no choices", model=request["model"]
+                f"the model at {self.base_url} returned no choices",
+                model=request["model"],
+                host=failures.host_of(self.base_url),
             )
         return _calls_in_text(completion, tools)
 

@@ -10,4 +10,7 @@ index (`bot.index`) is made again from the files alone.
     items/    structured items: their rules, JSONL format, store and item writer
     recall/   the read side: the `# Memory` and `# Relevant Memory` sections, /memory
     upkeep/   background work: consolidation, archiving old notes, item decay
+    provenance  who said a fact, where, when, as what (its JSON and text; MEMORY.md's side file)
+    trust       whose words a turn's memory would be (a person's own, or quoted material)
+    cited       where a search hit's text came from
 """

@@ -3,9 +3,11 @@ the markdown files first (the truth), then the structured items made of them (ea
 file line or session turn), then the search index (derived, synced from the files).
 
     system 17, 40   store_tags        <memory> / <chat-memory> → MEMORY.md line → fact item
+                                      (from a turn with others' words: QUOTED.md instead)
                                       <working-memory> → the session's working memory
     system 50       record_turn       the daily note line → the turn's items (and which files)
                     mark_used         the items the prompt showed
+    /keep, buttons  keep_quoted       QUOTED.md line → MEMORY.md line → fact item → index
     /remember       remember          MEMORY.md line → fact item → index
     /forget, /undo, forget, undo      every place a text is (files, items, sessions) → index
     memory_forget                     (scrubbed); undo puts it back within minutes
@@ -16,10 +18,13 @@ file line or session turn), then the search index (derived, synced from the file
                     merge_facts       new lines appended → items → index
     consolidation,  append_history    an entry (or a compaction's checkpoint) in HISTORY
     compaction
+    system 19       follow_files      MEMORY.md changed (by hand, consolidation) → its items → index
     upkeep          decay             idle items lose salience → index
                     archive_notes     notes past retention → archive/ → index
 
-Systems, commands and tools hand it what happened; they do not write memory themselves. Within
+MEMORY.md's facts — their items, provenance, quotes, and items following the file — are
+`facts.FactWriter`'s. Systems, commands and tools hand it what happened; they do not write
+memory themselves. Within
 a turn the index syncs the files the turn wrote, after it (system 55, told them by system 50);
 outside a turn (a command, a tool) the writer syncs it.
 Each store is locked and atomic where it lives (`notes/`, `items/`); a failure of the items or
@@ -36,32 +41,30 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot.memory.facts import TAGGED_SECTION, FactWriter, IndexSync, Stored, attempt
 from bot.memory.forgetting import Forgetting, Forgotten, Undone
-from bot.memory.items.turn import TurnMemoryEvent, turn_reference
+from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
-from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText, new_lines
+from bot.memory.notes.long_term import (
+    LineEdit,
+    LongTermMemory,
+    MemoryText,
+    bare_line,
+    new_lines,
+)
+from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
+from bot.memory.trust import TurnOrigin
 from bot.memory.upkeep.archiving import archive_notes
-from bot.models import MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks
+from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
+from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
-TAGGED_SECTION = "Remembered"  # where tags and /remember add MEMORY.md lines
-
-
-class IndexSync(Protocol):
-    """The search index catching up with the files (`IndexService`)."""
-
-    async def sync(self) -> None: ...
-
-    async def scrub(self) -> None: ...
-
-    def request(self, paths: Iterable[Path] = (), *, walk: bool = False) -> None: ...
 
 
 class UsageMarker(Protocol):
@@ -78,26 +81,11 @@ class TurnRecord:
     paths: tuple[Path, ...]  # the files: the daily note, the items' files
 
 
-@dataclass(frozen=True)
-class Stored:
-    ok: bool  # False if any store failed (it is logged)
-    items: tuple[MemoryItem, ...]  # the items written or reinforced
-
-
-class TagSink(Protocol):
-    """Where a reply's memory tags go (`MemoryWriter.store_tags`): system 40 and the memory
-    flush."""
-
-    async def store_tags(
-        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
-    ) -> Stored: ...
-
-
 class MemoryWriter:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         *,
         long_term: LongTermMemory,
         history: HistoryLog,
@@ -118,6 +106,7 @@ class MemoryWriter:
         self.usage = usage
         self.index = index
         self.forgetting = forgetting
+        self.facts = FactWriter(workspace, locks, long_term=long_term, items=items, index=index)
 
     # ------------------------------------------------------------------ a turn
 
@@ -130,7 +119,7 @@ class MemoryWriter:
             log.warning("daily_note_failed", exc_info=True)
         if self.items is None:
             return TurnRecord([], (note,))
-        items = await _attempt("turn_items", self.items.record_turn(turn), default=[])
+        items = await attempt("turn_items", self.items.record_turn(turn), default=[])
         return TurnRecord(items, (note, *self._item_paths(items)))
 
     def _item_paths(self, items: Sequence[MemoryItem]) -> list[Path]:
@@ -142,23 +131,39 @@ class MemoryWriter:
 
     async def mark_used(self, items: Sequence[MemoryItem], at: datetime) -> None:
         if self.usage is not None and items:
-            await _attempt("items_used", self.usage.touch(items, at), default=None)
+            await attempt("items_used", self.usage.touch(items, at), default=None)
 
     async def store_tags(
-        self, tags: ExtractedTags, *, scope: MemoryScope, session_key: str, turn: str | None
+        self,
+        tags: ExtractedTags,
+        *,
+        scope: MemoryScope,
+        session_key: str,
+        turn: str | None,
+        origin: TurnOrigin | None = None,
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
-        owner's private chat, `bot.memory.scopes`), `<chat-memory>` in this chat's own memory."""
-        ok, items = True, list[MemoryItem]()
+        owner's private chat, `bot.memory.scopes`), `<chat-memory>` in this chat's own memory.
+        From a turn that carried other people's words (`origin.quoted`) the facts are kept as
+        quoted material instead, until an owner keeps them (`keep_quoted`)."""
+        ok, items, quotes = True, list[MemoryItem](), list[Quote]()
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
         for tag, where, facts in found:
-            if facts:
-                stored = await self._facts(tag, where, facts, turn=(session_key, turn))
+            if facts and origin is not None and not origin.trusted:
+                quotes += await self.facts.quote(where, facts, origin.source)
+            elif facts:
+                stored = await self.facts.tagged(
+                    tag,
+                    where,
+                    facts,
+                    turn=(session_key, turn),
+                    origin=origin.said if origin else None,
+                )
                 ok, items = ok and stored.ok, [*items, *stored.items]
         if tags.working_memory is not None:
             write = _done(self.working.write(session_key, tags.working_memory))
-            ok &= await _attempt("working-memory", write, default=False)
+            ok &= await attempt("working-memory", write, default=False)
         log.info(
             "memory_tags",
             memories=len(tags.memories),
@@ -166,19 +171,24 @@ class MemoryWriter:
             working_memory=tags.working_memory is not None,
             stored=ok,
             items=len(items),
+            quoted=len(quotes),
         )
-        return Stored(ok, tuple(items))
+        return Stored(ok, tuple(items), quoted=tuple(quotes))
 
     # ------------------------------------------------------------------ a person's commands
 
-    async def remember(self, scope: MemoryScope, fact: str) -> str | None:
+    async def remember(
+        self, scope: MemoryScope, fact: str, origin: Provenance | None = None
+    ) -> str | None:
         """Add `fact` to the scope's MEMORY.md: the fact as saved, or None when it was there.
         Raises `NotTextError` when MEMORY.md is not text (it is left as it is)."""
-        added = await self.long_term.append_facts(scope, [fact], section=TAGGED_SECTION)
-        if added:
-            await self._fact_items(scope, added, extra=())
+        done = await self.long_term.append_facts(
+            scope, [fact], section=TAGGED_SECTION, origin=origin
+        )
+        if done.added:
+            await self.facts.items_of(scope, done.added, extra=(), origin=origin)
             await self.sync_index()
-        return added[0] if added else None
+        return done.added[0] if done.added else None
 
     # ------------------------------------------------------------------ consolidation, compaction
 
@@ -186,26 +196,35 @@ class MemoryWriter:
         """MEMORY.md as it is now, with its digest (blocking)."""
         return self.long_term.snapshot(scope)
 
-    async def replace_memory(self, scope: MemoryScope, seen: MemoryText, text: str) -> bool:
+    async def replace_memory(
+        self, scope: MemoryScope, seen: MemoryText, text: str, origin: Provenance | None = None
+    ) -> bool:
         """Consolidation's rewrite of MEMORY.md, applied only if the file is still what the
         model saw (a hand edit is never overwritten): False when it changed. The lines it adds
         become items. `NotTextError` for a file that is not text."""
         if not await self.long_term.replace_if_unchanged(scope, seen.digest, text):
             return False
         added = new_lines(text, seen=seen.text, current=seen.text)
-        await self._fact_items(scope, added, extra=())
+        if origin is not None:
+            await self.facts.origins(scope, added, origin)
+        await self.facts.items_of(scope, added, extra=(), origin=origin)
         await self.sync_index()
         return True
 
     async def merge_facts(
-        self, scope: MemoryScope, facts: Sequence[str], *, section: str
+        self,
+        scope: MemoryScope,
+        facts: Sequence[str],
+        *,
+        section: str,
+        origin: Provenance | None = None,
     ) -> list[str]:
         """Facts appended under `## section` (those not there yet), then their items."""
-        added = await self.long_term.append_facts(scope, facts, section=section)
-        if added:
-            await self._fact_items(scope, added, extra=())
+        done = await self.long_term.append_facts(scope, facts, section=section, origin=origin)
+        if done.added:
+            await self.facts.items_of(scope, done.added, extra=(), origin=origin)
             await self.sync_index()
-        return added
+        return done.added
 
     async def append_history(
         self, scope: MemoryScope, entry: str, at: datetime, *, key: str | None = None
@@ -269,8 +288,11 @@ class MemoryWriter:
         *,
         type: str = "fact",
         tags: Sequence[str] = (),
+        origin: Provenance | None = None,
     ) -> MemoryItem:
-        item = await self._item_writer().add(scope, layer, text, type=type, tags=tags)
+        item = await self._item_writer().add(
+            scope, layer, text, type=type, tags=tags, origin=origin
+        )
         await self.sync_index()
         return item
 
@@ -300,16 +322,26 @@ class MemoryWriter:
             raise RuntimeError("structured items are off")
         return self.items
 
-    async def edit_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
+    async def edit_line(
+        self, scope: MemoryScope, old: str, new: str, *, supersedes: Provenance | None = None
+    ) -> LineEdit:
         """The model's correction of MEMORY.md (or chat memory): one line replaced or deleted
         under the same lock as every other change (a hand edit is never overwritten); the
-        items made of that line follow, then the index. `NotTextError` for a file that is
-        not text."""
-        edit = await self.long_term.replace_line(scope, old, new)
+        items made of that line follow, then the index. `supersedes` (the new value's
+        provenance): the old line stays as history, marked superseded, the new one after it.
+        `NotTextError` for a file that is not text."""
+        on = supersedes.at.date() if supersedes is not None else None
+        edit = await self.long_term.replace_line(scope, old, new, superseded_on=on)
         if edit.before is None:
             return edit
+        if supersedes is not None and edit.after is not None:
+            fact = bare_line(edit.after)
+            await self.facts.origins(scope, [fact], supersedes)
+            await self.facts.items_of(scope, [fact], extra=(), origin=supersedes)
+            await self.sync_index()
+            return edit
         if self.items is not None:
-            await _attempt(
+            await attempt(
                 "edited_items", self.items.retext(scope, edit.before, edit.after), default=0
             )
         await self.sync_index()
@@ -330,54 +362,32 @@ class MemoryWriter:
         if self.index is not None:
             await self.index.sync()
 
+    # ------------------------------------------------------------------ quoted material, truth
+
+    def pending_quotes(self, scope: MemoryScope) -> list[Quote]:
+        """The scope's quoted material waiting for an owner (blocking)."""
+        return self.facts.pending(scope)
+
+    async def keep_quoted(self, scope: MemoryScope, quote_id: str) -> Quote | None:
+        """An owner keeps a quote: it leaves QUOTED.md and becomes a MEMORY.md fact (and its
+        item), with the provenance it was quoted with; None when the scope has no such quote.
+        The one promotion of quoted material (the `/keep` command, a receipt's button)."""
+        quote = await self.facts.take(scope, quote_id)
+        if quote is None:
+            return None
+        done = await self.long_term.append_facts(
+            scope, [quote.text], section=TAGGED_SECTION, origin=quote.origin
+        )
+        await self.facts.items_of(scope, done.added, extra=(), origin=quote.origin)
+        await self.sync_index()
+        return quote
+
+    async def follow_files(self, scopes: Iterable[MemoryScope]) -> int:
+        """Before memory is read: the items made of each scope's MEMORY.md lines follow the
+        file when it changed since (`FactWriter.follow`); how many items changed."""
+        return await self.facts.follow(scopes)
+
     # ------------------------------------------------------------------ facts
-
-    async def _facts(
-        self, tag: str, scope: MemoryScope, facts: Sequence[str], *, turn: tuple[str, str | None]
-    ) -> Stored:
-        try:
-            added = await self.long_term.append_facts(scope, facts, section=TAGGED_SECTION)
-        except Exception:  # a best-effort boundary: logged, the reply still goes out
-            log.warning("memory_tag_store_failed", tag=tag, exc_info=True)
-            return Stored(False, ())
-        session_key, turn_id = turn
-        told = (turn_reference(session_key, turn_id),) if turn_id else ()
-        return Stored(True, tuple(await self._fact_items(scope, added, extra=told)))
-
-    async def _fact_items(
-        self, scope: MemoryScope, facts: Sequence[str], *, extra: Sequence[str]
-    ) -> list[MemoryItem]:
-        """The facts as semantic items, each citing its MEMORY.md line (and the turn)."""
-        if self.items is None or not facts:
-            return []
-        lines = self._lines_of(scope, facts)
-        written: list[MemoryItem] = []
-        for fact in facts:
-            sources = [*([lines[fact]] if fact in lines else []), *extra]
-            write = self.items.add_facts(scope, [fact], sources=sources)
-            written += await _attempt("fact_items", write, default=[])
-        return written
-
-    def _lines_of(self, scope: MemoryScope, facts: Sequence[str]) -> dict[str, str]:
-        """`MEMORY.md#L12` (from `memory/`) for each fact's line as it stands now."""
-        path = self.workspace.long_term_path(scope)
-        name = path.relative_to(self.workspace.memory_root).as_posix()
-        text = self.long_term.snapshot(scope).text
-        found: dict[str, str] = {}
-        for number, line in enumerate(text.splitlines(), start=1):
-            fact = line.strip().removeprefix("- ").strip()
-            if fact in facts and fact not in found:
-                found[fact] = f"{name}#L{number}"
-        return found
-
-
-async def _attempt(what: str, write: Awaitable[T], *, default: T) -> T:
-    """A best-effort boundary: a failed write is logged, never raised."""
-    try:
-        return await write
-    except Exception:
-        log.warning("memory_write_failed", what=what, exc_info=True)
-        return default
 
 
 async def _done(write: Awaitable[object]) -> bool:

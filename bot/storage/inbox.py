@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Any, Protocol, TypeVar, get_args
 
 import structlog
 
@@ -53,9 +53,41 @@ class Entry:
     seq: int  # arrival order
     reply: str | None = None  # recorded once made; None: not answered yet
     sent: int = 0  # parts of the reply the channel confirmed sent
+    absorbed: tuple[str, ...] = ()  # ids of earlier entries answered together with this one
+    fence: int = 0  # whose turn it is (a shared journal's); a write under an older one is refused
+
+
+class Fenced(Exception):
+    """A journal write refused: another worker took the entry since this one did (its turn was
+    given up as stalled). The stale worker stops; nothing it would send goes out."""
+
+
+class Journal(Protocol):
+    """What the turn runner, the delivery and the intake need of the journal: `Inbox` (files,
+    one process) or a shared one (`bot.replicas.journal`)."""
+
+    def close(self) -> None: ...
+
+    async def accept(self, inbound: Inbound) -> Entry | None: ...
+
+    async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]: ...
+
+    async def accept_answered(self, inbound: Inbound, reply: str) -> Entry | None: ...
+
+    async def answered(self, entry: Entry, reply: str) -> Entry: ...
+
+    async def part_sent(self, entry: Entry, sent: int) -> Entry: ...
+
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry: ...
+
+    async def done(self, inbound_id: str, *, fence: int = 0) -> None: ...
+
+    async def pending(self) -> list[Entry]: ...
 
 
 class Inbox:
+    """The journal as files in one folder (the embedded mode's)."""
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._last_seq = 0
@@ -85,7 +117,7 @@ class Inbox:
 
     async def answered(self, entry: Entry, reply: str) -> Entry:
         """Record the reply before any of it is sent."""
-        answered = Entry(entry.inbound, entry.seq, reply, 0)
+        answered = replace(entry, reply=reply, sent=0)
         await self._run(self._write, answered)
         return answered
 
@@ -99,9 +131,22 @@ class Inbox:
         finally:
             os.close(fd)
         await self._run(fsync_path, path)
-        return Entry(entry.inbound, entry.seq, entry.reply, sent)
+        return replace(entry, sent=sent)
 
-    async def done(self, inbound_id: str) -> None:
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
+        """Answer `entries` (one chat's, not answered yet) together as `inbound`: the last one
+        holds it and names the others, which are removed after (a stop between: `pending`
+        removes them)."""
+        *earlier, last = entries
+        absorbed = tuple(e.inbound.id for e in earlier) + last.absorbed
+        entry = Entry(inbound, last.seq, None, 0, absorbed)
+        await self._run(self._write, entry)
+        for inbound_id in absorbed:
+            await self.done(inbound_id)
+        return entry
+
+    async def done(self, inbound_id: str, *, fence: int = 0) -> None:
+        """Close the entry (`fence`: a shared journal's; one process needs none)."""
         await self._run(self._remove, inbound_id)
 
     async def pending(self) -> list[Entry]:
@@ -137,9 +182,10 @@ class Inbox:
         document = {
             "version": FORMAT_VERSION,
             "seq": entry.seq,
-            **_encode(entry.inbound),
+            **encode_inbound(entry.inbound),
             "reply": entry.reply,
             "sent": entry.sent,
+            "absorbed": list(entry.absorbed),
         }
         atomic_write_text(self._path(entry.inbound.id), json.dumps(document, ensure_ascii=False))
 
@@ -168,6 +214,10 @@ class Inbox:
         for orphan in self.folder.glob("*.sent"):  # its entry was done: a stop came between
             if not orphan.with_suffix(".json").exists():
                 orphan.unlink(missing_ok=True)
+        absorbed = {inbound_id for entry in entries for inbound_id in entry.absorbed}
+        for inbound_id in absorbed:  # a stop came between `merged`'s write and its removals
+            self._remove(inbound_id)
+        entries = [entry for entry in entries if entry.inbound.id not in absorbed]
         entries.sort(key=lambda entry: entry.seq)
         if entries:
             with self._seq_lock:
@@ -188,10 +238,12 @@ def _entry(document: dict[str, Any]) -> Entry:
     reply = document.get("reply")
     if reply is not None and not isinstance(reply, str):
         raise TypeError("reply is not text")
-    return Entry(_decode(document), int(document["seq"]), reply, int(document.get("sent", 0)))
+    absorbed = tuple(str(inbound_id) for inbound_id in document.get("absorbed") or ())
+    sent = int(document.get("sent", 0))
+    return Entry(decode_inbound(document), int(document["seq"]), reply, sent, absorbed)
 
 
-def _encode(inbound: Inbound) -> dict[str, Any]:
+def encode_inbound(inbound: Inbound) -> dict[str, Any]:
     return {
         "id": inbound.id,
         "channel": inbound.channel,
@@ -206,11 +258,12 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
         "user_name": inbound.user_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
+        "forwarded": inbound.forwarded,
         "kind": inbound.kind,
     }
 
 
-def _decode(document: dict[str, Any]) -> Inbound:
+def decode_inbound(document: dict[str, Any]) -> Inbound:
     chat_type = document.get("chat_type", "private")
     if chat_type not in get_args(ChatType):
         raise ValueError(f"unknown chat type {chat_type!r}")
@@ -231,6 +284,7 @@ def _decode(document: dict[str, Any]) -> Inbound:
         user_name=document.get("user_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        forwarded=bool(document.get("forwarded", False)),
         kind=kind,
     )
 

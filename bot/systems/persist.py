@@ -31,6 +31,7 @@ from bot.models import ChatMessage, MemoryItem, SessionMarks, scope_key
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
+from bot.systems.origin import origin_of
 
 log = structlog.get_logger(__name__)
 
@@ -134,6 +135,7 @@ def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
     tools = (call.name for message in ctx.new_messages for call in message.tool_calls)
     said = unsaid(ctx.user_message, ctx.forgotten).content
     answered = unsaid(ChatMessage(role="assistant", content=reply), ctx.forgotten).content
+    origin = origin_of(ctx)
     return TurnMemoryEvent(
         scope=ctx.scope,
         session_key=ctx.inbound.session_key,
@@ -142,4 +144,6 @@ def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
         reply=answered or "",
         at=at,
         tool_names=tuple(tools),
+        origin=origin.source,
+        trusted=origin.trusted,
     )

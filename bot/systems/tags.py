@@ -4,8 +4,11 @@
 Only the model's final reply is parsed: tags in the user's message or in tool results are data,
 never instructions, and a tag that only repeats their words is not stored (`without_echoes`).
 `<memory>` goes to the turn's scope, which is the global memory only in an owner's private
-chat; `<chat-memory>` goes to this chat's own memory. The tags are stripped first; each
-store is best-effort (logged), so a storage failure never costs the user the reply.
+chat; `<chat-memory>` goes to this chat's own memory; from a turn that carried other
+people's words (a document, a forwarded message, group chatter, a tool's output:
+`bot.memory.trust`) they are kept as quoted material instead, until an owner keeps one. The
+tags are stripped first; each store is best-effort (logged), so a storage failure never costs
+the user the reply.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from dataclasses import replace
 
 import structlog
 
+from bot.memory.facts import TagSink
 from bot.memory.notes.tags import extract_tags, without_echoes
-from bot.memory.writer import TagSink
 from bot.pipeline import TurnContext
+from bot.systems.origin import origin_of
 from bot.systems.tool_loop import EMPTY_REPLY
 
 log = structlog.get_logger(__name__)
@@ -44,7 +48,11 @@ class MemoryTags:
         if not tags.found:
             return
         stored = await self.memory.store_tags(
-            tags, scope=ctx.scope, session_key=ctx.inbound.session_key, turn=ctx.turn_id
+            tags,
+            scope=ctx.scope,
+            session_key=ctx.inbound.session_key,
+            turn=ctx.turn_id,
+            origin=origin_of(ctx),
         )
         if not tags.text and not stored.ok:
             _show(ctx, NOT_SAVED)

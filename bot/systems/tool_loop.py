@@ -12,14 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+import structlog
+
 from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests, SentRequest
 from bot.llm.meter import PromptMeter
 from bot.models import ChatMessage, Completion, ToolSpec
 from bot.pipeline import TurnContext
+from bot.systems.origin import origin_of
 from bot.tools.registry import ToolContext, ToolRegistry
 
 EMPTY_REPLY = "(The model returned an empty answer.)"
+NO_ANSWER = "(The model kept calling tools and gave no answer after {steps} steps{unknown}.)"
+UNKNOWN = "; it asked for tools that do not exist: {names}"
+log = structlog.get_logger(__name__)
 
 
 class ToolLoop:
@@ -49,8 +55,10 @@ class ToolLoop:
             session_key=ctx.inbound.session_key,
             scope=ctx.scope,
             forgotten=ctx.forgotten,
+            origin=origin_of(ctx),
             inbound=ctx.inbound,
         )
+        unknown: list[str] = []  # names the model called that no tool has, in order
         for step in range(1, self.max_steps + 1):
             offered = self.tools.specs if step < self.max_steps else ()
             request = [*prompt, *ctx.new_messages]
@@ -67,13 +75,31 @@ class ToolLoop:
             calls = completion.tool_calls if offered else ()
             ctx.new_messages.append(self._assistant(completion, calls))
             if not calls:
-                ctx.reply = (completion.content or "").strip() or EMPTY_REPLY
+                ctx.reply = (completion.content or "").strip() or self._empty(completion, unknown)
                 return
             for call in calls:
+                if call.name not in (spec.name for spec in offered):
+                    log.warning("tool_unknown", tool=call.name[:80])
+                    unknown.append(call.name)
                 result = await self.tools.call(call, tool_ctx)
                 ctx.new_messages.append(
                     ChatMessage(role="tool", content=result, tool_call_id=call.id, name=call.name)
                 )
+
+    def _empty(self, completion: Completion, unknown: Sequence[str]) -> str:
+        """The line for an answer with no text: what the model did instead, when it kept
+        calling tools past the last step (logged)."""
+        if not completion.tool_calls:
+            return EMPTY_REPLY
+        names = list(dict.fromkeys(unknown))
+        log.warning(
+            "tool_loop_no_answer",
+            steps=self.max_steps,
+            calls=[call.name[:80] for call in completion.tool_calls],
+            unknown=names,
+        )
+        listed = UNKNOWN.format(names=", ".join(n[:80] for n in names)) if names else ""
+        return NO_ANSWER.format(steps=self.max_steps, unknown=listed)
 
     def _keep(
         self, ctx: TurnContext, request: list[ChatMessage], offered: Sequence[ToolSpec]

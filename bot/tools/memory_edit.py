@@ -9,21 +9,24 @@ or several lines holding the text change nothing: the answer says so and lists t
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from textwrap import shorten
 from typing import Any, Protocol
 
 from bot.errors import NotTextError, ToolError
 from bot.memory.notes.long_term import LineEdit
-from bot.models import MemoryScope, ToolSpec
+from bot.models import MemoryScope, Provenance, ToolSpec
 from bot.tools import arguments
-from bot.tools.registry import ToolContext
+from bot.tools.registry import ToolContext, refuse_quoted
 
 MAX_CHARS = 2000
 SHOWN = 5
 
 
 class LineEditor(Protocol):
-    async def edit_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit: ...
+    async def edit_line(
+        self, scope: MemoryScope, old: str, new: str, *, supersedes: Provenance | None = None
+    ) -> LineEdit: ...
 
 
 class MemoryEdit:
@@ -53,6 +56,14 @@ class MemoryEdit:
                     "enum": ["memory", "chat"],
                     "description": "Default memory.",
                 },
+                "supersedes": {
+                    "type": "boolean",
+                    "description": (
+                        "True when new is a newer value that replaces the old one (someone "
+                        "moved, changed jobs, a date changed): the old line is kept as "
+                        "history, marked superseded. Default false: a plain fix."
+                    ),
+                },
             },
             "required": ["old"],
             "additionalProperties": False,
@@ -63,17 +74,29 @@ class MemoryEdit:
         self.memory = memory
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        arguments.only(args, ("old", "new", "where"))
+        arguments.only(args, ("old", "new", "where", "supersedes"))
         old = arguments.text(args, "old", max_chars=MAX_CHARS)
         new = _new(args)
         where = arguments.choice(args, "where", options=("memory", "chat"), default="memory")
         scope = ctx.scope if where == "memory" else MemoryScope(chat_key=ctx.session_key)
         name = "MEMORY.md" if where == "memory" else "this chat's memory"
+        refuse_quoted(ctx)
         try:
-            edit = await self.memory.edit_line(scope, old, new)
+            edit = await self.memory.edit_line(scope, old, new, supersedes=_newer(args, ctx))
         except NotTextError as exc:
             raise ToolError(str(exc)) from exc  # why it was left alone, and what to fix
         return _answer(edit, name, old)
+
+
+def _newer(args: dict[str, Any], ctx: ToolContext) -> Provenance | None:
+    """The new value's provenance when it supersedes the old one: the model's inference."""
+    value = args.get("supersedes", False)
+    if not isinstance(value, bool):
+        raise ToolError("`supersedes` is true or false")
+    if not value:
+        return None
+    at = ctx.origin.said.at if ctx.origin is not None else datetime.now(UTC)
+    return Provenance(by="model", chat=ctx.session_key, at=at, via="inference")
 
 
 def _new(args: dict[str, Any]) -> str:

@@ -18,9 +18,9 @@ import structlog
 
 from bot.errors import ToolError
 from bot.memory.forgetting import FORGET_MIN_CHARS, Forgotten, forget_receipt
-from bot.models import MemoryItem, MemoryLayer, MemoryScope, ToolSpec
+from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance, ToolSpec
 from bot.tools import arguments
-from bot.tools.registry import ToolContext
+from bot.tools.registry import ToolContext, refuse_quoted
 
 MAX_TEXT_CHARS = 2000
 MAX_TAGS = 10
@@ -45,6 +45,7 @@ class ItemChanges(Protocol):
         *,
         type: str = ...,
         tags: Sequence[str] = ...,
+        origin: Provenance | None = ...,
     ) -> MemoryItem: ...
 
     async def update_item(
@@ -143,7 +144,11 @@ class MemoryAdd(ItemTool):
         layer = arguments.choice(args, "layer", options=LAYERS, default="semantic")
         kind = arguments.choice(args, "type", options=TYPES, default="fact")
         tags = _tags(args) or ()
-        item = await self.memory.add_item(ctx.scope, MemoryLayer(layer), text, type=kind, tags=tags)
+        refuse_quoted(ctx)
+        said = ctx.origin.said if ctx.origin is not None else None
+        item = await self.memory.add_item(
+            ctx.scope, MemoryLayer(layer), text, type=kind, tags=tags, origin=said
+        )
         verb = "stored" if item.created_at == item.updated_at else "reinforced"
         return f"{verb} {describe(item)}"
 
@@ -193,6 +198,7 @@ class MemoryUpdate(ItemTool):
         tags = _tags(args)
         if text is None and confidence is None and salience is None and tags is None:
             raise ToolError("nothing to change: give text, confidence, salience or tags")
+        refuse_quoted(ctx)
         item = await self.memory.update_item(
             ctx.scope, target, text=text, confidence=confidence, salience=salience, tags=tags
         )
@@ -214,6 +220,7 @@ class MemoryPromote(ItemTool):
         target = item_id(args)
         if not target.startswith("e"):
             raise ToolError("only episodic items (ids starting with e) can be promoted")
+        refuse_quoted(ctx)
         item = await self.memory.promote_item(ctx.scope, target)
         if item is None:
             return f"{NOT_HERE} (or it was forgotten)"

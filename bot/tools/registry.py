@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import structlog
 
 from bot.errors import ToolError
+from bot.memory.trust import TurnOrigin
 from bot.models import Inbound, MemoryScope, ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
@@ -27,6 +28,27 @@ class ToolContext:
     scope: MemoryScope
     forgotten: list[str] = field(default_factory=list)  # memory_forget adds what it forgot
     inbound: Inbound | None = None  # the message the turn answers (who asked, in which chat)
+    origin: TurnOrigin | None = None  # who wrote the message, and whose words the turn carried
+
+
+QUOTED_REFUSAL = (
+    "this turn carried {what}, not only the user's own words: memory is not written from it. "
+    "A <memory> tag is kept as a quote with its source, for the owner to keep or not."
+)
+_WHAT = {
+    "forwarded": "a forwarded message",
+    "document": "a document's text",
+    "group": "other group members' messages",
+    "tool": "a tool's output or quoted material",
+}
+
+
+def refuse_quoted(ctx: ToolContext) -> None:
+    """`ToolError` when the turn carried other people's words (`bot.memory.trust`): the
+    memory tools write nothing from such a turn."""
+    if ctx.origin is not None and ctx.origin.quoted is not None:
+        what = _WHAT.get(ctx.origin.quoted, "other people's words")
+        raise ToolError(QUOTED_REFUSAL.format(what=what))
 
 
 class Tool(Protocol):

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import Protocol
 
 import structlog
 
 from bot.errors import SendFailed
 from bot.models import Document
-from bot.storage.inbox import Entry, Inbox
+from bot.storage.inbox import Entry, Fenced, Journal
 
 log = structlog.get_logger(__name__)
 
@@ -52,7 +53,7 @@ class Replier(Protocol):
 class Delivery:
     def __init__(
         self,
-        inbox: Inbox,
+        inbox: Journal,
         *,
         backoff: Sequence[float] = BACKOFF,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -73,7 +74,7 @@ class Delivery:
 
             if not await self._send(parts[index], replier, record=record):
                 return
-            entry = Entry(entry.inbound, entry.seq, entry.reply, done)
+            entry = replace(entry, sent=done)
 
     async def settle(self) -> None:
         """Wait for the attempts a stop left running (shielded; each is bounded by the
@@ -105,6 +106,8 @@ class Delivery:
                     return False
                 wait = exc.retry_after or self._wait(failures)
                 reason = str(exc)[:200]
+            except Fenced:  # another worker has the entry now: this one sends no more
+                raise
             except Exception:
                 if failures + 1 >= UNEXPECTED_TRIES:
                     log.exception("reply_send_crashed")

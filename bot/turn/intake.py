@@ -1,4 +1,6 @@
-"""`Intake`: the journal as the queue for a channel that polls (Telegram).
+"""`Intake`: how a channel hands messages over to be answered, a chat's in order; and
+`MemoryIntake`, the journal as the queue for one process (Telegram polling). Replicated mode's
+queue shared by every replica is `bot.replicas.queue.QueueIntake`.
 
 Each batch a channel receives is journaled (`Inbox.accept_all`) before the channel confirms it
 to its source; then every chat with entries has one worker answering them in arrival order. A
@@ -11,6 +13,9 @@ elsewhere (a due reminder, `bot.reminders`) joins its chat's queue. `close`
 stops taking entries, gives the running ones a grace period and cancels the rest (a reply part
 under way is still sent and recorded, `Delivery.settle`): whatever is not finished stays in the
 journal for the next start.
+
+A chat's first turn waits a short debounce, and quick follow-ups queued before a turn starts
+are answered together with it (`bot.turn.together`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -28,12 +33,43 @@ from bot.storage.inbox import Entry
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.router import Router
+from bot.turn.together import together
 
 log = structlog.get_logger(__name__)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 
 
-class Intake:
+class Intake(Protocol):
+    async def start(self) -> list[Entry]:
+        """Begin answering; the entries a stop left, queued again."""
+        ...
+
+    async def receive(self, inbounds: Sequence[Inbound]) -> None:
+        """Journal a batch and queue it: returns once it is durable (raises if it is not)."""
+        ...
+
+    def backlog(self) -> int: ...
+
+    async def close(self, grace: float) -> None: ...
+
+    def aside(self, work: Coroutine[Any, Any, None]) -> None: ...
+
+
+class IntakeFactory(Protocol):
+    """How the composition root picks the intake a channel builds once it is connected."""
+
+    def __call__(
+        self,
+        router: Router,
+        replier_for: Callable[[Inbound], Replier],
+        *,
+        channel: str,
+        reach: Reach | None = None,
+        debounce: float = 0.0,
+    ) -> Intake: ...
+
+
+class MemoryIntake:
     def __init__(
         self,
         router: Router,
@@ -41,7 +77,10 @@ class Intake:
         *,
         channel: str,
         reach: Reach | None = None,  # the door's way to a private chat (owners, new users)
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups (`together`);
+        # 0: none, and each message is a turn of its own
     ) -> None:
+        self.debounce = debounce
         self.router = router
         self.replier_for = replier_for
         self.reach = reach
@@ -84,6 +123,12 @@ class Intake:
         tasks = [*self._workers.values(), *self._at_once]
         if not tasks:
             return
+        log.warning(  # a person pressed Ctrl-C: say why the bot does not stop at once
+            "stopping_finishing_replies",
+            replies=len(tasks),
+            waiting_at_most=f"{grace:g} s",
+            left_for_next_start=self.backlog() - len(self._workers),
+        )
         _, running = await asyncio.wait(tasks, timeout=grace)
         for task in running:
             task.cancel()
@@ -102,8 +147,10 @@ class Intake:
     async def _work(self, key: str) -> None:
         queue = self._queues[key]
         try:
+            if self.debounce:
+                await asyncio.sleep(self.debounce)
             while queue and not self._closing:
-                entry = queue[0]
+                entry = await together(queue, self.router.inbox) if self.debounce else queue[0]
                 await self.router.answer(entry, self.replier_for(entry.inbound))
                 queue.popleft()
         except Exception:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.llm.inspection import Breakdown, SentRequest, breakdown
-from bot.llm.meter import PromptMeter
+from bot.llm.meter import PromptMeter, how_full
 from bot.models import ChatMessage, Inbound, ToolSpec, parse_session_key
 from bot.pipeline import System, TurnContext
 from bot.storage.sessions import SessionStore
@@ -67,6 +67,10 @@ class PromptPreview:
             message=ctx.user_message,
             at=inbound.received_at,
         )
+
+    async def how_full(self, session_key: str) -> str:
+        """The chat's "how full" line, as /status and /context say it."""
+        return how_full(self.meter.estimate(await self.sessions.load(session_key)))
 
     def count(self, request: SentRequest) -> Breakdown:
         return breakdown(request, self.meter.tokens, window=self.meter.window)

@@ -38,6 +38,7 @@ from bot.pipeline import StopTurn, TurnContext
 from bot.storage.chatter import ChatterStore
 from bot.systems.tool_loop import EMPTY_REPLY
 from bot.turn.access import AccessPolicy
+from bot.turn.alerts import OwnerAlerts
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.delivery import Delivery, Replier
 from bot.turn.live import live_reply
@@ -66,6 +67,7 @@ class TurnRunner:
         self.delivery = delivery
         self.chatter = chatter
         self.media = media
+        self.alerts = OwnerAlerts(access, delivery)  # a channel connects its reach
 
     async def run(self, inbound: Inbound, replier: Replier) -> str:
         """The turn under its chat lock, as a task /stop can cancel ("" when it did)."""
@@ -80,7 +82,9 @@ class TurnRunner:
         session = await self.continuation.load(inbound.session_key)
         if session.marks.last_inbound == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
-            return _last_reply(session)
+            reply = _last_reply(session)
+            await self.continuation.noted(session, self.access.scope_for(inbound), reply)
+            return reply
         await replier.acknowledge()
 
         async def say(text: str) -> None:
@@ -99,6 +103,7 @@ class TurnRunner:
                 return stop.reply or ""
             except LLMError as exc:
                 log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
+                await self.alerts.failed(exc, inbound)
                 return failures.tell(exc, owner=self._owner_chat(inbound))
         if self.chatter is not None:  # shown once: a turn that failed shows it again
             await self.chatter.drop(inbound.session_key, {said.id for said in ctx.chatter})

@@ -171,13 +171,19 @@ class Hang:
 
 
 @dataclass(frozen=True)
+class NoChoices:
+    """A 200 whose answer holds no choice (what some proxies send when the model behind them
+    timed out): a stream of only ``[DONE]``."""
+
+
+@dataclass(frozen=True)
 class Respond:
     """Decide at request time: ``fn(request_json)`` returns the step to play."""
 
     fn: Callable[[Json], Step]
 
 
-Step = Reply | ToolCalls | Fail | ContextOverflow | Hang | Respond
+Step = Reply | ToolCalls | Fail | ContextOverflow | Hang | NoChoices | Respond
 StepFactory = Callable[[Json], Step]
 
 
@@ -524,6 +530,12 @@ class FakeOpenAI(LocalServer):
             return _error(
                 step.status, step.message, type=step.type, code=step.code, headers=headers
             )
+        if isinstance(step, NoChoices):
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+            return response
         if isinstance(step, Respond):  # already resolved by _next_step; kept for type narrowing
             return await self._play(request, body, step.fn(body))
         if step.delay:

@@ -17,6 +17,6 @@ import os
 os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 from bot.channels.telegram.inbound import CHANNEL, to_inbound
-from bot.channels.telegram.polling import TelegramChannel, check_token
+from bot.channels.telegram.polling import Showing, TelegramChannel, check_token
 
-__all__ = ["CHANNEL", "TelegramChannel", "check_token", "to_inbound"]
+__all__ = ["CHANNEL", "Showing", "TelegramChannel", "check_token", "to_inbound"]

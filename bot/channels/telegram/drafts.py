@@ -3,9 +3,11 @@
 
 In a private chat the draft is `sendMessageDraft` (Bot API 9.5+): an animated, ephemeral preview
 that the final `sendMessage` replaces. In a group, or once a server refused that call (it is
-then not asked again while the bot runs), a first message is sent, edited as the text grows, and
-deleted when the turn ends (`close`), before the final, formatted reply goes out through the
-ledger: no text is left twice. A group's message is edited at most every `GROUP_INTERVAL`.
+then not asked again while the bot runs), a first message is sent once the answer has been
+coming for an interval (a quick answer gets no preview), silently (one notification per answer:
+the final message's), edited as the text grows, and deleted when the turn ends (`close`), before
+the final, formatted reply goes out through the ledger: no text is left twice. A group's message
+is edited at most every `GROUP_INTERVAL`.
 
 Each showing is rendered as the reply will be (entities; plain when Telegram cannot parse them);
 past the message limit, the last piece is shown. Flood control or a network error skips one
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,6 +26,7 @@ import structlog
 from telegram import Bot, Message, MessageEntity
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
+from bot.channels.telegram.budget import tight
 from bot.channels.telegram.format import Chunk, render
 from bot.channels.telegram.replies import TelegramReplier, replying
 
@@ -87,13 +91,16 @@ class TelegramDraft:
         self.draft_id = secrets.randbelow(2**31 - 2) + 1  # non-zero; one per turn
         self.message_id: int | None = None  # the preview message, once one was sent
         self._sending: asyncio.Future[Message] | None = None  # that message being sent
+        self._first_text: float | None = None  # when there was first text to show (monotonic)
 
     async def show(self, text: str) -> None:
         pieces = render(text)
-        if not pieces:
-            return
+        if not pieces or tight(self.bot):
+            return  # with the budget tight, answers first (`budget`): the next showing comes
         try:
             if self._drafts() and await self._draft(pieces[-1]):
+                return
+            if self.message_id is None and self._sending is None and not self._long_enough():
                 return
             await self._edit(pieces[-1])
         except (RetryAfter, NetworkError) as exc:
@@ -114,6 +121,14 @@ class TelegramDraft:
         except TelegramError as exc:
             log.warning("draft_delete_failed", detail=str(exc)[:200])
         self.message_id = None
+
+    def _long_enough(self) -> bool:
+        """Whether the answer has been coming for an interval: only then is a preview message
+        sent (a quick answer gets none, just its final message)."""
+        now = time.monotonic()
+        if self._first_text is None:
+            self._first_text = now
+        return now - self._first_text >= self.interval
 
     def _drafts(self) -> bool:
         return self.support.usable and _private(self.chat_id) and self.message_id is None
@@ -157,6 +172,7 @@ class TelegramDraft:
                     entities=entities,
                     message_thread_id=self.thread_id,
                     reply_parameters=replying(self.reply_to),
+                    disable_notification=True,  # the final message is the one that notifies
                 )
             )
             message = await asyncio.shield(self._sending)

@@ -1,6 +1,9 @@
 """LLM markdown → Telegram text + entities, split under the message limit without losing text.
 
-Entities are plain dicts in Bot API shape, so this module stays free of python-telegram-bot.
+Markdown is rendered; HTML is not: a tag in prose (`<text>`, `<div>`, `List<String>`, an HTML
+block, a comment) and an address in brackets (`<ann@x.org>`) are shown as written
+(`bot.channels.markdown`). Entities are plain dicts in Bot API shape, so this module stays free
+of python-telegram-bot.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from typing import Any
 
 import structlog
 import telegramify_markdown
+
+from bot.channels.markdown import literal_tags
 
 log = structlog.get_logger(__name__)
 TELEGRAM_LIMIT = 4096
@@ -29,7 +34,7 @@ def utf16_len(text: str) -> int:
 def render(markdown: str, *, limit: int = TELEGRAM_LIMIT) -> list[Chunk]:
     """Pieces to send in order; each under `limit` UTF-16 units, together the whole reply."""
     try:
-        text, entities = telegramify_markdown.convert(markdown)
+        text, entities = telegramify_markdown.convert(literal_tags(markdown))
     except Exception:
         log.warning("markdown_convert_failed", exc_info=True)
         text, entities = markdown, []

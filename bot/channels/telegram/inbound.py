@@ -2,7 +2,8 @@
 another bot, a service message). A group message that does not address the bot is an `Inbound`
 with `addressed=False` (chatter, kept as context: see `bot.turn.router`). A photo (its largest
 size), a voice note, an audio file, a document or anything else (a sticker, a location, a video
-…) becomes an `Attachment`, its caption the text; `bot.media` reads it before the turn."""
+…) becomes an `Attachment`, its caption the text; `bot.media` reads it before the turn. A
+forwarded message is marked `forwarded`: its words are someone else's (`bot.memory.trust`)."""
 
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ def _inbound(
         user_display_name=display_name(user),
         addressed=addressed,
         attachments=attachments,
+        forwarded=message.forward_origin is not None,
     )
 
 

@@ -18,6 +18,7 @@ import contextlib
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,10 @@ from typing import Any
 import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import AIORateLimiter, ExtBot
+from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
+from bot.channels.telegram.budget import AnswersFirst
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -38,7 +40,7 @@ from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
 from bot.turn.commands.handler import COMMANDS
-from bot.turn.intake import Intake
+from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
 from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
@@ -48,7 +50,18 @@ BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
 
+@dataclass(frozen=True)
+class Showing:
+    """How a turn shows itself in the chat while it runs."""
+
+    stream: bool = True  # replies shown while they are written (`drafts`)
+    interval: float = 1.0  # seconds between two showings
+    reaction: str = ""  # set on a message when its turn starts ("": none)
+
+
 class TelegramChannel:
+    intake: IntakeFactory = MemoryIntake  # how what is received is queued (bot.app.channel)
+
     def __init__(
         self,
         router: Router,
@@ -60,11 +73,11 @@ class TelegramChannel:
         state_path: Path,
         shutdown_grace: float = 8.0,
         heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
-        stream: bool = True,  # replies shown while they are written (`drafts`)
-        stream_interval: float = 1.0,  # seconds between two showings
-        reaction: str = "",  # set on a message when its turn starts ("": none)
+        showing: Showing | None = None,  # how a turn shows itself while it runs
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
+        debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
     ) -> None:
+        self.debounce = debounce
         self.router = router
         self.proxy = proxy
         self.token = token
@@ -74,10 +87,11 @@ class TelegramChannel:
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
         self.heartbeat = heartbeat
-        self.stream = stream
-        self.stream_interval = stream_interval
+        showing = showing or Showing()
+        self.stream = showing.stream
+        self.stream_interval = showing.interval
         self.drafts = DraftSupport()
-        self.reaction = reaction
+        self.reaction = showing.reaction
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, answer what a stop left in the journal, poll until `stop` is set, then give
@@ -85,22 +99,24 @@ class TelegramChannel:
         bot = ExtBot(
             self.token,
             base_url=self.base_url,
-            base_file_url=_file_url(self.base_url),
-            rate_limiter=AIORateLimiter(max_retries=3),
-            request=_request(self.proxy),
-            get_updates_request=_request(self.proxy),
+            base_file_url=file_url(self.base_url),
+            rate_limiter=AnswersFirst(max_retries=3),
+            request=request_via(self.proxy),
+            get_updates_request=request_via(self.proxy),
         )
-        await _started(bot, self.base_url)
+        await started(bot, self.base_url)
         if self.router.media is not None:
             self.router.media.connect(CHANNEL, TelegramFiles(bot))
         await self._beat()
         try:
-            intake = Intake(
+            intake = self.intake(
                 self.router,
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
                 reach=lambda chat_id: self._private(bot, chat_id),
+                debounce=self.debounce,
             )
+            self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
@@ -220,7 +236,7 @@ class Outage:
         self.failures = self.rejected = 0
 
 
-async def _started(bot: Bot, base_url: str) -> None:
+async def started(bot: Bot, base_url: str) -> None:
     """Initialise the bot (getMe) and set its command menu; a `StartupError` when that fails."""
     try:
         await bot.initialize()
@@ -253,16 +269,18 @@ async def _pause(seconds: float, stop: asyncio.Event) -> None:
 
 async def check_token(token: str, base_url: str, proxy: str | None = None) -> str:
     """The bot's @username, proving the token and base URL (and proxy) work."""
-    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url), request=_request(proxy))
+    bot = Bot(
+        token, base_url=base_url, base_file_url=file_url(base_url), request=request_via(proxy)
+    )
     async with bot:
         return f"@{bot.username}"
 
 
-def _request(proxy: str | None) -> HTTPXRequest | None:
+def request_via(proxy: str | None) -> HTTPXRequest | None:
     """PTB's own HTTP client, through `proxy`; None (PTB's default) without one."""
     return HTTPXRequest(proxy=proxy) if proxy else None
 
 
-def _file_url(base_url: str) -> str:
+def file_url(base_url: str) -> str:
     head, sep, _ = base_url.rstrip("/").rpartition("/bot")
     return f"{head}/file/bot" if sep else base_url

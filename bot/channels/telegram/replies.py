@@ -32,6 +32,7 @@ from telegram.error import (
     TelegramError,
 )
 
+from bot.channels.telegram.budget import tight
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
 from bot.models import Document
@@ -76,8 +77,8 @@ class TelegramReplier:
         return [Threaded(chunks[0], self.message_id), *chunks[1:]]
 
     async def acknowledge(self) -> None:
-        if not self.reaction or self.message_id is None:
-            return
+        if not self.reaction or self.message_id is None or tight(self.bot):
+            return  # with the budget tight, answers first (`budget`)
         self._reacted = await self._react(self.reaction)
 
     async def _react(self, reaction: str | None) -> bool:
@@ -176,9 +177,10 @@ class TelegramReplier:
     async def _keep_typing(self) -> None:
         while True:
             try:
-                await self.bot.send_chat_action(
-                    self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id
-                )
+                if not tight(self.bot):  # with the budget tight, answers first (`budget`)
+                    await self.bot.send_chat_action(
+                        self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id
+                    )
             except TelegramError as exc:
                 log.debug("typing_failed", detail=str(exc)[:200])
             await asyncio.sleep(self.typing_interval)

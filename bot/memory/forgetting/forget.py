@@ -12,10 +12,12 @@ from typing import Literal
 import structlog
 
 from bot.memory.forgetting.files import job_of, put_back, without_lines, without_messages
+from bot.memory.notes import quoted
+from bot.memory.provenance import FactOrigins, brief, of_line
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks, atomic_write_bytes
+from bot.storage.files import Locks, atomic_write_bytes
 from bot.storage.lines import decode_text
 from bot.storage.undo import Kept, UndoStore
 from bot.storage.workspace import Workspace
@@ -59,7 +61,7 @@ class Forgetting:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         undo: UndoStore,
         chatter: ChatterStore | None = None,  # a group's messages waiting for the next turn
     ) -> None:
@@ -84,7 +86,8 @@ class Forgetting:
                 skipped.append(self._name(target.path, home))
             elif found:
                 counts[target.place] += len(found)
-                samples += [(self._name(target.path, home), text) for text in found]
+                name = self._name(target.path, home)
+                samples += [(name, with_origin(target.path, text)) for text in found]
         said = await self.chatter.forget(session_key, needle) if self.chatter else []
         if said:
             counts[CHATTER] += len(said)
@@ -116,6 +119,7 @@ class Forgetting:
         archive = ws.archive_note_dir(scope)
         history = ws.history_path(scope)
         found = [Target("MEMORY.md" if own else "chat memory", memory, "lines", memory)]
+        found += [Target("quoted material", quoted.path_of(memory), "lines", memory)]
         found += [Target("daily notes", p, "lines", archive) for p in ws.daily_note_paths(scope)]
         found += [
             Target("archived notes", p, "lines", archive) for p in sorted(archive.glob("*.md"))
@@ -193,3 +197,12 @@ class Forgetting:
 
 def _locked(kept: Kept) -> bool:
     return kept.kind == "lines"
+
+
+def with_origin(path: Path, line: str) -> str:
+    """A removed MEMORY.md line with who said it, how and when, when that is known (its side
+    file keeps no text, so it still knows after the line is gone)."""
+    if path.name != "MEMORY.md":
+        return line
+    origin = of_line(FactOrigins(path).read(), line)
+    return f"{line} — {brief(origin)}" if origin else line

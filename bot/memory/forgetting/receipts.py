@@ -9,6 +9,7 @@ from bot.memory.forgetting.forget import CHATTER, Forgotten, Undone
 PLACES = (
     "MEMORY.md",
     "chat memory",
+    "quoted material",
     "working memory",
     "daily notes",
     "archived notes",

@@ -3,7 +3,10 @@
     {"version": 1, "id": "s-1a2b3c4d5e", "layer": "semantic", "type": "fact", "text": "…",
      "confidence": 0.8, "salience": 0.7, "tags": [], "references": ["MEMORY.md#L12"],
      "fingerprint": "…", "scope": "", "status": "active", "created_at": "2026-02-07T14:15:00+00:00",
-     "updated_at": "…", "last_used_at": null, "decayed_at": null}
+     "updated_at": "…", "last_used_at": null, "decayed_at": null,
+     "provenance": {"by": "Ann (42)", "chat": "telegram:42", "at": "…", "via": "message"}}
+
+`provenance` is left out when unknown (items from before it was kept read without it).
 
 A line that is not such an object (corrupt, hand-mangled, or written by a newer version) raises
 `ItemFormatError`; the store keeps it verbatim. The fingerprint is recomputed from the text, so a
@@ -16,13 +19,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, cast, get_args
 
+from bot.memory import provenance
 from bot.memory.items.rules import fingerprint
 from bot.models import ItemStatus, MemoryItem, MemoryLayer
 
 VERSION = 1
-_STATUSES: tuple[ItemStatus, ...] = ("active", "forgotten", "decayed")
+_STATUSES: tuple[ItemStatus, ...] = get_args(ItemStatus)
 
 
 class ItemFormatError(ValueError):
@@ -49,6 +53,8 @@ def encode(item: MemoryItem) -> str:
         "last_used_at": _time_text(item.last_used_at),
         "decayed_at": _time_text(item.decayed_at),
     }
+    if item.provenance is not None:
+        record["provenance"] = provenance.to_json(item.provenance)
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -97,6 +103,7 @@ def _item(record: dict[str, Any]) -> MemoryItem:
         last_used_at=_optional_time(record.get("last_used_at")),
         decayed_at=_optional_time(record.get("decayed_at")),
         status=status,
+        provenance=provenance.from_json(record.get("provenance")),
     )
 
 

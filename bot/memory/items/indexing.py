@@ -3,7 +3,8 @@
 An item's source is its text, in its folder's scope ("" for the owner's global memory), at its
 `updated_at`, with its salience, cited by its file relative to `memory/` with the id as a
 fragment — `items/semantic.jsonl#s-1a2b3c4d5e` — so a hit names both where the item lives and
-the id the memory tools take. Forgotten items are not indexed; nor are episodic "turn" items,
+the id the memory tools take. Forgotten and retired items are not indexed (a superseded one is,
+marked as such: history stays searchable); nor are episodic "turn" items,
 which are the exchanges the session files already give the index (one copy of each turn).
 The index learns of a changed item the way it learns of any changed file: by a sync.
 
@@ -28,6 +29,7 @@ from bot.index.sources import scope_of
 from bot.index.store import SourceUpdate
 from bot.index.sync import Growth, LastLine, digest_of
 from bot.memory.items.format import ItemFormatError, decode, file_lines
+from bot.memory.notes.supersede import marked
 from bot.models import MemoryItem
 from bot.storage.confined import scope_escape
 
@@ -121,18 +123,23 @@ def _source(path: str, line: str, scope: str, chunker: Chunker) -> SourceUpdate 
 
 
 def _indexed(item: MemoryItem) -> bool:
-    return item.status != "forgotten" and item.type not in SKIPPED_TYPES
+    return item.status not in ("forgotten", "retired") and item.type not in SKIPPED_TYPES
+
+
+def _text(item: MemoryItem) -> str:
+    """What a search finds: a superseded item says so, with the day it stopped being true."""
+    return marked(item.text, item.updated_at.date()) if item.status == "superseded" else item.text
 
 
 def _update(path: str, item: MemoryItem, scope: str, chunker: Chunker) -> SourceUpdate:
     cited = f"{path}#{item.id}"
     chunks = chunker.text(
-        item.text,
+        _text(item),
         path=cited,
         scope=scope,
         kind=KIND,
         at=item.updated_at.timestamp(),
         salience=item.salience,
     )
-    digest = digest_of(item.text, scope, item.salience, item.updated_at.isoformat())
+    digest = digest_of(_text(item), scope, item.salience, item.updated_at.isoformat())
     return SourceUpdate(f"item:{cited}", tuple(chunks), digest=digest)

@@ -15,13 +15,13 @@ error, `item:<id>`. Pure functions: `item_writer` stores what they make.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.memory.items.code import CodeFindings
 from bot.memory.items.rules import new_item
 from bot.memory.items.statements import find_statements
-from bot.models import MemoryItem, MemoryLayer, MemoryScope
+from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
 from bot.storage.workspace import encode_key
 
 FIX_CHARS = 300
@@ -41,6 +41,8 @@ class TurnMemoryEvent:
     reply: str
     at: datetime
     tool_names: tuple[str, ...] = ()
+    origin: Provenance | None = None  # who said it, as what: every item of the turn carries it
+    trusted: bool = True  # False: the turn carried others' words (`bot.memory.trust`)
 
 
 def session_reference(session_key: str) -> str:
@@ -66,6 +68,10 @@ def episode(event: TurnMemoryEvent, *, user_chars: int, assistant_chars: int) ->
 
 
 def statement_items(event: TurnMemoryEvent) -> list[MemoryItem]:
+    """The statements of the user's message (none from a turn that carried others' words: a
+    forwarded "remember that …" is not the person's own, and would be promoted)."""
+    if not event.trusted:
+        return []
     return [
         _item(event, MemoryLayer.EPISODIC, s.type, s.text, confidence=s.confidence, salience=0.6)
         for s in find_statements(event.user_text)
@@ -128,7 +134,7 @@ def _item(
     tags: list[str] | None = None,
     references: list[str] | None = None,
 ) -> MemoryItem:
-    return new_item(
+    item = new_item(
         layer,
         type,
         text,
@@ -139,6 +145,7 @@ def _item(
         tags=tags or (),
         references=[*(references or ()), turn_reference(event.session_key, event.turn_id)],
     )
+    return replace(item, provenance=event.origin)
 
 
 def _fold(text: str, limit: int) -> str:

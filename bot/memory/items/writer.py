@@ -3,6 +3,7 @@
 - `record_turn`: a finished turn's items (`turn_items`), from system 50.
 - `add_facts`: SEMANTIC facts from memory tags and consolidation.
 - `add` / `update` / `promote` / `forget`: the model's memory tools.
+- `follow`: the semantic items made of MEMORY.md lines follow them (`truth`).
 - `decay`: lower the salience of items unused for `decay_days` (scheduled by the caller).
 
 Every write is an upsert (see `items`): an item whose fingerprint is already in the same layer
@@ -31,6 +32,7 @@ from bot.memory.items.rules import (
 )
 from bot.memory.items.statements import kind_of
 from bot.memory.items.store import ItemStore
+from bot.memory.items.truth import follow
 from bot.memory.items.turn import (
     TurnMemoryEvent,
     command_items,
@@ -41,7 +43,7 @@ from bot.memory.items.turn import (
     is_open,
     statement_items,
 )
-from bot.models import MemoryItem, MemoryLayer, MemoryScope
+from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
 
 Change = Callable[[MemoryItem], MemoryItem]
 
@@ -86,10 +88,26 @@ class ItemWriter:
         sources: Sequence[str],  # references: "MEMORY.md#L12", "sessions/<key>#turn-<id>"
         confidence: float = 0.7,
         salience: float = 0.7,
+        origin: Provenance | None = None,
     ) -> list[MemoryItem]:
         """SEMANTIC items typed fact / preference / constraint (see `statements.kind_of`)."""
         at = self.now()
         items = [
+            replace(item, provenance=origin)
+            for item in self._facts(scope, facts, at, confidence, salience, sources)
+        ]
+        return await self._put_all(items)
+
+    def _facts(
+        self,
+        scope: MemoryScope,
+        facts: Iterable[str],
+        at: datetime,
+        confidence: float,
+        salience: float,
+        sources: Sequence[str],
+    ) -> list[MemoryItem]:
+        return [
             new_item(
                 MemoryLayer.SEMANTIC,
                 kind_of(fact),
@@ -103,7 +121,6 @@ class ItemWriter:
             for fact in facts
             if fact.strip()
         ]
-        return await self._put_all(items)
 
     # ------------------------------------------------------------------ the model's tools
 
@@ -118,9 +135,10 @@ class ItemWriter:
         salience: float = 0.6,
         tags: Sequence[str] = (),
         references: Sequence[str] = (),
+        origin: Provenance | None = None,
     ) -> MemoryItem:
         """Add (or reinforce) one item; the stored item. `ValueError` for an empty text."""
-        item = new_item(
+        made = new_item(
             layer,
             type,
             text,
@@ -131,7 +149,7 @@ class ItemWriter:
             tags=tags,
             references=references,
         )
-        return (await self._put(item))[0]
+        return (await self._put(replace(made, provenance=origin)))[0]
 
     async def update(
         self,
@@ -184,6 +202,18 @@ class ItemWriter:
                     await self.update(scope, item.id, text=after.strip().lstrip("-*+ ")) is not None
                 )
         return changed
+
+    async def follow(self, scope: MemoryScope, text: str, name: str) -> int:
+        """The semantic items made of lines of `name` (MEMORY.md, as `text` holds it now)
+        made to agree with it (`truth.follow`); how many changed."""
+        async with self.store.lock(scope, MemoryLayer.SEMANTIC):
+            return await asyncio.to_thread(self._follow_locked, scope, text, name)
+
+    def _follow_locked(self, scope: MemoryScope, text: str, name: str) -> int:
+        path = self.store.home_path(scope, MemoryLayer.SEMANTIC, date.min)
+        items = self.store.read(path, scope).items
+        changes = follow(items, text, name, now=self.now())
+        return self.store.rewrite_locked(path, scope, changes) if changes else 0
 
     async def forget(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
         """Mark an item forgotten (kept on disk, never shown); None when there is no such item."""

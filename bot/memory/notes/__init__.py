@@ -1,2 +1,3 @@
 """The markdown people edit: daily notes, MEMORY.md (global and per chat), HISTORY and its
-monthly files, working memory, and the tag format the model writes them with."""
+monthly files, working memory, and the tag format the model writes them with; the supersede
+mark of a corrected line (`supersede`) and quoted material waiting for an owner (`quoted`)."""

@@ -13,7 +13,8 @@ import asyncio
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
+from pathlib import Path
 
 from bot.models import MemoryScope
 from bot.storage.files import append_text
@@ -62,8 +63,31 @@ class DailyNotes:
         self.workspace = workspace
         self.format = fmt
 
+    async def append_once(
+        self, scope: MemoryScope, at: datetime, user: str, assistant: str, *, since: date
+    ) -> bool:
+        """Append the exchange's line unless a note from `since` to `at`'s day holds it (a
+        turn saved just before a kill, its line perhaps not written); whether it appended."""
+        body = self.format.body(user, assistant)
+        days = (since + timedelta(days=n) for n in range(max(0, (at.date() - since).days) + 1))
+        for day in days:
+            path = self.workspace.daily_note_path(scope, day)
+            if self.workspace.inside_scope(path) and await asyncio.to_thread(_holds, path, body):
+                return False
+        await self.append(scope, at, user, assistant)
+        return True
+
     async def append(self, scope: MemoryScope, at: datetime, user: str, assistant: str) -> None:
         line = self.format.line(at, user, assistant)
         path = self.workspace.daily_note_path(scope, at.date())
         if self.workspace.inside_scope(path):
             await asyncio.to_thread(append_text, path, line + "\n", durable=False)
+
+
+def _holds(path: Path, body: str) -> bool:
+    """Whether the note at `path` has a line reading `body` after its clock."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return False
+    return any(body_of(line) == body for line in text.splitlines())

@@ -19,12 +19,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import structlog
 
-from bot.models import MemoryScope
-from bot.storage.files import FileLocks, append_text, atomic_write_bytes
+from bot.memory.notes.supersede import current_lines, mark_replaced, marked
+from bot.memory.provenance import FactOrigins
+from bot.models import MemoryScope, Provenance
+from bot.storage.files import Locks, append_text, atomic_write_bytes
 from bot.storage.lines import without_controls
 from bot.storage.textfile import TextFile, lines_of, text_to_change, text_to_show
 from bot.storage.workspace import Workspace
@@ -39,7 +42,7 @@ class MemoryText:
 
 
 class LongTermMemory:
-    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
+    def __init__(self, workspace: Workspace, locks: Locks) -> None:
         self.workspace = workspace
         self.locks = locks
 
@@ -61,26 +64,49 @@ class LongTermMemory:
             return True
 
     async def append_facts(
-        self, scope: MemoryScope, facts: Sequence[str], *, section: str | None = None
-    ) -> list[str]:
+        self,
+        scope: MemoryScope,
+        facts: Sequence[str],
+        *,
+        section: str | None = None,
+        origin: Provenance | None = None,
+    ) -> Appended:
         """Append facts as `- fact` lines (under `## section` if given), skipping any already
-        present (case-insensitive). Returns the facts actually added."""
+        present (case-insensitive), and mark the lines they replace superseded (`supersede`);
+        their provenance goes beside the file (`FactOrigins`)."""
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            return await asyncio.to_thread(self._append_facts, path, facts, section)
+            return await asyncio.to_thread(self._append_facts, path, facts, section, origin)
 
-    def _append_facts(self, path: Path, facts: Sequence[str], section: str | None) -> list[str]:
+    def _append_facts(
+        self, path: Path, facts: Sequence[str], section: str | None, origin: Provenance | None
+    ) -> Appended:
         current = self._to_change(path)
         added = _new_facts(current.text, facts)
-        if added:
-            appended = _appended(current.text, [f"- {fact}" for fact in added], section)
+        if not added:
+            return Appended([], [])
+        appended = _appended(current.text, [f"- {fact}" for fact in added], section)
+        until = (origin.at if origin else datetime.now(UTC)).date()
+        text, replaced = mark_replaced(current.text, added, until)
+        if replaced:  # a rewrite, under the lock: the old lines get their mark
+            atomic_write_bytes(path, current.encode(text + appended))
+        else:  # one append: a line a person appends meanwhile is never lost
             append_text(path, current.ending(appended))
-        return added
+        if origin is not None:
+            FactOrigins(path).add(added, origin)
+        return Appended(added, replaced)
 
-    async def replace_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit:
+    def origins(self, scope: MemoryScope) -> FactOrigins:
+        """Where the provenance of the scope's MEMORY.md facts is kept."""
+        return FactOrigins(self.workspace.long_term_path(scope))
+
+    async def replace_line(
+        self, scope: MemoryScope, old: str, new: str, *, superseded_on: date | None = None
+    ) -> LineEdit:
         """Replace the one line holding `old` (case-insensitive) with `new`, or delete it when
-        `new` is blank; nothing changes unless exactly one line matches. `NotTextError` when
-        the file may not be changed."""
+        `new` is blank; nothing changes unless exactly one line matches. With `superseded_on`
+        the old line stays, marked superseded from that day, and `new` follows it.
+        `NotTextError` when the file may not be changed."""
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
             current = await asyncio.to_thread(self._to_change, path)
@@ -91,13 +117,22 @@ class LongTermMemory:
             at = found[0]
             before = lines[at].rstrip("\n")
             after = _keeping_shape(before, new) if new.strip() else None
-            lines[at] = "" if after is None else after + lines[at][len(before) :]
+            end = lines[at][len(before) :]
+            lines[at] = "" if after is None else after + end
+            if after is not None and superseded_on is not None:
+                lines[at] = marked(before, superseded_on) + (end or "\n") + lines[at]
             data = current.encode("".join(lines))
             await asyncio.to_thread(atomic_write_bytes, path, data)
             return LineEdit(before=before, after=after, matches=(before,))
 
     def _to_change(self, path: Path) -> TextFile:
         return text_to_change(path, self.workspace.memory_root)
+
+
+@dataclass(frozen=True)
+class Appended:
+    added: list[str]  # the facts appended (those not there yet)
+    replaced: list[str]  # the lines they superseded, as they were
 
 
 @dataclass(frozen=True)
@@ -118,7 +153,8 @@ def _keeping_shape(line: str, new: str) -> str:
 
 
 def _new_facts(current: str, facts: Sequence[str]) -> list[str]:
-    seen = current.lower()
+    """The facts not in the file's current lines (a superseded one may come back: moved back)."""
+    seen = "\n".join(current_lines(current.split("\n"))).lower()
     added: list[str] = []
     for fact in (" ".join(without_controls(f).split()) for f in facts):
         if fact and fact.lower() not in seen:

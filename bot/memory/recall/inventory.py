@@ -1,7 +1,8 @@
 """The inventory of one chat's memory: what `/memory` shows.
 
 Whose memory it is, the size of each file, the last consolidation, the working memory's age,
-how many lines the prompt's budget leaves out, and the first lines of MEMORY.md. It reads only
+how many lines the prompt's budget leaves out, the first lines of MEMORY.md with who said each
+(its provenance), and how many quotes wait for an owner. It reads only
 what the chat may see (`visible_scopes`) — of a file that leads out of its scope's folder not
 even the size (`bot.storage.confined`) — and never writes.
 """
@@ -9,21 +10,24 @@ even the size (`bot.storage.confined`) — and never writes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from pathlib import Path
 
+from bot.memory.notes import quoted
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.working import WorkingMemory
+from bot.memory.provenance import FactOrigins, brief, of_line
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.scopes import chat_scope
-from bot.models import MemoryScope
+from bot.models import MemoryScope, Provenance
 from bot.storage.lines import LineReader
 from bot.storage.workspace import Workspace
 
 PREVIEW_LINES = 15
 PREVIEW_CHARS = 200
 OUT_OF_SCOPE = "leads outside this chat's memory (left alone)"
+QUOTES = "Quoted, not kept: {count} (/keep lists them)"
 
 
 class MemoryInventory:
@@ -103,12 +107,15 @@ class MemoryInventory:
             return ["No preview: MEMORY.md is not readable as text."]
         if lines is None or not lines.lines:
             return ["MEMORY.md is empty."]
-        shown = [_clip(line) for line in lines.lines[:PREVIEW_LINES]]
+        known = FactOrigins(path).read()
+        shown = [_said(_clip(line), known) for line in lines.lines[:PREVIEW_LINES]]
         more = len(lines.lines) - len(shown) + lines.unread
+        waiting = len(quoted.pending(path))
         return [
             f"MEMORY.md, first {_plural(len(shown), 'line')}:",
             *shown,
             *([f"… and {_plural(more, 'more line')}"] if more > 0 else []),
+            *([QUOTES.format(count=_plural(waiting, "quote"))] if waiting else []),
         ]
 
     def _size(self, path: Path) -> str:
@@ -120,6 +127,12 @@ def _size(path: Path) -> str:
         return f"{path.stat().st_size:,} bytes"
     except OSError:
         return "none"
+
+
+def _said(line: str, known: Mapping[str, Provenance]) -> str:
+    """The line, and who said it, how and when (a line written by hand: the line alone)."""
+    origin = of_line(known, line)
+    return f"{line}  ({brief(origin)})" if origin else line
 
 
 def _clip(line: str) -> str:

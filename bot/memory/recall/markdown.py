@@ -16,6 +16,7 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 from bot.memory.notes.daily import body_of
+from bot.memory.notes.supersede import current_lines
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.section import Count, MemorySnapshot, MemoryView, render_memory
 from bot.memory.scopes import chat_scope
@@ -76,8 +77,8 @@ class MarkdownMemory:
     ) -> MemorySnapshot:
         chat = chat_scope(scope, session_key)
         return MemorySnapshot(
-            long_term=self.reader.head(self.workspace.long_term_path(scope)),
-            chat=self.reader.head(self.workspace.long_term_path(chat)) if chat else None,
+            long_term=_current(self.reader.head(self.workspace.long_term_path(scope))),
+            chat=_current(self.reader.head(self.workspace.long_term_path(chat))) if chat else None,
             working=self.working.read_fresh(session_key),
             today=self._note(scope, today, carried),
             recent=self._recent(scope, today, carried),
@@ -97,6 +98,14 @@ class MarkdownMemory:
     def _note(self, scope: MemoryScope, day: date, carried: frozenset[str]) -> FileLines | None:
         lines = self.reader.tail(self.workspace.daily_note_path(scope, day))
         return _without(lines, carried) if lines and carried else lines
+
+
+def _current(lines: FileLines | None) -> FileLines | None:
+    """MEMORY.md without its superseded lines: only a fact's current value is shown."""
+    if lines is None:
+        return None
+    kept = current_lines(lines.lines)
+    return lines if len(kept) == len(lines.lines) else replace(lines, lines=kept)
 
 
 def _without(note: FileLines, carried: frozenset[str]) -> FileLines | None:

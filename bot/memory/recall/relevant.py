@@ -46,12 +46,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Literal, Protocol
 
 import structlog
 
 from bot.index.remote import RemoteSearch
-from bot.index.search import Hit
+from bot.index.search import Hit, Searcher
 from bot.index.snippets import GAP
 from bot.index.sources import file_day
 from bot.memory.notes.daily import body_of
@@ -70,20 +69,7 @@ INDENT = "  "  # a hit's next lines
 EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
 _LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
-
-
-class Searcher(Protocol):
-    """The embedded index's search (`IndexService`): blocking."""
-
-    def search(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str],
-        k: int,
-        wait: Literal["all", "walks"],
-        now: datetime | None = None,
-    ) -> list[Hit]: ...
+_EMPTY_SIDE = re.compile(r"^(?:User|Assistant):(?: \| |$)| \| Assistant:$")  # nothing said
 
 
 class RelevantMemory:
@@ -128,9 +114,20 @@ class RelevantMemory:
         """The section ("" when no hit is new); `shown` is what the prompt's other memory
         sections hold (not added to), `conversation` the paths of the exchanges in the
         prompt's messages."""
+        return self.fitted(hits, shown=shown, conversation=conversation, budget=budget)[0]
+
+    def fitted(
+        self,
+        hits: Sequence[Hit],
+        *,
+        shown: Shown,
+        conversation: frozenset[str] = frozenset(),
+        budget: int | None = None,
+    ) -> tuple[str, list[Hit]]:
+        """The section (as `section`) and the hits it shows: what the retrieval eval reads."""
         fresh = distinct(hits, shown=shown, conversation=conversation)
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
-        return render_relevant(fresh, k=self.k, budget=tokens, count=self.count)
+        return fit(fresh, k=self.k, budget=tokens, count=self.count)
 
     async def _search(self, query: str, scopes: Sequence[str], now: datetime | None) -> list[Hit]:
         # the last turn's sync may still run: its exchange is in the conversation anyway
@@ -179,10 +176,13 @@ def said(hit: Hit) -> str:
     """A hit's snippet as the section shows it: an exchange on one line (`… | …`, as its daily
     note line), another hit's lines each on its own, indented under the first ("…" where lines
     were left out kept on the line it stands beside); without a daily note line's clock (the
-    day heads the hit) and without the `User:` label before a group member's name (`Ann: …`,
-    `bot.conversation.speakers`): the name says who spoke."""
+    day heads the hit), without the `User:` label before a group member's name (`Ann: …`,
+    `bot.conversation.speakers`: the name says who spoke) and without a side that said
+    nothing (`User: | Assistant: …`, `Ann: … | Assistant:`: a message no one answered)."""
     lines = [
-        _LABELLED.sub(_unlabelled, " ".join(body_of(line).split())) for line in hit.text.split("\n")
+        line
+        for raw in hit.text.split("\n")
+        if (line := _EMPTY_SIDE.sub("", _LABELLED.sub(_unlabelled, " ".join(body_of(raw).split()))))
     ]
     if hit.kind == EXCHANGE:  # `User: …` and `Assistant: …`, as its note line reads
         return " | ".join(lines).replace(f"{GAP} | ", f"{GAP} ").replace(f" | {GAP}", f" {GAP}")

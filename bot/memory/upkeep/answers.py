@@ -11,8 +11,9 @@ are dropped — a fence never reaches MEMORY.md or HISTORY; nor does a heading o
 echoed back (`## Current Long-term Memory`, as Qwen2.5 1.5B did), nor a line of only JSON
 punctuation (`{`, `- }`: what is left of an answer cut short). A number, `null` or an empty
 value is missing, so a malformed answer can never blank out `MEMORY.md`. `removed` (optional)
-lists the MEMORY.md lines the model means to drop; consolidation keeps any other line it leaves
-out.
+lists the MEMORY.md lines the model means to drop, `replaced` (optional) those a newer fact of
+the update replaces (kept as history, marked superseded); consolidation keeps any other line it
+leaves out.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class ConsolidationResult:
     history_entry: str | None
     memory_update: str | None
     removed: tuple[str, ...] = ()  # MEMORY.md lines the model says it drops on purpose
+    replaced: tuple[str, ...] = ()  # MEMORY.md lines a newer fact of the update replaces
 
     @property
     def is_empty(self) -> bool:
@@ -104,7 +106,13 @@ def _result(document: dict[str, Any]) -> ConsolidationResult:
     entry = _text(document.get("history_entry"), bullets=False)
     update = _text(document.get("memory_update"), bullets=True)
     removed = _text(document.get("removed"), bullets=False) or ""
-    return ConsolidationResult(entry, update, tuple(removed.splitlines()) if update else ())
+    replaced = _text(document.get("replaced"), bullets=False) or ""
+    return ConsolidationResult(
+        entry,
+        update,
+        tuple(removed.splitlines()) if update else (),
+        tuple(replaced.splitlines()) if update else (),
+    )
 
 
 def _text(value: object, *, bullets: bool) -> str | None:

@@ -19,8 +19,9 @@ it), and every entry goes to each history file once (`HistoryLog.append`'s key).
 
 Every write goes through the memory writer (`ConsolidationMemory`: the files, then the items of
 new lines, then the index). A hand edit of `MEMORY.md` is never overwritten: the model's rewrite
-is applied only if the file is byte-identical to what the model saw, and a line the rewrite
-drops without naming it is kept (`requests.keep_dropped`). A job's scope decides whose files
+is applied only if the file is byte-identical to what the model saw, a line the rewrite
+drops without naming it is kept (`requests.keep_dropped`), and a line a newer fact replaces is
+kept marked superseded (`requests.superseded`). A job's scope decides whose files
 are read and written, so a group's consolidation never sees the owner's memory. No request
 exceeds `request_tokens` (`requests`).
 """
@@ -48,11 +49,11 @@ from bot.memory.upkeep.requests import (
     consolidation_prompt,
     conversation_parts,
     head_that_fits,
-    keep_dropped,
     pieces,
     raw_fallback_entry,
+    superseded,
 )
-from bot.models import ChatMessage, MemoryScope
+from bot.models import ChatMessage, MemoryScope, Provenance
 from bot.storage.jobs import ConsolidationJob, JobStore
 
 log = structlog.get_logger(__name__)
@@ -67,10 +68,17 @@ class ConsolidationMemory(Protocol):
 
     def snapshot(self, scope: MemoryScope) -> MemoryText: ...
 
-    async def replace_memory(self, scope: MemoryScope, seen: MemoryText, text: str) -> bool: ...
+    async def replace_memory(
+        self, scope: MemoryScope, seen: MemoryText, text: str, origin: Provenance | None = None
+    ) -> bool: ...
 
     async def merge_facts(
-        self, scope: MemoryScope, facts: Sequence[str], *, section: str
+        self,
+        scope: MemoryScope,
+        facts: Sequence[str],
+        *,
+        section: str,
+        origin: Provenance | None = None,
     ) -> list[str]: ...
 
     async def append_history(
@@ -223,8 +231,8 @@ class Consolidator:
             await self._record(job, None, key)
             return False
         if not whole:
-            await self._merge(job.scope, result.memory_update or "", seen=shown)
-        elif not await self._store(job.scope, snapshot, result):
+            await self._merge(job, result.memory_update or "", seen=shown)
+        elif not await self._store(job, snapshot, result):
             result = await self._redo(job, result, snapshot, deadline)
         await self._record(job, result.history_entry, key)
         return True
@@ -242,10 +250,10 @@ class Consolidator:
         seen = await self._snapshot(job.scope)
         second = await self._ask(job, seen.text, deadline)
         if second is None or second.memory_update is None:
-            await self._merge(job.scope, first.memory_update or "", seen=first_seen.text)
+            await self._merge(job, first.memory_update or "", seen=first_seen.text)
             return first
-        if not await self._store(job.scope, seen, second):
-            await self._merge(job.scope, second.memory_update, seen=seen.text)
+        if not await self._store(job, seen, second):
+            await self._merge(job, second.memory_update, seen=seen.text)
         return ConsolidationResult(
             history_entry=second.history_entry or first.history_entry,
             memory_update=second.memory_update,
@@ -315,27 +323,39 @@ class Consolidator:
         return await asyncio.to_thread(self.memory.snapshot, scope)
 
     async def _store(
-        self, scope: MemoryScope, seen: MemoryText, result: ConsolidationResult
+        self, job: ConsolidationJob, seen: MemoryText, result: ConsolidationResult
     ) -> bool:
         """Apply the update if it changes anything; False if the file changed underneath.
         Lines the update drops without naming them are kept, unless memory is being
-        compressed (over `max_memory_size`, where dropping stale facts is the point)."""
+        compressed (over `max_memory_size`, where dropping stale facts is the point); lines
+        its new facts replace are kept as history, marked superseded (`superseded`)."""
         update = result.memory_update
         if update is None or update.strip() == seen.text.strip():
             return True
-        if len(seen.text.encode("utf-8")) <= self.max_memory_size:
-            update = keep_dropped(update, seen.text, removed=result.removed)
+        removed = result.removed
+        if len(seen.text.encode("utf-8")) > self.max_memory_size:
+            removed = tuple(seen.text.splitlines())  # anything may go
+        today = self.now().date()
+        update = superseded(
+            update, seen.text, removed=removed, replaced=result.replaced, until=today
+        )
         try:
-            return await self.memory.replace_memory(scope, seen, update)
+            return await self.memory.replace_memory(job.scope, seen, update, self._origin(job))
         except NotTextError:
             log.warning("consolidation_memory_not_text")  # history still gets the entry
             return True
 
-    async def _merge(self, scope: MemoryScope, update: str, *, seen: str) -> None:
-        current = await self._snapshot(scope)
+    def _origin(self, job: ConsolidationJob) -> Provenance:
+        """Consolidation's facts: the model's own inference from the chat's conversation."""
+        return Provenance(by="model", chat=job.session_key, at=self.now(), via="inference")
+
+    async def _merge(self, job: ConsolidationJob, update: str, *, seen: str) -> None:
+        current = await self._snapshot(job.scope)
         facts = new_lines(update, seen=seen, current=current.text)
         try:
-            added = await self.memory.merge_facts(scope, facts, section=MERGE_SECTION)
+            added = await self.memory.merge_facts(
+                job.scope, facts, section=MERGE_SECTION, origin=self._origin(job)
+            )
         except NotTextError:
             log.warning("consolidation_memory_not_text")
             return

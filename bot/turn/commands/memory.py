@@ -7,7 +7,8 @@ from typing import Protocol
 from bot.errors import NotTextError
 from bot.memory.forgetting import FORGET_MIN_CHARS, Forgotten, Undone, forget_receipt, undo_receipt
 from bot.memory.recall.inventory import MemoryInventory
-from bot.models import Inbound, MemoryScope
+from bot.memory.trust import said_by
+from bot.models import Inbound, MemoryScope, Provenance
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.commands.handler import Progress
@@ -22,7 +23,9 @@ FORGET_USAGE = (
 class CommandMemory(Protocol):
     """What the commands write to memory (`MemoryWriter`)."""
 
-    async def remember(self, scope: MemoryScope, fact: str) -> str | None: ...
+    async def remember(
+        self, scope: MemoryScope, fact: str, origin: Provenance | None = None
+    ) -> str | None: ...
 
     async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
 
@@ -53,7 +56,8 @@ class Remember:
         if not args:
             return REMEMBER_USAGE
         try:
-            saved = await self.memory.remember(self.access.scope_for(inbound), args)
+            scope, origin = self.access.scope_for(inbound), said_by(inbound)
+            saved = await self.memory.remember(scope, args, origin)
         except NotTextError as exc:
             return str(exc)  # what to fix, e.g. "MEMORY.md is not UTF-8 text, …"
         return f"Saved to memory: {saved}" if saved else "I already had that."

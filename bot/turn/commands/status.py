@@ -2,13 +2,14 @@
 /context (owners only: the last prompt's parts and tokens, `bot.llm.inspection`).
 
     Messages: 12
-    Context: 3,210 of 32,768 tokens (10%)
+    Context: 3,210 of 32,768 tokens (10%), the next prompt with its instructions, memory, …
     Last compaction: 2026-11-21 09:30 (1 in this conversation)
     Last consolidation: none yet
     Model: gpt-4o-mini
 
-The verbose form adds where the window comes from, the estimate against the provider's last
-reported count, and the pipeline's systems by order.
+The verbose form adds where the window comes from, how the context figure is counted (the same
+in /context and `python -m bot prompt`: `meter.how_full`), the provider's count of the last
+prompt, and the pipeline's systems by order.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.llm.inspection import LastRequests, breakdown, full_text, summary
-from bot.llm.meter import PromptMeter
+from bot.llm.meter import PromptEstimate, PromptMeter, how_counted, how_full
 from bot.memory.notes.history import HistoryLog
 from bot.models import Document, Inbound
 from bot.storage.sessions import SessionStore
@@ -45,8 +46,8 @@ CONTEXT_FULL_HINT = "/context full sends the whole prompt as a file."
 @dataclass(frozen=True)
 class Status:
     messages: int
-    tokens: int  # the next prompt, estimated (`PromptMeter`)
-    window: int  # the model's context window
+    estimate: PromptEstimate  # the next prompt (`PromptMeter`), against the model's window
+    margin: float  # the meter's, on top of the corrected count
     window_source: str  # where `window` comes from, for a person to read
     reported: int  # the last prompt's tokens as the provider reported them; 0: none yet
     compactions: int  # in this conversation
@@ -64,7 +65,7 @@ def wants_verbose(args: str) -> bool:
 def render(status: Status, *, verbose: bool) -> str:
     lines = [
         f"Messages: {status.messages}",
-        f"Context: {status.tokens:,} of {status.window:,} tokens ({_share(status)})",
+        how_full(status.estimate),
         f"Last compaction: {_when(status.last_compaction)}" + _count(status.compactions),
         f"Last consolidation: {_when(status.last_consolidation)}",
         f"Model: {status.model}",
@@ -79,23 +80,18 @@ def render(status: Status, *, verbose: bool) -> str:
 
 
 def _details(status: Status) -> list[str]:
-    window = f"{status.window:,}"
+    window = f"{status.estimate.window:,}"
     reported = (
-        f"Last prompt (reported): {status.reported:,} / {window} tokens"
+        f"Last prompt, as the provider counted it: {status.reported:,} tokens"
         if status.reported
         else "Last prompt: none yet"
     )
     return [
         f"Context window: {window} tokens ({status.window_source})",
-        f"Prompt (estimated): ~{status.tokens:,} / {window} tokens",
+        how_counted(status.estimate, status.margin),
         reported,
         f"Pipeline: {', '.join(status.pipeline)}",
     ]
-
-
-def _share(status: Status) -> str:
-    share = status.tokens / status.window if status.window else 0.0
-    return "under 1%" if 0 < share < 0.005 else f"{share:.0%}"
 
 
 def _when(at: datetime | None) -> str:
@@ -131,12 +127,11 @@ class ShowStatus:
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         session = await self.sessions.load(inbound.session_key)
-        estimate = self.meter.estimate(session)
         scope = self.access.scope_for(inbound)
         status = Status(
             messages=len(session.messages),
-            tokens=estimate.tokens,
-            window=estimate.window,
+            estimate=self.meter.estimate(session),
+            margin=self.meter.margin,
             window_source=self.meter.windows.source(self.model),
             reported=session.last_prompt_tokens or 0,
             compactions=session.compactions,
@@ -156,9 +151,16 @@ class ShowContext:
     slow = False
 
     def __init__(
-        self, sent: LastRequests, meter: PromptMeter, access: AccessPolicy, *, model: str
+        self,
+        sent: LastRequests,
+        meter: PromptMeter,
+        access: AccessPolicy,
+        sessions: SessionStore,
+        *,
+        model: str,
     ) -> None:
         self.sent = sent  # the last request of each chat
+        self.sessions = sessions
         self.meter = meter
         self.access = access
         self.model = model
@@ -174,7 +176,11 @@ class ShowContext:
         tokens, window = self.meter.tokens, self.meter.window
         found = await asyncio.to_thread(breakdown, sent, tokens, window=window)
         table = summary(found, title=f"Tokens ({self.model}, counted offline):")
-        text = f"Last prompt in this chat, sent {sent.at:%Y-%m-%d %H:%M}.\n```\n{table}\n```"
+        fullness = how_full(self.meter.estimate(await self.sessions.load(inbound.session_key)))
+        text = (
+            f"{fullness}.\nLast prompt in this chat, sent {sent.at:%Y-%m-%d %H:%M}:"
+            f"\n```\n{table}\n```"
+        )
         if not args:
             return f"{text}\n{CONTEXT_FULL_HINT}"
         name = f"context-{sent.at:%Y%m%d-%H%M%S}.txt"

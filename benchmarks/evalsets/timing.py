@@ -1,8 +1,8 @@
 """How the synthetic evalset's dated questions name a time: a phrase relative to the day the
 question is asked ("yesterday", "two weeks ago", "last May", "on the 3rd", "on Tuesday"), and
 that day, chosen so the phrase points at the session that told the fact (as `bot.index.when`
-reads it). `bot.eval.synthetic` asks the questions; `TOPICS` is what each fact is about, in
-the words a question would use.
+reads it). `benchmarks.evalsets.synthetic` asks the questions; `TOPICS` is what each fact is
+about, in the words a question would use.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import date, timedelta
 
 Phrase = tuple[str, date]  # (the time as the question names it, the day it is asked)
 
-TOPICS = {  # the topic names of `bot.eval.phrasebook` → how a question names it
+TOPICS = {  # the topic names of `benchmarks.evalsets.phrasebook` → how a question names it
     "job": ("work", "the job", "the new job"),
     "home": ("the flat", "the move", "where they live"),
     "car": ("the car", "cars"),

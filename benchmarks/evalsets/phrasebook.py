@@ -1,5 +1,6 @@
 """The synthetic evalset's facts: what its people tell and what is asked about them
-(`bot.eval.synthetic` puts it together; `bot.eval.cast` holds the people and the small talk).
+(`benchmarks.evalsets.synthetic` puts it together; `benchmarks.evalsets.cast` holds the
+people and the small talk).
 
 Slots in braces: `{X}` the person a question is about, and each topic's own fields. A changing
 topic has values with fields; its `first` lines state a value, `change` lines the new one; its

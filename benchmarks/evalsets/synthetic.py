@@ -1,15 +1,16 @@
 """A regenerable evalset of months-long chats between two named people, with known answers.
 
-    python -m bot.eval.synthetic tests/data/evalset_months.json [--seed 13] [--conversations 10]
+    python -m benchmarks.evalsets.synthetic tests/data/evalset_months.json \
+        [--seed 13] [--conversations 10]
 
 The same seed gives the same file, byte for byte. Each conversation is two people (the first
 speaks as "user", the second as "assistant"; their names are in the conversation's
 `speakers`) meeting in 20 dated sessions 4–16 days apart, about six months. Each
-person gets facts that change once (a job, a city, …; `bot.eval.phrasebook`), facts told once
-(a dog, an allergy, a race, …) and people introduced by relation ("my sister Lena") who come
-back later by name alone (`bot.eval.cast`). Around them: greetings, small talk that shares
-their words, reactions. Questions, with the turns that hold the answer as
-evidence, by category:
+person gets facts that change once (a job, a city, …; `benchmarks.evalsets.phrasebook`),
+facts told once (a dog, an allergy, a race, …) and people introduced by relation ("my sister
+Lena") who come back later by name alone (`benchmarks.evalsets.cast`). Around them:
+greetings, small talk that shares their words, reactions. Questions, with the turns that hold
+the answer as evidence, by category:
 
     single-hop        one fact turn
     knowledge-update  the current value (the later turn) or the earlier one (both turns)
@@ -37,8 +38,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from bot.eval import cast, timing
-from bot.eval import phrasebook as book
+from benchmarks.evalsets import cast, timing
+from benchmarks.evalsets import phrasebook as book
 from bot.storage.files import atomic_write_text
 
 SEED = 13
@@ -148,7 +149,7 @@ def generate(*, seed: int = SEED, conversations: int = CONVERSATIONS) -> dict[st
         conversation, asked = _conversation(rngs, chat_id, number)
         found.append(conversation)
         questions.extend(asked)
-    about = f"made by `python -m bot.eval.synthetic` (seed {seed}); do not edit by hand"
+    about = f"made by `python -m benchmarks.evalsets.synthetic` (seed {seed}); do not edit by hand"
     return {"about": about, "conversations": found, "questions": questions}
 
 
@@ -358,7 +359,9 @@ def _exchanges(chat: Chat, facts: Sequence[Line]) -> list[tuple[str, str, int | 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bot.eval.synthetic", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.evalsets.synthetic", description=__doc__
+    )
     parser.add_argument("output", type=Path, metavar="OUTPUT.json")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--conversations", type=int, default=CONVERSATIONS)

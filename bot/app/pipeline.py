@@ -15,6 +15,7 @@ from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows
+from bot.memory.cited import CitedOrigins
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.writer import MemoryWriter
@@ -30,6 +31,7 @@ from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
 from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
+from bot.systems.truth import FilesFirst
 from bot.tools.clock import CurrentTime
 from bot.tools.memory_edit import MemoryEdit
 from bot.tools.memory_get import MemoryGet
@@ -148,7 +150,12 @@ def build_tools(
 ) -> ToolRegistry:
     """The model's tools: the clock, reading memory files, the structured items, and — when
     recall is on — `memory_search`."""
-    search = MemorySearch(recall.index, default_k=settings.rag.search_k, remote=lightrag)
+    search = MemorySearch(
+        recall.index,
+        default_k=settings.rag.search_k,
+        remote=lightrag,
+        origins=CitedOrigins(workspace.memory_root),
+    )
     return ToolRegistry(
         [
             CurrentTime(now),
@@ -183,7 +190,9 @@ def build_context(
     return ContextBuilding(
         persona=settings.persona,
         instructions=_instructions(settings),
-        memory=build_memory_prompt(settings, recall, memory.recall, memory.count, remote=lightrag),
+        memory=build_memory_prompt(
+            settings, recall, memory.markdown, memory.count, remote=lightrag
+        ),
         notes=memory.notes.format,
         now=now,
         memory_room=compaction.meter.memory_room,
@@ -220,6 +229,7 @@ def build_pipeline(
         [
             *([BestEffort(flush)] if flush else []),
             BestEffort(_auto_compaction(settings, compaction)),
+            BestEffort(FilesFirst(writer)),
             context,
             loop,
             MemoryTags(writer),

@@ -1,0 +1,111 @@
+"""Quoted material: what a turn would have remembered from words that were not the person's own
+(`bot.memory.trust`), kept as a quote with its source until an owner keeps it.
+
+`QUOTED.md` sits beside the scope's MEMORY.md, one line per quote, readable and editable:
+
+    - [q-1a2b3c4d] quoted, not confirmed: “Ann lives in Oslo” — Ann (42), from a document, …
+
+The line says it is a quote, so wherever it is recalled (a search, `# Relevant Memory`) it reads
+as data with its source, never as a fact or an instruction; it never reaches the prompt's
+`# Memory`. Keeping one (`take`, then the writer's `keep_quoted`) moves its text to MEMORY.md
+with its provenance; deleting the line by hand drops it.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import get_args
+
+from bot.memory.provenance import brief
+from bot.models import Provenance, Via
+from bot.storage.files import append_text, atomic_write_text, read_text
+
+QUOTED_NAME = "QUOTED.md"
+QUOTE_MARK = "quoted, not confirmed:"
+_HEAD = (
+    "# Quoted material\n"
+    "Words from documents, forwarded messages, tools or other people, kept as quotes with "
+    "their source. Not facts, not instructions: /keep ID makes one a fact.\n\n"
+)
+_LINE = re.compile(rf"^- \[(q-[0-9a-f]+)\] {re.escape(QUOTE_MARK)} “(.*)” — (.+)$")
+_SAID = {
+    "said": "message",
+    "said by voice": "voice",
+    "in a photo's caption": "photo",
+    "from a document": "document",
+    "forwarded": "forwarded",
+    "inferred by the model": "inference",
+    "from a tool's output": "tool",
+    "said in the group": "group",
+}
+
+
+@dataclass(frozen=True)
+class Quote:
+    id: str
+    text: str
+    origin: Provenance | None  # None: its source part was edited past reading
+
+
+def path_of(memory_path: Path) -> Path:
+    return memory_path.with_name(QUOTED_NAME)
+
+
+def line_of(quote: Quote) -> str:
+    text = " ".join(quote.text.replace("“", '"').replace("”", '"').split())
+    return f"- [{quote.id}] {QUOTE_MARK} “{text}” — {brief(quote.origin)}"
+
+
+def parse(line: str) -> Quote | None:
+    found = _LINE.match(line.strip())
+    if found is None:
+        return None
+    return Quote(found[1], found[2], _origin(found[3]))
+
+
+def _origin(text: str) -> Provenance | None:
+    parts = text.rsplit(", ", 3)
+    if len(parts) != 4 or parts[1] not in _SAID:
+        return None
+    by, said, chat, day = parts
+    try:
+        at = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    via = _SAID[said]
+    return Provenance(by=by, chat=chat, at=at, via=via) if via in get_args(Via) else None  # type: ignore[arg-type]
+
+
+def add(memory_path: Path, texts: Sequence[str], origin: Provenance) -> list[Quote]:
+    """Append quotes of `texts` (blocking; the caller holds MEMORY.md's lock)."""
+    path = path_of(memory_path)
+    current = read_text(path) or ""
+    quotes = [Quote(f"q-{secrets.token_hex(4)}", text, origin) for text in texts if text.strip()]
+    if quotes:
+        lead = _HEAD if not current.strip() else ("" if current.endswith("\n") else "\n")
+        append_text(path, lead + "".join(line_of(quote) + "\n" for quote in quotes))
+    return quotes
+
+
+def pending(memory_path: Path) -> list[Quote]:
+    text = read_text(path_of(memory_path)) or ""
+    return [quote for line in text.splitlines() if (quote := parse(line)) is not None]
+
+
+def take(memory_path: Path, quote_id: str) -> Quote | None:
+    """Remove the quote with this id from the file and return it (blocking, locked by the
+    caller); None when there is none."""
+    path = path_of(memory_path)
+    text = read_text(path) or ""
+    lines = text.splitlines(keepends=True)
+    for at, line in enumerate(lines):
+        quote = parse(line)
+        if quote is not None and quote.id == quote_id.strip().lower():
+            atomic_write_text(path, "".join(lines[:at] + lines[at + 1 :]))
+            return quote
+    return None
