@@ -20,8 +20,8 @@ from bot import logs
 from bot.index import MemoryIndex
 from bot.index.service import IndexService
 from bot.llm.tokens import TokenCounter
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
-from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory
@@ -53,7 +53,7 @@ MORE = re.compile(r"\((\d+) more via memory_search\)$")
 @dataclass
 class Parts:
     workspace: Workspace
-    writer: ItemWriter
+    writer: ItemKeeper
     index: IndexService
 
     def prompt(
@@ -94,7 +94,7 @@ class Parts:
 async def parts(tmp_path: Path) -> AsyncIterator[Parts]:
     workspace = Workspace(tmp_path / "ws")
     workspace.ensure()
-    writer = ItemWriter(ItemStore(workspace, FileLocks()), now=lambda: NOW)
+    writer = ItemKeeper(ItemStore(workspace, FileLocks()), now=lambda: NOW)
     index = IndexService(lambda: MemoryIndex(workspace.memory_root, workspace.index_dir))
     await index.start()
     yield Parts(workspace, writer, index)

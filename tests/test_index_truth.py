@@ -53,8 +53,8 @@ async def test_a_deleted_index_finds_a_detail_of_an_archived_conversation_again(
     shutil.rmtree(workspace / "index")
 
     async with started_app(settings) as app:
-        assert app.recall is not None and app.recall.index.current is not None
-        hits = search(app.recall.index.current, "lighthouse painting safe code")
+        assert app.items_index is not None and app.items_index.index.current is not None
+        hits = search(app.items_index.index.current, "lighthouse painting safe code")
 
     assert hits and hits[0].kind == "exchange" and "4471" in hits[0].text
     assert hits[0].path.startswith(f"sessions/telegram%3A{OWNER}#")
@@ -78,9 +78,9 @@ async def test_a_rebuilt_index_answers_exactly_as_the_live_one(
         await say(app, "/new")
         await say(app, "I prefer green tea to coffee. $ brew install tea")
         write(workspace, "MEMORY.md", "# Me\n- Dentist: Dr Lee, on Elm street.\n")
-        assert app.recall is not None and app.recall.index.current is not None
-        index = app.recall.index.current
-        await app.recall.index.sync()  # the hand edit, as the next turn's system 55 would
+        assert app.items_index is not None and app.items_index.index.current is not None
+        index = app.items_index.index.current
+        await app.items_index.index.sync()  # the hand edit, as the next turn's system 55 would
         live = answers(index)
         rebuilt_report = index.rebuild()
         rebuilt = answers(index)

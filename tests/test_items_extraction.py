@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.memory.items.code import find_code
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.statements import find_statements
 from bot.memory.items.store import ItemStore
 from bot.memory.items.turn import TurnMemoryEvent
-from bot.memory.items.writer import ItemWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer
 
 AT = datetime(2026, 2, 7, 9, 0, tzinfo=UTC)
@@ -99,8 +99,8 @@ def test_a_success_or_a_mention_is_not_an_error(text: str) -> None:
 
 
 @pytest.fixture
-def writer(store: ItemStore) -> ItemWriter:
-    return ItemWriter(store, now=lambda: AT)
+def writer(store: ItemStore) -> ItemKeeper:
+    return ItemKeeper(store, now=lambda: AT)
 
 
 def turn(user: str, reply: str, *, n: int, session: str = "telegram:42") -> TurnMemoryEvent:
@@ -112,12 +112,12 @@ def procedures(store: ItemStore, kind: str) -> list[MemoryItem]:
 
 
 async def test_commands_in_a_reply_become_procedures_and_repeat_into_confidence(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
     reply = "Restart it:\n```bash\nsudo systemctl restart nginx\n```"
 
-    await writer.record_turn(turn("nginx is stuck", reply, n=1))
-    await writer.record_turn(turn("stuck again", reply, n=2))
+    await writer.keep_turn(turn("nginx is stuck", reply, n=1))
+    await writer.keep_turn(turn("stuck again", reply, n=2))
 
     (command,) = procedures(store, "command")
     assert command.text == "sudo systemctl restart nginx"
@@ -129,10 +129,10 @@ async def test_commands_in_a_reply_become_procedures_and_repeat_into_confidence(
 
 
 async def test_an_error_then_a_fix_in_a_later_reply_makes_an_error_fix_item(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
-    await writer.record_turn(turn(TRACEBACK, "Which Python do you run?", n=1))
-    await writer.record_turn(turn("3.11, in a venv", FIX, n=2))
+    await writer.keep_turn(turn(TRACEBACK, "Which Python do you run?", n=1))
+    await writer.keep_turn(turn("3.11, in a venv", FIX, n=2))
 
     (error,) = procedures(store, "error")
     (fix,) = procedures(store, "error_fix")
@@ -142,35 +142,35 @@ async def test_an_error_then_a_fix_in_a_later_reply_makes_an_error_fix_item(
 
 
 async def test_a_fix_in_the_same_reply_as_the_error_counts(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
-    await writer.record_turn(turn(TRACEBACK, FIX, n=1))
+    await writer.keep_turn(turn(TRACEBACK, FIX, n=1))
 
     (fix,) = procedures(store, "error_fix")
     assert fix.text.endswith("→ pip install requests")
 
 
 async def test_a_fix_answers_an_error_only_once_until_it_is_seen_again(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
-    await writer.record_turn(turn(TRACEBACK, FIX, n=1))
-    await writer.record_turn(turn("and now?", "```bash\nls\n```", n=2))
+    await writer.keep_turn(turn(TRACEBACK, FIX, n=1))
+    await writer.keep_turn(turn("and now?", "```bash\nls\n```", n=2))
     assert len(procedures(store, "error_fix")) == 1
 
-    await writer.record_turn(turn(TRACEBACK, "Hmm.", n=3))
-    await writer.record_turn(turn("any idea?", "```bash\npython -m pip install requests\n```", n=4))
+    await writer.keep_turn(turn(TRACEBACK, "Hmm.", n=3))
+    await writer.keep_turn(turn("any idea?", "```bash\npython -m pip install requests\n```", n=4))
 
     fixes = sorted(i.text.split("→ ")[1] for i in procedures(store, "error_fix"))
     assert fixes == ["pip install requests", "python -m pip install requests"]
 
 
 async def test_a_reply_that_shows_its_own_error_is_no_fix(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
-    await writer.record_turn(turn(TRACEBACK, "Let me look.", n=1))
+    await writer.keep_turn(turn(TRACEBACK, "Let me look.", n=1))
     failing = "```console\n$ pip install requests\nERROR: Could not find a version\n```"
 
-    await writer.record_turn(turn("go on", failing, n=2))
+    await writer.keep_turn(turn("go on", failing, n=2))
 
     assert procedures(store, "error_fix") == []
     assert {i.text for i in procedures(store, "error")} == {
@@ -180,19 +180,19 @@ async def test_a_reply_that_shows_its_own_error_is_no_fix(
 
 
 async def test_an_error_in_another_session_is_not_fixed_here(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
-    await writer.record_turn(turn(TRACEBACK, "Odd.", n=1, session="telegram:7"))
+    await writer.keep_turn(turn(TRACEBACK, "Odd.", n=1, session="telegram:7"))
 
-    await writer.record_turn(turn("unrelated", FIX, n=2))
+    await writer.keep_turn(turn("unrelated", FIX, n=2))
 
     assert procedures(store, "error_fix") == []
 
 
 async def test_code_aware_extraction_can_be_switched_off(store: ItemStore) -> None:
-    writer = ItemWriter(store, now=lambda: AT, code_aware=False)
+    writer = ItemKeeper(store, now=lambda: AT, code_aware=False)
 
-    await writer.record_turn(turn(TRACEBACK, FIX, n=1))
+    await writer.keep_turn(turn(TRACEBACK, FIX, n=1))
 
     assert store.items(GLOBAL_SCOPE, MemoryLayer.PROCEDURAL) == []
     assert len(store.items(GLOBAL_SCOPE, MemoryLayer.EPISODIC)) == 1

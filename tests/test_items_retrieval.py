@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.llm.tokens import TokenCounter
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.keywords import ItemTerms, bm25
 from bot.memory.items.store import ItemStore
-from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.working import WorkingNote
 from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever
 from bot.memory.recall.scoring import TopK
@@ -35,8 +35,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def writer(store: ItemStore, clock: Clock) -> ItemWriter:
-    return ItemWriter(store, now=clock, promotion_min_confidence=None)
+def writer(store: ItemStore, clock: Clock) -> ItemKeeper:
+    return ItemKeeper(store, now=clock, promotion_min_confidence=None)
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def announced(rendered: str) -> int:
 
 
 async def add_many(
-    writer: ItemWriter, layer: MemoryLayer, count: int, text: str, **kw: object
+    writer: ItemKeeper, layer: MemoryLayer, count: int, text: str, **kw: object
 ) -> list[MemoryItem]:
     return [
         await writer.add(GLOBAL_SCOPE, layer, f"{text} number {n}", **kw)  # type: ignore[arg-type]
@@ -74,7 +74,7 @@ async def test_no_memory_renders_nothing(retriever: MemoryRetriever) -> None:
 
 
 async def test_the_pack_renders_seed_headings_in_priority_order(
-    writer: ItemWriter, retriever: MemoryRetriever, clock: Clock
+    writer: ItemKeeper, retriever: MemoryRetriever, clock: Clock
 ) -> None:
     await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "User lives in Berlin")
     await writer.add(GLOBAL_SCOPE, MemoryLayer.PROCEDURAL, "make test", type="command")
@@ -104,7 +104,7 @@ async def test_the_pack_renders_seed_headings_in_priority_order(
 
 
 async def test_score_parts_follow_the_documented_formula(
-    writer: ItemWriter, retriever: MemoryRetriever, clock: Clock
+    writer: ItemKeeper, retriever: MemoryRetriever, clock: Clock
 ) -> None:
     await writer.add(
         GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Boiler code is 4711", confidence=0.9, salience=0.8
@@ -126,7 +126,7 @@ async def test_score_parts_follow_the_documented_formula(
 
 
 async def test_each_layer_keeps_its_top_k_and_the_rest_is_diagnosed(
-    writer: ItemWriter, retriever: MemoryRetriever
+    writer: ItemKeeper, retriever: MemoryRetriever
 ) -> None:
     await add_many(writer, MemoryLayer.SEMANTIC, 9, "garden fact")
     await add_many(writer, MemoryLayer.EPISODIC, 11, "kitchen event", type="turn")
@@ -146,7 +146,7 @@ async def test_each_layer_keeps_its_top_k_and_the_rest_is_diagnosed(
     assert pack.omitted == 0 and announced(pack.rendered) == 0  # top-k is choice, not a cut
 
 
-async def test_top_k_comes_from_the_query(writer: ItemWriter, retriever: MemoryRetriever) -> None:
+async def test_top_k_comes_from_the_query(writer: ItemKeeper, retriever: MemoryRetriever) -> None:
     await add_many(writer, MemoryLayer.SEMANTIC, 4, "garden fact")
 
     pack = await retriever.pack(query("", top_k=TopK(semantic=1)))
@@ -158,7 +158,7 @@ async def test_top_k_comes_from_the_query(writer: ItemWriter, retriever: MemoryR
 
 
 async def test_low_scores_stay_within_the_soft_budget_and_cuts_are_announced(
-    writer: ItemWriter, retriever: MemoryRetriever
+    writer: ItemKeeper, retriever: MemoryRetriever
 ) -> None:
     await add_many(writer, MemoryLayer.SEMANTIC, 6, FILLER * 3)
     await add_many(writer, MemoryLayer.EPISODIC, 8, f"{FILLER * 3} episode", type="turn")
@@ -176,7 +176,7 @@ async def test_low_scores_stay_within_the_soft_budget_and_cuts_are_announced(
 
 
 async def test_high_scores_may_stretch_to_the_max_budget_and_no_further(
-    writer: ItemWriter, retriever: MemoryRetriever
+    writer: ItemKeeper, retriever: MemoryRetriever
 ) -> None:
     await add_many(writer, MemoryLayer.SEMANTIC, 6, f"solar panel inverter {FILLER * 2}")
     await add_many(writer, MemoryLayer.EPISODIC, 8, f"solar panel inverter episode {FILLER * 2}")
@@ -194,7 +194,7 @@ async def test_high_scores_may_stretch_to_the_max_budget_and_no_further(
 
 
 async def test_the_soft_budget_fills_layers_in_priority_order(
-    writer: ItemWriter, retriever: MemoryRetriever
+    writer: ItemKeeper, retriever: MemoryRetriever
 ) -> None:
     await add_many(writer, MemoryLayer.EPISODIC, 3, FILLER * 4, type="turn", salience=1.0)
     await add_many(writer, MemoryLayer.SEMANTIC, 3, FILLER * 4, salience=0.1)
@@ -209,7 +209,7 @@ async def test_the_soft_budget_fills_layers_in_priority_order(
 
 @pytest.mark.parametrize("budget", [60, 120, 400, 1800])
 async def test_any_budget_is_respected_to_the_token(
-    writer: ItemWriter, retriever: MemoryRetriever, budget: int
+    writer: ItemKeeper, retriever: MemoryRetriever, budget: int
 ) -> None:
     for n in range(6):
         await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, f"fact {n}: {FILLER[: 10 * n + 5]}")
@@ -226,7 +226,7 @@ async def test_any_budget_is_respected_to_the_token(
 
 
 async def test_a_group_query_never_sees_global_items(
-    writer: ItemWriter, retriever: MemoryRetriever
+    writer: ItemKeeper, retriever: MemoryRetriever
 ) -> None:
     await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Owner's bank PIN hint: birthday")
     await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Owner asked about the bank", type="turn")
@@ -240,7 +240,7 @@ async def test_a_group_query_never_sees_global_items(
 
 
 async def test_the_owner_sees_global_and_own_chat_items(
-    writer: ItemWriter, retriever: MemoryRetriever
+    writer: ItemKeeper, retriever: MemoryRetriever
 ) -> None:
     await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Global fact")
     await writer.add(OWNER_CHAT, MemoryLayer.SEMANTIC, "Chat fact")
@@ -255,7 +255,7 @@ async def test_the_owner_sees_global_and_own_chat_items(
 
 
 async def test_forgotten_decayed_and_old_episodic_items_are_not_candidates(
-    writer: ItemWriter, retriever: MemoryRetriever, clock: Clock
+    writer: ItemKeeper, retriever: MemoryRetriever, clock: Clock
 ) -> None:
     clock.at = NOW - timedelta(days=40)
     await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Long ago event", type="turn")
@@ -273,7 +273,7 @@ async def test_forgotten_decayed_and_old_episodic_items_are_not_candidates(
 
 
 async def test_items_shown_are_marked_used_at_most_once_an_hour(
-    writer: ItemWriter, retriever: MemoryRetriever, store: ItemStore, clock: Clock
+    writer: ItemKeeper, retriever: MemoryRetriever, store: ItemStore, clock: Clock
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Marked fact")
 
@@ -293,7 +293,7 @@ async def test_items_shown_are_marked_used_at_most_once_an_hour(
 
 
 async def test_building_without_packing_marks_nothing(
-    writer: ItemWriter, retriever: MemoryRetriever, store: ItemStore
+    writer: ItemKeeper, retriever: MemoryRetriever, store: ItemStore
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Quiet fact")
 
@@ -308,7 +308,7 @@ async def test_building_without_packing_marks_nothing(
 
 
 async def test_a_search_callable_decides_relevance(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
     ids = [(await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, f"fact {n}")).id for n in range(8)]
     asked: list[tuple[str, tuple[MemoryScope, ...]]] = []
@@ -330,7 +330,7 @@ async def test_a_search_callable_decides_relevance(
 
 
 async def test_relevance_is_the_bm25_of_each_items_text_as_it_is_now(
-    writer: ItemWriter, retriever: MemoryRetriever
+    writer: ItemKeeper, retriever: MemoryRetriever
 ) -> None:
     boiler = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "The boiler code is 4711")
     await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "The cat is called Miso")

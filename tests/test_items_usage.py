@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from bot.memory.forgetting import Forgetting
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
 from bot.memory.items.usage import UsageSaver
-from bot.memory.items.writer import ItemWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer
 from bot.storage.files import FileLocks
 from bot.storage.undo import UndoStore
@@ -35,11 +35,11 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def writer(store: ItemStore, clock: Clock) -> ItemWriter:
-    return ItemWriter(store, now=clock, promotion_min_confidence=None)
+def writer(store: ItemStore, clock: Clock) -> ItemKeeper:
+    return ItemKeeper(store, now=clock, promotion_min_confidence=None)
 
 
-async def facts(writer: ItemWriter, *texts: str) -> list[MemoryItem]:
+async def facts(writer: ItemKeeper, *texts: str) -> list[MemoryItem]:
     return [await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, text) for text in texts]
 
 
@@ -59,7 +59,7 @@ def semantic_path(store: ItemStore) -> Path:
 
 
 async def test_a_mark_is_read_at_once_and_written_by_a_flush(
-    store: ItemStore, writer: ItemWriter
+    store: ItemStore, writer: ItemKeeper
 ) -> None:
     (fact,) = await facts(writer, "Likes jasmine tea")
     path = semantic_path(store)
@@ -75,7 +75,7 @@ async def test_a_mark_is_read_at_once_and_written_by_a_flush(
 
 
 async def test_the_latest_mark_wins_over_an_older_one_in_memory_or_on_disk(
-    store: ItemStore, writer: ItemWriter
+    store: ItemStore, writer: ItemKeeper
 ) -> None:
     (fact,) = await facts(writer, "Likes jasmine tea")
     await store.touch(GLOBAL_SCOPE, [fact], SHOWN)
@@ -91,7 +91,7 @@ async def test_the_latest_mark_wins_over_an_older_one_in_memory_or_on_disk(
 
 
 async def test_the_service_writes_the_marks_when_it_stops(
-    store: ItemStore, writer: ItemWriter
+    store: ItemStore, writer: ItemKeeper
 ) -> None:
     fact = (await facts(writer, "Likes jasmine tea"))[0]
     episode = await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Went to the dentist")
@@ -108,7 +108,7 @@ async def test_the_service_writes_the_marks_when_it_stops(
 
 
 async def test_the_service_writes_the_marks_every_period(
-    store: ItemStore, writer: ItemWriter
+    store: ItemStore, writer: ItemKeeper
 ) -> None:
     (fact,) = await facts(writer, "Likes jasmine tea")
     service = UsageSaver(store, every=timedelta(milliseconds=20))
@@ -126,7 +126,7 @@ async def test_the_service_writes_the_marks_every_period(
 
 
 async def test_more_marks_than_the_store_keeps_are_written_at_once(
-    tmp_path: Path, writer: ItemWriter
+    tmp_path: Path, writer: ItemKeeper
 ) -> None:
     shown = await facts(writer, "Likes jasmine tea", "Has a cat", "Plays the cello")
     small = ItemStore(Workspace(tmp_path), FileLocks(), max_marks=2)
@@ -139,7 +139,7 @@ async def test_more_marks_than_the_store_keeps_are_written_at_once(
 
 
 async def test_a_rewrite_of_the_file_writes_its_marks_and_decay_sees_them(
-    store: ItemStore, writer: ItemWriter, clock: Clock
+    store: ItemStore, writer: ItemKeeper, clock: Clock
 ) -> None:
     shown, idle = await facts(writer, "Likes jasmine tea", "Has a cat")
     await store.touch(GLOBAL_SCOPE, [shown], SHOWN)
@@ -154,7 +154,7 @@ async def test_a_rewrite_of_the_file_writes_its_marks_and_decay_sees_them(
 
 
 async def test_a_mark_made_while_its_file_is_rewritten_and_grows_is_read_and_written(
-    store: ItemStore, writer: ItemWriter
+    store: ItemStore, writer: ItemKeeper
 ) -> None:
     many = [f"fact number {n} about the garden and the tomatoes" for n in range(500)]
     await writer.add_facts(GLOBAL_SCOPE, many, sources=["x"])
@@ -185,7 +185,7 @@ async def test_a_mark_made_while_its_file_is_rewritten_and_grows_is_read_and_wri
 
 
 async def test_a_forget_keeps_the_other_marks_and_no_mark_brings_a_line_back(
-    tmp_path: Path, store: ItemStore, writer: ItemWriter
+    tmp_path: Path, store: ItemStore, writer: ItemKeeper
 ) -> None:
     kept, gone = await facts(writer, "Likes jasmine tea", "The door code is 4711")
     await store.touch(GLOBAL_SCOPE, [kept, gone], SHOWN)
@@ -200,7 +200,7 @@ async def test_a_forget_keeps_the_other_marks_and_no_mark_brings_a_line_back(
 
 
 async def test_a_mark_whose_item_is_gone_is_dropped_and_nothing_is_written(
-    store: ItemStore, writer: ItemWriter
+    store: ItemStore, writer: ItemKeeper
 ) -> None:
     (fact,) = await facts(writer, "Likes jasmine tea")
     await store.touch(GLOBAL_SCOPE, [fact], SHOWN)
@@ -216,10 +216,12 @@ async def test_the_app_writes_the_marks_waiting_when_it_stops(
     workspace: Path, fake_openai: FakeOpenAI
 ) -> None:
     async with started_app(make_settings(workspace, telegram=None, openai=fake_openai)) as app:
-        assert app.recall is not None
-        fact = await app.recall.item_writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Likes tea")
-        await app.recall.items.touch(GLOBAL_SCOPE, [fact], SHOWN)
-        path = app.recall.items.path_of(GLOBAL_SCOPE, fact.id)
+        assert app.items_index is not None
+        fact = await app.items_index.item_keeper.add(
+            GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Likes tea"
+        )
+        await app.items_index.items.touch(GLOBAL_SCOPE, [fact], SHOWN)
+        path = app.items_index.items.path_of(GLOBAL_SCOPE, fact.id)
         assert path is not None and on_disk(path) == {fact.id: None}
 
     assert on_disk(path) == {fact.id: SHOWN.isoformat()}

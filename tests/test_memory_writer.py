@@ -29,8 +29,8 @@ async def test_remember_writes_the_line_then_its_item_then_the_index(
     [item] = semantic_items(workspace)
     assert item["text"] == "My locker number is 4242"
     assert item["references"] == [f"MEMORY.md#L{number}"]
-    assert app.recall is not None
-    hits = app.recall.index.search("locker number", scopes=[""], k=5)
+    assert app.items_index is not None
+    hits = app.items_index.index.search("locker number", scopes=[""], k=5)
     assert {h.kind for h in hits} == {"memory", "item"}  # searchable before any turn
 
 

@@ -123,9 +123,9 @@ async def test_a_group_gets_no_relevant_hits_from_a_query_that_only_matches_the_
 
     prompt = str(system_text(fake_openai.requests[-1]))
     assert relevant_section(prompt) == ""
-    assert app.recall is not None
-    await app.recall.index.settle()  # the turn's files are synced after it
-    hits = app.recall.index.search("7788 walnut", scopes=[f"telegram:{GROUP}"], k=10)
+    assert app.items_index is not None
+    await app.items_index.index.settle()  # the turn's files are synced after it
+    hits = app.items_index.index.search("7788 walnut", scopes=[f"telegram:{GROUP}"], k=10)
     assert hits  # the group's own message, indexed after its turn…
     own = (f"sessions/telegram%3A{GROUP}#", f"{GROUP_DIR}/")
     assert all(hit.path.startswith(own) for hit in hits)  # …and nothing else

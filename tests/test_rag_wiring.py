@@ -44,9 +44,9 @@ async def prompt_after(app: App, fake: FakeOpenAI, text: str, **where: Any) -> s
 
 async def search(app: App, query: str, scopes: list[str], k: int = 10) -> list[Hit]:
     """The index's hits once the syncs asked for so far have run (the turns sync after them)."""
-    assert app.recall is not None
-    await app.recall.index.settle()
-    return app.recall.index.search(query, scopes=scopes, k=k)
+    assert app.items_index is not None
+    await app.items_index.index.settle()
+    return app.items_index.index.search(query, scopes=scopes, k=k)
 
 
 async def citations(app: App, query: str) -> list[str]:
@@ -112,8 +112,8 @@ async def test_a_hand_edit_to_an_old_daily_note_is_found_after_the_catch_up_walk
         handle.write("[09:00] User: the wifi password is marzipan-42 | Assistant: Saved.\n")
 
     before_sync = await prompt_after(app, fake_openai, "what is the wifi password?")
-    assert app.recall is not None
-    app.recall.index.request(walk=True)  # the walk the index makes at least once a minute
+    assert app.items_index is not None
+    app.items_index.index.request(walk=True)  # the walk the index makes at least once a minute
     after_sync = await prompt_after(app, fake_openai, "what is the wifi password?")
 
     assert "marzipan" not in first and "marzipan" not in before_sync  # a turn syncs its files
@@ -184,8 +184,8 @@ async def test_a_hand_edit_to_memory_md_past_the_budget_is_found_after_the_next_
         with path.open("a") as handle:
             handle.write("- The boat is moored at pier seven.\n")
         await prompt_after(app, fake_openai, "hello again")  # system 55 syncs the edit
-        assert app.recall is not None
-        await app.recall.index.settle()  # as a moment between two messages lets it
+        assert app.items_index is not None
+        await app.items_index.index.settle()  # as a moment between two messages lets it
         prompt = await prompt_after(app, fake_openai, "where is the boat moored?")
 
     assert "pier seven" not in memory_section(prompt)  # the budget shows MEMORY.md's head
@@ -210,14 +210,14 @@ async def test_a_deleted_index_is_rebuilt_at_start_and_finds_the_same(
         await say(app, "I prefer tea over coffee.")
         await say(app, "how do I get rich installed?")
         before = {q: await citations(app, q) for q in queries}
-        assert app.recall is not None and app.recall.index.current is not None
-        assert app.recall.index.current.stats().vectors > 0
+        assert app.items_index is not None and app.items_index.index.current is not None
+        assert app.items_index.index.current.stats().vectors > 0
     shutil.rmtree(workspace / "index")
 
     async with started_app(settings) as app:
         after = {q: await citations(app, q) for q in queries}
-        assert app.recall is not None and app.recall.index.current is not None
-        stats = app.recall.index.current.stats()
+        assert app.items_index is not None and app.items_index.index.current is not None
+        stats = app.items_index.index.current.stats()
 
     assert after == before
     assert all(before.values())
@@ -259,8 +259,8 @@ async def test_each_turn_writes_items_and_the_next_prompt_packs_them(
         r"## Earlier Episodes\n### \d{4}-\d\d-\d\d\n.*preference: I prefer tea", prompt
     )
     assert prompt.count("I prefer tea over coffee.") == 1  # the statement, inside no turn
-    assert app.recall is not None
-    await app.recall.usage.run()  # what the service does every few minutes and at stop
+    assert app.items_index is not None
+    await app.items_index.usage.run()  # what the service does every few minutes and at stop
     shown = items(workspace, "procedural")[0]
     assert shown["last_used_at"] is not None  # marked used by system 50
 
@@ -378,7 +378,7 @@ async def test_with_recall_off_there_is_no_index_and_items_still_pack(
         new_conversation(workspace)
         write(workspace, f"{app.now():%Y-%m-%d}.md", "")  # the note line would hold it
         prompt = await prompt_after(app, fake_openai, "tea?")
-        assert app.recall is not None and app.recall.index.current is None
+        assert app.items_index is not None and app.items_index.index.current is None
 
     assert not (workspace / "index").exists()
     assert "# Relevant Memory" not in prompt

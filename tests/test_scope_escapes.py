@@ -173,8 +173,8 @@ async def test_the_index_drops_what_a_link_held_once_it_leads_out(
         leak.unlink()
         leak.symlink_to(planted["owner"])
         with capture_logs() as logs:
-            assert app.recall is not None
-            app.recall.index.request(walk=True)  # the catch-up walk: the link is not a turn's
+            assert app.items_index is not None
+            app.items_index.index.request(walk=True)  # the catch-up walk: the link is not a turn's
             fake_openai.script(Reply("ok"))
             await say(app, "hello", chat=GROUP)
             after = await tool_result(

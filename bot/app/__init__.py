@@ -74,7 +74,7 @@ class App:
     now: Callable[[], datetime]
     preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
     services: list[Service] = field(default_factory=list)
-    recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
+    items_index: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
     intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
     spending: Spending | None = None  # what the model spends; its caps' line to the owners
 
@@ -104,7 +104,7 @@ class _Core:
     windows: ModelWindows
     llm: OpenAIChat
     memory: Memory
-    recall: ItemsAndIndex
+    items_index: ItemsAndIndex
     undo: UndoStore
     chatter: ChatterStore | None
     writer: MemoryWriter
@@ -119,15 +119,15 @@ def build_app(
     """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
-    workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
-    writer, store = core.writer, core.store
+    workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
+    items_index, store = core.items_index, core.store
     lightrag, tools, reminders = _build_tools(settings, core, now)
     compacting = core.spending.llm("compaction")
     compaction = build_compaction(
         settings, sessions, compacting, memory, writer, now, windows=core.windows, tools=tools.specs
     )
     sent = LastRequests()
-    context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
+    context = build_context(settings, memory, items_index, compaction, now, lightrag=lightrag)
     turn = _TurnPieces(context, compaction, tools, sent, lightrag)
     pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
@@ -141,9 +141,9 @@ def build_app(
     task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
     services: list[Service] = [
         *store.services,  # first: the shared database, before anything uses the journal
-        recall.index,  # first: opened and synced before anything else starts, stopped last
+        items_index.index,  # first: opened and synced before anything else starts, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message
-        recall.usage,
+        items_index.usage,
         *_build_upkeep(settings, workspace, writer, now),
         core.consolidator,
         core.undo,
@@ -153,7 +153,15 @@ def build_app(
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(
-        router, core.llm, workspace, now, preview, services, recall, store.intake, core.spending
+        router,
+        core.llm,
+        workspace,
+        now,
+        preview,
+        services,
+        items_index,
+        store.intake,
+        core.spending,
     )
 
 
@@ -164,7 +172,7 @@ def _build_tools(
     tool among the tools)."""
     lightrag = build_lightrag(settings, now)
     tools = build_tools(
-        settings, core.workspace, core.recall, now, writer=core.writer, lightrag=lightrag
+        settings, core.workspace, core.items_index, now, writer=core.writer, lightrag=lightrag
     )
     reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
     return lightrag, tools, reminders
@@ -190,7 +198,7 @@ def _build_pipeline(
         core.sessions,
         core.spending.llm("reply"),
         turn.context,
-        core.recall,
+        core.items_index,
         core.consolidator,
         turn.compaction,
         now,
@@ -209,13 +217,13 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     llm = build_llm(settings, api_key, windows)
     store = build_store(settings, workspace)
     memory = build_memory(settings, workspace, now, locks=store.locks)
-    recall = build_items_and_index(
+    items_index = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     chatter = _build_chatter(settings, workspace, memory.file_locks)
     receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
-    writer = build_writer(workspace, memory, recall, undo, chatter=chatter, receipts=receipts)
+    writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
     gate = Gate(*build_door(settings, workspace, memory.file_locks, now), ChatLocks())
     steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
     consolidating = spending.llm("consolidation")
@@ -229,7 +237,7 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
         windows=windows,
         llm=llm,
         memory=memory,
-        recall=recall,
+        items_index=items_index,
         undo=undo,
         chatter=chatter,
         writer=writer,

@@ -31,9 +31,9 @@ from bot.llm.tokens import LineTokens, TokenCounter
 from bot.memory.forgetting import Forgetting
 from bot.memory.forgetting.forget import Copies
 from bot.memory.items.indexing import ItemSource
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
 from bot.memory.items.usage import UsageSaver
-from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import LongTermMemory
@@ -65,7 +65,7 @@ class ItemsAndIndex:
 
     index: IndexService  # `.current`: the open `MemoryIndex` or None; `.search(...)` blocking
     items: ItemStore
-    item_writer: ItemWriter  # every change to items (called by the `MemoryWriter`)
+    item_keeper: ItemKeeper  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
     usage: UsageSaver  # a service: writes the items' last-used marks now and then, and at stop
 
@@ -125,7 +125,7 @@ def build_memory(
 def build_writer(
     workspace: Workspace,
     memory: Memory,
-    recall: ItemsAndIndex,
+    items_index: ItemsAndIndex,
     undo: UndoStore,
     *,
     chatter: ChatterStore | None = None,
@@ -141,9 +141,9 @@ def build_writer(
         history=memory.history,
         notes=memory.notes,
         working=memory.working,
-        items=recall.item_writer,
-        usage=recall.retriever,
-        index=recall.index,
+        items=items_index.item_keeper,
+        usage=items_index.retriever,
+        index=items_index.index,
         forgetting=Forgetting(workspace, memory.file_locks, undo, chatter, receipts),
     )
 
@@ -169,15 +169,15 @@ def build_items_and_index(
     return ItemsAndIndex(
         index=index,
         items=store,
-        item_writer=writer,
+        item_keeper=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
         usage=UsageSaver(store),
     )
 
 
-def _build_writer(settings: Settings, store: ItemStore, now: Callable[[], datetime]) -> ItemWriter:
+def _build_writer(settings: Settings, store: ItemStore, now: Callable[[], datetime]) -> ItemKeeper:
     config = settings.memory.items
-    return ItemWriter(
+    return ItemKeeper(
         store,
         now=now,
         promotion_min_confidence=(
@@ -259,7 +259,7 @@ def _hub_model(rag: RagSettings, models_dir: Path, timeout: float) -> Embedder |
 
 def build_memory_prompt(
     settings: Settings,
-    recall: ItemsAndIndex,
+    items_index: ItemsAndIndex,
     markdown: MarkdownMemory,
     count: Count,
     *,
@@ -268,7 +268,7 @@ def build_memory_prompt(
     """System 20's memory: the markdown section, the pack beside it, `# Relevant Memory`."""
     rag = settings.rag
     relevant = RelevantMemory(
-        recall.index,
+        items_index.index,
         count,
         k=rag.relevant_k,
         budget_tokens=rag.relevant_budget_tokens,
@@ -276,7 +276,7 @@ def build_memory_prompt(
     )
     return MemoryPrompt(
         markdown,
-        retriever=recall.retriever,
+        retriever=items_index.retriever,
         relevant=relevant if rag.enabled else None,
         limits=pack_limits(settings.memory.items),
     )

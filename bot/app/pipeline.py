@@ -143,7 +143,7 @@ def build_lightrag(settings: Settings, now: Callable[[], datetime]) -> LightRagB
 def build_tools(
     settings: Settings,
     workspace: Workspace,
-    recall: ItemsAndIndex,
+    items_index: ItemsAndIndex,
     now: Callable[[], datetime],
     *,
     writer: MemoryWriter,
@@ -152,7 +152,7 @@ def build_tools(
     """The model's tools: the clock, reading memory files, the structured items, and — when
     recall is on — `memory_search`."""
     search = MemorySearch(
-        recall.index,
+        items_index.index,
         default_k=settings.rag.search_k,
         remote=lightrag,
         origins=CitedOrigins(workspace.memory_root),
@@ -181,7 +181,7 @@ def _instructions(settings: Settings) -> str:
 def build_context(
     settings: Settings,
     memory: Memory,
-    recall: ItemsAndIndex,
+    items_index: ItemsAndIndex,
     compaction: Compaction,
     now: Callable[[], datetime],
     *,
@@ -192,7 +192,7 @@ def build_context(
         persona=settings.persona,
         instructions=_instructions(settings),
         memory=build_memory_prompt(
-            settings, recall, memory.markdown, memory.count, remote=lightrag
+            settings, items_index, memory.markdown, memory.count, remote=lightrag
         ),
         notes=memory.notes.format,
         now=now,
@@ -206,7 +206,7 @@ def build_pipeline(
     sessions: SessionStore,
     llm: LLM,
     context: ContextBuilding,
-    recall: ItemsAndIndex,
+    items_index: ItemsAndIndex,
     consolidator: Consolidator,
     compaction: Compaction,
     now: Callable[[], datetime],
@@ -237,7 +237,7 @@ def build_pipeline(
             loop,
             MemoryTags(writer, receipts),
             _persist(settings, sessions, writer, consolidator, compaction, now),
-            BestEffort(RagIndexing(workspace, index=recall.index, remote=lightrag)),
+            BestEffort(RagIndexing(workspace, index=items_index.index, remote=lightrag)),
         ]
     )
 

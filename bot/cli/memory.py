@@ -55,19 +55,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     workspace = Workspace(settings.workspace)
     if args.memory_command in ("export", "import"):  # the index is built after an import
-        return transfer.run(settings, args, lambda: _recall(settings, workspace), out)
+        return transfer.run(settings, args, lambda: _items_index(settings, workspace), out)
     workspace.ensure()
-    recall = _recall(settings, workspace)
+    items_index = _items_index(settings, workspace)
     if args.memory_command == "reindex":
-        return reindex(recall, out)
-    with _opened(recall) as index:
+        return reindex(items_index, out)
+    with _opened(items_index) as index:
         if args.memory_command == "search":
             k = args.k or settings.rag.search_k
             return search(index, args.query, k=k, chat=args.chat, out=out)
-        return stats(recall, workspace, index, out)
+        return stats(items_index, workspace, index, out)
 
 
-def _recall(settings: Settings, workspace: Workspace) -> ItemsAndIndex:
+def _items_index(settings: Settings, workspace: Workspace) -> ItemsAndIndex:
     secret = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
     locks = FileLocks(workspace.locks_dir)
     now = clock(settings.timezone)
@@ -77,8 +77,8 @@ def _recall(settings: Settings, workspace: Workspace) -> ItemsAndIndex:
 
 
 @contextmanager
-def _opened(recall: ItemsAndIndex) -> Iterator[MemoryIndex]:
-    index = recall.index.open()
+def _opened(items_index: ItemsAndIndex) -> Iterator[MemoryIndex]:
+    index = items_index.index.open()
     try:
         yield index
     finally:
@@ -132,9 +132,9 @@ def _repeats(text: str, query: str) -> bool:
     return bool(said) and said <= asked
 
 
-def reindex(recall: ItemsAndIndex, out: Print) -> int:
+def reindex(items_index: ItemsAndIndex, out: Print) -> int:
     started = time.perf_counter()
-    opened = recall.index.open(sync=False)
+    opened = items_index.index.open(sync=False)
     try:
         report = opened.rebuild()
         items = opened.stats().chunks.get("item", 0)
@@ -146,13 +146,13 @@ def reindex(recall: ItemsAndIndex, out: Print) -> int:
     return 0
 
 
-def stats(recall: ItemsAndIndex, workspace: Workspace, index: MemoryIndex, out: Print) -> int:
+def stats(items_index: ItemsAndIndex, workspace: Workspace, index: MemoryIndex, out: Print) -> int:
     found = index.stats()
     chunks = ", ".join(f"{kind} {n}" for kind, n in sorted(found.chunks.items())) or "none"
     out(f"index     {workspace.index_dir}  embedder: {found.embedder or 'none (keyword only)'}")
     out(f"chunks    {chunks}  ({sum(found.chunks.values())} in all)")
     out(f"files     {found.files} indexed, {found.vectors} vectors")
-    for line in _item_lines(recall, workspace):
+    for line in _item_lines(items_index, workspace):
         out(line)
     markdown = source_files([MarkdownSource(workspace.memory_root)])
     kinds = Counter(kind_of(path) for path in markdown)
@@ -160,10 +160,10 @@ def stats(recall: ItemsAndIndex, workspace: Workspace, index: MemoryIndex, out: 
     return 0
 
 
-def _item_lines(recall: ItemsAndIndex, workspace: Workspace) -> Iterator[str]:
+def _item_lines(items_index: ItemsAndIndex, workspace: Workspace) -> Iterator[str]:
     """`items     global: episodic 3, semantic 1, procedural 0 (1 decayed, 2 forgotten)`"""
     for scope in [GLOBAL_SCOPE, *workspace.chat_scopes()]:
-        layers = {layer: recall.items.items(scope, layer) for layer in MemoryLayer}
+        layers = {layer: items_index.items.items(scope, layer) for layer in MemoryLayer}
         counts = ", ".join(f"{layer.value} {len(items)}" for layer, items in layers.items())
         status = Counter(
             i.status for items in layers.values() for i in items if i.status != "active"

@@ -46,8 +46,8 @@ async def run(
         chats = app.preview.chats()
         if args.chat not in chats:
             return _list(chats, args.chat, out if args.chat is None else err)
-        if app.recall is not None:
-            await app.recall.index.start()
+        if app.items_index is not None:
+            await app.items_index.index.start()
         request = await app.preview.next_request(args.chat, args.message)
         fullness = await app.preview.how_full(args.chat)
     finally:

@@ -34,7 +34,7 @@ from bot.settings import Settings
 from bot.storage.workspace import Workspace
 
 Print = Callable[[str], None]
-Recall = Callable[[], ItemsAndIndex]
+OpenItemsIndex = Callable[[], ItemsAndIndex]
 CHECKS = 40  # searches a bundle carries at most
 PER_FILE = 5  # fact lines or items asked of one file
 QUERY_WORDS = 12
@@ -51,13 +51,17 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
 
 
-def run(settings: Settings, args: argparse.Namespace, recall: Recall, out: Print) -> int:
+def run(
+    settings: Settings, args: argparse.Namespace, items_index: OpenItemsIndex, out: Print
+) -> int:
     workspace = Workspace(settings.workspace)
     now = clock(settings.timezone)()
     try:
         if args.memory_command == "export":
-            return export(settings, workspace, recall, args.target, now=now, out=out)
-        return import_(settings, workspace, recall, args.source, force=args.force, now=now, out=out)
+            return export(settings, workspace, items_index, args.target, now=now, out=out)
+        return import_(
+            settings, workspace, items_index, args.source, force=args.force, now=now, out=out
+        )
     except BundleError as exc:
         out(f"error: {exc}")
         return 1
@@ -66,7 +70,7 @@ def run(settings: Settings, args: argparse.Namespace, recall: Recall, out: Print
 def export(
     settings: Settings,
     workspace: Workspace,
-    recall: Recall,
+    items_index: OpenItemsIndex,
     target: str,
     *,
     now: datetime,
@@ -75,7 +79,7 @@ def export(
     documents = documents_of(workspace)
     checks: list[Check] = []
     if settings.rag.enabled:
-        index = recall().index.open()
+        index = items_index().index.open()
         try:
             checks = [_asked(index, scope, query, now) for scope, query in queries(documents)]
         finally:
@@ -90,7 +94,7 @@ def export(
 def import_(
     settings: Settings,
     workspace: Workspace,
-    recall: Recall,
+    items_index: OpenItemsIndex,
     source: str,
     *,
     force: bool,
@@ -106,7 +110,7 @@ def import_(
     if not settings.rag.enabled or not bundle.checks:
         out("nothing to verify: the bundle carries no searches (or recall is off here)")
         return 0
-    differ = verify(recall().index.open(sync=False), bundle)
+    differ = verify(items_index().index.open(sync=False), bundle)
     for check, got in differ:
         where = check.scope or "global"
         was, now_is = check.first or "none", got or "none"

@@ -16,8 +16,8 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import turn_reference
-from bot.memory.items.writer import ItemWriter
 from bot.memory.notes import quoted
 from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.notes.quoted import Quote
@@ -75,7 +75,7 @@ class FactWriter:
         locks: Locks,
         *,
         long_term: LongTermMemory,
-        items: ItemWriter | None,
+        items: ItemKeeper | None,
         index: IndexSync | None,
     ) -> None:
         self.workspace = workspace

@@ -43,8 +43,8 @@ import structlog
 
 from bot.memory.facts import TAGGED_SECTION, FactWriter, IndexSync, Stored, attempt
 from bot.memory.forgetting import Forgetting, Forgotten, Undone
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import TurnMemoryEvent
-from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import (
@@ -91,7 +91,7 @@ class MemoryWriter:
         history: HistoryLog,
         notes: DailyNotes,
         working: WorkingMemory,
-        items: ItemWriter | None = None,  # None: no structured items
+        items: ItemKeeper | None = None,  # None: no structured items
         usage: UsageMarker | None = None,
         index: IndexSync | None = None,  # None: no search index
         forgetting: Forgetting | None = None,  # None: /forget finds nothing
@@ -119,7 +119,7 @@ class MemoryWriter:
             log.warning("daily_note_failed", exc_info=True)
         if self.items is None:
             return TurnRecord([], (note,))
-        items = await attempt("turn_items", self.items.record_turn(turn), default=[])
+        items = await attempt("turn_items", self.items.keep_turn(turn), default=[])
         return TurnRecord(items, (note, *self._item_paths(items)))
 
     def _item_paths(self, items: Sequence[MemoryItem]) -> list[Path]:
@@ -292,7 +292,7 @@ class MemoryWriter:
         tags: Sequence[str] = (),
         origin: Provenance | None = None,
     ) -> MemoryItem:
-        item = await self._item_writer().add(
+        item = await self._item_keeper().add(
             scope, layer, text, type=type, tags=tags, origin=origin
         )
         await self.sync_index()
@@ -308,18 +308,18 @@ class MemoryWriter:
         salience: float | None = None,
         tags: Sequence[str] | None = None,
     ) -> MemoryItem | None:
-        item = await self._item_writer().update(
+        item = await self._item_keeper().update(
             scope, item_id, text=text, confidence=confidence, salience=salience, tags=tags
         )
         await self.sync_index()
         return item
 
     async def promote_item(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
-        item = await self._item_writer().promote(scope, item_id)
+        item = await self._item_keeper().promote(scope, item_id)
         await self.sync_index()
         return item
 
-    def _item_writer(self) -> ItemWriter:
+    def _item_keeper(self) -> ItemKeeper:
         if self.items is None:
             raise RuntimeError("structured items are off")
         return self.items

@@ -1,5 +1,5 @@
 """Memory items' own rules: what makes two the same, and how one is made, reinforced, promoted
-and decayed. Pure functions over `MemoryItem`; files are `item_store`'s, writes `item_writer`'s.
+and decayed. Pure functions over `MemoryItem`; files are `item_store`'s, writes `item_keeper`'s.
 
 - **Fingerprint**: a hash of the normalised text (case-folded, whitespace collapsed, a leading
   list bullet and trailing full stops dropped). Same fingerprint in the same layer and scope is

@@ -11,7 +11,7 @@ is read again after it changed (`follow`), each such item is matched to the file
   consolidation's correction wins over the old wording);
 - else the line is gone: the item is "retired" — never shown, not searched.
 
-A forgotten item stays forgotten. Pure: the writer (`ItemWriter.follow`) writes the changes.
+A forgotten item stays forgotten. Pure: the writer (`ItemKeeper.follow`) writes the changes.
 """
 
 from __future__ import annotations

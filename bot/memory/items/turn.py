@@ -9,7 +9,7 @@
   the same session that no fix has answered since it was last seen (`is_open`).
 
 Every item references the turn, `sessions/<key>#turn-<id>`; an error_fix also references its
-error, `item:<id>`. Pure functions: `item_writer` stores what they make.
+error, `item:<id>`. Pure functions: `item_keeper` stores what they make.
 """
 
 from __future__ import annotations

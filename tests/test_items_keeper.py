@@ -1,4 +1,4 @@
-"""The item writer: dedup by fingerprint, promotion to semantic memory, decay that never deletes,
+"""The item keeper: dedup by fingerprint, promotion to semantic memory, decay that never deletes,
 and the tool operations (add, update, promote, forget)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.memory.items.format import decode
+from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
 from bot.memory.items.turn import TurnMemoryEvent
-from bot.memory.items.writer import ItemWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
 from tests.clock import Clock
 
@@ -26,8 +26,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def writer(store: ItemStore, clock: Clock) -> ItemWriter:
-    return ItemWriter(store, now=clock)
+def writer(store: ItemStore, clock: Clock) -> ItemKeeper:
+    return ItemKeeper(store, now=clock)
 
 
 def turn(user: str, reply: str = "Noted.", *, at: datetime = START, n: int = 1) -> TurnMemoryEvent:
@@ -49,13 +49,13 @@ def read(store: ItemStore, layer: MemoryLayer) -> list[MemoryItem]:
 
 
 async def test_a_turn_becomes_an_episodic_item_that_references_the_turn(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
     event = TurnMemoryEvent(
         GLOBAL_SCOPE, "telegram:42", "abc", "What is the\nweather?", "Sunny.", START, ("clock",)
     )
 
-    written = await writer.record_turn(event)
+    written = await writer.keep_turn(event)
 
     (item,) = read(store, MemoryLayer.EPISODIC)
     assert written == [item]
@@ -67,7 +67,7 @@ async def test_a_turn_becomes_an_episodic_item_that_references_the_turn(
 
 
 async def test_the_same_fact_in_other_case_and_spacing_reinforces_the_first(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
     await writer.add_facts(GLOBAL_SCOPE, ["User lives in Berlin."], sources=["tag:memory"])
     clock.at = START + timedelta(hours=3)
@@ -86,7 +86,7 @@ async def test_the_same_fact_in_other_case_and_spacing_reinforces_the_first(
 
 
 async def test_the_same_text_in_another_layer_or_scope_is_another_item(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
     await writer.add_facts(GLOBAL_SCOPE, ["Uses vim"], sources=["tag:memory"])
     await writer.add(GLOBAL_SCOPE, MemoryLayer.PROCEDURAL, "uses vim", type="command")
@@ -97,7 +97,7 @@ async def test_the_same_text_in_another_layer_or_scope_is_another_item(
     assert len(on_disk(store, MemoryLayer.SEMANTIC, GROUP)) == 1
 
 
-async def test_facts_are_typed_by_what_they_say(writer: ItemWriter) -> None:
+async def test_facts_are_typed_by_what_they_say(writer: ItemKeeper) -> None:
     facts = ["User prefers short answers", "Never deploy on Fridays", "The NAS is at 10.0.0.5"]
 
     written = await writer.add_facts(GLOBAL_SCOPE, facts, sources=["tag:memory"])
@@ -107,13 +107,13 @@ async def test_facts_are_typed_by_what_they_say(writer: ItemWriter) -> None:
 
 
 async def test_a_statement_said_twice_reaches_075_and_is_promoted(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
-    await writer.record_turn(turn("I prefer green tea in the morning."))
+    await writer.keep_turn(turn("I prefer green tea in the morning."))
     assert on_disk(store, MemoryLayer.SEMANTIC) == []  # 0.5: not yet
     clock.at = START + timedelta(days=1)
 
-    await writer.record_turn(turn("i prefer green tea in the morning", at=clock.at, n=2))
+    await writer.keep_turn(turn("i prefer green tea in the morning", at=clock.at, n=2))
 
     episodic = [i for i in read(store, MemoryLayer.EPISODIC) if i.type == "preference"]
     (semantic,) = read(store, MemoryLayer.SEMANTIC)
@@ -125,21 +125,21 @@ async def test_a_statement_said_twice_reaches_075_and_is_promoted(
 
 
 async def test_below_the_threshold_nothing_is_promoted(store: ItemStore, clock: Clock) -> None:
-    writer = ItemWriter(store, now=clock, promotion_min_confidence=0.8)
+    writer = ItemKeeper(store, now=clock, promotion_min_confidence=0.8)
 
-    await writer.record_turn(turn("I prefer green tea."))
-    await writer.record_turn(turn("I prefer green tea.", n=2))
+    await writer.keep_turn(turn("I prefer green tea."))
+    await writer.keep_turn(turn("I prefer green tea.", n=2))
 
     assert [i.confidence for i in read(store, MemoryLayer.EPISODIC) if i.type != "turn"] == [0.75]
     assert on_disk(store, MemoryLayer.SEMANTIC) == []
 
 
 async def test_an_explicit_remember_is_promoted_at_once_and_turns_never_are(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
     for n in range(3):
-        await writer.record_turn(turn("hello there friend", "Hi!", n=n))
-    await writer.record_turn(turn("Remember that the boiler code is 4711.", n=9))
+        await writer.keep_turn(turn("hello there friend", "Hi!", n=n))
+    await writer.keep_turn(turn("Remember that the boiler code is 4711.", n=9))
 
     (semantic,) = read(store, MemoryLayer.SEMANTIC)
     assert semantic.text == "Remember that the boiler code is 4711."
@@ -148,15 +148,15 @@ async def test_an_explicit_remember_is_promoted_at_once_and_turns_never_are(
 
 
 async def test_promotion_can_be_switched_off(store: ItemStore, clock: Clock) -> None:
-    writer = ItemWriter(store, now=clock, promotion_min_confidence=None)
+    writer = ItemKeeper(store, now=clock, promotion_min_confidence=None)
 
-    await writer.record_turn(turn("Remember that the boiler code is 4711."))
+    await writer.keep_turn(turn("Remember that the boiler code is 4711."))
 
     assert on_disk(store, MemoryLayer.SEMANTIC) == []
 
 
 async def test_decay_halves_idle_items_and_never_deletes_them(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
     (idle,) = await writer.add_facts(GLOBAL_SCOPE, ["Old fact"], sources=["x"], salience=0.4)
     clock.at = START + timedelta(days=20)
@@ -180,7 +180,7 @@ async def test_decay_halves_idle_items_and_never_deletes_them(
 
 
 async def test_decay_never_goes_below_the_floor(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
     await writer.add_facts(GLOBAL_SCOPE, ["Faint fact"], sources=["x"], salience=0.06)
     clock.at = START + timedelta(days=31)
@@ -192,7 +192,7 @@ async def test_decay_never_goes_below_the_floor(
 
 
 async def test_an_item_shown_recently_does_not_decay(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
     (item,) = await writer.add_facts(GLOBAL_SCOPE, ["Shown fact"], sources=["x"])
     await store.touch(GLOBAL_SCOPE, [item], START + timedelta(days=25))
@@ -206,7 +206,7 @@ async def test_an_item_shown_recently_does_not_decay(
 
 
 async def test_a_decayed_item_seen_again_is_active_again(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
     await writer.add_facts(GLOBAL_SCOPE, ["Faded fact"], sources=["x"], salience=0.1)
     clock.at = START + timedelta(days=31)
@@ -221,7 +221,7 @@ async def test_a_decayed_item_seen_again_is_active_again(
 
 
 async def test_decay_switched_off_changes_nothing(store: ItemStore, clock: Clock) -> None:
-    writer = ItemWriter(store, now=clock, decay_days=None)
+    writer = ItemKeeper(store, now=clock, decay_days=None)
     await writer.add_facts(GLOBAL_SCOPE, ["Old fact"], sources=["x"])
     before = on_disk(store, MemoryLayer.SEMANTIC)
     clock.at = START + timedelta(days=365)
@@ -231,7 +231,7 @@ async def test_decay_switched_off_changes_nothing(store: ItemStore, clock: Clock
 
 
 async def test_forget_keeps_the_item_on_disk_and_a_new_twin_is_a_new_item(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Dislikes jazz")
 
@@ -244,7 +244,7 @@ async def test_forget_keeps_the_item_on_disk_and_a_new_twin_is_a_new_item(
 
 
 async def test_update_changes_text_and_fingerprint_in_place(
-    writer: ItemWriter, store: ItemStore, clock: Clock
+    writer: ItemKeeper, store: ItemStore, clock: Clock
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "Lives in Bonn", tags=["home"])
     clock.at = START + timedelta(days=2)
@@ -259,7 +259,7 @@ async def test_update_changes_text_and_fingerprint_in_place(
 
 
 async def test_an_empty_text_is_refused_and_nothing_is_written(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
     with pytest.raises(ValueError, match="text"):
         await writer.add(GLOBAL_SCOPE, MemoryLayer.SEMANTIC, "  \n ")
@@ -271,7 +271,7 @@ async def test_an_empty_text_is_refused_and_nothing_is_written(
     assert read(store, MemoryLayer.SEMANTIC) == [item]
 
 
-async def test_tools_refuse_ids_of_another_scope_or_unknown_ones(writer: ItemWriter) -> None:
+async def test_tools_refuse_ids_of_another_scope_or_unknown_ones(writer: ItemKeeper) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Met Ana at the fair")
 
     assert await writer.forget(GROUP, item.id) is None
@@ -282,7 +282,7 @@ async def test_tools_refuse_ids_of_another_scope_or_unknown_ones(writer: ItemWri
 
 
 async def test_promote_copies_an_episodic_item_on_request(
-    writer: ItemWriter, store: ItemStore
+    writer: ItemKeeper, store: ItemStore
 ) -> None:
     item = await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Met Ana at the fair", type="turn")
 
@@ -299,12 +299,12 @@ async def test_promote_copies_an_episodic_item_on_request(
     assert await writer.promote(GLOBAL_SCOPE, semantic.id) is None  # only episodic items
 
 
-async def test_a_group_writes_only_into_its_own_folder(writer: ItemWriter, tmp_path: Path) -> None:
+async def test_a_group_writes_only_into_its_own_folder(writer: ItemKeeper, tmp_path: Path) -> None:
     event = TurnMemoryEvent(
         GROUP, "telegram:-100123", "t1", "Remember that we meet at 6.", "Ok", START
     )
 
-    await writer.record_turn(event)
+    await writer.keep_turn(event)
     await writer.add_facts(GROUP, ["Group fact"], sources=["tag:chat-memory"])
 
     assert jsonl_files(tmp_path) == [

@@ -1,6 +1,7 @@
-"""The memory item writer: every change to structured items goes through `ItemWriter`.
+"""The item keeper: every change to structured items goes through `ItemKeeper` (called by the
+one writer, `bot.memory.writer.MemoryWriter`).
 
-- `record_turn`: a finished turn's items (`turn_items`), from system 50.
+- `keep_turn`: a finished turn's items (`turn_items`), from system 50.
 - `add_facts`: SEMANTIC facts from memory tags and consolidation.
 - `add` / `update` / `promote` / `forget`: the model's memory tools.
 - `follow`: the semantic items made of MEMORY.md lines follow them (`truth`).
@@ -48,7 +49,7 @@ from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
 Change = Callable[[MemoryItem], MemoryItem]
 
 
-class ItemWriter:
+class ItemKeeper:
     def __init__(
         self,
         store: ItemStore,
@@ -72,7 +73,7 @@ class ItemWriter:
 
     # ------------------------------------------------------------------ writes from the bot
 
-    async def record_turn(self, event: TurnMemoryEvent) -> list[MemoryItem]:
+    async def keep_turn(self, event: TurnMemoryEvent) -> list[MemoryItem]:
         """Store the turn's items; every item written or reinforced (promotions included)."""
         turn = episode(event, user_chars=self.user_chars, assistant_chars=self.assistant_chars)
         written = await self._put_all([turn, *statement_items(event)])
