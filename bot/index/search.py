@@ -62,7 +62,7 @@ class Fused:
 
 def vector_candidates(k: int) -> int:
     """How many chunks the vector side offers for `k` hits: `CANDIDATES`, or `VECTOR_PER_HIT`
-    per hit when more are asked for (`# Relevant Memory` looks for 3 × its hits). Many of
+    per hit when more are asked for (`# Relevant Memory` looks for 2 × its hits). Many of
     them add no hit: those keyword search found are its hits already, and an exchange is a
     chunk twice (itself and its daily note's line: merged, or left out as shown). With
     `CANDIDATES` alone, tests/data/evalset_months.json's sections (1,024 tokens, 60 hits
