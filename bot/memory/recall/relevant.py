@@ -29,11 +29,11 @@ MEMORY.md chunk, a daily note shown today, an exchange whose note line is shown 
 better hit, a turn of the conversation the prompt carries anyway, and a line of a hit that a
 better hit shows. The rest are taken best first, at most `k`, while they fit `budget_tokens`
 (headings and notice included); a hit too long for the room left is passed over and the next
-may still fit. The notice counts the matches found but not
-shown, up to what one search returns (`probe`, 2 × k: enough to say "more" and to fill the
-budget after what is left out; on tests/data/evalset_months.json, 40 hits within 1,024 tokens,
-hybrid recall is the same at 2 × k as at 3 × k, 0.867, and 0.865 at 1.5 × k; each hit looked
-for costs its snippet, so 3 × k cost a turn's search about a third more). The search runs in a thread (`find`, beside the memory pack); a failure or a
+may still fit. The notice counts the matches found but not shown, up to what one search
+returns (`probe`, 2 × k: enough to say "more" and to fill the budget after what is left out;
+on tests/data/evalset_months.json, 40 hits within 1,024 tokens, hybrid recall is the same at
+2 × k as at 3 × k, 0.867, and 0.865 at 1.5 × k; each hit looked for costs its snippet). The
+search runs in a thread (`find`, beside the memory pack); a failure or a
 closed index means no section (logged), never a failed turn.
 
 A remote recall server (LightRAG) may add hits to the embedded index's: both are on the same
