@@ -131,7 +131,7 @@ real-model-check: $(DEV_STAMP)
 # (local mirrors, find-links) is ignored so that the pins install anywhere
 # that reaches PyPI. Pins are for CPython 3.11 on Linux x86_64 (run this with
 # such a $(PYTHON)). Each lock is constrained by the one before it (runtime,
-# + the embedder extra, + dev), so they always agree on shared packages.
+# + the embedder extra, + dev and the replicas extra), so they always agree on shared packages.
 
 LOCK_VENV ?= $(or $(TMPDIR),/tmp)/mnemo-lockvenv
 PIP_TOOLS_VERSION := 7.6.2
@@ -148,7 +148,7 @@ lock:
 	$(LOCK_ENV) $(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip "pip-tools==$(PIP_TOOLS_VERSION)"
 	$(PIP_COMPILE) --output-file requirements.lock pyproject.toml
 	$(PIP_COMPILE) --extra embedder --constraint requirements.lock --output-file requirements-embedder.lock pyproject.toml
-	$(PIP_COMPILE) --extra dev --constraint requirements-embedder.lock --output-file requirements-dev.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev --extra replicas --constraint requirements-embedder.lock --output-file requirements-dev.lock pyproject.toml
 
 # --- housekeeping -------------------------------------------------------------
 

@@ -97,6 +97,14 @@ class TelegramSettings(_Section):
     # group messages not addressed to the bot, kept for its next turn there (0: none)
     group_chatter_messages: int = Field(default=20, ge=0)
     group_chatter_chars: int = Field(default=3000, ge=1)  # all of them together
+    # how updates arrive: "polling" (one process, the default) or "webhook" (replicated mode:
+    # Telegram POSTs each update to `webhook_url`, any replica takes it; bot.replicas)
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None  # the public HTTPS address Telegram posts to (a balancer)
+    webhook_host: str = "0.0.0.0"  # where this replica's webhook server listens
+    webhook_port: int = Field(default=8080, ge=1, le=65535)
+    webhook_secret: SecretStr | None = None  # Telegram sends it back in a header; checked
+    webhook_max_connections: int = Field(default=40, ge=1, le=100)  # Telegram's, per bot
 
 
 class LLMSettings(_Section):
@@ -226,6 +234,25 @@ class SessionPolicySettings(_Section):
     idle_minutes: int | None = Field(default=None, gt=0)
 
 
+class StoreSettings(_Section):
+    """Where the journal and the chats' queues live: the workspace's files (None, the default)
+    or a PostgreSQL database shared by every replica (`postgresql://…`, bot.replicas)."""
+
+    url: SecretStr | None = None  # a password may be in it: never shown
+    worker_concurrency: int = Field(default=8, ge=1)  # chats one replica answers at once
+    heartbeat: float = Field(default=2.0, gt=0)  # seconds between a replica's signs of life
+    stalled_after: float = Field(default=10.0, gt=0)  # silent this long: its turns move on
+
+    @field_validator("url")
+    @classmethod
+    def _postgres(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ValueError("must be a PostgreSQL URL, e.g. postgresql://mnemo@db/mnemo")
+        return value
+
+
 class ReminderSettings(_Section):
     """Reminders and scheduled tasks (`bot.reminders`)."""
 
@@ -261,6 +288,7 @@ class Settings(BaseSettings):
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
     media: MediaSettings = MediaSettings()
+    store: StoreSettings = StoreSettings()
     reminders: ReminderSettings = ReminderSettings()
     log: LogSettings = LogSettings()
 
@@ -272,6 +300,16 @@ class Settings(BaseSettings):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
+
+    @model_validator(mode="after")
+    def _replicated(self) -> Settings:
+        """Webhooks need the shared store: any replica may take a chat's update."""
+        if self.telegram.mode == "webhook":
+            if self.store.url is None:
+                raise ValueError("telegram.mode 'webhook' needs store.url (postgresql://…)")
+            if not self.telegram.webhook_url or self.telegram.webhook_secret is None:
+                raise ValueError("telegram.mode 'webhook' needs webhook_url and webhook_secret")
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -319,6 +357,8 @@ def secret_values(settings: Settings) -> tuple[str, ...]:
         rag.embedding_api_key,
         rag.lightrag_api_key,
         settings.media.transcription_api_key,
+        settings.telegram.webhook_secret,
+        settings.store.url,
     )
     found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
     proxies = (settings.telegram.proxy, settings.llm.proxy)

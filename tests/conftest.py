@@ -14,6 +14,7 @@ from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import make_settings, started_app
+from tests.pg import pg_database
 
 # ----------------------------------------------------------------------------- fake services
 
@@ -55,3 +56,14 @@ async def app(workspace: Path, fake_openai: FakeOpenAI) -> AsyncIterator[App]:
 def store(tmp_path: Path) -> ItemStore:
     """An item store over a bare workspace in `tmp_path`."""
     return ItemStore(Workspace(tmp_path), FileLocks())
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    """A new, empty database on the server `MNEMO_TEST_PG` names (`.ci/run` starts one),
+    dropped afterwards; the test is skipped, with the reason, without one."""
+    async with pg_database() as url:
+        yield url

@@ -15,7 +15,7 @@ import pytest
 
 from bot.memory.forgetting import Forgetting
 from bot.memory.items.store import ItemStore
-from bot.memory.items.usage import UsageFlush
+from bot.memory.items.usage import UsageSaver
 from bot.memory.items.writer import ItemWriter
 from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer
 from bot.storage.files import FileLocks
@@ -69,9 +69,9 @@ async def test_a_mark_is_read_at_once_and_written_by_a_flush(
 
     assert last_used(store, [fact]) == [SHOWN]
     assert path.read_bytes() == before  # no rewrite for a mark
-    assert await store.flush() == 1
+    assert await store.save_marks() == 1
     assert on_disk(path) == {fact.id: SHOWN.isoformat()}
-    assert await store.flush() == 0  # nothing waits any more
+    assert await store.save_marks() == 0  # nothing waits any more
 
 
 async def test_the_latest_mark_wins_over_an_older_one_in_memory_or_on_disk(
@@ -82,11 +82,11 @@ async def test_the_latest_mark_wins_over_an_older_one_in_memory_or_on_disk(
     await store.touch(GLOBAL_SCOPE, [fact], SHOWN - timedelta(hours=1))
     assert last_used(store, [fact]) == [SHOWN]
 
-    await store.flush()
+    await store.save_marks()
     await store.touch(GLOBAL_SCOPE, [fact], SHOWN - timedelta(days=1))
 
     assert last_used(store, [fact]) == [SHOWN]
-    assert await store.flush() == 0
+    assert await store.save_marks() == 0
     assert on_disk(semantic_path(store)) == {fact.id: SHOWN.isoformat()}
 
 
@@ -95,7 +95,7 @@ async def test_the_service_writes_the_marks_when_it_stops(
 ) -> None:
     fact = (await facts(writer, "Likes jasmine tea"))[0]
     episode = await writer.add(GLOBAL_SCOPE, MemoryLayer.EPISODIC, "Went to the dentist")
-    service = UsageFlush(store, every=timedelta(hours=1))
+    service = UsageSaver(store, every=timedelta(hours=1))
     await service.start()
 
     await store.touch(GLOBAL_SCOPE, [fact, episode], SHOWN)
@@ -111,7 +111,7 @@ async def test_the_service_writes_the_marks_every_period(
     store: ItemStore, writer: ItemWriter
 ) -> None:
     (fact,) = await facts(writer, "Likes jasmine tea")
-    service = UsageFlush(store, every=timedelta(milliseconds=20))
+    service = UsageSaver(store, every=timedelta(milliseconds=20))
     await service.start()
     try:
         await store.touch(GLOBAL_SCOPE, [fact], SHOWN)
@@ -177,7 +177,7 @@ async def test_a_mark_made_while_its_file_is_rewritten_and_grows_is_read_and_wri
     finally:
         done.set()
         marking.join()
-    await store.flush()
+    await store.save_marks()
 
     assert len(seen) > 20
     assert [(at, at) for at, _ in seen] == seen
@@ -195,7 +195,7 @@ async def test_a_forget_keeps_the_other_marks_and_no_mark_brings_a_line_back(
     await Forgetting(workspace, store.locks, undo).forget(GLOBAL_SCOPE, "telegram:1", "4711")
 
     assert last_used(store, [kept, gone]) == [SHOWN, None]
-    assert await store.flush() == 1
+    assert await store.save_marks() == 1
     assert on_disk(semantic_path(store)) == {kept.id: SHOWN.isoformat()}
 
 
@@ -207,9 +207,9 @@ async def test_a_mark_whose_item_is_gone_is_dropped_and_nothing_is_written(
     path = semantic_path(store)
     path.write_text("")  # a person empties the file
 
-    assert await store.flush() == 1
+    assert await store.save_marks() == 1
     assert path.read_text() == ""
-    assert await store.flush() == 0
+    assert await store.save_marks() == 0
 
 
 async def test_the_app_writes_the_marks_waiting_when_it_stops(

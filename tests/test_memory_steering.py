@@ -232,3 +232,21 @@ async def test_moving_back_makes_the_old_value_current_again(
     assert "Bergen" not in memory_section(prompt)
     assert status_of(workspace, "Ann lives in Lyon") == "active"
     assert status_of(workspace, "Ann lives in Bergen") == "superseded"
+
+
+async def test_memory_edit_can_say_a_new_value_supersedes_the_old_one(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    await say(app, "/remember Rex is a puppy")
+    args = {"old": "Rex is a puppy", "new": "Rex is a grown dog", "supersedes": True}
+
+    answer = await tool_result(app, fake_openai, "memory_edit", args)
+
+    day = app.now().date().isoformat()
+    assert answer == "changed in MEMORY.md: - Rex is a puppy → - Rex is a grown dog"
+    assert (workspace / MEMORY).read_text() == (
+        f"## Remembered\n- Rex is a puppy _(was, until {day})_\n- Rex is a grown dog\n"
+    )
+    assert status_of(workspace, "Rex is a puppy") == "superseded"
+    [new] = [i for i in items(workspace) if i["text"] == "Rex is a grown dog"]
+    assert new["status"] == "active" and new["provenance"]["via"] == "inference"  # type: ignore[index]

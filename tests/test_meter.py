@@ -78,7 +78,9 @@ async def test_status_shows_the_corrected_estimate_with_its_margin(
 
     tools = COUNTER.count(json.dumps(fake_openai.last_request["tools"]))
     expected = math.ceil((system + tools + COUNTER.count_messages(messages)) * factor * 1.1)
-    assert f"Prompt (estimated): ~{expected:,} / 32,768 tokens" in status.splitlines()
+    lines = status.splitlines()
+    assert f"Context: {expected:,} of 32,768 tokens" in lines[1]  # the one "how full" figure
+    assert any(line.endswith(f"+ 10% margin = {expected:,}") for line in lines)
 
 
 async def test_a_high_reported_count_makes_the_next_turn_compact(

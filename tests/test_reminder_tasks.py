@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.reminders.tasks import NOTHING
+from bot.storage.workspace import Workspace
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, ToolCalls
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import FRIEND, OWNER
@@ -48,7 +49,7 @@ async def test_a_task_with_nothing_new_sends_nothing_and_is_not_stored_as_user_i
     assert TASK in str(task_request["messages"][-1]["content"])
     assert "remind" not in offered(task_request) and NOTHING in offered(task_request)
     assert texts == ["Done.", "This week you told me about the bank."]
-    session = (workspace / "sessions" / f"telegram%3A{OWNER}.json").read_text()
+    session = Workspace(workspace).session_path(f"telegram:{OWNER}").read_text()
     assert TASK in session  # the tool call that scheduled it, nothing more
     assert "A scheduled task" not in session and "Nothing new today" not in session
     assert "This week you told me" not in session

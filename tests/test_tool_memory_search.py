@@ -14,6 +14,7 @@ import pytest
 
 from bot.app import App
 from bot.index import Hit
+from bot.index.search import Wait
 from bot.models import GLOBAL_SCOPE, MemoryScope, ToolCall
 from bot.settings import RagSettings
 from bot.tools.memory_search import MemorySearch
@@ -169,7 +170,15 @@ async def test_an_added_item_is_found_by_its_own_citation(
 
 
 class BrokenIndex:
-    def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        wait: Wait = "all",
+        now: datetime | None = None,
+    ) -> list[Hit]:
         raise sqlite3.OperationalError("database disk image is malformed")
 
 
@@ -177,7 +186,15 @@ class RecordingIndex:
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[str, ...], int]] = []
 
-    def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        wait: Wait = "all",
+        now: datetime | None = None,
+    ) -> list[Hit]:
         self.calls.append((query, tuple(scopes), k))
         return []
 
@@ -210,7 +227,15 @@ class FixedIndex:
     def __init__(self, hits: list[Hit]) -> None:
         self.hits = hits
 
-    def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        wait: Wait = "all",
+        now: datetime | None = None,
+    ) -> list[Hit]:
         return self.hits[:k]
 
 

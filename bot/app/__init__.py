@@ -9,18 +9,20 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from bot.app.conversation import (
+from bot.app.channel import telegram_channel
+from bot.app.media import build_media, build_transcriber
+from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.pipeline import (
     build_compaction,
     build_context,
     build_lightrag,
     build_pipeline,
     build_tools,
 )
-from bot.app.media import build_media, build_transcriber
-from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.app.reminders import Reminders, attach, build_reminders
+from bot.app.store import Store, build_store
 from bot.app.turn import TurnParts, build_router
-from bot.channels.telegram import Showing, TelegramChannel
+from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
@@ -34,7 +36,7 @@ from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.jobs import JobStore
 from bot.storage.sessions import SessionStore
@@ -43,6 +45,7 @@ from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
+from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
@@ -66,6 +69,7 @@ class App:
     preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
     services: list[Service] = field(default_factory=list)
     recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
+    intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
 
     async def start(self) -> None:
         for service in self.services:
@@ -88,6 +92,7 @@ class _Core:
     """What the turn is built on: the workspace, the model, memory and its one writer."""
 
     workspace: Workspace
+    store: Store  # the journal, the intake and the path locks (bot.app.store)
     sessions: SessionStore
     windows: ModelWindows
     llm: OpenAIChat
@@ -106,7 +111,7 @@ def build_app(
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
-    writer = core.writer
+    writer, store = core.writer, core.store
     lightrag, tools, reminders = _build_tools(settings, core, now)
     compaction = build_compaction(
         settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
@@ -129,12 +134,14 @@ def build_app(
         sent=sent,
     )
     transcriber = build_transcriber(settings, api_key)
-    parts = TurnParts(memory, writer, core.consolidator, compaction, reminders.into(pipeline), sent)
+    pipeline = reminders.into(pipeline)
+    parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent, store.journal)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
     services: list[Service] = [
+        *store.services,  # first: the shared database, before anything uses the journal
         recall.index,  # first: opened and synced before anything else starts, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message
         recall.usage,
@@ -146,7 +153,7 @@ def build_app(
         attach(reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    return App(router, core.llm, workspace, now, preview, services=services, recall=recall)
+    return App(router, core.llm, workspace, now, preview, services, recall, store.intake)
 
 
 def _build_tools(
@@ -166,7 +173,8 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     workspace = _open_workspace(settings)
     windows = build_windows(settings, workspace)
     llm = build_llm(settings, api_key, windows)
-    memory = build_memory(settings, workspace, now)
+    store = build_store(settings, workspace)
+    memory = build_memory(settings, workspace, now, locks=store.locks)
     recall = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
@@ -178,6 +186,7 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     )
     return _Core(
         workspace=workspace,
+        store=store,
         sessions=SessionStore(workspace, now=now),
         windows=windows,
         llm=llm,
@@ -194,19 +203,8 @@ def build_telegram(
     app: App, settings: Settings, *, token: str, heartbeat: Heartbeat | None = None
 ) -> TelegramChannel:
     """The Telegram channel over the app's router, as `settings.telegram` says."""
-    telegram = settings.telegram
-    return TelegramChannel(
-        app.router,
-        token=token,
-        base_url=telegram.base_url,
-        poll_timeout=telegram.poll_timeout,
-        typing_interval=telegram.typing_interval,
-        state_path=app.workspace.channel_state_path("telegram"),
-        shutdown_grace=telegram.shutdown_grace,
-        showing=Showing(telegram.stream, telegram.stream_interval, telegram.reaction),
-        heartbeat=heartbeat,
-        proxy=telegram.proxy,
-        debounce=telegram.debounce,
+    return telegram_channel(
+        settings, app.router, app.workspace, app.intake, token=token, heartbeat=heartbeat
     )
 
 
@@ -252,9 +250,7 @@ def _build_upkeep(
     return [*([ItemDecay(writer, workspace)] if decaying else []), archive]
 
 
-def _build_chatter(
-    settings: Settings, workspace: Workspace, locks: FileLocks
-) -> ChatterStore | None:
+def _build_chatter(settings: Settings, workspace: Workspace, locks: Locks) -> ChatterStore | None:
     """Where groups' chatter waits for the bot's next turn there; None when none is kept."""
     telegram = settings.telegram
     if telegram.group_chatter_messages == 0:

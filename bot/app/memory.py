@@ -31,7 +31,7 @@ from bot.llm.tokens import LineTokens, TokenCounter
 from bot.memory.forgetting import Forgetting
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
-from bot.memory.items.usage import UsageFlush
+from bot.memory.items.usage import UsageSaver
 from bot.memory.items.writer import ItemWriter
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
@@ -45,7 +45,7 @@ from bot.memory.recall.scoring import TopK
 from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
+from bot.storage.files import FileLocks, Locks
 from bot.storage.lines import LineReader
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
@@ -66,7 +66,7 @@ class ItemsAndIndex:
     items: ItemStore
     item_writer: ItemWriter  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
-    usage: UsageFlush  # a service: writes the items' last-used marks now and then, and at stop
+    usage: UsageSaver  # a service: writes the items' last-used marks now and then, and at stop
 
 
 @dataclass(frozen=True)
@@ -76,22 +76,28 @@ class Memory:
     long_term: LongTermMemory
     working: WorkingMemory
     notes: DailyNotes
-    recall: MarkdownMemory
+    markdown: MarkdownMemory
     history: HistoryLog
     reader: LineReader
     tokens: TokenCounter
     count: Callable[[str], int]  # `tokens.count`, cached: the prompt's lines repeat every turn
-    file_locks: FileLocks
+    file_locks: Locks
 
 
-def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], datetime]) -> Memory:
-    file_locks = FileLocks(workspace.locks_dir)
+def build_memory(
+    settings: Settings,
+    workspace: Workspace,
+    now: Callable[[], datetime],
+    *,
+    locks: Locks | None = None,  # default: `FileLocks` in the workspace (one host)
+) -> Memory:
+    file_locks = locks or FileLocks(workspace.locks_dir)
     working = WorkingMemory(
         workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
     )
     tokens, reader = TokenCounter(), LineReader(memory_root=workspace.memory_root)
     count = cached_count(tokens.count)
-    recall = MarkdownMemory(
+    markdown = MarkdownMemory(
         workspace,
         reader,
         working,
@@ -106,7 +112,7 @@ def build_memory(settings: Settings, workspace: Workspace, now: Callable[[], dat
         long_term=LongTermMemory(workspace, file_locks),
         working=working,
         notes=notes,
-        recall=recall,
+        markdown=markdown,
         history=HistoryLog(workspace, file_locks),
         reader=reader,
         tokens=tokens,
@@ -147,7 +153,7 @@ def cached_count(count: Count) -> Count:
 def build_items_and_index(
     settings: Settings,
     workspace: Workspace,
-    locks: FileLocks,
+    locks: Locks,
     count: Count,
     now: Callable[[], datetime],
     *,
@@ -162,7 +168,7 @@ def build_items_and_index(
         items=store,
         item_writer=writer,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
-        usage=UsageFlush(store),
+        usage=UsageSaver(store),
     )
 
 

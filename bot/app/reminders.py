@@ -17,7 +17,7 @@ from bot.reminders.tasks import Caps, DailySpend, NothingToReport, TaskTurns
 from bot.reminders.tool import NAME, RemindTool
 from bot.reminders.zones import Zones
 from bot.settings import Settings
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.tools.registry import ToolRegistry
@@ -46,7 +46,7 @@ class Reminders:
 def build_reminders(
     settings: Settings,
     workspace: Workspace,
-    locks: FileLocks,
+    locks: Locks,
     now: Callable[[], datetime],
     *,
     tools: ToolRegistry,

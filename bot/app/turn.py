@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.app.conversation import Compaction
 from bot.app.memory import Memory
+from bot.app.pipeline import Compaction
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
@@ -21,8 +21,8 @@ from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks
-from bot.storage.inbox import Inbox
+from bot.storage.files import Locks
+from bot.storage.inbox import Journal
 from bot.storage.roster import RosterFile
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
@@ -50,7 +50,8 @@ class Chats:
 
 @dataclass(frozen=True)
 class TurnParts:
-    """What the app built before the turn: its memory, the pipeline and its accounting."""
+    """What the app built before the turn: its memory, the pipeline and its accounting, and
+    the journal (the workspace's, or the replicas', `bot.app.store`)."""
 
     memory: Memory
     writer: MemoryWriter
@@ -58,6 +59,7 @@ class TurnParts:
     compaction: Compaction
     pipeline: Pipeline
     sent: LastRequests  # the last request of each chat (/context)
+    journal: Journal
 
 
 def build_router(
@@ -78,10 +80,9 @@ def build_router(
         consolidator=parts.consolidator if consolidating else None,
         memory=parts.writer,
     )
-    inbox = Inbox(workspace.inbox_dir)
-    delivery = Delivery(inbox)
+    delivery = Delivery(parts.journal)
     return Router(
-        inbox=inbox,
+        inbox=parts.journal,
         access=access,
         door=door,
         commands=build_commands(settings, workspace, chats, parts, closing, now),
@@ -137,7 +138,7 @@ def build_commands(
     inventory = MemoryInventory(
         workspace,
         parts.memory.reader,
-        parts.memory.recall,
+        parts.memory.markdown,
         parts.memory.history,
         parts.memory.working,
         now=now,
@@ -171,7 +172,7 @@ def build_commands(
 
 
 def build_door(
-    settings: Settings, workspace: Workspace, locks: FileLocks, now: Callable[[], datetime]
+    settings: Settings, workspace: Workspace, locks: Locks, now: Callable[[], datetime]
 ) -> tuple[AccessPolicy, Door]:
     """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
     telegram = settings.telegram

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from bot import logs
 from bot.app import build_llm, build_windows
-from bot.app.conversation import build_lightrag
 from bot.app.memory import embedder_loader
+from bot.app.pipeline import build_lightrag
 from bot.channels.telegram import check_token
 from bot.channels.telegram.errors import startup_error
 from bot.cli.doctor_media import check_transcription, check_vision

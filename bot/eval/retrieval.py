@@ -111,7 +111,7 @@ class _Synced:
         *,
         scopes: Sequence[str],
         k: int,
-        wait: Literal["all", "walks"],
+        wait: Literal["all", "walks"] = "all",
         now: datetime | None = None,
     ) -> list[Hit]:
         return self.index.search(query, scopes=scopes, k=k, now=now)

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal, Protocol
 
 from bot.index.snippets import Terms, best_weight, cut, merge
 from bot.index.store import ChunkRow
@@ -48,6 +49,24 @@ class Hit:
     def lines(self) -> str:
         """The citation's line range, `L3-L9`; "" for a remote hit (`lightrag:…`)."""
         return f"L{self.start_line}-L{self.end_line}" if self.start_line > 0 else ""
+
+
+Wait = Literal["all", "walks"]  # what a search waits for: every sync asked before, or walks
+
+
+class Searcher(Protocol):
+    """The embedded index's search (`IndexService.search`): blocking, thread-safe; `wait`
+    and `now` as `IndexService.search` reads them."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        wait: Wait = "all",
+        now: datetime | None = None,
+    ) -> list[Hit]: ...
 
 
 @dataclass(frozen=True)

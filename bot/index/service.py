@@ -36,16 +36,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 import structlog
 
 from bot.errors import ConfigError
 from bot.index.memory_index import MemoryIndex, SyncReport
-from bot.index.search import Hit
+from bot.index.search import Hit, Wait
 
 log = structlog.get_logger(__name__)
-Wait = Literal["all", "walks"]  # what a search waits for: every sync asked before, or walks
 
 CATCH_UP_SECONDS = 60.0  # a walk at least this often: hand edits outside a turn's files
 GATHER_SECONDS = 0.5  # a turn's files wait this long for the next turns' (see above)

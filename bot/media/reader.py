@@ -5,6 +5,7 @@ their kind (one module each: voice, photo, document, other); the channels connec
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from bot.media.files import Fetcher, MessageFiles
@@ -12,6 +13,8 @@ from bot.media.other import OtherReader
 from bot.media.reading import Reading
 from bot.models import Attachment, AttachmentKind, Inbound, MemoryScope
 from bot.storage.workspace import Workspace
+
+FORWARDED = "[forwarded]"  # before a forwarded message's text: someone else's words
 
 
 class KindReader(Protocol):
@@ -43,8 +46,15 @@ class MediaReader:
         self.fetchers[channel] = fetcher
 
     async def read(self, inbound: Inbound, scope: MemoryScope) -> Reading:
-        """The message as the turn reads it; `Unreadable` (one line, the model not called)
-        when an attachment cannot be read."""
+        """The message as the turn reads it (a forwarded one marked `FORWARDED`, so that the
+        session, and consolidation reading it later, see whose words they are); `Unreadable`
+        (one line, the model not called) when an attachment cannot be read."""
+        reading = await self._read(inbound, scope)
+        if inbound.forwarded:
+            return replace(reading, text=f"{FORWARDED} {reading.text}")
+        return reading
+
+    async def _read(self, inbound: Inbound, scope: MemoryScope) -> Reading:
         if not inbound.attachments:
             return Reading(inbound.text)
         files = MessageFiles(

@@ -24,7 +24,7 @@ from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.trust import TurnOrigin
 from bot.models import MemoryItem, MemoryScope, Provenance
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -71,7 +71,7 @@ class FactWriter:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         *,
         long_term: LongTermMemory,
         items: ItemWriter | None,

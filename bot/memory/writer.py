@@ -60,7 +60,7 @@ from bot.memory.notes.working import WorkingMemory
 from bot.memory.trust import TurnOrigin
 from bot.memory.upkeep.archiving import archive_notes
 from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
-from bot.storage.files import FileLocks
+from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -85,7 +85,7 @@ class MemoryWriter:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         *,
         long_term: LongTermMemory,
         history: HistoryLog,

@@ -27,7 +27,7 @@ import structlog
 from bot.models import Inbound, MemoryScope
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
-from bot.storage.inbox import Entry, Inbox
+from bot.storage.inbox import Entry, Journal
 
 log = structlog.get_logger(__name__)
 LATE_AFTER = timedelta(minutes=2)
@@ -39,7 +39,7 @@ class Scheduler:
     def __init__(
         self,
         store: ReminderStore,
-        inbox: Inbox,
+        inbox: Journal,
         outlets: Mapping[str, Callable[[Entry], None]],
         *,
         now: Callable[[], datetime],

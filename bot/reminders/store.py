@@ -21,7 +21,7 @@ import structlog
 
 from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.reminders.model import Reminder, decode, encode
-from bot.storage.files import FileLocks, Signature, atomic_write_text, signature_of
+from bot.storage.files import Locks, Signature, atomic_write_text, signature_of
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -39,7 +39,7 @@ def new_id() -> str:
 
 
 class ReminderStore:
-    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
+    def __init__(self, workspace: Workspace, locks: Locks) -> None:
         self.workspace = workspace
         self.locks = locks
         self._known: dict[Path, tuple[Signature, list[Reminder]]] = {}  # read, by version

@@ -28,7 +28,7 @@ from bot.llm.client import LLM
 from bot.models import ChatMessage, Completion, Inbound, ToolSpec
 from bot.pipeline import Pipeline, System, TurnContext
 from bot.storage.files import atomic_write_text
-from bot.storage.inbox import Inbox
+from bot.storage.inbox import Journal
 from bot.storage.sessions import SessionStore
 from bot.systems.tool_loop import EMPTY_REPLY, ToolLoop
 from bot.tools.registry import ToolContext, ToolRegistry
@@ -193,7 +193,7 @@ class TaskTurns:
             return
         line = f"A scheduled task stopped at {cap}: {inbound.text[:80]} [{item_id}]"
         log.warning("task_cap_reached", item=item_id, cap=cap)
-        inbox: Inbox = self.router.inbox
+        inbox: Journal = self.router.inbox
         day = self.now().date().isoformat()
         for owner in sorted(self.router.access.owners()):
             notice = Inbound(

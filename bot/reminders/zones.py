@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import structlog
 
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import Locks, atomic_write_text
 
 log = structlog.get_logger(__name__)
 FORMAT_VERSION = 1
@@ -26,7 +26,7 @@ def known_zone(name: str) -> ZoneInfo | None:
 
 
 class Zones:
-    def __init__(self, path: Path, locks: FileLocks, *, default: str) -> None:
+    def __init__(self, path: Path, locks: Locks, *, default: str) -> None:
         self.path = path
         self.locks = locks
         self.default = default

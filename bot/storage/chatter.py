@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from bot.models import Said
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import Locks, atomic_write_text
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -32,7 +32,7 @@ VERSION = 1
 
 class ChatterStore:
     def __init__(
-        self, workspace: Workspace, locks: FileLocks, *, max_messages: int, max_chars: int
+        self, workspace: Workspace, locks: Locks, *, max_messages: int, max_chars: int
     ) -> None:
         self.workspace = workspace
         self.locks = locks

@@ -20,8 +20,9 @@ import os
 import stat
 import tempfile
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 from filelock import FileLock, Timeout
@@ -117,6 +118,13 @@ def fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class Locks(Protocol):
+    """Per-path locks for read-modify-write: `FileLocks` (one host), or one shared by every
+    replica (`bot.replicas.locks`)."""
+
+    def hold(self, path: Path) -> AbstractAsyncContextManager[None]: ...
 
 
 class FileLocks:

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import Any, Protocol, TypeVar, get_args
 
 import structlog
 
@@ -54,9 +54,40 @@ class Entry:
     reply: str | None = None  # recorded once made; None: not answered yet
     sent: int = 0  # parts of the reply the channel confirmed sent
     absorbed: tuple[str, ...] = ()  # ids of earlier entries answered together with this one
+    fence: int = 0  # whose turn it is (a shared journal's); a write under an older one is refused
+
+
+class Fenced(Exception):
+    """A journal write refused: another worker took the entry since this one did (its turn was
+    given up as stalled). The stale worker stops; nothing it would send goes out."""
+
+
+class Journal(Protocol):
+    """What the turn runner, the delivery and the intake need of the journal: `Inbox` (files,
+    one process) or a shared one (`bot.replicas.journal`)."""
+
+    def close(self) -> None: ...
+
+    async def accept(self, inbound: Inbound) -> Entry | None: ...
+
+    async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]: ...
+
+    async def accept_answered(self, inbound: Inbound, reply: str) -> Entry | None: ...
+
+    async def answered(self, entry: Entry, reply: str) -> Entry: ...
+
+    async def part_sent(self, entry: Entry, sent: int) -> Entry: ...
+
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry: ...
+
+    async def done(self, inbound_id: str, *, fence: int = 0) -> None: ...
+
+    async def pending(self) -> list[Entry]: ...
 
 
 class Inbox:
+    """The journal as files in one folder (the embedded mode's)."""
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._last_seq = 0
@@ -114,7 +145,8 @@ class Inbox:
             await self.done(inbound_id)
         return entry
 
-    async def done(self, inbound_id: str) -> None:
+    async def done(self, inbound_id: str, *, fence: int = 0) -> None:
+        """Close the entry (`fence`: a shared journal's; one process needs none)."""
         await self._run(self._remove, inbound_id)
 
     async def pending(self) -> list[Entry]:
@@ -150,7 +182,7 @@ class Inbox:
         document = {
             "version": FORMAT_VERSION,
             "seq": entry.seq,
-            **_encode(entry.inbound),
+            **encode_inbound(entry.inbound),
             "reply": entry.reply,
             "sent": entry.sent,
             "absorbed": list(entry.absorbed),
@@ -208,10 +240,10 @@ def _entry(document: dict[str, Any]) -> Entry:
         raise TypeError("reply is not text")
     absorbed = tuple(str(inbound_id) for inbound_id in document.get("absorbed") or ())
     sent = int(document.get("sent", 0))
-    return Entry(_decode(document), int(document["seq"]), reply, sent, absorbed)
+    return Entry(decode_inbound(document), int(document["seq"]), reply, sent, absorbed)
 
 
-def _encode(inbound: Inbound) -> dict[str, Any]:
+def encode_inbound(inbound: Inbound) -> dict[str, Any]:
     return {
         "id": inbound.id,
         "channel": inbound.channel,
@@ -231,7 +263,7 @@ def _encode(inbound: Inbound) -> dict[str, Any]:
     }
 
 
-def _decode(document: dict[str, Any]) -> Inbound:
+def decode_inbound(document: dict[str, Any]) -> Inbound:
     chat_type = document.get("chat_type", "private")
     if chat_type not in get_args(ChatType):
         raise ValueError(f"unknown chat type {chat_type!r}")

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import structlog
 
 from bot.errors import StorageError
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import Locks, atomic_write_text
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -76,7 +76,7 @@ class Roster:
 
 
 class RosterFile:
-    def __init__(self, path: Path, locks: FileLocks) -> None:
+    def __init__(self, path: Path, locks: Locks) -> None:
         self.path = path
         self.locks = locks
         self._seen: tuple[int, int, int] | None = None  # the file `_cached` holds (`_stamp`)

@@ -20,6 +20,7 @@ import structlog
 from bot.errors import ToolError
 from bot.index import Hit
 from bot.index.remote import RemoteSearch
+from bot.index.search import Searcher
 from bot.memory.recall.overlap import Shown
 from bot.memory.scopes import search_scopes
 from bot.models import ToolSpec
@@ -42,12 +43,6 @@ class Origins(Protocol):
     """Where a hit's text came from (`CitedOrigins`): blocking, "" when unknown."""
 
     def describe(self, path: str, start: int, end: int) -> str: ...
-
-
-class Searcher(Protocol):
-    """What `memory_search` needs of the index (`MemoryIndex`): blocking, thread-safe."""
-
-    def search(self, query: str, *, scopes: Sequence[str], k: int) -> list[Hit]: ...
 
 
 class MemorySearch:

@@ -23,7 +23,7 @@ import structlog
 
 from bot.errors import SendFailed
 from bot.models import Document
-from bot.storage.inbox import Entry, Inbox
+from bot.storage.inbox import Entry, Fenced, Journal
 
 log = structlog.get_logger(__name__)
 
@@ -53,7 +53,7 @@ class Replier(Protocol):
 class Delivery:
     def __init__(
         self,
-        inbox: Inbox,
+        inbox: Journal,
         *,
         backoff: Sequence[float] = BACKOFF,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -106,6 +106,8 @@ class Delivery:
                     return False
                 wait = exc.retry_after or self._wait(failures)
                 reason = str(exc)[:200]
+            except Fenced:  # another worker has the entry now: this one sends no more
+                raise
             except Exception:
                 if failures + 1 >= UNEXPECTED_TRIES:
                     log.exception("reply_send_crashed")

@@ -1,4 +1,6 @@
-"""`Intake`: the journal as the queue for a channel that polls (Telegram).
+"""`Intake`: how a channel hands messages over to be answered, a chat's in order; and
+`MemoryIntake`, the journal as the queue for one process (Telegram polling). Replicated mode's
+queue shared by every replica is `bot.replicas.queue.QueueIntake`.
 
 Each batch a channel receives is journaled (`Inbox.accept_all`) before the channel confirms it
 to its source; then every chat with entries has one worker answering them in arrival order. A
@@ -22,7 +24,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -37,7 +39,37 @@ log = structlog.get_logger(__name__)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 
 
-class Intake:
+class Intake(Protocol):
+    async def start(self) -> list[Entry]:
+        """Begin answering; the entries a stop left, queued again."""
+        ...
+
+    async def receive(self, inbounds: Sequence[Inbound]) -> None:
+        """Journal a batch and queue it: returns once it is durable (raises if it is not)."""
+        ...
+
+    def backlog(self) -> int: ...
+
+    async def close(self, grace: float) -> None: ...
+
+    def aside(self, work: Coroutine[Any, Any, None]) -> None: ...
+
+
+class IntakeFactory(Protocol):
+    """How the composition root picks the intake a channel builds once it is connected."""
+
+    def __call__(
+        self,
+        router: Router,
+        replier_for: Callable[[Inbound], Replier],
+        *,
+        channel: str,
+        reach: Reach | None = None,
+        debounce: float = 0.0,
+    ) -> Intake: ...
+
+
+class MemoryIntake:
     def __init__(
         self,
         router: Router,

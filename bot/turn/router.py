@@ -27,7 +27,7 @@ from bot.conversation import speakers
 from bot.media.reader import MediaReader
 from bot.models import Inbound
 from bot.storage.chatter import ChatterStore
-from bot.storage.inbox import Entry, Inbox
+from bot.storage.inbox import Entry, Journal
 from bot.turn.access import AccessPolicy
 from bot.turn.commands.dispatch import Commands
 from bot.turn.commands.handler import Command, parse_command
@@ -46,7 +46,7 @@ class Router:
     def __init__(
         self,
         *,
-        inbox: Inbox,
+        inbox: Journal,
         access: AccessPolicy,
         door: Door,
         commands: Commands,
@@ -145,7 +145,7 @@ class Router:
                 log.info("inbox_resend", inbound=inbound.id, parts_sent=entry.sent)
             if entry.reply:
                 await self.delivery.deliver(entry, replier)
-            await self.inbox.done(inbound.id)
+            await self.inbox.done(inbound.id, fence=entry.fence)
 
     async def _keep_chatter(self, inbound: Inbound) -> None:
         """Group chatter, kept for the chat's next turn (never a turn of its own)."""

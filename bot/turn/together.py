@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import replace
 
-from bot.storage.inbox import Entry, Inbox
+from bot.storage.inbox import Entry, Journal
 
 DEBOUNCE = 0.5  # seconds a chat's first turn waits for follow-ups (the setting's default)
 
@@ -31,7 +31,7 @@ def run_of(queue: deque[Entry]) -> list[Entry]:
     return run
 
 
-async def together(queue: deque[Entry], inbox: Inbox) -> Entry:
+async def together(queue: deque[Entry], inbox: Journal) -> Entry:
     """The head of `queue`, with the follow-ups it may take merged into it (and dropped from
     the queue)."""
     run = run_of(queue)

@@ -33,6 +33,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.local_server import LocalServer
+from tests.fakes.webhook_delivery import WebhookDelivery
 
 Params = dict[str, Any]
 Predicate = Callable[[Params], bool]
@@ -422,11 +423,13 @@ class FakeTelegram(LocalServer):
         self._poll_generation = 0
         self._polls_waiting = 0
         self._wakeup = asyncio.Event()
+        self.webhook = WebhookDelivery(lambda: self._pending, self._confirm)
         super().__init__()
         self._methods: dict[str, Callable[[Params], Any]] = {
             "getMe": lambda _params: self.bot_user,
             "getUpdates": self._get_updates,
             "deleteWebhook": self._delete_webhook,
+            "setWebhook": self._set_webhook,
             "getWebhookInfo": self._get_webhook_info,
             "setMyCommands": self._set_my_commands,
             "getMyCommands": self._get_my_commands,
@@ -454,6 +457,10 @@ class FakeTelegram(LocalServer):
 
     def on_stop(self) -> None:
         self._notify()
+
+    async def stop(self) -> None:
+        await self.webhook.close()
+        await super().stop()
 
     @property
     def token(self) -> str:
@@ -665,6 +672,7 @@ class FakeTelegram(LocalServer):
     # --- plumbing --------------------------------------------------------------------------
 
     def _notify(self) -> None:
+        self.webhook.wake()
         self._wakeup.set()
         self._wakeup = asyncio.Event()
 
@@ -776,6 +784,8 @@ class FakeTelegram(LocalServer):
     # --- Bot API methods -------------------------------------------------------------------
 
     async def _get_updates(self, params: Params) -> list[dict[str, Any]]:
+        if self.webhook.active:
+            raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active")
         offset = _int_param(params, "offset", 0)
         limit = min(max(_int_param(params, "limit", 100), 1), 100)
         timeout = max(_int_param(params, "timeout", 0), 0)
@@ -802,13 +812,28 @@ class FakeTelegram(LocalServer):
         return self._pending[:limit]
 
     def _delete_webhook(self, params: Params) -> bool:
+        self.webhook.urls.clear()
         if params.get("drop_pending_updates") is True:
             self._pending.clear()
         return True
 
     def _get_webhook_info(self, _params: Params) -> dict[str, Any]:
         pending = len(self._pending)
-        return {"url": "", "has_custom_certificate": False, "pending_update_count": pending}
+        url = self.webhook.urls[0] if self.webhook.urls else ""
+        return {"url": url, "has_custom_certificate": False, "pending_update_count": pending}
+
+    def _set_webhook(self, params: Params) -> bool:
+        """Deliver by webhook from now on: round robin over every URL set (`WebhookDelivery`)."""
+        max_connections = _int_param(params, "max_connections", 40)
+        if not 1 <= max_connections <= 100:
+            raise ApiError(400, "Bad Request: bad webhook: max_connections must be in 1..100")
+        secret = str(params.get("secret_token") or "")
+        self.webhook.register(str(params["url"]), secret, max_connections)
+        return True
+
+    def _confirm(self, update_id: int) -> None:
+        """An update a webhook answered 2xx: Telegram forgets it."""
+        self._pending = [u for u in self._pending if u["update_id"] != update_id]
 
     @staticmethod
     def _commands_key(scope: Any, language_code: Any) -> tuple[str, str]:

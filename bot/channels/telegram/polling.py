@@ -40,7 +40,7 @@ from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
 from bot.turn.commands.handler import COMMANDS
-from bot.turn.intake import Intake
+from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
 from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
@@ -60,6 +60,8 @@ class Showing:
 
 
 class TelegramChannel:
+    intake: IntakeFactory = MemoryIntake  # how what is received is queued (bot.app.channel)
+
     def __init__(
         self,
         router: Router,
@@ -97,17 +99,17 @@ class TelegramChannel:
         bot = ExtBot(
             self.token,
             base_url=self.base_url,
-            base_file_url=_file_url(self.base_url),
+            base_file_url=file_url(self.base_url),
             rate_limiter=AnswersFirst(max_retries=3),
-            request=_request(self.proxy),
-            get_updates_request=_request(self.proxy),
+            request=request_via(self.proxy),
+            get_updates_request=request_via(self.proxy),
         )
-        await _started(bot, self.base_url)
+        await started(bot, self.base_url)
         if self.router.media is not None:
             self.router.media.connect(CHANNEL, TelegramFiles(bot))
         await self._beat()
         try:
-            intake = Intake(
+            intake = self.intake(
                 self.router,
                 lambda i: self._replier(bot, i),
                 channel=CHANNEL,
@@ -234,7 +236,7 @@ class Outage:
         self.failures = self.rejected = 0
 
 
-async def _started(bot: Bot, base_url: str) -> None:
+async def started(bot: Bot, base_url: str) -> None:
     """Initialise the bot (getMe) and set its command menu; a `StartupError` when that fails."""
     try:
         await bot.initialize()
@@ -267,16 +269,18 @@ async def _pause(seconds: float, stop: asyncio.Event) -> None:
 
 async def check_token(token: str, base_url: str, proxy: str | None = None) -> str:
     """The bot's @username, proving the token and base URL (and proxy) work."""
-    bot = Bot(token, base_url=base_url, base_file_url=_file_url(base_url), request=_request(proxy))
+    bot = Bot(
+        token, base_url=base_url, base_file_url=file_url(base_url), request=request_via(proxy)
+    )
     async with bot:
         return f"@{bot.username}"
 
 
-def _request(proxy: str | None) -> HTTPXRequest | None:
+def request_via(proxy: str | None) -> HTTPXRequest | None:
     """PTB's own HTTP client, through `proxy`; None (PTB's default) without one."""
     return HTTPXRequest(proxy=proxy) if proxy else None
 
 
-def _file_url(base_url: str) -> str:
+def file_url(base_url: str) -> str:
     head, sep, _ = base_url.rstrip("/").rpartition("/bot")
     return f"{head}/file/bot" if sep else base_url

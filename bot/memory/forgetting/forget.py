@@ -17,7 +17,7 @@ from bot.memory.provenance import FactOrigins, brief, of_line
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks, atomic_write_bytes
+from bot.storage.files import Locks, atomic_write_bytes
 from bot.storage.lines import decode_text
 from bot.storage.undo import Kept, UndoStore
 from bot.storage.workspace import Workspace
@@ -61,7 +61,7 @@ class Forgetting:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         undo: UndoStore,
         chatter: ChatterStore | None = None,  # a group's messages waiting for the next turn
     ) -> None:

@@ -14,8 +14,8 @@ that folder (`bot.storage.confined`) is read as empty and never written.
   only its new lines parsed), and so is what a rewrite wrote; the list of episodic files is
   kept by its folder's mtime.
 - Last-used marks (`touch`) wait in memory (`usage`): a read sees them at once, a rewrite of
-  their file writes them, `flush` writes the rest (every few minutes and at stop, through
-  `usage.UsageFlush`).
+  their file writes them, `save_marks` writes the rest (every few minutes and at stop, through
+  `usage.UsageSaver`).
 """
 
 from __future__ import annotations
@@ -42,19 +42,17 @@ from bot.memory.items.format import encode
 from bot.memory.items.rules import episodic_day
 from bot.memory.items.usage import MAX_PENDING, Pending, UsageMarks
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import FileLocks, append_text, atomic_write_bytes, signature_of
+from bot.storage.files import Locks, append_text, atomic_write_bytes, signature_of
 from bot.storage.workspace import Workspace
 
 __all__ = ["ItemFile", "ItemStore"]
 
 
 class ItemStore:
-    def __init__(
-        self, workspace: Workspace, locks: FileLocks, *, max_marks: int = MAX_PENDING
-    ) -> None:
+    def __init__(self, workspace: Workspace, locks: Locks, *, max_marks: int = MAX_PENDING) -> None:
         self.workspace = workspace
         self.locks = locks
-        self.max_marks = max_marks  # last-used marks waiting in memory at most (then flushed)
+        self.max_marks = max_marks  # last-used marks waiting in memory at most (then saved)
         self._files = FileCache()
         self._marks = UsageMarks()
         self._lock = threading.Lock()  # the parsed files and the marks
@@ -203,7 +201,7 @@ class ItemStore:
 
     async def touch(self, scope: MemoryScope, items: Iterable[MemoryItem], at: datetime) -> int:
         """Mark `items` (read from `scope`) as shown at `at`: at once for every read, on disk
-        with the file's next rewrite or `flush` (see `usage`); how many marks were new."""
+        with the file's next rewrite or `save_marks` (see `usage`); how many marks were new."""
         by_file: dict[Pending, set[str]] = {}
         for item in items:
             if (layer := self.layer_of(item.id)) and (path := self.path_of(scope, item.id)):
@@ -212,7 +210,7 @@ class ItemStore:
             marked = sum(self._mark_locked(where, ids, at) for where, ids in by_file.items())
             waiting = self._marks.count
         if waiting > self.max_marks:
-            await self.flush()
+            await self.save_marks()
         return marked
 
     def _mark_locked(self, where: Pending, ids: set[str], at: datetime) -> int:
@@ -224,7 +222,7 @@ class ItemStore:
             self._files.put(where.path, replace(cached, file=self._marks.applied(cached.file, ids)))
         return marked
 
-    async def flush(self) -> int:
+    async def save_marks(self) -> int:
         """Write the last-used marks that wait, each file under its layer's lock; how many
         files had some."""
         with self._lock:

@@ -4,13 +4,13 @@ Marking the items a prompt showed (`ItemStore.touch`, every turn) must not rewri
 files every turn. A mark waits in `UsageMarks` (the latest time per item id) and every read
 through the store sees it at once (`applied`). It reaches the disk with the next rewrite of its
 file by the store, whatever the reason (a reinforce, an update, forgetting an item, decay),
-which writes the items as read, marks included: a rewrite never drops a mark. `UsageFlush` (a
-service of the app) rewrites the files that still have marks waiting every `FLUSH_EVERY` and
-when the app stops; the store flushes at once when more than its `max_marks` wait. A file
+which writes the items as read, marks included: a rewrite never drops a mark. `UsageSaver` (a
+service of the app) rewrites the files that still have marks waiting every `SAVE_EVERY` and
+when the app stops; the store saves them at once when more than its `max_marks` wait. A file
 changed outside the store (`/forget`, `/undo`, a hand edit) is read again and its marks applied
 to what it holds now; a mark whose item is gone is dropped, never written.
 
-A crash loses the marks made since the last flush, `FLUSH_EVERY` at most. That is accepted:
+A crash loses the marks made since the last save, `SAVE_EVERY` at most. That is accepted:
 only decay reads them, and a lost mark only lets its item decay sooner (as if it had not been
 shown in those minutes).
 """
@@ -31,7 +31,7 @@ from bot.memory.items.cache import ItemFile
 from bot.models import MemoryLayer, MemoryScope
 
 log = structlog.get_logger(__name__)
-FLUSH_EVERY = timedelta(minutes=10)
+SAVE_EVERY = timedelta(minutes=10)
 MAX_PENDING = 10_000  # marks an `ItemStore` holds in memory at most, by default
 
 
@@ -126,20 +126,20 @@ def _used(file: ItemFile | None, item_id: str) -> datetime | None:
     return item.last_used_at if item is not None else None
 
 
-class Flusher(Protocol):
-    async def flush(self) -> int: ...
+class MarkSaving(Protocol):
+    async def save_marks(self) -> int: ...
 
 
-class UsageFlush:
+class UsageSaver:
     """The service that writes the marks: every `every` in an owned task, and at stop."""
 
-    def __init__(self, store: Flusher, *, every: timedelta = FLUSH_EVERY) -> None:
+    def __init__(self, store: MarkSaving, *, every: timedelta = SAVE_EVERY) -> None:
         self.store = store
         self.every = every
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._periodic(), name="usage_flush")
+        self._task = asyncio.create_task(self._periodic(), name="usage_save")
 
     async def stop(self) -> None:
         """Stop the task, then write what waits (failures are logged: the app still stops)."""
@@ -152,9 +152,9 @@ class UsageFlush:
 
     async def run(self) -> int:
         try:
-            return await self.store.flush()
+            return await self.store.save_marks()
         except Exception:  # the background boundary: the marks wait for the next try
-            log.warning("usage_flush_failed", exc_info=True)
+            log.warning("usage_save_failed", exc_info=True)
             return 0
 
     async def _periodic(self) -> None:

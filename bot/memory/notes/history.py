@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bot.models import MemoryScope
-from bot.storage.files import FileLocks, append_text
+from bot.storage.files import Locks, append_text
 from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
@@ -51,7 +51,7 @@ def _mark(key: str) -> str:
 
 
 class HistoryLog:
-    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
+    def __init__(self, workspace: Workspace, locks: Locks) -> None:
         self.workspace = workspace
         self.locks = locks
 

@@ -27,7 +27,7 @@ import structlog
 from bot.memory.notes.supersede import current_lines, mark_replaced, marked
 from bot.memory.provenance import FactOrigins
 from bot.models import MemoryScope, Provenance
-from bot.storage.files import FileLocks, append_text, atomic_write_bytes
+from bot.storage.files import Locks, append_text, atomic_write_bytes
 from bot.storage.lines import without_controls
 from bot.storage.textfile import TextFile, lines_of, text_to_change, text_to_show
 from bot.storage.workspace import Workspace
@@ -42,7 +42,7 @@ class MemoryText:
 
 
 class LongTermMemory:
-    def __init__(self, workspace: Workspace, locks: FileLocks) -> None:
+    def __init__(self, workspace: Workspace, locks: Locks) -> None:
         self.workspace = workspace
         self.locks = locks
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.errors import OutOfScopeError
-from bot.storage.files import FileLocks, atomic_write_text, read_text
+from bot.storage.files import Locks, atomic_write_text, read_text
 from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
@@ -44,7 +44,7 @@ class WorkingMemory:
     def __init__(
         self,
         workspace: Workspace,
-        locks: FileLocks,
+        locks: Locks,
         *,
         stale_days: int,
         now: Callable[[], datetime],

@@ -48,12 +48,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Literal, Protocol
 
 import structlog
 
 from bot.index.remote import RemoteSearch
-from bot.index.search import Hit
+from bot.index.search import Hit, Searcher
 from bot.index.snippets import GAP
 from bot.index.sources import file_day
 from bot.memory.notes.daily import body_of
@@ -73,20 +72,6 @@ EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_ind
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
 _LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
 _EMPTY_SIDE = re.compile(r"^(?:User|Assistant):(?: \| |$)| \| Assistant:$")  # nothing said
-
-
-class Searcher(Protocol):
-    """The embedded index's search (`IndexService`): blocking."""
-
-    def search(
-        self,
-        query: str,
-        *,
-        scopes: Sequence[str],
-        k: int,
-        wait: Literal["all", "walks"],
-        now: datetime | None = None,
-    ) -> list[Hit]: ...
 
 
 class RelevantMemory:

@@ -20,7 +20,7 @@ import structlog
 
 from bot.memory.upkeep.schedule import DAILY, DailyOverScopes
 from bot.models import MemoryScope
-from bot.storage.files import FileLocks, ensure_dir
+from bot.storage.files import Locks, ensure_dir
 from bot.storage.lines import safe_to_rewrite
 from bot.storage.workspace import Workspace
 
@@ -54,7 +54,7 @@ class NoteArchive(DailyOverScopes):
 
 
 async def archive_notes(
-    workspace: Workspace, locks: FileLocks, scope: MemoryScope, *, before: date
+    workspace: Workspace, locks: Locks, scope: MemoryScope, *, before: date
 ) -> int:
     """Move the scope's notes of days before `before` into its archive; how many moved."""
     notes = await asyncio.to_thread(workspace.daily_note_paths, scope)

@@ -190,7 +190,9 @@ def build_context(
     return ContextBuilding(
         persona=settings.persona,
         instructions=_instructions(settings),
-        memory=build_memory_prompt(settings, recall, memory.recall, memory.count, remote=lightrag),
+        memory=build_memory_prompt(
+            settings, recall, memory.markdown, memory.count, remote=lightrag
+        ),
         notes=memory.notes.format,
         now=now,
         memory_room=compaction.meter.memory_room,

@@ -1,0 +1,97 @@
+"""Where the journal, the chats' queue and the path locks live, picked once from
+`settings.store`: the workspace's files and one process's memory (the default), or PostgreSQL
+shared by every replica (`bot.replicas`, imported only then: the embedded mode needs none of
+its packages)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bot.models import Inbound
+from bot.settings import Settings
+from bot.storage.files import FileLocks, Locks
+from bot.storage.inbox import Inbox, Journal
+from bot.storage.workspace import Workspace
+from bot.turn.delivery import Replier
+from bot.turn.door import Reach
+from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
+from bot.turn.router import Router
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+    from bot.replicas.queue import ChatQueue
+
+
+@dataclass
+class Store:
+    journal: Journal
+    intake: IntakeFactory
+    locks: Locks
+    services: list[Shared] = field(default_factory=list)  # started first, stopped last
+
+
+def build_store(settings: Settings, workspace: Workspace) -> Store:
+    if settings.store.url is None:
+        return Store(Inbox(workspace.inbox_dir), MemoryIntake, FileLocks(workspace.locks_dir))
+    return _shared(settings, workspace, settings.store.url.get_secret_value())
+
+
+def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
+    from bot.replicas.database import open_pool
+    from bot.replicas.journal import PgJournal
+    from bot.replicas.locks import PgLocks
+    from bot.replicas.queue import ChatQueue, QueueIntake
+
+    store = settings.store
+    pool = open_pool(url, max_size=store.worker_concurrency + 4)
+    queue = ChatQueue(
+        pool,
+        concurrency=store.worker_concurrency,
+        heartbeat=store.heartbeat,
+        stalled_after=store.stalled_after,
+        grace=settings.telegram.shutdown_grace,
+    )
+    journal = PgJournal(pool, enqueue=queue.enqueue)
+
+    def intake(
+        router: Router,
+        replier_for: Callable[[Inbound], Replier],
+        *,
+        channel: str,
+        reach: Reach | None = None,
+        debounce: float = 0.0,
+    ) -> Intake:
+        return QueueIntake(
+            router,
+            replier_for,
+            channel=channel,
+            reach=reach,
+            debounce=debounce,
+            queue=queue,
+            journal=journal,
+        )
+
+    locks = PgLocks(pool, root=workspace.root)
+    return Store(journal, intake, locks, services=[Shared(pool, queue)])
+
+
+class Shared:
+    """The replica's connection to the shared database: opened (and the schema made) before
+    anything else starts, closed after everything stopped."""
+
+    def __init__(self, pool: AsyncConnectionPool, queue: ChatQueue) -> None:
+        self.pool = pool
+        self.queue = queue
+
+    async def start(self) -> None:
+        from bot.replicas.database import migrate
+
+        await self.pool.open(wait=True)
+        await migrate(self.pool)
+        await self.queue.open()
+
+    async def stop(self) -> None:
+        await self.pool.close()

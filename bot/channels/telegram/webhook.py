@@ -1,0 +1,138 @@
+"""`TelegramWebhook`: Telegram POSTs each update to this replica (replicated mode, where any
+replica may take any chat's update, `bot.replicas`).
+
+An update is journaled and queued for its chat in one transaction (`Intake.receive`), and the
+answer is 200 only after that commit; when it fails (the database is away) the answer is 500
+and Telegram sends the update again later. Telegram sends a chat's next update only once the
+previous one got its answer, so a chat's arrival order is kept. A delivery repeated is
+recognised by its update id (the journal keeps answered ids a day). A request without the
+secret token set with `setWebhook` is refused (403) before anything is read from it.
+
+At start the replica sets the webhook (idempotent: every replica sets the same address, secret
+and `max_connections`); at stop it leaves it set, the other replicas still serve it.
+`GET /healthz` says whether this replica is up (200) or stopping (503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import structlog
+from aiohttp import web
+from telegram import Bot, Update
+from telegram.error import TelegramError
+from telegram.ext import ExtBot
+
+from bot.channels.telegram.budget import AnswersFirst
+from bot.channels.telegram.files import TelegramFiles
+from bot.channels.telegram.inbound import CHANNEL, to_inbound
+from bot.channels.telegram.polling import (
+    ALLOWED,
+    TelegramChannel,
+    file_url,
+    request_via,
+    started,
+)
+from bot.turn.intake import Intake
+from bot.turn.router import Router
+
+log = structlog.get_logger(__name__)
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+@dataclass(frozen=True)
+class Hook:
+    """Where Telegram posts (`url`: the balancer's public address; its path is served) and
+    where this replica listens."""
+
+    url: str
+    secret: str
+    host: str
+    port: int
+    max_connections: int = 40  # Telegram's connections at once, to the whole bot
+
+
+class TelegramWebhook(TelegramChannel):
+    def __init__(self, router: Router, *, hook: Hook, **options: Any) -> None:
+        super().__init__(router, **options)  # the polling channel's: repliers, grace, intake
+        self.hook = hook
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Start, set the webhook, serve until `stop` is set, then give the running turns
+        `shutdown_grace` seconds (the rest stay queued for the other replicas)."""
+        bot = ExtBot(
+            self.token,
+            base_url=self.base_url,
+            base_file_url=file_url(self.base_url),
+            rate_limiter=AnswersFirst(max_retries=3),
+            request=request_via(self.proxy),
+        )
+        await started(bot, self.base_url)
+        if self.router.media is not None:
+            self.router.media.connect(CHANNEL, TelegramFiles(bot))
+        intake = self.intake(
+            self.router,
+            lambda i: self._replier(bot, i),
+            channel=CHANNEL,
+            reach=lambda chat_id: self._private(bot, chat_id),
+            debounce=self.debounce,
+        )
+        self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
+        await intake.start()
+        server = web.AppRunner(self._app(bot, intake, stop), access_log=None)
+        await server.setup()
+        try:
+            await web.TCPSite(server, self.hook.host, self.hook.port).start()
+            await self._set_webhook(bot)
+            log.info("telegram_webhook_started", bot=bot.username, port=self.hook.port)
+            await stop.wait()
+        finally:
+            log.info("telegram_stopping", running=intake.backlog())
+            await server.cleanup()  # no more updates taken: Telegram retries at another replica
+            await intake.close(self.shutdown_grace)
+            await bot.shutdown()
+
+    async def _set_webhook(self, bot: Bot) -> None:
+        await bot.set_webhook(
+            self.hook.url,
+            secret_token=self.hook.secret,
+            max_connections=self.hook.max_connections,
+            allowed_updates=ALLOWED,
+        )
+
+    def _app(self, bot: Bot, intake: Intake, stop: asyncio.Event) -> web.Application:
+        async def update(request: web.Request) -> web.Response:
+            return await self._update(request, bot, intake)
+
+        async def healthz(_request: web.Request) -> web.Response:
+            return web.Response(status=503 if stop.is_set() else 200, text="ok\n")
+
+        app = web.Application()
+        app.router.add_post(urlsplit(self.hook.url).path or "/", update)
+        app.router.add_get("/healthz", healthz)
+        return app
+
+    async def _update(self, request: web.Request, bot: Bot, intake: Intake) -> web.Response:
+        given = request.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(given.encode(), self.hook.secret.encode()):
+            log.warning("telegram_webhook_refused", reason="secret token")
+            return web.Response(status=403)
+        try:
+            raw: Any = await request.json()
+            update = Update.de_json(raw, bot)
+        except (ValueError, TypeError, KeyError, TelegramError):
+            log.warning("telegram_webhook_unreadable")
+            return web.Response(status=200)  # sent again it would be as unreadable
+        inbound = to_inbound(update, bot_username=bot.username)
+        if inbound is None:
+            return web.Response(status=200)
+        try:
+            await intake.receive([inbound])
+        except Exception as exc:  # not journaled (the database is away): Telegram retries
+            log.warning("telegram_webhook_not_journaled", error=type(exc).__name__)
+            return web.Response(status=500)
+        return web.Response(status=200)

@@ -1,0 +1,163 @@
+"""`PgJournal`: the journal (`bot.storage.inbox.Journal`) as rows every replica shares.
+
+Accepting is one transaction: the rows inserted (a message already there is skipped, answered or
+not: its tombstone says so) and, for each new one, `enqueue` called on the same connection (the
+queue's job is deferred in that transaction, `bot.replicas.queue`), so a message is journaled
+and queued together or not at all. The channel confirms the message only after the commit.
+
+A worker `take`s an entry before answering it; its writes (`answered`, `part_sent`, `done`) are
+refused with `Fenced` once another worker took the entry since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from bot.models import Inbound
+from bot.storage.inbox import Entry, Fenced, decode_inbound, encode_inbound
+
+log = structlog.get_logger(__name__)
+Enqueue = Callable[[AsyncConnection[Any], Entry], Awaitable[None]]
+
+
+class PgJournal:
+    def __init__(self, pool: AsyncConnectionPool, *, enqueue: Enqueue | None = None) -> None:
+        self.pool = pool
+        self.enqueue = enqueue  # None: journaled only (tests, the console)
+
+    def close(self) -> None:
+        """Nothing of its own to wait for: the pool is closed by its owner."""
+
+    async def accept(self, inbound: Inbound) -> Entry | None:
+        accepted = await self.accept_all([inbound])
+        return accepted[0] if accepted else None
+
+    async def accept_all(self, inbounds: Sequence[Inbound]) -> list[Entry]:
+        """Journal (and queue) the messages not journaled before, in one transaction."""
+        if not inbounds:
+            return []
+        async with self.pool.connection() as conn, conn.transaction():
+            accepted = [await self._insert(conn, inbound, None) for inbound in inbounds]
+        return [entry for entry in accepted if entry is not None]
+
+    async def accept_answered(self, inbound: Inbound, reply: str) -> Entry | None:
+        """Journal (and queue) an entry whose reply is known already (a reminder): only sent
+        from here on; None when it was journaled before."""
+        async with self.pool.connection() as conn, conn.transaction():
+            return await self._insert(conn, inbound, reply)
+
+    async def _insert(
+        self, conn: AsyncConnection[Any], inbound: Inbound, reply: str | None
+    ) -> Entry | None:
+        cursor = await conn.execute(
+            "INSERT INTO mnemo_inbox (id, channel, session_key, inbound, reply)"
+            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING seq",
+            (inbound.id, inbound.channel, inbound.session_key, _document(inbound), reply),
+        )
+        row = await cursor.fetchone()
+        if row is None:
+            log.info("inbox_duplicate", inbound=inbound.id)
+            return None
+        entry = Entry(inbound, int(row[0]), reply)
+        if self.enqueue is not None:
+            await self.enqueue(conn, entry)
+        return entry
+
+    async def take(self, inbound_id: str) -> Entry | None:
+        """The entry for a worker about to answer it, fenced to that worker; None when it is
+        done (or was never journaled)."""
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(
+                "UPDATE mnemo_inbox SET fence = fence + 1 WHERE id = %s AND done_at IS NULL"
+                " RETURNING seq, inbound, reply, sent, fence, absorbed",
+                (inbound_id,),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else _entry(row)
+
+    async def answered(self, entry: Entry, reply: str) -> Entry:
+        await self._fenced(entry, "reply = %s, sent = 0", (reply,))
+        return replace(entry, reply=reply, sent=0)
+
+    async def part_sent(self, entry: Entry, sent: int) -> Entry:
+        await self._fenced(entry, "sent = GREATEST(sent, %s)", (sent,))
+        return replace(entry, sent=sent)
+
+    async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
+        """Answer `entries` (one chat's, not answered yet) together as `inbound`: the last one
+        holds it and names the others, which are closed in the same transaction."""
+        *earlier, last = entries
+        absorbed = tuple(e.inbound.id for e in earlier) + last.absorbed
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "UPDATE mnemo_inbox SET inbound = %s, absorbed = %s, reply = NULL, sent = 0"
+                " WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (_document(inbound), list(absorbed), last.inbound.id, last.fence),
+            )
+            if cursor.rowcount == 0:
+                raise Fenced(last.inbound.id)
+            await conn.execute(
+                "UPDATE mnemo_inbox SET done_at = now() WHERE id = ANY(%s) AND done_at IS NULL",
+                (list(absorbed),),
+            )
+        return replace(last, inbound=inbound, reply=None, sent=0, absorbed=absorbed)
+
+    async def done(self, inbound_id: str, *, fence: int = 0) -> None:
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                "UPDATE mnemo_inbox SET done_at = now()"
+                " WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (inbound_id, fence),
+            )
+            if cursor.rowcount == 0 and await self._open(conn, inbound_id):
+                raise Fenced(inbound_id)
+
+    async def pending(self) -> list[Entry]:
+        """The entries not done, in arrival order (the console's replay, tests: replicas are
+        dispatched by the queue)."""
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(
+                "SELECT seq, inbound, reply, sent, fence, absorbed FROM mnemo_inbox"
+                " WHERE done_at IS NULL ORDER BY seq"
+            )
+            rows = await cursor.fetchall()
+        return [_entry(row) for row in rows]
+
+    async def _fenced(self, entry: Entry, assignments: str, values: tuple[object, ...]) -> None:
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                f"UPDATE mnemo_inbox SET {assignments}"  # one of the methods' own
+                " WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (*values, entry.inbound.id, entry.fence),
+            )
+            if cursor.rowcount == 0:
+                raise Fenced(entry.inbound.id)
+
+    async def _open(self, conn: AsyncConnection[Any], inbound_id: str) -> bool:
+        cursor = await conn.execute(
+            "SELECT 1 FROM mnemo_inbox WHERE id = %s AND done_at IS NULL", (inbound_id,)
+        )
+        return await cursor.fetchone() is not None
+
+
+def _document(inbound: Inbound) -> Jsonb:
+    return Jsonb(encode_inbound(inbound))
+
+
+def _entry(row: dict[str, Any]) -> Entry:
+    return Entry(
+        decode_inbound(row["inbound"]),
+        int(row["seq"]),
+        row["reply"],
+        int(row["sent"]),
+        absorbed=tuple(row["absorbed"]),
+        fence=int(row["fence"]),
+    )

@@ -1,0 +1,239 @@
+"""`QueueIntake`: the chats' queue shared by every replica (`bot.turn.intake.Intake`).
+
+Each accepted message becomes a procrastinate job `mnemo.answer(update=<id>)` with
+`lock=<session key>`, deferred in the journal's own transaction (`ChatQueue.enqueue`, called by
+`PgJournal.accept_all`). Jobs sharing a lock run one at a time, oldest first, on whichever
+replica's worker fetches them: a chat's messages are answered in order across replicas, other
+chats' meanwhile. The job `take`s its entry (fenced to it) and runs `Router.answer`; an entry
+already done (a job run again) is skipped.
+
+A replica that stops beating (`heartbeat`, every `heartbeat` seconds) for `stalled_after`
+seconds has its running jobs put back in the queue by the sweep, which runs in one replica at a
+time (`pg_try_advisory_xact_lock`): two sweeps at once can put back a job a live worker had just
+taken. A job put back keeps its id, so its chat's order is kept; the stale worker's next ledger
+write is refused (`Fenced`) and it sends nothing more. The sweep also drops old tombstones.
+
+`close` stops fetching, gives the running turns `grace` seconds and aborts the rest: an aborted
+job goes back in the queue (same id) for any replica, its entry still journaled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
+
+import structlog
+from procrastinate import App, PsycopgConnector, RetryStrategy
+from procrastinate.exceptions import ConnectorException
+from psycopg import AsyncConnection
+from psycopg import Error as PsycopgError
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from bot.models import Inbound
+from bot.replicas.database import prune
+from bot.replicas.journal import PgJournal
+from bot.replicas.stop import StopAcross
+from bot.storage.inbox import Entry, Fenced
+from bot.turn.commands.handler import parse_command
+from bot.turn.delivery import Replier
+from bot.turn.door import Reach
+from bot.turn.router import Router
+
+log = structlog.get_logger(__name__)
+TASK = "mnemo.answer"
+SWEEP_LOCK = 0x6D6E656D6F01  # the one sweep in the cluster
+FETCH_INTERVAL = 0.2  # seconds between fetches when no notification came (procrastinate: 5)
+SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
+PRUNE_EVERY = 600  # sweeps between two prunes of the tombstones
+
+
+class ChatQueue:
+    """The procrastinate app over the replica's pool: defers, runs and sweeps `mnemo.answer`."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        *,
+        concurrency: int = 8,
+        heartbeat: float = 2.0,
+        stalled_after: float = 10.0,
+        grace: float = 8.0,  # seconds running turns get at a stop
+    ) -> None:
+        self.pool = pool
+        self.grace = grace
+        self.concurrency = concurrency
+        self.heartbeat = heartbeat
+        self.stalled_after = stalled_after
+        self.app = App(connector=PsycopgConnector())
+        self.handler: Callable[[str], Awaitable[None]] | None = None
+        retry = RetryStrategy(max_attempts=1000, wait=1)  # a database away, a stop: again
+        self.app.task(name=TASK, retry=retry)(self._run)
+
+    async def open(self) -> None:
+        await self.app.open_async(self.pool)
+
+    async def enqueue(self, conn: AsyncConnection[Any], entry: Entry) -> None:
+        """Queue the entry's answer for its chat, in the transaction `conn` is in."""
+        deferrer = self.app.configure_task(TASK, lock=entry.inbound.session_key, connection=conn)
+        await deferrer.defer_async(update=entry.inbound.id)
+
+    async def work(self) -> None:
+        """Run this replica's worker until cancelled (then `grace` seconds for running jobs);
+        a worker the database's absence stopped is started again."""
+        while True:
+            try:
+                await self.app.run_worker_async(
+                    concurrency=self.concurrency,
+                    name="mnemo",
+                    fetch_job_polling_interval=FETCH_INTERVAL,
+                    update_heartbeat_interval=self.heartbeat,
+                    stalled_worker_timeout=self.stalled_after,
+                    shutdown_graceful_timeout=self.grace,
+                    delete_jobs="successful",
+                    install_signal_handlers=False,
+                )
+                return
+            except Exception as exc:  # procrastinate's ConnectorException, psycopg's errors
+                log.warning("queue_worker_restarting", error=type(exc).__name__)
+                await asyncio.sleep(self.heartbeat)
+
+    async def sweep(self) -> int:
+        """Put the jobs of stalled workers back in the queue, if no other replica is at it;
+        how many."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SWEEP_LOCK,))
+            row = await cursor.fetchone()
+            if row is None or not row[0]:
+                return 0
+            manager = self.app.job_manager
+            stalled = list(
+                await manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled_after)
+            )
+            for job in stalled:
+                await manager.retry_job(job)
+                log.warning("queue_job_stalled", job=job.id, chat=job.lock)
+            await manager.prune_stalled_workers(self.stalled_after)
+            return len(stalled)
+
+    async def sweeping(self) -> None:
+        """Sweep every `heartbeat` seconds until cancelled; the tombstones now and then."""
+        rounds = 0
+        while True:
+            try:
+                await self.sweep()
+                if rounds % PRUNE_EVERY == 0:
+                    await prune(self.pool)
+            except (PsycopgError, PoolTimeout, ConnectorException) as exc:  # next round
+                log.warning("queue_sweep_failed", error=type(exc).__name__)
+            rounds += 1
+            await asyncio.sleep(self.heartbeat)
+
+    async def _run(self, update: str) -> None:
+        if self.handler is None:
+            raise RuntimeError("no handler: the replica's intake has not started")
+        await self.handler(update)
+
+
+class QueueIntake:
+    def __init__(
+        self,
+        router: Router,
+        replier_for: Callable[[Inbound], Replier],
+        *,
+        channel: str,
+        reach: Reach | None = None,
+        debounce: float = 0.0,  # not yet: a shared queue answers each message as its own turn
+        queue: ChatQueue,
+        journal: PgJournal,
+    ) -> None:
+        self.router = router
+        self.replier_for = replier_for
+        self.reach = reach
+        self.channel = channel
+        self.queue = queue
+        self.journal = journal
+        self.stops = StopAcross(queue.pool)
+        self._running = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._at_once: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> list[Entry]:
+        """Start this replica's worker and its share of the sweep. Nothing is replayed here:
+        what a stop left is in the queue, for any replica."""
+        self.queue.handler = self._answer
+        self._tasks = [
+            asyncio.create_task(self.queue.work(), name="queue worker"),
+            asyncio.create_task(self.queue.sweeping(), name="queue sweep"),
+            asyncio.create_task(self.stops.listen(self._runs, self._answer_here), name="stops"),
+        ]
+        return []
+
+    async def receive(self, inbounds: Sequence[Inbound]) -> None:
+        """Journal and queue a batch in one transaction (raises when the database is away:
+        nothing was confirmed then)."""
+        journaled: list[Inbound] = []
+        for inbound in inbounds:
+            route = self.router.route(inbound)
+            if route == "at_once":
+                self.aside(self._answer_at_once(inbound))
+            elif route == "journal":
+                journaled.append(inbound)
+        await self.journal.accept_all(journaled)
+
+    def backlog(self) -> int:
+        """Turns running on this replica (the queue's backlog is the cluster's)."""
+        return self._running
+
+    async def close(self, grace: float) -> None:
+        """Stop fetching; the running turns get the queue's grace (the channel's `grace` is
+        the same setting), the rest go back in the queue."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SEND_SETTLE):
+                await self.router.delivery.settle()
+        log.info("intake_closed", running=self._running)
+
+    def aside(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(_logged(work))
+        self._at_once.add(task)
+        task.add_done_callback(self._at_once.discard)
+
+    async def _answer_at_once(self, inbound: Inbound) -> None:
+        """The door's answers and /stop, here; a /stop for a turn running on another replica
+        goes to that replica (`bot.replicas.stop`)."""
+        command = parse_command(inbound.text)
+        key = inbound.session_key
+        stop = command is not None and command.name == "stop" and not self._runs(key)
+        if stop and await self.stops.running_elsewhere(key):
+            await self.stops.forward(inbound)
+            return
+        await self._answer_here(inbound)
+
+    async def _answer_here(self, inbound: Inbound) -> None:
+        await self.router.answer_at_once(inbound, self.replier_for(inbound), self.reach)
+
+    def _runs(self, session_key: str) -> bool:
+        return self.router.turns.running.is_running(session_key)
+
+    async def _answer(self, update: str) -> None:
+        entry = await self.journal.take(update)
+        if entry is None:  # answered already: the job ran again after its end was lost
+            return
+        self._running += 1
+        try:
+            await self.router.answer(entry, self.replier_for(entry.inbound))
+        except Fenced:
+            log.warning("queue_turn_fenced", inbound=update)  # another replica has it now
+        finally:
+            self._running -= 1
+
+
+async def _logged(work: Coroutine[Any, Any, None]) -> None:
+    try:
+        await work
+    except Exception:
+        log.exception("answer_failed")
