@@ -77,6 +77,7 @@ class LLMCause(StrEnum):
     UNREACHABLE = "unreachable"  # connection refused, DNS, TLS
     REFUSED = "request refused"  # another 4xx
     OVERFLOW = "context overflow"
+    CAPPED = "daily cap reached"  # ours, not the provider's (`bot.usage`): the message says which
     FAILED = "failed"  # anything else (no choices, an answer we cannot read)
 
 

@@ -183,6 +183,7 @@ class ChatMessage:
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # of the prompt, as the provider reported them served from its cache
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,56 @@ class Document:
     name: str  # "context.txt"
     text: str
     caption: str = ""
+
+
+@dataclass(frozen=True)
+class Button:
+    """A button under a message: what it says, what a press sends back (at most 64 bytes,
+    never trusted: the bot looks up what it names), and the text command that does the same
+    where a channel has no buttons."""
+
+    label: str
+    data: str
+    command: str
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A short message with buttons under it (a memory receipt)."""
+
+    text: str
+    buttons: tuple[Button, ...]
+
+    def as_text(self) -> str:
+        """The message for a channel without buttons: the text, then each button's command."""
+        commands = " · ".join(f"{b.label}: {b.command}" for b in self.buttons)
+        return f"{self.text}\n{commands}" if commands else self.text
+
+
+@dataclass(frozen=True)
+class Press:
+    """Someone pressed a button under one of the bot's messages."""
+
+    channel: str
+    chat_id: int
+    user_id: int
+    data: str  # the button's `data`, as the client sent it
+    message_id: int | None = None
+    thread_id: int | None = None
+
+    @property
+    def session_key(self) -> str:
+        base = f"{self.channel}:{self.chat_id}"
+        return base if self.thread_id is None else f"{base}:{self.thread_id}"
+
+
+@dataclass(frozen=True)
+class Pressed:
+    """What a press answers: a short notice where it was pressed, and the message's new text
+    (None: the message stays as it is)."""
+
+    notice: str
+    text: str | None = None
 
 
 @dataclass(frozen=True)

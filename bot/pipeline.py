@@ -57,6 +57,7 @@ class TurnContext:
     model: str = ""  # 30: the model that answered
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
+    stored: list[tuple[MemoryScope, str]] = field(default_factory=list)  # 30 (memory_edit); 40
     # runner (a document's text, `bot.media`) and 50: the files the turn wrote; 55 indexes them
     written: list[Path] = field(default_factory=list)
     live: LiveText | None = None  # runner: where the model's text is shown as it comes (30 feeds)

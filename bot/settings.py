@@ -169,6 +169,7 @@ class MemorySettings(_Section):
     working_memory_stale_days: int = Field(default=7, ge=0)
     retention_days: int = Field(default=30, ge=1)  # older daily notes move to the archive
     undo_minutes: int = Field(default=10, ge=0)  # how long /forget can be undone
+    receipts: bool = True  # a receipt with Undo/Edit/Forget buttons for each fact stored
     items: ItemSettings = ItemSettings()
 
 
@@ -234,6 +235,16 @@ class SessionPolicySettings(_Section):
     idle_minutes: int | None = Field(default=None, gt=0)
 
 
+class UsageSettings(_Section):
+    """What the model may spend (`bot.usage`): tokens in and out per day; 0 is no cap."""
+
+    chat_daily_tokens: int = Field(default=0, ge=0)  # each chat's replies
+    background_daily_tokens: int = Field(default=0, ge=0)  # consolidation, flush, compaction
+    owners_exempt: bool = True  # an owner's private chat is held by neither cap
+    warn_share: float = Field(default=0.8, gt=0, le=1)  # the owners hear once at this share
+    prices_file: Path = Path("config/prices.json")  # dollars per million tokens of known models
+
+
 class StoreSettings(_Section):
     """Where the journal and the chats' queues live: the workspace's files (None, the default)
     or a PostgreSQL database shared by every replica (`postgresql://…`, bot.replicas)."""
@@ -288,6 +299,7 @@ class Settings(BaseSettings):
     session: SessionPolicySettings = SessionPolicySettings()
     rag: RagSettings = RagSettings()
     media: MediaSettings = MediaSettings()
+    usage: UsageSettings = UsageSettings()
     store: StoreSettings = StoreSettings()
     reminders: ReminderSettings = ReminderSettings()
     log: LogSettings = LogSettings()

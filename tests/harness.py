@@ -65,7 +65,8 @@ def make_settings(
         workspace=workspace,
         telegram=telegram_settings,
         llm=llm,
-        memory=overrides.pop("memory", MemorySettings()),
+        # receipts (messages with buttons) are test_receipts'; elsewhere /remember answers in text
+        memory=overrides.pop("memory", MemorySettings(receipts=False)),
         **overrides,
     )
 

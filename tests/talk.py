@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.app import App
-from bot.models import ChatType, Document, Inbound
+from bot.models import ChatType, Document, Inbound, Keyed
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.harness import OWNER
 
@@ -27,12 +27,13 @@ _ids = itertools.count(1)
 
 
 class RecordingReplier:
-    """Keeps what the bot sent (texts, and files apart), and counts how often it showed
+    """Keeps what the bot sent (texts; files and receipts apart), and counts how often it showed
     "typing" and acknowledged a message."""
 
     def __init__(self) -> None:
         self.sent: list[str] = []
         self.documents: list[Document] = []
+        self.receipts: list[Keyed] = []  # messages with buttons (memory receipts)
         self.typing_entries = 0
         self.acknowledged = 0
 
@@ -42,6 +43,9 @@ class RecordingReplier:
     async def send_part(self, part: object) -> None:
         if isinstance(part, Document):
             self.documents.append(part)
+            return
+        if isinstance(part, Keyed):
+            self.receipts.append(part)
             return
         assert isinstance(part, str)
         self.sent.append(part)

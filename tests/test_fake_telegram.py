@@ -8,7 +8,14 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-from telegram import Bot, MessageEntity, ReplyParameters, Update
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    MessageEntity,
+    ReplyParameters,
+    Update,
+)
 from telegram.error import BadRequest, Conflict, InvalidToken, RetryAfter
 from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filters
 
@@ -316,3 +323,34 @@ async def test_a_server_without_drafts_answers_not_found(
     with pytest.raises(InvalidToken, match="Not Found"):
         await bot.send_message_draft(CHAT, 7, "Hel")
     assert not fake_telegram.drafts
+
+
+async def test_inline_keyboards_are_checked_kept_and_removed_by_an_edit(
+    bot: Bot, fake_telegram: FakeTelegram
+) -> None:
+    too_long = InlineKeyboardMarkup([[InlineKeyboardButton("Undo", callback_data="x" * 65)]])
+    with pytest.raises(BadRequest, match=r"(?i)button_data_invalid"):
+        await bot.send_message(42, "receipt", reply_markup=too_long)
+    keyed = InlineKeyboardMarkup([[InlineKeyboardButton("Undo", callback_data="rc:1:u")]])
+    sent = await bot.send_message(42, "receipt", reply_markup=keyed)
+    assert fake_telegram.sent_messages(42)[0].buttons == [("Undo", "rc:1:u")]
+    await bot.edit_message_text("done", chat_id=42, message_id=sent.message_id)
+    assert fake_telegram.sent_messages(42)[0].buttons == []
+
+
+async def test_a_press_arrives_as_a_callback_query_answered_once(
+    bot: Bot, fake_telegram: FakeTelegram
+) -> None:
+    keyed = InlineKeyboardMarkup([[InlineKeyboardButton("Undo", callback_data="rc:1:u")]])
+    sent = await bot.send_message(42, "receipt", reply_markup=keyed)
+    query_id = fake_telegram.push_press(42, 7, sent.message_id, "rc:1:u")
+    [update] = await bot.get_updates()
+    assert update.callback_query is not None
+    assert update.callback_query.data == "rc:1:u"
+    assert update.callback_query.from_user.id == 7
+    assert update.callback_query.message is not None
+    assert update.callback_query.message.message_id == sent.message_id
+    assert await bot.answer_callback_query(query_id, text="Undone.")
+    with pytest.raises(BadRequest, match=r"(?i)query is too old"):
+        await bot.answer_callback_query(query_id, text="again")
+    assert fake_telegram.press_answers == {query_id: "Undone."}

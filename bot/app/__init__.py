@@ -13,6 +13,7 @@ from bot.app.channel import telegram_channel
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.app.pipeline import (
+    Compaction,
     build_compaction,
     build_context,
     build_lightrag,
@@ -20,11 +21,13 @@ from bot.app.pipeline import (
     build_tools,
 )
 from bot.app.reminders import Reminders, attach, build_reminders
+from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Store, build_store
-from bot.app.turn import TurnParts, build_router
+from bot.app.turn import TurnParts, build_door, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
+from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
@@ -34,6 +37,8 @@ from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
+from bot.pipeline import Pipeline
+from bot.receipts import ReceiptStore
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import Locks
@@ -45,6 +50,7 @@ from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
+from bot.turn.chats import ChatLocks
 from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
@@ -70,6 +76,7 @@ class App:
     services: list[Service] = field(default_factory=list)
     recall: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
     intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
+    spending: Spending | None = None  # what the model spends; its caps' line to the owners
 
     async def start(self) -> None:
         for service in self.services:
@@ -102,6 +109,8 @@ class _Core:
     chatter: ChatterStore | None
     writer: MemoryWriter
     consolidator: Consolidator
+    steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
+    spending: Spending  # the model client of each kind of work, metered and capped
 
 
 def build_app(
@@ -113,33 +122,23 @@ def build_app(
     workspace, sessions, memory, recall = core.workspace, core.sessions, core.memory, core.recall
     writer, store = core.writer, core.store
     lightrag, tools, reminders = _build_tools(settings, core, now)
+    compacting = core.spending.llm("compaction")
     compaction = build_compaction(
-        settings, sessions, core.llm, memory, writer, now, windows=core.windows, tools=tools.specs
+        settings, sessions, compacting, memory, writer, now, windows=core.windows, tools=tools.specs
     )
     sent = LastRequests()
     context = build_context(settings, memory, recall, compaction, now, lightrag=lightrag)
-    pipeline = build_pipeline(
-        settings,
-        sessions,
-        core.llm,
-        context,
-        recall,
-        core.consolidator,
-        compaction,
-        now,
-        workspace=workspace,
-        writer=writer,
-        lightrag=lightrag,
-        tools=tools,
-        sent=sent,
+    turn = _TurnPieces(context, compaction, tools, sent, lightrag)
+    pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
+    transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
+    parts = TurnParts(
+        memory, writer, core.consolidator, compaction, pipeline, sent, store.journal, core.steering
     )
-    transcriber = build_transcriber(settings, api_key)
-    pipeline = reminders.into(pipeline)
-    parts = TurnParts(memory, writer, core.consolidator, compaction, pipeline, sent, store.journal)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
+    task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
     services: list[Service] = [
         *store.services,  # first: the shared database, before anything uses the journal
         recall.index,  # first: opened and synced before anything else starts, stopped last
@@ -150,10 +149,12 @@ def build_app(
         core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        attach(reminders, router, sessions=sessions, context=context, llm=core.llm, tools=tools),
+        attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    return App(router, core.llm, workspace, now, preview, services, recall, store.intake)
+    return App(
+        router, core.llm, workspace, now, preview, services, recall, store.intake, core.spending
+    )
 
 
 def _build_tools(
@@ -169,6 +170,39 @@ def _build_tools(
     return lightrag, tools, reminders
 
 
+@dataclass(frozen=True)
+class _TurnPieces:
+    """What the pipeline is made of beside the core."""
+
+    context: ContextBuilding
+    compaction: Compaction
+    tools: ToolRegistry
+    sent: LastRequests
+    lightrag: LightRagBackend | None
+
+
+def _build_pipeline(
+    settings: Settings, core: _Core, turn: _TurnPieces, now: Callable[[], datetime]
+) -> Pipeline:
+    """The turn's systems, answering with the model metered as replies."""
+    return build_pipeline(
+        settings,
+        core.sessions,
+        core.spending.llm("reply"),
+        turn.context,
+        core.recall,
+        core.consolidator,
+        turn.compaction,
+        now,
+        workspace=core.workspace,
+        writer=core.writer,
+        lightrag=turn.lightrag,
+        tools=turn.tools,
+        sent=turn.sent,
+        receipts=core.steering.receipts,
+    )
+
+
 def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
     workspace = _open_workspace(settings)
     windows = build_windows(settings, workspace)
@@ -180,9 +214,13 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     )
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     chatter = _build_chatter(settings, workspace, memory.file_locks)
-    writer = build_writer(workspace, memory, recall, undo, chatter=chatter)
+    receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
+    writer = build_writer(workspace, memory, recall, undo, chatter=chatter, receipts=receipts)
+    gate = Gate(*build_door(settings, workspace, memory.file_locks, now), ChatLocks())
+    steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
+    consolidating = spending.llm("consolidation")
     consolidator = _build_consolidator(
-        settings, workspace, llm, writer, memory.tokens.count, now, windows
+        settings, workspace, consolidating, writer, memory.tokens.count, now, windows
     )
     return _Core(
         workspace=workspace,
@@ -196,6 +234,8 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
         chatter=chatter,
         writer=writer,
         consolidator=consolidator,
+        steering=steering,
+        spending=spending,
     )
 
 
@@ -204,7 +244,13 @@ def build_telegram(
 ) -> TelegramChannel:
     """The Telegram channel over the app's router, as `settings.telegram` says."""
     return telegram_channel(
-        settings, app.router, app.workspace, app.intake, token=token, heartbeat=heartbeat
+        settings,
+        app.router,
+        app.workspace,
+        app.intake,
+        token=token,
+        heartbeat=heartbeat,
+        owner_line=app.spending.line if app.spending else None,
     )
 
 
@@ -292,7 +338,7 @@ def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAI
 def _build_consolidator(
     settings: Settings,
     workspace: Workspace,
-    llm: OpenAIChat,
+    llm: LLM,
     writer: MemoryWriter,
     count: Callable[[str], int],
     now: Callable[[], datetime],

@@ -12,6 +12,7 @@ from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from bot.turn.intake import IntakeFactory
 from bot.turn.router import Router
+from bot.usage import OwnerLine
 
 if TYPE_CHECKING:
     from bot.channels.telegram.webhook import Hook
@@ -25,6 +26,7 @@ def telegram_channel(
     *,
     token: str,
     heartbeat: Heartbeat | None = None,
+    owner_line: OwnerLine | None = None,  # caps on spending tell the owners through it
 ) -> TelegramChannel:
     telegram = settings.telegram
     options: dict[str, Any] = {
@@ -38,6 +40,7 @@ def telegram_channel(
         "heartbeat": heartbeat,
         "proxy": telegram.proxy,
         "debounce": telegram.debounce,
+        "owner_line": owner_line,
     }
     if telegram.mode == "webhook":
         from bot.channels.telegram.webhook import TelegramWebhook

@@ -4,7 +4,7 @@ root (see `bot.app`); each channel connects its own files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from bot.llm.transcription import OpenAITranscriber
 from bot.llm.windows import ModelWindows
@@ -13,6 +13,7 @@ from bot.media.files import MB
 from bot.media.photo import PhotoReader
 from bot.media.reader import MediaReader
 from bot.media.voice import VoiceReader
+from bot.models import Usage
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
 
@@ -44,7 +45,11 @@ def build_media(
     )
 
 
-def build_transcriber(settings: Settings, api_key: str) -> OpenAITranscriber | None:
+def build_transcriber(
+    settings: Settings,
+    api_key: str,
+    spent: Callable[[str, Usage], Awaitable[None]] | None = None,
+) -> OpenAITranscriber | None:
     """Speech to text at its own endpoint, or the chat model's (and its key); None when off."""
     media = settings.media
     if not media.transcription_model.strip():
@@ -55,5 +60,6 @@ def build_transcriber(settings: Settings, api_key: str) -> OpenAITranscriber | N
         api_key=key.get_secret_value() if key is not None else api_key,
         model=media.transcription_model,
         timeout=media.transcription_timeout,
+        spent=spent,
         proxy=settings.llm.proxy,
     )

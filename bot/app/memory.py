@@ -29,6 +29,7 @@ from bot.index.sync.transcripts import TranscriptSource
 from bot.llm.embeddings import OpenAIEmbedder
 from bot.llm.tokens import LineTokens, TokenCounter
 from bot.memory.forgetting import Forgetting
+from bot.memory.forgetting.forget import Copies
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.store import ItemStore
 from bot.memory.items.usage import UsageSaver
@@ -128,9 +129,11 @@ def build_writer(
     undo: UndoStore,
     *,
     chatter: ChatterStore | None = None,
+    receipts: Copies | None = None,
 ) -> MemoryWriter:
     """The one writer over the memory files, the items and the index (and what /forget
-    reaches: `chatter`, a group's messages waiting for the bot's next turn)."""
+    reaches: `chatter`, a group's messages waiting for the bot's next turn; `receipts`, the
+    memory receipts' copies of what was stored)."""
     return MemoryWriter(
         workspace,
         memory.file_locks,
@@ -141,7 +144,7 @@ def build_writer(
         items=recall.item_writer,
         usage=recall.retriever,
         index=recall.index,
-        forgetting=Forgetting(workspace, memory.file_locks, undo, chatter),
+        forgetting=Forgetting(workspace, memory.file_locks, undo, chatter, receipts),
     )
 
 

@@ -11,9 +11,9 @@ from bot.app.memory import ItemsAndIndex, Memory, build_memory_prompt
 from bot.conversation.compaction import Compactor
 from bot.conversation.flush import MemoryFlush
 from bot.index.lightrag import LightRagBackend
+from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
-from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows
 from bot.memory.cited import CitedOrigins
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
@@ -29,7 +29,7 @@ from bot.systems.context import ContextBuilding
 from bot.systems.flush import PreCompactionFlush, flush_trigger
 from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
-from bot.systems.tags import MemoryTags
+from bot.systems.tags import MemoryTags, Receipts
 from bot.systems.tool_loop import ToolLoop
 from bot.systems.truth import FilesFirst
 from bot.tools.clock import CurrentTime
@@ -38,6 +38,7 @@ from bot.tools.memory_get import MemoryGet
 from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
 from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
 from bot.tools.registry import ToolRegistry
+from bot.usage import MeteredLLM
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Compaction:
 def build_compaction(
     settings: Settings,
     sessions: SessionStore,
-    llm: OpenAIChat,
+    llm: LLM,
     memory: Memory,
     writer: MemoryWriter,
     now: Callable[[], datetime],
@@ -98,7 +99,7 @@ def build_compaction(
 def _build_flush(
     settings: Settings,
     sessions: SessionStore,
-    llm: OpenAIChat,
+    llm: LLM,
     writer: MemoryWriter,
     compaction: Compaction,
     now: Callable[[], datetime],
@@ -203,7 +204,7 @@ def build_context(
 def build_pipeline(
     settings: Settings,
     sessions: SessionStore,
-    llm: OpenAIChat,
+    llm: LLM,
     context: ContextBuilding,
     recall: ItemsAndIndex,
     consolidator: Consolidator,
@@ -215,8 +216,10 @@ def build_pipeline(
     lightrag: LightRagBackend | None,
     tools: ToolRegistry,
     sent: LastRequests,
+    receipts: Receipts | None = None,
 ) -> Pipeline:
-    flush = _build_flush(settings, sessions, llm, writer, compaction, now)
+    flushing = llm.as_kind("flush") if isinstance(llm, MeteredLLM) else llm
+    flush = _build_flush(settings, sessions, flushing, writer, compaction, now)
     loop = ToolLoop(
         llm,
         tools,
@@ -232,7 +235,7 @@ def build_pipeline(
             BestEffort(FilesFirst(writer)),
             context,
             loop,
-            MemoryTags(writer),
+            MemoryTags(writer, receipts),
             _persist(settings, sessions, writer, consolidator, compaction, now),
             BestEffort(RagIndexing(workspace, index=recall.index, remote=lightrag)),
         ]

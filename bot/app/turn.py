@@ -9,6 +9,7 @@ from datetime import datetime
 
 from bot.app.memory import Memory
 from bot.app.pipeline import Compaction
+from bot.app.steering import Steering
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
@@ -28,7 +29,7 @@ from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
-from bot.turn.commands import basics, conversation, memory, status
+from bot.turn.commands import basics, conversation, memory, spending, status
 from bot.turn.commands.dispatch import Commands
 from bot.turn.commands.keep import KeepQuoted
 from bot.turn.delivery import Delivery
@@ -60,6 +61,7 @@ class TurnParts:
     pipeline: Pipeline
     sent: LastRequests  # the last request of each chat (/context)
     journal: Journal
+    steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
 
 
 def build_router(
@@ -72,8 +74,10 @@ def build_router(
     media: MediaReader,
     chatter: ChatterStore | None,
 ) -> Router:
-    access, door = build_door(settings, workspace, parts.memory.file_locks, now)
-    chats = Chats(sessions, access, ChatLocks(), RunningTurns())
+    steering = parts.steering
+    gate = steering.gate
+    access, door = gate.access, gate.door
+    chats = Chats(sessions, access, gate.locks, RunningTurns())
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
     closing = ConversationClose(
         sessions=sessions,
@@ -89,6 +93,7 @@ def build_router(
         turns=_build_turns(settings, chats, parts, closing, delivery, now, media, chatter),
         delivery=delivery,
         chatter=chatter,
+        receipts=steering.receipts,
     )
 
 
@@ -132,6 +137,7 @@ def build_commands(
     closing: ConversationClose,
     now: Callable[[], datetime],
 ) -> Commands:
+    steering = parts.steering
     sessions, access, locks, running = chats.sessions, chats.access, chats.locks, chats.running
     meter, model = parts.compaction.meter, settings.llm.model
     undo_minutes = settings.memory.undo_minutes
@@ -153,7 +159,7 @@ def build_commands(
                 parts.compaction.compactor, sessions, locks, access, keep=parts.compaction.keep
             ),
             memory.ShowMemory(inventory, access),
-            memory.Remember(parts.writer, access),
+            memory.Remember(parts.writer, access, steering.receipts),
             memory.Forget(parts.writer, access, locks, undo_minutes=undo_minutes),
             memory.Undo(parts.writer, locks, undo_minutes=undo_minutes),
             KeepQuoted(parts.writer, access),
@@ -167,6 +173,7 @@ def build_commands(
                 pipeline=parts.pipeline.describe(),
             ),
             status.ShowContext(parts.sent, meter, access, sessions, model=model),
+            spending.ShowUsage(steering.usage, access),
         ]
     )
 

@@ -39,7 +39,7 @@ from rich.text import Text
 
 from bot.channels.markdown import hard_breaks, literal_tags
 from bot.media.files import LocalFiles
-from bot.models import Attachment, AttachmentKind, Document, Inbound
+from bot.models import Attachment, AttachmentKind, Document, Inbound, Keyed
 from bot.storage.files import atomic_write_text
 from bot.storage.inbox import Entry
 from bot.turn.access import LOCAL_USER_ID
@@ -72,6 +72,8 @@ class ConsoleReplier:
     async def send_part(self, part: object) -> None:
         if isinstance(part, Document):
             part = await asyncio.to_thread(self._saved, part)
+        if isinstance(part, Keyed):  # no buttons here: their text commands instead
+            part = part.as_text()
         if not self.terminal:
             self.out.write(f"{LABEL}{part}\n")
             self.out.flush()

@@ -28,7 +28,7 @@ from bot import logs
 from bot.app import build_app, build_telegram
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram.errors import is_network_error, is_rejected_token, startup_error
-from bot.cli import evaluate, memory, pairs, prompt, reminders, setup
+from bot.cli import evaluate, memory, pairs, prompt, reminders, setup, spending
 from bot.cli.doctor import doctor, health
 from bot.errors import ConfigError, StartupError
 from bot.settings import Settings, load_settings, require_secret, secret_values
@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     pairs.add_parser(sub)
     prompt.add_parser(sub)
     reminders.add_parser(sub)
+    spending.add_parser(sub)
     return parser
 
 
@@ -83,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return reminders.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "pair":
             return pairs.run(settings, args)
+        if args.command == "usage":
+            return spending.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "prompt":
             return asyncio.run(prompt.run(settings, args, out=lambda line: print(scrub(line))))
         if args.command == "health":

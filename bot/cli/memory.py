@@ -1,4 +1,5 @@
-"""`python -m bot memory search | reindex | stats`: the search index and the items, from a shell.
+"""`python -m bot memory search | reindex | stats | export | import`: the search index and the
+items from a shell, and the memory moved between workspaces (`bot.cli.transfer`).
 
 They need the settings and the workspace only: no Telegram token, and a model key only when
 the embedder is "openai". The index is opened as the bot opens it (a delta sync with the memory
@@ -26,6 +27,7 @@ from contextlib import contextmanager
 
 from bot.app import clock
 from bot.app.memory import ItemsAndIndex, build_items_and_index
+from bot.cli import transfer
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import kind_of
 from bot.index.sync import MarkdownSource, source_files
@@ -47,10 +49,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     search.add_argument("--chat", default=None, help="a chat key: search only its memory")
     commands.add_parser("reindex", help="rebuild the index from the memory files and items")
     commands.add_parser("stats", help="what the index and the items hold")
+    transfer.add_commands(commands)
 
 
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     workspace = Workspace(settings.workspace)
+    if args.memory_command in ("export", "import"):  # the index is built after an import
+        return transfer.run(settings, args, lambda: _recall(settings, workspace), out)
     workspace.ensure()
     recall = _recall(settings, workspace)
     if args.memory_command == "reindex":

@@ -58,6 +58,8 @@ def tell(error: LLMError, *, owner: bool) -> str:
 
 
 def for_others(error: LLMError) -> str:
+    if error.cause is LLMCause.CAPPED:
+        return str(error)  # which cap, and when it starts again (`bot.usage`)
     if error.cause is LLMCause.OVERFLOW:
         return TOO_LONG
     if error.cause is LLMCause.REFUSED:
@@ -66,6 +68,8 @@ def for_others(error: LLMError) -> str:
 
 
 def for_owner(error: LLMError) -> str:
+    if error.cause is LLMCause.CAPPED:
+        return str(error)
     if error.cause is LLMCause.OVERFLOW:
         return TOO_LONG
     return _FOR_OWNER.get(error.cause, _OWNER_FAILED).format(

@@ -97,9 +97,11 @@ class _Parts:
         text = ""
         self.model = chunk.model or self.model
         if chunk.usage is not None:
+            details = getattr(chunk.usage, "prompt_tokens_details", None)
             self.usage = Usage(
                 prompt_tokens=chunk.usage.prompt_tokens or 0,
                 completion_tokens=chunk.usage.completion_tokens or 0,
+                cached_tokens=getattr(details, "cached_tokens", None) or 0,
             )
         for choice in chunk.choices[:1]:
             self.answered = True

@@ -3,15 +3,18 @@
 
 A failure is a `TranscriptionFailed` whose message says why in a few words (the service did not
 answer, refused the key, has no such endpoint or model): never the key, never the provider's
-text (a refused key is echoed there).
+text (a refused key is echoed there). The tokens a service reports are handed to `spent`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 import openai
 import structlog
 
 from bot.errors import TranscriptionFailed
+from bot.models import Usage
 
 log = structlog.get_logger(__name__)
 
@@ -33,9 +36,11 @@ class OpenAITranscriber:
         model: str,
         timeout: float,
         max_retries: int = 1,
+        spent: Callable[[str, Usage], Awaitable[None]] | None = None,  # (model, tokens)
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
         self.model = model
+        self.spent = spent
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key,
@@ -59,6 +64,13 @@ class OpenAITranscriber:
         except openai.APIError as exc:  # connection, timeout
             log.warning("transcription_unreachable", error=type(exc).__name__)
             raise TranscriptionFailed("the transcription service did not answer") from None
+        usage = getattr(result, "usage", None)
+        if self.spent is not None and getattr(usage, "type", None) == "tokens":
+            tokens = Usage(
+                prompt_tokens=getattr(usage, "input_tokens", 0) or 0,
+                completion_tokens=getattr(usage, "output_tokens", 0) or 0,
+            )
+            await self.spent(self.model, tokens)
         return result.text.strip()
 
     async def start(self) -> None:

@@ -50,6 +50,7 @@ class Stored:
     items: tuple[MemoryItem, ...]  # the items written or reinforced
     replaced: tuple[str, ...] = ()  # the MEMORY.md lines the new facts superseded
     quoted: tuple[Quote, ...] = ()  # kept as quoted material, waiting for an owner
+    added: tuple[tuple[MemoryScope, str], ...] = ()  # the lines added, and to which memory
 
 
 class TagSink(Protocol):
@@ -104,7 +105,8 @@ class FactWriter:
         session_key, turn_id = turn
         told = (turn_reference(session_key, turn_id),) if turn_id else ()
         items = await self.items_of(scope, done.added, extra=told, origin=origin)
-        return Stored(True, tuple(items), tuple(done.replaced))
+        added = tuple((scope, fact) for fact in done.added)
+        return Stored(True, tuple(items), tuple(done.replaced), added=added)
 
     async def items_of(
         self,

@@ -147,6 +147,7 @@ class MemoryWriter:
         From a turn that carried other people's words (`origin.quoted`) the facts are kept as
         quoted material instead, until an owner keeps them (`keep_quoted`)."""
         ok, items, quotes = True, list[MemoryItem](), list[Quote]()
+        added: list[tuple[MemoryScope, str]] = []
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
         for tag, where, facts in found:
@@ -161,6 +162,7 @@ class MemoryWriter:
                     origin=origin.said if origin else None,
                 )
                 ok, items = ok and stored.ok, [*items, *stored.items]
+                added += stored.added
         if tags.working_memory is not None:
             write = _done(self.working.write(session_key, tags.working_memory))
             ok &= await attempt("working-memory", write, default=False)
@@ -173,7 +175,7 @@ class MemoryWriter:
             items=len(items),
             quoted=len(quotes),
         )
-        return Stored(ok, tuple(items), quoted=tuple(quotes))
+        return Stored(ok, tuple(items), quoted=tuple(quotes), added=tuple(added))
 
     # ------------------------------------------------------------------ a person's commands
 

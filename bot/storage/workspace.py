@@ -214,6 +214,16 @@ class Workspace:
         return self.state_dir / "chatter" / f"{encode_key(key)}.json"
 
     @property
+    def receipts_path(self) -> Path:
+        """Memory receipts and the edits waiting for their text (`bot.receipts`)."""
+        return self.state_dir / "receipts.json"
+
+    @property
+    def usage_path(self) -> Path:
+        """Tokens and model calls per day, chat and kind (`bot.usage`)."""
+        return self.state_dir / "usage.json"
+
+    @property
     def undo_dir(self) -> Path:
         """What /forget removed, kept for /undo for a few minutes (`bot.storage.undo`)."""
         return self.state_dir / "undo"

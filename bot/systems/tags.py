@@ -8,17 +8,22 @@ chat; `<chat-memory>` goes to this chat's own memory; from a turn that carried o
 people's words (a document, a forwarded message, group chatter, a tool's output:
 `bot.memory.trust`) they are kept as quoted material instead, until an owner keeps one. The
 tags are stripped first; each store is best-effort (logged), so a storage failure never costs
-the user the reply.
+the user the reply. Each line added, and each line the memory tools wrote in the turn
+(`TurnContext.stored`), gets a receipt (`bot.receipts`), shown after the reply.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Protocol
 
 import structlog
 
 from bot.memory.facts import TagSink
+from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import extract_tags, without_echoes
+from bot.models import Inbound, MemoryScope
 from bot.pipeline import TurnContext
 from bot.systems.origin import origin_of
 from bot.systems.tool_loop import EMPTY_REPLY
@@ -28,16 +33,29 @@ ACKNOWLEDGEMENT = "Noted."
 NOT_SAVED = "Sorry, I couldn't save that to memory."
 
 
+class Receipts(Protocol):
+    """Where what was stored is told, after the reply (`bot.receipts.ReceiptDesk`)."""
+
+    async def issue(self, inbound: Inbound, stored: Sequence[tuple[MemoryScope, str]]) -> bool: ...
+
+    async def issue_quotes(
+        self, inbound: Inbound, scope: MemoryScope, quotes: Sequence[Quote]
+    ) -> None: ...
+
+
 class MemoryTags:
     order = 40
     name = "memory-tags"
 
-    def __init__(self, memory: TagSink) -> None:
+    def __init__(self, memory: TagSink, receipts: Receipts | None = None) -> None:
         self.memory = memory
+        self.receipts = receipts
 
     async def process(self, ctx: TurnContext) -> None:
         if ctx.reply is None:
             return
+        if ctx.stored and self.receipts is not None:  # what the memory tools wrote
+            await self.receipts.issue(ctx.inbound, ctx.stored)
         tags = extract_tags(ctx.reply)
         if tags.text == ctx.reply and not tags.found:
             return
@@ -56,6 +74,9 @@ class MemoryTags:
         )
         if not tags.text and not stored.ok:
             _show(ctx, NOT_SAVED)
+        if self.receipts is not None:
+            await self.receipts.issue(ctx.inbound, stored.added)
+            await self.receipts.issue_quotes(ctx.inbound, ctx.scope, stored.quoted)
 
 
 def _supplied(ctx: TurnContext) -> list[str]:

@@ -55,6 +55,7 @@ class ToolLoop:
             session_key=ctx.inbound.session_key,
             scope=ctx.scope,
             forgotten=ctx.forgotten,
+            stored=ctx.stored,
             origin=origin_of(ctx),
             inbound=ctx.inbound,
         )

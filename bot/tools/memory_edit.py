@@ -85,6 +85,8 @@ class MemoryEdit:
             edit = await self.memory.edit_line(scope, old, new, supersedes=_newer(args, ctx))
         except NotTextError as exc:
             raise ToolError(str(exc)) from exc  # why it was left alone, and what to fix
+        if edit.after is not None:  # a receipt after the reply (`bot.receipts`)
+            ctx.stored.append((scope, edit.after.strip().removeprefix("- ").strip()))
         return _answer(edit, name, old)
 
 

@@ -27,6 +27,7 @@ class ToolContext:
     session_key: str
     scope: MemoryScope
     forgotten: list[str] = field(default_factory=list)  # memory_forget adds what it forgot
+    stored: list[tuple[MemoryScope, str]] = field(default_factory=list)  # memory lines written
     inbound: Inbound | None = None  # the message the turn answers (who asked, in which chat)
     origin: TurnOrigin | None = None  # who wrote the message, and whose words the turn carried
 

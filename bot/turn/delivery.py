@@ -22,7 +22,7 @@ from typing import Protocol
 import structlog
 
 from bot.errors import SendFailed
-from bot.models import Document
+from bot.models import Document, Keyed
 from bot.storage.inbox import Entry, Fenced, Journal
 
 log = structlog.get_logger(__name__)
@@ -39,7 +39,8 @@ class Replier(Protocol):
         ...
 
     async def send_part(self, part: object) -> None:
-        """Send one piece (or a `Document`, as a file); `SendFailed` when it did not go out."""
+        """Send one piece (or a `Document`, as a file; a `Keyed`, with its buttons or, where the
+        channel has none, `Keyed.as_text`); `SendFailed` when it did not go out."""
         ...
 
     def typing(self) -> AbstractAsyncContextManager[None]: ...
@@ -82,10 +83,10 @@ class Delivery:
         if self._attempts:
             await asyncio.wait(self._attempts)
 
-    async def notice(self, message: str | Document, replier: Replier) -> None:
-        """A short message, or a file, outside the ledger (a notice before the reply, a
-        refusal, /context's file)."""
-        if isinstance(message, Document):
+    async def notice(self, message: str | Document | Keyed, replier: Replier) -> None:
+        """A short message, or a file, or a message with buttons, outside the ledger (a notice
+        before the reply, a refusal, /context's file, a memory receipt)."""
+        if isinstance(message, Document | Keyed):
             await self._send(message, replier)
             return
         for part in replier.parts(message):

@@ -13,6 +13,10 @@ what it says, and call `answer` with each entry, one chat's entries in order.
 Group chatter (a message not for the bot) is journaled like any message and kept for the chat's
 next turn by `bot.storage.chatter`, only from people the bot talks to: anyone else's is dropped
 before the journal, and never meets the door.
+
+After the reply, the receipts of what it stored go out (`bot.receipts`: with buttons where the
+channel has them); a `/receipt` command, or the next message of someone editing a fact, is
+answered by the receipts' desk instead of a command or a turn.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import structlog
 from bot.conversation import speakers
 from bot.media.reader import MediaReader
 from bot.models import Inbound
+from bot.receipts import ReceiptDesk
 from bot.storage.chatter import ChatterStore
 from bot.storage.inbox import Entry, Journal
 from bot.turn.access import AccessPolicy
@@ -54,6 +59,7 @@ class Router:
         delivery: Delivery,
         chatter: ChatterStore | None = None,  # None: group messages not for the bot are dropped
         notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
+        receipts: ReceiptDesk | None = None,  # None: no memory receipts
     ) -> None:
         self.inbox = inbox
         self.access = access
@@ -63,6 +69,7 @@ class Router:
         self.delivery = delivery
         self.chatter = chatter
         self.notice_after = notice_after
+        self.receipts = receipts
         # an entry not sent by anyone (`Inbound.kind`, e.g. a scheduled task): its own turn
         self.kinds: dict[str, Callable[[Inbound, Replier], Awaitable[str]]] = {}
         # each running channel's queue, for entries journaled outside it (`bot.reminders`)
@@ -145,6 +152,8 @@ class Router:
                 log.info("inbox_resend", inbound=inbound.id, parts_sent=entry.sent)
             if entry.reply:
                 await self.delivery.deliver(entry, replier)
+            if self.receipts is not None and inbound.addressed:
+                await self.receipts.show(inbound, lambda r: self.delivery.notice(r, replier))
             await self.inbox.done(inbound.id, fence=entry.fence)
 
     async def _keep_chatter(self, inbound: Inbound) -> None:
@@ -157,6 +166,8 @@ class Router:
         try:
             if (own_turn := self.kinds.get(inbound.kind)) is not None:
                 return await own_turn(inbound, replier)
+            if self.receipts is not None and (taken := await self.receipts.intercept(inbound)):
+                return taken
             if (command := parse_command(inbound.text)) is not None:
                 return await self._command(command, inbound, replier)
             return await self.turns.run(inbound, replier)

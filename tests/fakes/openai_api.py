@@ -14,7 +14,8 @@ missing model, rate limits, overload); ``Reply(delay=…)`` is a slow model, ``H
 answers only when told.
 
 ``POST /v1/audio/transcriptions`` answers the next of ``transcribe(...)``'s texts (or ``Fail``s)
-and keeps each request (model, file name, bytes) in ``transcription_requests``; ``image_parts``
+with a token usage, as gpt-4o-transcribe does, and keeps each request (model, file name, bytes)
+in ``transcription_requests``; every answer's usage is kept in ``usages``; ``image_parts``
 reads the images a chat request showed.
 
 With ``window`` it refuses, as OpenAI does (and says the limit), every request whose prompt is
@@ -74,6 +75,7 @@ class Reply:
     _: KW_ONLY
     delay: float = 0
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None  # of the prompt, served from the provider's cache
     chunk_delay: float = 0
     pieces: int = 3
     fail_after: int | None = None
@@ -90,6 +92,7 @@ class ToolCalls:
     text: str | None = None
     delay: float = 0
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None
     chunk_delay: float = 0
     pieces: int = 3
     fail_after: int | None = None
@@ -344,6 +347,7 @@ class FakeOpenAI(LocalServer):
         self.request_headers: list[dict[str, str]] = []
         self.embedding_requests: list[Json] = []
         self.transcription_requests: list[Json] = []
+        self.usages: list[Json] = []  # the usage of each answer, as sent (with its "model")
         self._transcripts: deque[str | Fail] = deque()
         self._models = list(models)
         self._script: deque[Step] = deque()
@@ -597,7 +601,12 @@ class FakeOpenAI(LocalServer):
         answer = self._transcripts.popleft()
         if isinstance(answer, Fail):
             return _error(answer.status, answer.message, type=answer.type, code=answer.code)
-        return web.json_response({"text": answer})
+        audio = self.transcription_requests[-1]["data"]
+        spoken, written = max(1, len(audio) // 100), max(1, len(answer) // 4)
+        usage = {"type": "tokens", "input_tokens": spoken, "output_tokens": written}
+        usage["total_tokens"] = spoken + written
+        self.usages.append({**usage, "model": form.get("model")})
+        return web.json_response({"text": answer, "usage": usage})
 
     async def _list_models(self, request: web.Request) -> web.Response:
         if (denied := self._auth_error(request)) is not None:
@@ -631,18 +640,22 @@ class FakeOpenAI(LocalServer):
         message["tool_calls"] = self._tool_calls_json(step)
         return message, "tool_calls"
 
-    @staticmethod
-    def _usage(body: Json, step: Reply | ToolCalls, message: Json) -> Json:
+    def _usage(self, body: Json, step: Reply | ToolCalls, message: Json) -> Json:
+        """The answer's usage, kept in `usages` (with the model it names)."""
         prompt = step.prompt_tokens if step.prompt_tokens is not None else rough_prompt_tokens(body)
         chars = len(message.get("content") or "") + sum(
             len(call["function"]["arguments"]) for call in message.get("tool_calls", [])
         )
         completion = max(1, chars // 4)
-        return {
+        usage: Json = {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         }
+        if step.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": step.cached_tokens}
+        self.usages.append({**usage, "model": body.get("model", "fake-model")})
+        return usage
 
     def _envelope(self, body: Json, kind: str) -> Json:
         return {

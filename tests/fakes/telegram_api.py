@@ -6,6 +6,10 @@ it through ``base_url``. It records every call, validates what a bot most often 
 failures (``fail_next``) such as "can't parse entities" or 429 flood control. Drafts
 (``sendMessageDraft``, private chats only) are recorded in ``drafts``; ``drafts_supported = False``
 answers them 404, as a Bot API server older than 9.5 does.
+Inline keyboards are checked as Telegram does (``callback_data`` of 1-64 bytes) and kept on the
+message (``SentMessage.reply_markup``; an edit without one removes them); ``push_press`` queues a
+callback query from a user pressing a button, answered once with ``answerCallbackQuery``
+(``press_answers``).
 It serves the
 files of the messages it was given (``push_media``): getFile, then the download under
 ``base_file_url``, each download counted in ``downloads``.
@@ -144,6 +148,13 @@ class SentMessage:
     parse_mode: str | None = None
     edit_count: int = 0
     deleted: bool = False
+    reply_markup: dict[str, Any] | None = None
+
+    @property
+    def buttons(self) -> list[tuple[str, str]]:
+        """The inline keyboard's buttons as (text, callback_data), row after row."""
+        rows = (self.reply_markup or {}).get("inline_keyboard", [])
+        return [(b["text"], b.get("callback_data", "")) for row in rows for b in row]
 
 
 @dataclass(frozen=True)
@@ -369,6 +380,23 @@ def _check_entities(text: str, entities: Any) -> list[dict[str, Any]]:
     return entities
 
 
+def _checked_markup(markup: Any) -> dict[str, Any] | None:
+    """An inline keyboard as Telegram checks it: rows of buttons, each with a text and
+    callback data of 1-64 bytes; None when there is none."""
+    if markup is None or markup == "":
+        return None
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        raise ApiError(400, "Bad Request: can't parse reply keyboard markup JSON object")
+    for button in (b for row in rows for b in row):
+        if not isinstance(button, dict) or not str(button.get("text") or "").strip():
+            raise ApiError(400, "Bad Request: BUTTON_TEXT_INVALID")
+        data = button.get("callback_data")
+        if data is not None and not 1 <= len(str(data).encode("utf-8")) <= 64:
+            raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+    return dict(markup)
+
+
 def _checked_text(params: Params) -> tuple[str, list[dict[str, Any]] | None]:
     text = params.get("text")
     if not isinstance(text, str) or not text.strip():
@@ -418,6 +446,8 @@ class FakeTelegram(LocalServer):
         self._failures: list[_Failure] = []
         self.drafts: list[ShownDraft] = []
         self.drafts_supported = True
+        self._presses: set[str] = set()  # callback query ids not answered yet
+        self.press_answers: dict[str, str] = {}  # callback query id → the text answered
         self._files: dict[str, tuple[bytes, int]] = {}  # file_id → (bytes served, size told)
         self.downloads: list[str] = []  # the file ids downloaded, in order
         self._poll_generation = 0
@@ -441,6 +471,7 @@ class FakeTelegram(LocalServer):
             "sendMessageDraft": self._send_message_draft,
             "deleteMessage": self._delete_message,
             "setMessageReaction": self._set_message_reaction,
+            "answerCallbackQuery": self._answer_callback_query,
             "getFile": self._get_file,
             "close": lambda _params: True,
             "logOut": lambda _params: True,
@@ -573,6 +604,43 @@ class FakeTelegram(LocalServer):
         if caption is not None:
             message["caption"] = caption
         return self.push_update({"message": message})
+
+    def push_press(
+        self,
+        chat_id: int,
+        user_id: int,
+        message_id: int,
+        data: str,
+        *,
+        first_name: str = "Ann",
+    ) -> str:
+        """Queue a callback query: `user_id` pressed the button carrying `data` under the bot's
+        message `message_id` in `chat_id`; returns the query id (see `press_answers`)."""
+        sent = self._sent.get((chat_id, message_id))
+        if sent is None:
+            raise KeyError(f"the bot sent no message {message_id} to chat {chat_id}")
+        query_id = f"q{len(self._presses) + len(self.press_answers) + 1}"
+        user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": first_name}
+        self._presses.add(query_id)
+        query = {
+            "id": query_id,
+            "from": user,
+            "message": self._message_json(sent),
+            "chat_instance": f"ci{chat_id}",
+            "data": data,
+        }
+        self.push_update({"callback_query": query})
+        return query_id
+
+    async def wait_for_press_answer(
+        self,
+        query_id: str,
+        timeout: float = 10.0,  # noqa: ASYNC109 - the deadline is part of this helper's API
+    ) -> str:
+        """Wait until the bot answered the press `query_id`; the text it answered."""
+        if await self._wait_until(lambda: query_id in self.press_answers, timeout):
+            return self.press_answers[query_id]
+        raise TimeoutError(f"press {query_id} not answered within {timeout}s")
 
     def serve_file(self, data: bytes, *, size: int | None = None, file_id: str = "") -> str:
         """Serve `data` (getFile tells `size`, by default its own); the file id."""
@@ -779,6 +847,8 @@ class FakeTelegram(LocalServer):
             )
         if sent.edit_count:
             message["edit_date"] = _now()
+        if sent.reply_markup:
+            message["reply_markup"] = sent.reply_markup
         return message
 
     # --- Bot API methods -------------------------------------------------------------------
@@ -881,6 +951,7 @@ class FakeTelegram(LocalServer):
             reply_to_message_id=_reply_target(params),
             message_id=self._next_message_id(chat_id),
             parse_mode=params.get("parse_mode"),
+            reply_markup=_checked_markup(params.get("reply_markup")),
         )
         self._sent[(chat_id, sent.message_id)] = sent
         return self._message_json(sent)
@@ -945,7 +1016,9 @@ class FakeTelegram(LocalServer):
         if old is None or old.deleted:
             raise ApiError(400, "Bad Request: message to edit not found")
         text, entities = _checked_text(params)
-        if text == old.text and (entities or None) == (old.entities or None):
+        markup = _checked_markup(params.get("reply_markup"))
+        same_markup = markup == old.reply_markup
+        if text == old.text and (entities or None) == (old.entities or None) and same_markup:
             raise ApiError(400, NOT_MODIFIED)
         new = dataclasses.replace(
             old,
@@ -953,6 +1026,7 @@ class FakeTelegram(LocalServer):
             entities=entities,
             parse_mode=params.get("parse_mode"),
             edit_count=old.edit_count + 1,
+            reply_markup=markup,
         )
         self._sent[key] = new
         return self._message_json(new)
@@ -970,6 +1044,20 @@ class FakeTelegram(LocalServer):
             if kind.get("emoji") not in REACTION_EMOJI:
                 raise ApiError(400, "Bad Request: REACTION_INVALID")
         self._reactions[key] = reaction
+        return True
+
+    def _answer_callback_query(self, params: Params) -> bool:
+        query_id = params.get("callback_query_id")
+        if not isinstance(query_id, str) or query_id not in self._presses:
+            raise ApiError(
+                400,
+                "Bad Request: query is too old and response timeout expired or query ID is invalid",
+            )
+        text = params.get("text") or ""
+        if utf16_len(text) > 200:
+            raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
+        self._presses.discard(query_id)
+        self.press_answers[query_id] = text
         return True
 
     def _get_file(self, params: Params) -> dict[str, Any]:

@@ -6,6 +6,7 @@ inbound.py   an update as an `Inbound`, attachments too (groups: what does not a
              is chatter)
 files.py     `TelegramFiles`: a message's file (getFile, download) for `bot.media`
 replies.py   `TelegramReplier`: pieces, fallbacks (plain text, halves), `SendFailed`
+buttons.py   a message's inline keyboard; a press (callback query) answered in place
 drafts.py    a reply shown while it is written: sendMessageDraft, or a message edited
 format.py    LLM markdown → text + entities, split under the limit
 """

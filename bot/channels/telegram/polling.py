@@ -30,6 +30,7 @@ from telegram.ext import ExtBot
 from telegram.request import HTTPXRequest
 
 from bot.channels.telegram.budget import AnswersFirst
+from bot.channels.telegram.buttons import Presses
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -42,10 +43,12 @@ from bot.storage.heartbeat import Heartbeat
 from bot.turn.commands.handler import COMMANDS
 from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
 from bot.turn.router import Router
+from bot.usage import OwnerLine
 
 log = structlog.get_logger(__name__)
 
-ALLOWED = ["message"]  # the updates we ask for: new messages (not edits, not channel posts)
+# the updates we ask for: new messages (not edits, not channel posts), presses of our buttons
+ALLOWED = ["message", "callback_query"]
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the last repeats
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
@@ -76,7 +79,9 @@ class TelegramChannel:
         showing: Showing | None = None,  # how a turn shows itself while it runs
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
         debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
+        owner_line: OwnerLine | None = None,  # connected: caps on spending tell the owners
     ) -> None:
+        self.owner_line = owner_line
         self.debounce = debounce
         self.router = router
         self.proxy = proxy
@@ -107,6 +112,8 @@ class TelegramChannel:
         await started(bot, self.base_url)
         if self.router.media is not None:
             self.router.media.connect(CHANNEL, TelegramFiles(bot))
+        if self.owner_line is not None:
+            self.owner_line.connect(lambda chat_id, text: self._tell(bot, chat_id, text))
         await self._beat()
         try:
             intake = self.intake(
@@ -120,16 +127,22 @@ class TelegramChannel:
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
+            receipts = self.router.receipts
+            presses = Presses(bot, receipts.press if receipts is not None else None)
             try:
-                await self._poll(bot, intake, stop, after=max(filter(None, journaled), default=0))
+                after = max(filter(None, journaled), default=0)
+                await self._poll(bot, intake, presses, stop, after=after)
             finally:
                 log.info("telegram_stopping", backlog=intake.backlog())
+                await presses.close(self.shutdown_grace)
                 await intake.close(self.shutdown_grace)
         finally:
             with contextlib.suppress(TelegramError):
                 await bot.shutdown()
 
-    async def _poll(self, bot: Bot, intake: Intake, stop: asyncio.Event, *, after: int) -> None:
+    async def _poll(
+        self, bot: Bot, intake: Intake, presses: Presses, stop: asyncio.Event, *, after: int
+    ) -> None:
         """Fetch, journal, confirm, until `stop`. Updates up to `after` are in the journal
         already (a stop came between journaling them and saving the offset)."""
         saved = await asyncio.to_thread(self.offset.load)
@@ -149,7 +162,8 @@ class TelegramChannel:
                 continue
             outage.over()
             if updates:
-                await self._take(bot, intake, updates)
+                messages = [update for update in updates if not presses.take(update)]
+                await self._take(bot, intake, messages)
                 offset = updates[-1].update_id + 1
                 await asyncio.to_thread(self.offset.save, offset)
 
@@ -160,6 +174,12 @@ class TelegramChannel:
     async def _take(self, bot: Bot, intake: Intake, updates: Sequence[Update]) -> None:
         inbounds = (to_inbound(update, bot_username=bot.username) for update in updates)
         await intake.receive([inbound for inbound in inbounds if inbound is not None])
+
+    async def _tell(self, bot: Bot, chat_id: int, text: str) -> None:
+        """One short message to a private chat, outside any turn (`SendFailed` if it fails)."""
+        replier = self._private(bot, chat_id)
+        for part in replier.parts(text):
+            await replier.send_part(part)
 
     def _private(self, bot: Bot, chat_id: int) -> TelegramReplier:
         """A replier for a private chat (a user's chat id is their user id)."""

@@ -1,5 +1,5 @@
-"""`TelegramReplier`: answers one chat (and forum topic) in rendered pieces, with fallbacks, and
-sends a `Document` as a file (sendDocument).
+"""`TelegramReplier`: answers one chat (and forum topic) in rendered pieces, with fallbacks,
+sends a `Document` as a file (sendDocument) and a `Keyed` message with its buttons.
 
 Answering one message (`message_id`), it acknowledges it with a reaction when a turn starts
 (`reaction`, e.g. 👀; "" for none; a failure is logged at debug, and never waits long) and takes
@@ -33,9 +33,10 @@ from telegram.error import (
 )
 
 from bot.channels.telegram.budget import tight
+from bot.channels.telegram.buttons import keyboard
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
-from bot.models import Document
+from bot.models import Document, Keyed
 
 log = structlog.get_logger(__name__)
 ACKNOWLEDGE_TIMEOUT = 3.0  # seconds a reaction may hold up the turn
@@ -95,10 +96,12 @@ class TelegramReplier:
         return True
 
     async def send_part(self, part: object) -> None:
-        assert isinstance(part, Chunk | Threaded | Document)
+        assert isinstance(part, Chunk | Threaded | Document | Keyed)
         try:
             if isinstance(part, Document):
                 await self._send_document(part)
+            elif isinstance(part, Keyed):
+                await self._send_keyed(part)
             elif isinstance(part, Threaded):
                 await self._send_chunk(part.chunk, reply_to=part.reply_to)
             else:
@@ -153,6 +156,15 @@ class TelegramReplier:
             data,
             caption=document.caption or None,
             message_thread_id=self.thread_id,
+        )
+
+    async def _send_keyed(self, keyed: Keyed) -> None:
+        """Plain text with its buttons under it."""
+        await self.bot.send_message(
+            self.chat_id,
+            keyed.text,
+            message_thread_id=self.thread_id,
+            reply_markup=keyboard(keyed),
         )
 
     async def _send_plain(self, text: str, *, reply_to: int | None = None) -> None:

@@ -8,6 +8,7 @@ Where a chat's text can be (its visible scopes only, `bot.memory.scopes`; `targe
     documents' text (files/*.md, `bot.media`)                      lines containing it removed
     this conversation, this chat's past conversations,
     pending consolidation jobs of this chat                        messages holding it marked
+    this chat's memory receipts (`Copies`)                         dropped (not put back)
 
 Matching is case-insensitive. A markdown or JSONL line that holds the text is removed (every
 other byte kept); a message that holds it (in its text or a tool call's arguments) has its

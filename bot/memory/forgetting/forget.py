@@ -7,7 +7,7 @@ from collections import Counter
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import structlog
 
@@ -57,6 +57,13 @@ class Undone:
 CHATTER = "group chatter"  # the receipt's place for `ChatterStore`'s messages
 
 
+class Copies(Protocol):
+    """A store that keeps copies of a chat's texts for its own use (`bot.receipts`'s store): it
+    drops those holding the needle; they are not put back by undo."""
+
+    async def forget(self, chat: str, needle: str) -> list[str]: ...
+
+
 class Forgetting:
     def __init__(
         self,
@@ -64,11 +71,13 @@ class Forgetting:
         locks: Locks,
         undo: UndoStore,
         chatter: ChatterStore | None = None,  # a group's messages waiting for the next turn
+        copies: Copies | None = None,  # memory receipts
     ) -> None:
         self.workspace = workspace
         self.locks = locks
         self.undo = undo
         self.chatter = chatter
+        self.copies = copies
 
     # ------------------------------------------------------------------ forget
 
@@ -92,6 +101,8 @@ class Forgetting:
         if said:
             counts[CHATTER] += len(said)
             samples += [(CHATTER, text) for text in said]
+        if self.copies is not None:
+            await self.copies.forget(session_key, needle)
         if not counts:
             await asyncio.to_thread(self.undo.drop, session_key)
         log.info("memory_forget", removed=sum(counts.values()), skipped=len(skipped))

@@ -63,6 +63,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("forget", "Forget a text everywhere I keep it (/undo puts it back)"),
     ("undo", "Put back what the last /forget removed (for a few minutes)"),
     ("context", "The last prompt's parts and tokens (owners; /context full sends it as a file)"),
+    ("usage", "Tokens and model calls today and this month (owners, in private: every chat)"),
     ("keep", "Keep quoted material as memory: /keep lists it, /keep ID keeps one (owners)"),
     ("reminders", "Your reminders and their next time (/reminders cancel ID, move ID WHEN)"),
     ("timezone", "The time zone your times are read in (/timezone Europe/Lisbon sets it)"),

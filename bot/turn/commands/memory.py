@@ -9,6 +9,7 @@ from bot.memory.forgetting import FORGET_MIN_CHARS, Forgotten, Undone, forget_re
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.trust import said_by
 from bot.models import Inbound, MemoryScope, Provenance
+from bot.systems.tags import Receipts
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.commands.handler import Progress
@@ -48,18 +49,27 @@ class Remember:
     names = ("remember",)
     slow = False
 
-    def __init__(self, memory: CommandMemory, access: AccessPolicy) -> None:
+    def __init__(
+        self,
+        memory: CommandMemory,
+        access: AccessPolicy,
+        receipts: Receipts | None = None,  # None: the answer is text only
+    ) -> None:
         self.memory = memory
         self.access = access
+        self.receipts = receipts
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         if not args:
             return REMEMBER_USAGE
+        scope = self.access.scope_for(inbound)
         try:
-            scope, origin = self.access.scope_for(inbound), said_by(inbound)
-            saved = await self.memory.remember(scope, args, origin)
+            saved = await self.memory.remember(scope, args, said_by(inbound))
         except NotTextError as exc:
             return str(exc)  # what to fix, e.g. "MEMORY.md is not UTF-8 text, …"
+        receipts = self.receipts
+        if saved and receipts is not None and await receipts.issue(inbound, [(scope, saved)]):
+            return ""  # the receipt, shown after, says it (with its buttons)
         return f"Saved to memory: {saved}" if saved else "I already had that."
 
 

@@ -1,0 +1,183 @@
+"""`ReceiptStore`: receipts and waiting edits in `state/receipts.json`.
+
+One versioned JSON document: `receipts` (id → who said what, where, and what became of it) and
+`editing` (chat and user → the receipt whose new text their next message is). At most `limit`
+receipts are kept, the oldest dropped first: a receipt past that answers as expired. Every
+change is a locked read-modify-write, written atomically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+
+from bot.models import MemoryScope
+from bot.storage.files import Locks, atomic_write_text
+
+log = structlog.get_logger(__name__)
+VERSION = 1
+LIMIT = 500
+State = Literal["kept", "undone", "forgotten", "edited", "promoted"]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    id: str  # 8 hex digits: what a button's data names
+    chat: str  # the session key of the chat it was said in
+    user: int  # who said it
+    scope: str  # the memory it went to: a chat key, "" for the owner's global memory
+    text: str  # the fact as it stands in MEMORY.md; "" once undone, edited or forgotten
+    inbound: str  # the message whose reply it follows
+    at: str  # ISO time it was stored
+    shown: bool = False
+    state: State = "kept"
+    quote: str = ""  # quoted material's id (`QUOTED.md`): an owner may keep it as a fact
+    source: str = ""  # where a quote came from, in brief (`bot.memory.provenance.brief`)
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        return MemoryScope(chat_key=self.scope or None)
+
+
+class ReceiptStore:
+    def __init__(
+        self, path: Path, locks: Locks, *, now: Callable[[], datetime], limit: int = LIMIT
+    ) -> None:
+        self.path = path
+        self.locks = locks
+        self.now = now
+        self.limit = limit
+
+    async def add(
+        self,
+        chat: str,
+        user: int,
+        scope: MemoryScope,
+        text: str,
+        inbound: str,
+        quote: tuple[str, str] = ("", ""),  # a quote's id and source
+    ) -> str:
+        receipt = Receipt(
+            id=secrets.token_hex(4),
+            chat=chat,
+            user=user,
+            scope=scope.chat_key or "",
+            text=text,
+            inbound=inbound,
+            at=self.now().isoformat(timespec="seconds"),
+            quote=quote[0],
+            source=quote[1],
+        )
+
+        def change(document: dict[str, Any]) -> None:
+            receipts: dict[str, Any] = document["receipts"]
+            receipts[receipt.id] = asdict(receipt)
+            for old in sorted(receipts, key=lambda k: receipts[k]["at"])[: -self.limit]:
+                del receipts[old]
+
+        await self._change(change)
+        return receipt.id
+
+    async def get(self, receipt_id: str) -> Receipt | None:
+        document = await asyncio.to_thread(self._read)
+        return _receipt(document["receipts"].get(receipt_id))
+
+    async def unshown(self, inbound: str) -> list[Receipt]:
+        document = await asyncio.to_thread(self._read)
+        found = (_receipt(r) for r in document["receipts"].values())
+        return [r for r in found if r is not None and r.inbound == inbound and not r.shown]
+
+    async def update(self, receipt: Receipt) -> None:
+        def change(document: dict[str, Any]) -> None:
+            if receipt.id in document["receipts"]:
+                document["receipts"][receipt.id] = asdict(receipt)
+
+        await self._change(change)
+
+    async def mark_shown(self, receipt: Receipt) -> None:
+        await self.update(replace(receipt, shown=True))
+
+    async def forget(self, chat: str, needle: str) -> list[str]:
+        """Drop `chat`'s receipts whose text holds `needle` (any case): /forget leaves no copy
+        here. The texts dropped."""
+        dropped: list[str] = []
+        wanted = needle.casefold()
+
+        def change(document: dict[str, Any]) -> None:
+            receipts: dict[str, Any] = document["receipts"]
+            for key, raw in list(receipts.items()):
+                found = _receipt(raw)
+                if found is not None and found.chat == chat and wanted in found.text.casefold():
+                    dropped.append(found.text)
+                    del receipts[key]
+            editing: dict[str, Any] = document["editing"]
+            for who in [w for w, key in editing.items() if key not in receipts]:
+                del editing[who]
+
+        await self._change(change)
+        return dropped
+
+    async def await_edit(self, chat: str, user: int, receipt_id: str | None) -> None:
+        """The receipt whose new text `user`'s next message in `chat` is (None: no more)."""
+
+        def change(document: dict[str, Any]) -> None:
+            key = _editor(chat, user)
+            if receipt_id is None:
+                document["editing"].pop(key, None)
+            else:
+                document["editing"][key] = receipt_id
+
+        await self._change(change)
+
+    async def editing(self, chat: str, user: int) -> str | None:
+        document = await asyncio.to_thread(self._read)
+        found = document["editing"].get(_editor(chat, user))
+        return found if isinstance(found, str) else None
+
+    # ------------------------------------------------------------------ the file
+
+    async def _change(self, change: Callable[[dict[str, Any]], None]) -> None:
+        async with self.locks.hold(self.path):
+            document = await asyncio.to_thread(self._read)
+            change(document)
+            text = json.dumps(document, ensure_ascii=False, indent=1)
+            await asyncio.to_thread(atomic_write_text, self.path, text)
+
+    def _read(self) -> dict[str, Any]:
+        empty: dict[str, Any] = {"version": VERSION, "receipts": {}, "editing": {}}
+        try:
+            document = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return empty
+        except (OSError, ValueError) as exc:
+            log.warning("receipts_unreadable", path=str(self.path), reason=str(exc)[:200])
+            return empty
+        if not isinstance(document, dict) or document.get("version") != VERSION:
+            return empty
+        receipts, editing = document.get("receipts"), document.get("editing")
+        return {
+            "version": VERSION,
+            "receipts": receipts if isinstance(receipts, dict) else {},
+            "editing": editing if isinstance(editing, dict) else {},
+        }
+
+
+def _editor(chat: str, user: int) -> str:
+    return f"{chat}|{user}"
+
+
+def _receipt(raw: object) -> Receipt | None:
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Receipt(**raw)
+    except TypeError:
+        return None
