@@ -166,7 +166,7 @@ def test_a_match_on_the_chat_s_common_name_alone_leaves_room_for_the_vectors(
 def test_a_search_for_more_hits_than_the_candidates_gets_more_vector_candidates(
     tmp_path: Path,
 ) -> None:
-    """`# Relevant Memory` of a large budget looks for 3 × its hits: the vectors offer enough
+    """`# Relevant Memory` of a large budget looks for 2 × its hits: the vectors offer enough
     to fill them after the keyword hits, not `CANDIDATES` alone."""
     embedder = DecoyEmbedder()
     index = MemoryIndex(tmp_path / "memory", tmp_path / "index", embedder=embedder)

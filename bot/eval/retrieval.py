@@ -4,7 +4,7 @@
 dataset's exchanges (`add_exchanges`, as system 55 does) and its daily notes (`sync_files`),
 asked each question exactly as a turn asks it: `RelevantMemory` with the shipped settings
 (`rag.relevant_k` hits within `rag.relevant_budget_tokens`, the configured embedder), its
-`find` for the chat's scope (the turn's search: 3 × k hits), and the `# Relevant Memory`
+`find` for the chat's scope (the turn's search: 2 × k hits), and the `# Relevant Memory`
 section it makes of them (`fitted`: what a better hit shows left out, headings by day,
 citations, snippets; a named speaker's turn reads `Name: text`), as the model reads it:
 recall@budget is what that section shows. recall@k is over the hits the search returned.

@@ -43,10 +43,10 @@ Ranking (the decision):
    injury did Daniel's sister have?" finds "My sister Ruth is staying", then "Ruth broke a
    wrist"; on tests/data/evalset_months.json keyword only 0.701 → 0.715, hybrid 0.826 → 0.847,
    multi-hop 0.611 → 0.682 and 0.782 → 0.861). Vector (when an embedder is configured): the top
-   50 by cosine over the query's embedding (2 per hit asked for when a search wants more than 25
-   hits, `search.vector_candidates`: on tests/data/evalset_months.json hybrid 0.825 → 0.842, its
-   sections had run out of hits), exact brute force in numpy, run in parallel with the keyword
-   query.
+   50 by cosine over the query's embedding (1.5 per hit asked for when a search wants more than
+   33 hits, `search.vector_candidates`: on tests/data/evalset_months.json hybrid 0.825 → 0.842,
+   its sections had run out of hits; 2 per hit gave the same recall as 1.5), exact brute force
+   in numpy, run in parallel with the keyword query.
 2. Fusion: keyword first, vectors fill. The keyword candidates keep their bm25 order and come
    before every vector candidate; the vector candidates keyword search did not find continue
    the list after them (they reach the hits when keyword search finds fewer than k: a
