@@ -110,20 +110,10 @@ class TelegramChannel:
             get_updates_request=request_via(self.proxy),
         )
         await started(bot, self.base_url)
-        if self.router.media is not None:
-            self.router.media.connect(CHANNEL, TelegramFiles(bot))
-        if self.owner_line is not None:
-            self.owner_line.connect(lambda chat_id, text: self._tell(bot, chat_id, text))
+        self._connect(bot)
         await self._beat()
         try:
-            intake = self.intake(
-                self.router,
-                lambda i: self._replier(bot, i),
-                channel=CHANNEL,
-                reach=lambda chat_id: self._private(bot, chat_id),
-                debounce=self.debounce,
-            )
-            self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
+            intake = self._intake(bot)
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
@@ -139,6 +129,24 @@ class TelegramChannel:
         finally:
             with contextlib.suppress(TelegramError):
                 await bot.shutdown()
+
+    def _connect(self, bot: Bot) -> None:
+        """Hand `bot` to what reaches Telegram outside a turn: media downloads, owner lines."""
+        if self.router.media is not None:
+            self.router.media.connect(CHANNEL, TelegramFiles(bot))
+        if self.owner_line is not None:
+            self.owner_line.connect(lambda chat_id, text: self._tell(bot, chat_id, text))
+
+    def _intake(self, bot: Bot) -> Intake:
+        """The chats' queues over the router, answering through `bot`; owners told in private."""
+        self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
+        return self.intake(
+            self.router,
+            lambda i: self._replier(bot, i),
+            channel=CHANNEL,
+            reach=lambda chat_id: self._private(bot, chat_id),
+            debounce=self.debounce,
+        )
 
     async def _poll(
         self, bot: Bot, intake: Intake, presses: Presses, stop: asyncio.Event, *, after: int

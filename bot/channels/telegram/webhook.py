@@ -28,8 +28,7 @@ from telegram.error import TelegramError
 from telegram.ext import ExtBot
 
 from bot.channels.telegram.budget import AnswersFirst
-from bot.channels.telegram.files import TelegramFiles
-from bot.channels.telegram.inbound import CHANNEL, to_inbound
+from bot.channels.telegram.inbound import to_inbound
 from bot.channels.telegram.polling import (
     ALLOWED,
     TelegramChannel,
@@ -72,16 +71,8 @@ class TelegramWebhook(TelegramChannel):
             request=request_via(self.proxy),
         )
         await started(bot, self.base_url)
-        if self.router.media is not None:
-            self.router.media.connect(CHANNEL, TelegramFiles(bot))
-        intake = self.intake(
-            self.router,
-            lambda i: self._replier(bot, i),
-            channel=CHANNEL,
-            reach=lambda chat_id: self._private(bot, chat_id),
-            debounce=self.debounce,
-        )
-        self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
+        self._connect(bot)
+        intake = self._intake(bot)
         await intake.start()
         server = web.AppRunner(self._app(bot, intake, stop), access_log=None)
         await server.setup()
