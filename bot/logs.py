@@ -197,6 +197,9 @@ def _formatter(
 def _route_stdlib(handler: logging.Handler, level: str) -> None:
     """Every stdlib logger through `handler`; the libraries' chatter quieter."""
     root = logging.getLogger()
+    for old in root.handlers:  # a file a previous `configure` opened is closed, not left to gc
+        if old is not handler:
+            old.close()
     root.handlers[:] = [handler]
     root.setLevel(level)
     for name in _NOISY:

@@ -85,8 +85,9 @@ def test_on_the_shipped_evalset_mnemo_beats_bm25_on_recall_within_the_budget(
 
 
 def test_a_bad_dataset_is_one_line_naming_the_field(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("BOT_WORKSPACE", str(tmp_path / "ws"))  # its log, not the repository's
     dataset = tmp_path / "bad.json"
     dataset.write_text(json.dumps({"conversations": [], "questions": []}))
     assert main(["eval", "retrieval", str(dataset)]) == 2
