@@ -355,7 +355,9 @@ def load_settings(env_file: Path | None = Path(".env")) -> Settings:
 def require_secret(value: SecretStr | None, variable: str) -> str:
     """The secret's value, or a one-line `ConfigError` naming the variable to set."""
     if value is None or not value.get_secret_value().strip():
-        raise ConfigError(f"{variable} is not set: put it in .env (see .env.example)")
+        raise ConfigError(
+            f"{variable} is not set: run `make setup`, or put it in .env (see .env.example)"
+        )
     return value.get_secret_value()
 
 

@@ -175,7 +175,8 @@ def test_missing_token_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: BOT_TELEGRAM__TOKEN is not set: put it in .env (see .env.example)"
+        "error: BOT_TELEGRAM__TOKEN is not set: run `make setup`, "
+        "or put it in .env (see .env.example)"
     ]
 
 
