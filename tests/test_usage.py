@@ -104,6 +104,21 @@ async def test_the_ledger_keeps_this_month_and_the_last_only(tmp_path: Path) -> 
     assert sorted({s.day for s in ledger.lines()}) == ["2026-10-31", "2026-11-27"]
 
 
+async def test_the_ledger_reads_what_another_process_wrote_and_leaves_a_read_alone(
+    tmp_path: Path,
+) -> None:
+    now = datetime(2026, 11, 27, 12, tzinfo=UTC)
+    path = tmp_path / "usage.json"
+    ledger = UsageLedger(path, FileLocks(), now=lambda: now)
+    await ledger.record("telegram:1", "reply", "m", Usage(10, 2))
+    held = ledger.read()
+    other = UsageLedger(path, FileLocks(), now=lambda: now)  # another process, say
+    await other.record("telegram:1", "reply", "m", Usage(5, 1))
+
+    assert [(s.tokens_in, s.tokens_out, s.calls) for s in ledger.lines()] == [(15, 3, 2)]
+    assert held["days"]["2026-11-27"]["telegram:1"]["reply"]["m"]["calls"] == 1
+
+
 async def test_a_background_cap_stops_it_with_one_line_to_the_owner(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
 ) -> None:

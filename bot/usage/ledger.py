@@ -4,7 +4,9 @@
         {"in": 1200, "out": 80, "cached": 1024, "calls": 2}}}}}}
 
 Only this month's days and last month's are kept (older days are dropped at the next write), so
-the file stays small. Each record is a locked read-modify-write, written atomically.
+the file stays small. Each record is a locked read-modify-write, written atomically. The parsed
+document is kept beside the file's signature: a record or a cap's check reads the file again only
+when something else changed it, not at every model call.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import structlog
 
 from bot.models import Usage
-from bot.storage.files import Locks, atomic_write_text
+from bot.storage.files import Locks, Signature, atomic_write_text, signature_of
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -51,27 +53,33 @@ class UsageLedger:
         self.path = path
         self.locks = locks
         self.now = now
+        self._known: tuple[Signature, dict[str, Any]] | None = None  # the file as last read
 
     async def record(self, chat: str, kind: str, model: str, usage: Usage) -> None:
         today = self.now().date()
         async with self.locks.hold(self.path):
-            document = await asyncio.to_thread(self.read)
-            days: dict[str, Any] = document["days"]
-            for day in [d for d in days if not _kept(d, today)]:
-                del days[day]
-            models = days.setdefault(today.isoformat(), {}).setdefault(chat, {})
-            entry = models.setdefault(kind, {}).setdefault(
-                model, {"in": 0, "out": 0, "cached": 0, "calls": 0}
-            )
-            entry["in"] += usage.prompt_tokens
-            entry["out"] += usage.completion_tokens
-            entry["cached"] += usage.cached_tokens
-            entry["calls"] += 1
+            document = _added(await asyncio.to_thread(self.read), today, chat, kind, model, usage)
             text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-            await asyncio.to_thread(atomic_write_text, self.path, text)
+            await asyncio.to_thread(self._write, text, document)
+
+    def _write(self, text: str, document: dict[str, Any]) -> None:
+        atomic_write_text(self.path, text)
+        self._known = (signature_of(self.path.stat()), document)
 
     def read(self) -> dict[str, Any]:
         """The document (blocking); an empty one when there is none or it cannot be read."""
+        try:
+            signature = signature_of(self.path.stat())
+        except OSError:
+            signature = None
+        if self._known is not None and self._known[0] == signature:
+            return self._known[1]
+        document = self._parse()
+        if signature is not None:
+            self._known = (signature, document)
+        return document
+
+    def _parse(self) -> dict[str, Any]:
         empty: dict[str, Any] = {"version": VERSION, "days": {}}
         try:
             document = json.loads(self.path.read_text(encoding="utf-8"))
@@ -114,6 +122,29 @@ def _lines(days: dict[str, Any]) -> Iterator[Spent]:
                         cached=_int(n.get("cached")),
                         calls=_int(n.get("calls")),
                     )
+
+
+def _added(
+    document: dict[str, Any], today: date, chat: str, kind: str, model: str, usage: Usage
+) -> dict[str, Any]:
+    """A new document: `document` (left as it is, a reader may hold it) with `usage` added and
+    the days no longer kept dropped; only the dicts on the changed path are copied."""
+    days = {day: v for day, v in document["days"].items() if _kept(day, today)}
+    day = days[today.isoformat()] = dict(_dict(days.get(today.isoformat())))
+    chats = day[chat] = dict(_dict(day.get(chat)))
+    models = chats[kind] = dict(_dict(chats.get(kind)))
+    was = _dict(models.get(model))
+    models[model] = {
+        "in": _int(was.get("in")) + usage.prompt_tokens,
+        "out": _int(was.get("out")) + usage.completion_tokens,
+        "cached": _int(was.get("cached")) + usage.cached_tokens,
+        "calls": _int(was.get("calls")) + 1,
+    }
+    return {"version": VERSION, "days": days}
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _items(value: object) -> list[tuple[str, dict[str, Any]]]:
