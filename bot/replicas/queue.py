@@ -32,7 +32,7 @@ from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.models import Inbound
-from bot.replicas.database import prune
+from bot.replicas.database import prune, stop_if_cancelled
 from bot.replicas.journal import PgJournal
 from bot.replicas.stop import StopAcross
 from bot.storage.inbox import Entry, Fenced
@@ -46,6 +46,7 @@ TASK = "mnemo.answer"
 SWEEP_LOCK = 0x6D6E656D6F01  # the one sweep in the cluster
 FETCH_INTERVAL = 0.2  # seconds between fetches when no notification came (procrastinate: 5)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
+CLOSE_SETTLE = 5.0  # seconds past `grace` the worker, the sweep and the /stop listener get to end
 PRUNE_EVERY = 600  # sweeps between two prunes of the tombstones
 
 
@@ -96,6 +97,7 @@ class ChatQueue:
                 )
                 return
             except Exception as exc:  # procrastinate's ConnectorException, psycopg's errors
+                stop_if_cancelled()
                 log.warning("queue_worker_restarting", error=type(exc).__name__)
                 await asyncio.sleep(self.heartbeat)
 
@@ -126,6 +128,7 @@ class ChatQueue:
                 if rounds % PRUNE_EVERY == 0:
                     await prune(self.pool)
             except (PsycopgError, PoolTimeout, ConnectorException) as exc:  # next round
+                stop_if_cancelled()
                 log.warning("queue_sweep_failed", error=type(exc).__name__)
             rounds += 1
             await asyncio.sleep(self.heartbeat)
@@ -191,7 +194,14 @@ class QueueIntake:
         the same setting), the rest go back in the queue."""
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
+        ending = asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
+        try:
+            async with asyncio.timeout(grace + CLOSE_SETTLE):
+                await ending
+        except TimeoutError:  # a task that ignores its cancellation must not hold the stop
+            log.warning(
+                "intake_close_timeout", left=[t.get_name() for t in self._tasks if not t.done()]
+            )
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SEND_SETTLE):
                 await self.router.delivery.settle()

@@ -21,6 +21,7 @@ from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
 from bot.models import Inbound
+from bot.replicas.database import stop_if_cancelled
 from bot.storage.inbox import decode_inbound, encode_inbound
 
 log = structlog.get_logger(__name__)
@@ -61,7 +62,16 @@ class StopAcross:
                         inbound = decode_inbound(json.loads(note.payload))
                         if running(inbound.session_key):
                             log.info("stop_forwarded", chat=inbound.session_key)
-                            await answer(inbound)
+                            await _answered(answer, inbound)
             except (PsycopgError, ValueError, KeyError) as exc:
+                stop_if_cancelled()
                 log.warning("stop_listen_failed", error=type(exc).__name__)
                 await asyncio.sleep(RETRY)
+
+
+async def _answered(answer: Callable[[Inbound], Awaitable[None]], inbound: Inbound) -> None:
+    """A /stop that fails to be answered (Telegram away) must not end the listening."""
+    try:
+        await answer(inbound)
+    except Exception:
+        log.exception("stop_answer_failed", chat=inbound.session_key)
