@@ -1,5 +1,6 @@
-"""The replicas' retry loops (queue worker, sweep, /stop listener) end when their task is
-cancelled, even when a driver turned the cancellation into an error of its own."""
+"""The replicas' background loops end when asked: a cancelled retry loop even when a driver
+turned the cancellation into an error of its own, the /stop listener at `close` (its test is
+skipped without `MNEMO_TEST_PG`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import asyncio
 import psycopg
 import pytest
 
-from bot.replicas.database import stop_if_cancelled
+from bot.models import Inbound
+from bot.replicas.database import open_pool, stop_if_cancelled
+from bot.replicas.stop import LOOK_EVERY, StopAcross
 
 
 async def retrying(attempts: list[int]) -> None:
@@ -50,3 +53,22 @@ async def test_an_error_without_a_cancellation_is_retried() -> None:
     errors: list[int] = []
     await asyncio.wait_for(failing_twice(errors), timeout=2)
     assert errors == [1, 1]
+
+
+async def test_the_stop_listener_ends_at_close_without_a_cancellation(pg_url: str) -> None:
+    pool = open_pool(pg_url)
+    await pool.open()
+    try:
+        for wait in (0.0, 0.01, 0.3):  # before, during and after its LISTEN
+            stops = StopAcross(pool)
+            task = asyncio.create_task(stops.listen(lambda _key: False, answer_nothing))
+            await asyncio.sleep(wait)
+            stops.close()
+            await asyncio.wait_for(task, timeout=LOOK_EVERY * 4)
+            assert task.done() and not task.cancelled()
+    finally:
+        await pool.close()
+
+
+async def answer_nothing(_inbound: Inbound) -> None:
+    raise AssertionError("no /stop was forwarded")

@@ -13,6 +13,7 @@ that was given up as stalled finds its writes refused (`bot.storage.inbox.Fenced
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 
 from procrastinate import App, PsycopgConnector
@@ -47,6 +48,13 @@ def stop_if_cancelled() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
+
+
+async def until(event: asyncio.Event, seconds: float) -> None:
+    """Wait `seconds`, less if `event` is set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
 
 
 WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)
