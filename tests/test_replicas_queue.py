@@ -103,3 +103,45 @@ async def test_one_sweep_puts_a_stalled_worker_s_job_back(pg_url: str) -> None:
         assert await rows(pg_url, "SELECT status, id FROM procrastinate_jobs") == [("todo", job.id)]
     finally:
         await pool.close()
+
+
+async def test_a_frozen_worker_that_wakes_cannot_end_the_job_its_successor_runs(
+    pg_url: str,
+) -> None:
+    from procrastinate.jobs import Status
+
+    from bot.replicas.database import migrate, open_pool
+    from bot.replicas.queue import TASK, ChatQueue
+
+    pool = open_pool(pg_url)
+    await pool.open()
+    try:
+        await migrate(pool)
+        queue = ChatQueue(pool, stalled_after=1.0)
+        await queue.open()
+        manager = queue.app.job_manager
+        await queue.app.configure_task(TASK, lock="chat").defer_async(update="u1")
+        await queue.app.configure_task(TASK, lock="chat").defer_async(update="u2")
+        frozen, successor = await manager.register_worker(), await manager.register_worker()
+        job = await manager.fetch_job(queues=None, worker_id=frozen)
+        assert job is not None
+        async with pool.connection() as conn:  # the frozen worker's last beat, long ago
+            await conn.execute(
+                "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 minute'"
+                " WHERE id = %s",
+                (frozen,),
+            )
+        assert await queue.sweep() == 1
+        taken = await manager.fetch_job(queues=None, worker_id=successor)
+        assert taken is not None and taken.id == job.id
+
+        await manager.finish_job(job, Status.SUCCEEDED, delete_job=True)  # it wakes, ends
+        await manager.retry_job(job)  # or tries again
+
+        assert await manager.fetch_job(queues=None, worker_id=successor) is None  # u2 waits
+        jobs = "SELECT id, status FROM procrastinate_jobs ORDER BY id"
+        assert (await rows(pg_url, jobs))[0] == (job.id, "doing")
+        await manager.finish_job(taken, Status.SUCCEEDED, delete_job=True)  # the successor's
+        assert [status for _, status in await rows(pg_url, jobs)] == ["todo"]
+    finally:
+        await pool.close()

@@ -2,7 +2,8 @@
 
 Owns what lets any replica take any chat's message in order: the shared journal
 (`journal.PgJournal`, the `mnemo_inbox` table), the per-chat FIFO queue that answers it
-(`queue.QueueIntake`, procrastinate jobs with `lock=<session key>`), the path locks shared by
+(`queue.QueueIntake`, procrastinate jobs with `lock=<session key>`, their ends fenced by
+`jobs.FencedJobs`), the path locks shared by
 every replica (`locks.PgLocks`) and the schema they need (`database`). Opt-in with
 `BOT_STORE__URL=postgresql://…`; its packages are the `mnemo[replicas]` extra, imported only here.
 """

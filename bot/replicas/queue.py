@@ -11,7 +11,9 @@ A replica that stops beating (`heartbeat`, every `heartbeat` seconds) for `stall
 seconds has its running jobs put back in the queue by the sweep, which runs in one replica at a
 time (`pg_try_advisory_xact_lock`): two sweeps at once can put back a job a live worker had just
 taken. A job put back keeps its id, so its chat's order is kept; the stale worker's next ledger
-write is refused (`Fenced`) and it sends nothing more. The sweep also drops old tombstones.
+write is refused (`Fenced`) and it sends nothing more, and its end of the job is not written
+(`bot.replicas.jobs.FencedJobs`): the successor's job stays its own. The sweep also drops old
+tombstones.
 
 `close` stops fetching, gives the running turns `grace` seconds and aborts the rest: an aborted
 job goes back in the queue (same id) for any replica, its entry still journaled.
@@ -33,6 +35,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.models import Inbound
 from bot.replicas.database import prune, stop_if_cancelled, until
+from bot.replicas.jobs import FencedJobs
 from bot.replicas.journal import PgJournal
 from bot.replicas.stop import StopAcross
 from bot.storage.inbox import Entry, Fenced
@@ -69,6 +72,7 @@ class ChatQueue:
         self.heartbeat = heartbeat
         self.stalled_after = stalled_after
         self.app = App(connector=PsycopgConnector())
+        self.app.job_manager = FencedJobs(self.app.connector, pool)  # before the task below
         self.handler: Callable[[str], Awaitable[None]] | None = None
         self.closing = asyncio.Event()  # set by `QueueIntake.close`: the sweep ends
         retry = RetryStrategy(max_attempts=1000, wait=1)  # a database away, a stop: again

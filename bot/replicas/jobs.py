@@ -1,0 +1,73 @@
+"""`FencedJobs`: procrastinate's job manager, whose end-of-job writes hold only for the run that
+holds the job.
+
+A job's `attempts` grows each time it is put back in the queue (by the sweep, when its worker
+stopped beating, or by its worker, to try again). A worker that was frozen past the heartbeat
+wakes up holding the job as it fetched it, while the sweep has put it back and another replica
+runs it now: if its end of the job (finished, or put back to try again) were written, the
+successor's job would end under it and the chat's next message would start early. Here each
+such write first locks the job's row and checks that it is still `doing` with the attempts the
+writer fetched it with; otherwise nothing is written (`stale` logged). The lock keeps the sweep
+from putting the job back between the look and the write.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from procrastinate import BaseConnector, utils
+from procrastinate.jobs import Job, Status
+from procrastinate.manager import JobManager
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+log = structlog.get_logger(__name__)
+
+
+class FencedJobs(JobManager):
+    def __init__(self, connector: BaseConnector, pool: AsyncConnectionPool) -> None:
+        super().__init__(connector)
+        self.pool = pool
+
+    async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
+        async with self._held(job, "finish") as conn:
+            if conn is not None:
+                await conn.execute(
+                    "SELECT procrastinate_finish_job_v1(%s, %s, %s)",
+                    (job.id, status.value, delete_job),
+                )
+
+    async def retry_job(
+        self,
+        job: Job,
+        retry_at: datetime.datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        lock: str | None = None,
+    ) -> None:
+        async with self._held(job, "retry") as conn:
+            if conn is not None:
+                await conn.execute(
+                    "SELECT procrastinate_retry_job_v2(%s, %s, %s, %s, %s)",
+                    (job.id, retry_at or utils.utcnow(), priority, queue, lock),
+                )
+
+    @asynccontextmanager
+    async def _held(self, job: Job, write: str) -> AsyncIterator[AsyncConnection[Any] | None]:
+        """A connection in a transaction holding the job's row, or None when the job is no
+        longer this run's (put back since, or ended)."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "SELECT 1 FROM procrastinate_jobs"
+                " WHERE id = %s AND status = 'doing' AND attempts = %s FOR UPDATE",
+                (job.id, job.attempts),
+            )
+            if await cursor.fetchone() is None:
+                log.warning("queue_job_stale", job=job.id, write=write, attempts=job.attempts)
+                yield None
+            else:
+                yield conn
