@@ -1,12 +1,20 @@
-"""A replicated run: three bots as processes (`python -m bot run` in webhook mode, each its own
+"""A replicated run: N bots as processes (`python -m bot run` in webhook mode, each its own
 workspace and port, one PostgreSQL), the fake Bot API delivering round robin with Telegram's
-per-chat order, retries and some duplicate deliveries, one replica SIGKILLed mid-burst and
-started again. `tests/test_replicas_processes.py` asserts on its figures.
+per-chat order, retries and 5% duplicate deliveries, and faults at given shares of the replies
+sent (`Faults`): a replica SIGKILLed, one SIGTERMed (each started again), one frozen (SIGSTOP)
+past its heartbeat then woken, the database stopped and started again. A flood from every chat
+at the start, bursts from three chats later. `tests/test_replicas_processes.py` and
+`tests/test_replicas_faults.py` assert on its figures; `benchmarks/replicas_run.py` prints them.
 
-Counted from outside (the fake's records and the database):
+Counted from outside (the fakes' records, the workspaces' files and the database):
 - lost: a message never answered; twice: answered more than once, but for a reply sent in the
-  `IN_FLIGHT` seconds before the kill (counted apart, `in_flight`);
+  `IN_FLIGHT` seconds before a SIGKILL or a SIGSTOP (counted apart, `in_flight`);
 - reordered: in a chat, a reply whose message came after one answered later;
+- overlapping: in a chat, a message's model call made before the previous message's reply was
+  sent (its turn started while the one before still ran);
+- recalled: a model call for a message whose reply was sent already (its saved answer must be
+  sent, not made again);
+- broken files: a JSON or JSONL file in a workspace that does not parse;
 - left: journal rows not done, and queue jobs left, after the drain.
 """
 
@@ -21,19 +29,34 @@ import socket
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from tests.crash import IN_FLIGHT, TEXT
+from tests.crash import IN_FLIGHT, TEXT, _broken_files
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, bot_env, start_bot_process
+from tests.pg import PrivateServer
 
 SECRET = "replicas-run-secret"
 STARTED = '"telegram_webhook_started"'
+HEARTBEAT, STALLED_AFTER = 0.5, 2.0  # seconds (BOT_STORE__…)
+BURST_CHATS = 3
+DB_AWAY = 1.0  # seconds the database is stopped for
+
+
+@dataclass(frozen=True)
+class Faults:
+    """At which share of the replies sent each fault comes (None: not in this run)."""
+
+    kill: float | None = 0.3  # SIGKILL the first replica, start it again 1 s later
+    term: float | None = None  # SIGTERM the second, start it again once it ended
+    freeze: float | None = None  # SIGSTOP the third past its heartbeat, then SIGCONT
+    restart_db: float | None = None  # stop the database for `DB_AWAY` s (needs `server`)
 
 
 @dataclass
@@ -45,12 +68,17 @@ class ReplicaFigures:
     twice: int = 0
     in_flight: int = 0
     reordered: int = 0
+    overlapping: int = 0
+    recalled: int = 0
     repeats_delivered: int = 0  # duplicate deliveries the fake made
     retries: int = 0  # deliveries answered other than 2xx (or not at all)
     per_replica: dict[str, int] = field(default_factory=dict)  # updates each took (2xx)
+    broken_files: list[str] = field(default_factory=list)
+    term_exit_codes: list[int] = field(default_factory=list)
     left_open: int = 0
     left_jobs: int = 0
     examples: list[str] = field(default_factory=list)
+    drain: float = 0.0  # seconds from the first update to the last reply
     seconds: float = 0.0
 
 
@@ -62,68 +90,173 @@ class Replica:
     process: subprocess.Popen[bytes] | None = None
 
 
+@dataclass
+class Load:
+    """What is sent: `flood` messages from every chat at once, `bursts` more from three chats
+    in four bursts along the run."""
+
+    chats: int
+    flood: int
+    bursts: int = 0
+
+    @property
+    def messages(self) -> int:
+        return self.flood + self.bursts
+
+
+class Run:
+    def __init__(self, telegram: FakeTelegram, model: FakeOpenAI, load: Load, seed: int) -> None:
+        self.telegram, self.model, self.load = telegram, model, load
+        self.rng = random.Random(seed)
+        self.users = (OWNER, *range(3101, 3100 + load.chats))
+        self.texts = [f"m{n:05d}" for n in range(load.messages)]
+        self.chat_of: dict[str, int] = {}
+        self.asked: list[tuple[str, float]] = []  # (message, when) of each model call
+        self.in_flight: set[str] = set()
+        self.nodes: list[Replica] = []
+        self.term_exit_codes: list[int] = []
+        self.pushed = 0
+        model.answer_all(self._answer)
+
+    def _answer(self, request: dict[str, Any]) -> Reply:
+        messages = request["messages"]
+        last = messages[-1].get("content") if messages else None
+        if isinstance(last, str) and TEXT.match(last):
+            self.asked.append((last, time.monotonic()))
+            return Reply(f"re: {last}", delay=self.rng.uniform(0.0, 0.05))
+        return Reply("A short summary of the conversation.")
+
+    def push(self, count: int, users: tuple[int, ...]) -> None:
+        for text in self.texts[self.pushed : self.pushed + count]:
+            user = self.rng.choice(users)
+            self.chat_of[text] = user
+            self.telegram.push_text(user, user, text)
+        self.pushed = min(len(self.texts), self.pushed + count)
+
+    def sent(self) -> Counter[str]:
+        return Counter(m.text for user in self.users for m in self.telegram.sent_messages(user))
+
+    def answered(self) -> int:
+        return sum(1 for text in self.sent() if text.startswith("re: "))
+
+    async def until_share(self, share: float) -> None:
+        wanted = int(share * len(self.texts))
+        await _until(lambda: self.answered() >= wanted, within=120)
+
+    async def signalled(self, node: Replica, signum: signal.Signals) -> None:
+        """Send `signum`, the replies sent in the `IN_FLIGHT` before it counted apart."""
+        before = self.sent()
+        await asyncio.sleep(IN_FLIGHT)
+        assert node.process is not None
+        node.process.send_signal(signum)
+        if signum == signal.SIGKILL:
+            await asyncio.to_thread(node.process.wait, 30)
+        self.in_flight |= (self.sent() - before).keys()
+
+    async def kill(self, node: Replica) -> None:
+        await self.signalled(node, signal.SIGKILL)
+        await asyncio.sleep(1.0)
+        await _start(node)
+
+    async def term(self, node: Replica) -> None:
+        assert node.process is not None
+        node.process.send_signal(signal.SIGTERM)
+        self.term_exit_codes.append(await asyncio.to_thread(node.process.wait, 30))
+        await _start(node)
+
+    async def freeze(self, node: Replica) -> None:
+        await self.signalled(node, signal.SIGSTOP)
+        await asyncio.sleep(STALLED_AFTER + 4 * HEARTBEAT)  # the sweep gives its jobs away
+        assert node.process is not None
+        node.process.send_signal(signal.SIGCONT)
+
+
 async def replicas_run(
     tmp: Path,
     pg_url: str,
     *,
     replicas: int = 3,
-    chats: int = 10,
-    messages: int = 200,
+    load: Load | None = None,
+    faults: Faults = Faults(),
+    server: PrivateServer | None = None,
     seed: int = 1,
 ) -> ReplicaFigures:
-    rng = random.Random(seed)
-    users = (OWNER, *range(3101, 3100 + chats))
-    texts = [f"m{n:05d}" for n in range(messages)]
-    figures = ReplicaFigures(messages, chats, replicas)
+    load = load or Load(chats=10, flood=200)
     started = time.monotonic()
     async with FakeTelegram() as telegram, FakeOpenAI() as model:
-        model.answer_all(lambda request: _answer(request, rng))
+        run = Run(telegram, model, load, seed)
         telegram.webhook.duplicate_every = 20  # 5% delivered twice
-        nodes = [_replica(tmp, f"r{n}", telegram, model, pg_url, users) for n in range(replicas)]
+        run.nodes = [_replica(tmp, f"r{n}", run, pg_url) for n in range(replicas)]
         try:
-            await asyncio.gather(*(_start(node) for node in nodes))
-            for text in texts:
-                user = rng.choice(users)
-                telegram.push_text(user, user, text)
-            await _until(lambda: len(_sent(telegram, users)) >= messages * 3 // 10, within=90)
-            before = _sent(telegram, users)
-            await asyncio.sleep(IN_FLIGHT)
-            victim = nodes[0]
-            assert victim.process is not None
-            victim.process.kill()
-            await asyncio.to_thread(victim.process.wait, 30)
-            in_flight = set((_sent(telegram, users) - before).keys())
-            await asyncio.sleep(1.0)
-            await _start(victim)
-            wanted = {f"re: {text}" for text in texts}
-            await _until(lambda: wanted <= set(_sent(telegram, users)), within=120)
+            await asyncio.gather(*(_start(node) for node in run.nodes))
+            pushed_at = time.monotonic()
+            run.push(load.flood, run.users)
+            for share, fault in _schedule(run, faults, server):
+                await run.until_share(share)
+                await fault()
+            wanted = {f"re: {text}" for text in run.texts}
+            await _until(lambda: wanted <= set(run.sent()), within=180)
+            drain = time.monotonic() - pushed_at
             await asyncio.sleep(0.5)  # a duplicate would come now
         finally:
-            for node in nodes:
-                if node.process is not None and node.process.poll() is None:
-                    node.process.send_signal(signal.SIGTERM)
-            for node in nodes:
-                if node.process is not None:
-                    await asyncio.to_thread(node.process.wait, 30)
-        _count(figures, telegram, users, texts, in_flight)
+            await _stop_all(run.nodes)
+        figures = _count(run, replicas)
+    figures.drain = round(drain, 1)
+    figures.broken_files = [b for node in run.nodes for b in _broken_files(node.log.parent / "ws")]
     figures.left_open, figures.left_jobs = await _left(pg_url)
     figures.seconds = round(time.monotonic() - started, 1)
     return figures
 
 
-def _replica(
-    tmp: Path,
-    name: str,
-    telegram: FakeTelegram,
-    model: FakeOpenAI,
-    pg_url: str,
-    users: tuple[int, ...],
-) -> Replica:
+def _schedule(
+    run: Run, faults: Faults, server: PrivateServer | None
+) -> list[tuple[float, Callable[[], Awaitable[None]]]]:
+    """The faults and the bursts, by the share of replies sent they wait for."""
+    nodes = run.nodes
+    steps: list[tuple[float, Callable[[], Awaitable[None]]]] = []
+    if faults.kill is not None:
+        steps.append((faults.kill, lambda: run.kill(nodes[0])))
+    if faults.term is not None:
+        steps.append((faults.term, lambda: run.term(nodes[1 % len(nodes)])))
+    if faults.freeze is not None:
+        steps.append((faults.freeze, lambda: run.freeze(nodes[2 % len(nodes)])))
+    if faults.restart_db is not None:
+        assert server is not None, "a database restart needs a server of the test's own"
+        steps.append((faults.restart_db, lambda: _restart(server)))
+    if run.load.bursts:
+        size = -(-run.load.bursts // 4)
+        burst_users = run.users[-BURST_CHATS:]
+        for n in range(4):  # along the flood's own replies
+
+            async def burst() -> None:
+                run.push(size, burst_users)
+
+            steps.append((0.15 + 0.2 * n, burst))
+    return sorted(steps, key=lambda step: step[0])
+
+
+async def _restart(server: PrivateServer) -> None:
+    await asyncio.to_thread(server.stop)
+    await asyncio.sleep(DB_AWAY)
+    await asyncio.to_thread(server.start)
+
+
+async def _stop_all(nodes: list[Replica]) -> None:
+    for node in nodes:
+        if node.process is not None and node.process.poll() is None:
+            node.process.send_signal(signal.SIGCONT)
+            node.process.send_signal(signal.SIGTERM)
+    for node in nodes:
+        if node.process is not None:
+            await asyncio.to_thread(node.process.wait, 30)
+
+
+def _replica(tmp: Path, name: str, run: Run, pg_url: str) -> Replica:
     folder = tmp / name
     folder.mkdir(parents=True)
     port = _free_port()
-    env = bot_env(folder / "ws", telegram, model) | {
-        "BOT_TELEGRAM__ALLOWED_USER_IDS": json.dumps(list(users[1:])),
+    env = bot_env(folder / "ws", run.telegram, run.model) | {
+        "BOT_TELEGRAM__ALLOWED_USER_IDS": json.dumps(list(run.users[1:])),
         "BOT_TELEGRAM__MODE": "webhook",
         "BOT_TELEGRAM__WEBHOOK_URL": f"http://127.0.0.1:{port}/telegram",
         "BOT_TELEGRAM__WEBHOOK_HOST": "127.0.0.1",
@@ -132,8 +265,8 @@ def _replica(
         "BOT_TELEGRAM__STREAM": "false",
         "BOT_TELEGRAM__SHUTDOWN_GRACE": "3",
         "BOT_STORE__URL": pg_url,
-        "BOT_STORE__HEARTBEAT": "0.5",
-        "BOT_STORE__STALLED_AFTER": "2",
+        "BOT_STORE__HEARTBEAT": str(HEARTBEAT),
+        "BOT_STORE__STALLED_AFTER": str(STALLED_AFTER),
         "BOT_MEMORY__MEMORY_WINDOW": "0",
         "BOT_LOG__LEVEL": "INFO",
     }
@@ -143,8 +276,8 @@ def _replica(
 async def _start(node: Replica) -> None:
     """Start the replica; back once it logged that it serves (or it ended)."""
     starts = _starts(node.log)
-    node.process = start_bot_process(node.env, node.log.parent, node.log)
-    await _until(lambda: _starts(node.log) > starts or node.process.poll() is not None, within=60)
+    process = node.process = start_bot_process(node.env, node.log.parent, node.log)
+    await _until(lambda: _starts(node.log) > starts or process.poll() is not None, within=60)
 
 
 def _starts(log: Path) -> int:
@@ -153,7 +286,7 @@ def _starts(log: Path) -> int:
     return log.read_text(encoding="utf-8", errors="replace").count(STARTED)
 
 
-async def _until(predicate: Any, *, within: float) -> None:
+async def _until(predicate: Callable[[], bool], *, within: float) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if predicate():
@@ -161,42 +294,51 @@ async def _until(predicate: Any, *, within: float) -> None:
         await asyncio.sleep(0.1)
 
 
-def _answer(request: dict[str, Any], rng: random.Random) -> Reply:
-    messages = request["messages"]
-    last = messages[-1].get("content") if messages else None
-    if isinstance(last, str) and TEXT.match(last):
-        return Reply(f"re: {last}", delay=rng.uniform(0.0, 0.05))
-    return Reply("A short summary of the conversation.")
-
-
-def _sent(telegram: FakeTelegram, users: tuple[int, ...]) -> Counter[str]:
-    return Counter(m.text for user in users for m in telegram.sent_messages(user))
-
-
-def _count(
-    figures: ReplicaFigures,
-    telegram: FakeTelegram,
-    users: tuple[int, ...],
-    texts: list[str],
-    in_flight: set[str],
-) -> None:
-    sent = _sent(telegram, users)
+def _count(run: Run, replicas: int) -> ReplicaFigures:
+    figures = ReplicaFigures(len(run.texts), run.load.chats, replicas)
+    sent, texts = run.sent(), run.texts
     figures.lost = sum(1 for text in texts if sent[f"re: {text}"] == 0)
     twice = [text for text in texts if sent[f"re: {text}"] > 1]
-    figures.in_flight = sum(1 for text in twice if f"re: {text}" in in_flight)
+    figures.in_flight = sum(1 for text in twice if f"re: {text}" in run.in_flight)
     figures.twice = len(twice) - figures.in_flight
     figures.examples = [f"{t}×{sent[f're: {t}']}" for t in texts if sent[f"re: {t}"] != 1][:10]
-    for user in users:  # each chat's first replies must come in its messages' order
-        firsts: list[str] = []
-        for message in telegram.sent_messages(user):
-            if message.text not in firsts:
-                firsts.append(message.text)
+    first_sent = _first_sent(run)
+    for user in run.users:  # each chat's first replies must come in its messages' order
+        firsts = list(dict.fromkeys(m.text for m in run.telegram.sent_messages(user)))
         figures.reordered += sum(1 for a, b in itertools.pairwise(firsts) if a > b)
-    attempts = telegram.webhook.attempts
+    figures.overlapping = _overlapping(run, first_sent)
+    figures.recalled = len({text for text, at in run.asked if at > first_sent.get(text, at)})
+    attempts = run.telegram.webhook.attempts
     figures.repeats_delivered = sum(1 for a in attempts if a.repeat)
     figures.retries = sum(1 for a in attempts if a.status != 200)
     taken = Counter(a.url.split(":")[-1] for a in attempts if a.status == 200 and not a.repeat)
     figures.per_replica = dict(taken)
+    figures.term_exit_codes = run.term_exit_codes
+    return figures
+
+
+def _first_sent(run: Run) -> dict[str, float]:
+    """Each message's first reply: when it was sent."""
+    first: dict[str, float] = {}
+    for user in run.users:
+        for message in run.telegram.sent_messages(user):
+            text = message.text.removeprefix("re: ")
+            first[text] = min(first.get(text, message.sent_at), message.sent_at)
+    return first
+
+
+def _overlapping(run: Run, first_sent: dict[str, float]) -> int:
+    """Messages whose model call came before the reply to their chat's message before."""
+    first_asked: dict[str, float] = {}
+    for text, at in run.asked:
+        first_asked.setdefault(text, at)
+    overlapping = 0
+    for user in run.users:
+        mine = [text for text in run.texts if run.chat_of.get(text) == user]
+        for before, after in itertools.pairwise(mine):
+            if first_asked.get(after, float("inf")) < first_sent.get(before, 0.0):
+                overlapping += 1
+    return overlapping
 
 
 async def _left(pg_url: str) -> tuple[int, int]:

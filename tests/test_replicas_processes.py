@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.replicas_run import replicas_run
+from tests.replicas_run import Load, replicas_run
 
 
 @pytest.mark.timeout(300)
 async def test_three_replicas_and_a_kill_lose_nothing_and_keep_each_chat_s_order(
     tmp_path: Path, pg_url: str
 ) -> None:
-    figures = await replicas_run(tmp_path, pg_url, replicas=3, chats=8, messages=120, seed=3)
+    figures = await replicas_run(
+        tmp_path, pg_url, replicas=3, load=Load(chats=8, flood=120), seed=3
+    )
 
     assert figures.lost == 0, figures
     assert figures.reordered == 0, figures

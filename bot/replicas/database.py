@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import TypeVar
 
+import structlog
 from procrastinate import App, PsycopgConnector
-from psycopg_pool import AsyncConnectionPool
+from psycopg import OperationalError
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 SCHEMA_LOCK = 0x6D6E656D6F  # "mnemo": one replica makes the schema at a time
 KEEP_DONE = timedelta(hours=25)  # Telegram keeps retrying an update for up to 24 h
@@ -58,6 +65,27 @@ async def until(event: asyncio.Event, seconds: float) -> None:
 
 
 WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)
+OUTAGE = 60.0  # seconds a turn's own write waits for the database to come back
+AWAY = (OperationalError, PoolTimeout)  # the database unreachable (restarting, network)
+
+
+async def through_outage(write: Callable[[], Awaitable[T]], what: str) -> T:
+    """`write()`, tried again while the database is away (up to `OUTAGE` seconds): a turn
+    under way keeps its reply and its record of a part sent, rather than making it or sending
+    it again once the database is back. Any other error, or the outage outlasting that, is
+    raised."""
+    deadline = asyncio.get_running_loop().time() + OUTAGE
+    wait = 0.1
+    while True:
+        try:
+            return await write()
+        except AWAY as exc:
+            stop_if_cancelled()
+            if asyncio.get_running_loop().time() + wait > deadline:
+                raise
+            log.warning("database_away_retrying", write=what, error=type(exc).__name__)
+        await asyncio.sleep(wait)
+        wait = min(1.0, wait * 2)
 
 
 def open_pool(url: str, *, max_size: int = 10) -> AsyncConnectionPool:

@@ -9,23 +9,32 @@ successor's job would end under it and the chat's next message would start early
 such write first locks the job's row and checks that it is still `doing` with the attempts the
 writer fetched it with; otherwise nothing is written (`stale` logged). The lock keeps the sweep
 from putting the job back between the look and the write.
+
+A database restart does not stop the worker either (procrastinate stops it when its heartbeat,
+its listener or a fetch fails): while the database is away the heartbeat is skipped, a fetch
+finds nothing, the listener listens again, and a job's end waits for it to come back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
 from procrastinate import BaseConnector, utils
+from procrastinate.exceptions import ConnectorException
 from procrastinate.jobs import Job, Status
-from procrastinate.manager import JobManager
+from procrastinate.manager import JobManager, NotificationCallback
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from bot.replicas.database import AWAY, through_outage
+
 log = structlog.get_logger(__name__)
+LISTEN_AGAIN = 0.5  # seconds before the job listener tries the database again
 
 
 class FencedJobs(JobManager):
@@ -33,7 +42,37 @@ class FencedJobs(JobManager):
         super().__init__(connector)
         self.pool = pool
 
+    async def update_heartbeat(self, worker_id: int) -> None:
+        try:
+            await super().update_heartbeat(worker_id)
+        except (ConnectorException, *AWAY) as exc:
+            if not _away(exc):
+                raise
+            log.warning("queue_heartbeat_missed", error=type(exc).__name__)
+
+    async def fetch_job(self, queues: Iterable[str] | None, worker_id: int) -> Job | None:
+        try:
+            return await super().fetch_job(queues, worker_id)
+        except (ConnectorException, *AWAY) as exc:
+            if not _away(exc):
+                raise
+            return None
+
+    async def listen_for_jobs(
+        self, *, on_notification: NotificationCallback, queues: Iterable[str] | None = None
+    ) -> None:
+        while True:
+            try:
+                await super().listen_for_jobs(on_notification=on_notification, queues=queues)
+            except (ConnectorException, *AWAY) as exc:
+                if not _away(exc):
+                    raise
+                await asyncio.sleep(LISTEN_AGAIN)
+
     async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
+        await through_outage(lambda: self._finish(job, status, delete_job), "finish_job")
+
+    async def _finish(self, job: Job, status: Status, delete_job: bool) -> None:
         async with self._held(job, "finish") as conn:
             if conn is not None:
                 await conn.execute(
@@ -49,12 +88,15 @@ class FencedJobs(JobManager):
         queue: str | None = None,
         lock: str | None = None,
     ) -> None:
-        async with self._held(job, "retry") as conn:
-            if conn is not None:
-                await conn.execute(
-                    "SELECT procrastinate_retry_job_v2(%s, %s, %s, %s, %s)",
-                    (job.id, retry_at or utils.utcnow(), priority, queue, lock),
-                )
+        async def retry() -> None:
+            async with self._held(job, "retry") as conn:
+                if conn is not None:
+                    await conn.execute(
+                        "SELECT procrastinate_retry_job_v2(%s, %s, %s, %s, %s)",
+                        (job.id, retry_at or utils.utcnow(), priority, queue, lock),
+                    )
+
+        await through_outage(retry, "retry_job")
 
     @asynccontextmanager
     async def _held(self, job: Job, write: str) -> AsyncIterator[AsyncConnection[Any] | None]:
@@ -71,3 +113,8 @@ class FencedJobs(JobManager):
                 yield None
             else:
                 yield conn
+
+
+def _away(exc: BaseException) -> bool:
+    """Whether `exc` says the database is unreachable (procrastinate wraps psycopg's errors)."""
+    return isinstance(exc, AWAY) or isinstance(exc.__cause__, AWAY)

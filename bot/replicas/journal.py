@@ -6,7 +6,9 @@ queue's job is deferred in that transaction, `bot.replicas.queue`), so a message
 and queued together or not at all. The channel confirms the message only after the commit.
 
 A worker `take`s an entry before answering it; its writes (`answered`, `part_sent`, `done`) are
-refused with `Fenced` once another worker took the entry since.
+refused with `Fenced` once another worker took the entry since, and `holds` says so before each
+part is sent (`bot.replicas.queue`). A worker's writes wait for a database that is away (a
+restart) rather than fail: a reply made is kept, a part sent is recorded, not sent again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from bot.models import Inbound
+from bot.replicas.database import through_outage
 from bot.storage.inbox import Entry, Fenced, decode_inbound, encode_inbound
 
 log = structlog.get_logger(__name__)
@@ -74,6 +77,9 @@ class PgJournal:
     async def take(self, inbound_id: str) -> Entry | None:
         """The entry for a worker about to answer it, fenced to that worker; None when it is
         done (or was never journaled)."""
+        return await through_outage(lambda: self._take(inbound_id), "take")
+
+    async def _take(self, inbound_id: str) -> Entry | None:
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
             await cursor.execute(
                 "UPDATE mnemo_inbox SET fence = fence + 1 WHERE id = %s AND done_at IS NULL"
@@ -84,12 +90,29 @@ class PgJournal:
         return None if row is None else _entry(row)
 
     async def answered(self, entry: Entry, reply: str) -> Entry:
-        await self._fenced(entry, "reply = %s, sent = 0", (reply,))
+        await through_outage(
+            lambda: self._fenced(entry, "reply = %s, sent = 0", (reply,)), "answered"
+        )
         return replace(entry, reply=reply, sent=0)
 
     async def part_sent(self, entry: Entry, sent: int) -> Entry:
-        await self._fenced(entry, "sent = GREATEST(sent, %s)", (sent,))
+        await through_outage(
+            lambda: self._fenced(entry, "sent = GREATEST(sent, %s)", (sent,)), "part_sent"
+        )
         return replace(entry, sent=sent)
+
+    async def holds(self, inbound_id: str, fence: int) -> None:
+        """Raise `Fenced` unless the entry is still the worker's that took it as `fence`."""
+        await through_outage(lambda: self._fenced_look(inbound_id, fence), "holds")
+
+    async def _fenced_look(self, inbound_id: str, fence: int) -> None:
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT 1 FROM mnemo_inbox WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (inbound_id, fence),
+            )
+            if await cursor.fetchone() is None:
+                raise Fenced(inbound_id)
 
     async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
         """Answer `entries` (one chat's, not answered yet) together as `inbound`: the last one
@@ -111,6 +134,9 @@ class PgJournal:
         return replace(last, inbound=inbound, reply=None, sent=0, absorbed=absorbed)
 
     async def done(self, inbound_id: str, *, fence: int = 0) -> None:
+        await through_outage(lambda: self._done(inbound_id, fence), "done")
+
+    async def _done(self, inbound_id: str, fence: int) -> None:
         async with self.pool.connection() as conn:
             cursor = await conn.execute(
                 "UPDATE mnemo_inbox SET done_at = now()"

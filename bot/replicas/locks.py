@@ -3,17 +3,22 @@
 `hold(path)` takes `pg_advisory_xact_lock` on a hash of the path inside a transaction of its own,
 released at its end (commit or a dropped connection: a replica that dies lets go at once).
 Transaction-scoped locks leave PostgreSQL's shared lock table at the end, unlike session ones.
-Within a process an asyncio lock per path comes first, so waiters hold no connection.
+Within a process an asyncio lock per path comes first, so waiters hold no connection. Taking
+the lock waits for a database that is away (a restart) rather than fail the turn; a connection
+lost while the lock was held has let go of it, and is not an error of the block's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from psycopg_pool import AsyncConnectionPool
+
+from bot.replicas.database import AWAY, through_outage
 
 
 class PgLocks:
@@ -25,11 +30,26 @@ class PgLocks:
     @asynccontextmanager
     async def hold(self, path: Path) -> AsyncIterator[None]:
         local = self._local.setdefault(path, asyncio.Lock())
-        async with local, self.pool.connection() as conn, conn.transaction():
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._key(path),)
-            )
-            yield
+        async with local:
+            held = await through_outage(lambda: self._take(self._key(path)), "lock")
+            try:
+                yield
+            finally:
+                with contextlib.suppress(*AWAY):  # the lock went with the connection
+                    await held.aclose()
+
+    async def _take(self, key: str) -> AsyncExitStack:
+        """A connection in a transaction holding the advisory lock on `key`, to close."""
+        held = AsyncExitStack()
+        try:
+            conn = await held.enter_async_context(self.pool.connection())
+            await held.enter_async_context(conn.transaction())
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+        except BaseException:
+            with contextlib.suppress(*AWAY):
+                await held.aclose()
+            raise
+        return held
 
     def _key(self, path: Path) -> str:
         if self.root is not None and path.is_relative_to(self.root):

@@ -10,10 +10,11 @@ already done (a job run again) is skipped.
 A replica that stops beating (`heartbeat`, every `heartbeat` seconds) for `stalled_after`
 seconds has its running jobs put back in the queue by the sweep, which runs in one replica at a
 time (`pg_try_advisory_xact_lock`): two sweeps at once can put back a job a live worker had just
-taken. A job put back keeps its id, so its chat's order is kept; the stale worker's next ledger
-write is refused (`Fenced`) and it sends nothing more, and its end of the job is not written
-(`bot.replicas.jobs.FencedJobs`): the successor's job stays its own. The sweep also drops old
-tombstones.
+taken. Nor does it sweep in the first `stalled_after` seconds after the database started: a
+restart leaves every beat old. A job put back keeps its id, so its chat's order is kept; the
+stale worker sends no more parts (`FencedReplier` looks before each), its ledger writes are
+refused (`Fenced`), and its end of the job is not written (`bot.replicas.jobs.FencedJobs`):
+the successor's job stays its own. The sweep also drops old tombstones.
 
 `close` stops fetching, gives the running turns `grace` seconds and aborts the rest: an aborted
 job goes back in the queue (same id) for any replica, its entry still journaled.
@@ -113,7 +114,7 @@ class ChatQueue:
         async with self.pool.connection() as conn, conn.transaction():
             cursor = await conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SWEEP_LOCK,))
             row = await cursor.fetchone()
-            if row is None or not row[0]:
+            if row is None or not row[0] or await self._just_started(conn):
                 return 0
             manager = self.app.job_manager
             stalled = list(
@@ -124,6 +125,17 @@ class ChatQueue:
                 log.warning("queue_job_stalled", job=job.id, chat=job.lock)
             await manager.prune_stalled_workers(self.stalled_after)
             return len(stalled)
+
+    async def _just_started(self, conn: AsyncConnection[Any]) -> bool:
+        """Whether the database started less than `stalled_after` ago: every worker's last
+        beat is then as old as the restart, and each beats again within `heartbeat` seconds;
+        sweeping now would give live workers' turns away."""
+        cursor = await conn.execute(
+            "SELECT now() - pg_postmaster_start_time() < make_interval(secs => %s)",
+            (self.stalled_after,),
+        )
+        row = await cursor.fetchone()
+        return bool(row and row[0])
 
     async def sweeping(self) -> None:
         """Sweep every `heartbeat` seconds until `closing` is set; the tombstones now and then."""
@@ -244,11 +256,39 @@ class QueueIntake:
             return
         self._running += 1
         try:
-            await self.router.answer(entry, self.replier_for(entry.inbound))
+            replier = FencedReplier(self.replier_for(entry.inbound), self.journal, entry)
+            await self.router.answer(entry, replier)
         except Fenced:
             log.warning("queue_turn_fenced", inbound=update)  # another replica has it now
         finally:
             self._running -= 1
+
+
+class FencedReplier:
+    """The channel's replier for a queued turn, sending nothing once another worker took the
+    entry (a replica frozen or cut from the database past its heartbeat, whose turn was given
+    away): each part is sent only after `PgJournal.holds` said it is still this turn's."""
+
+    def __init__(self, inner: Replier, journal: PgJournal, entry: Entry) -> None:
+        self.inner = inner
+        self.journal = journal
+        self.inbound_id, self.fence = entry.inbound.id, entry.fence
+
+    def parts(self, text: str) -> Sequence[object]:
+        return self.inner.parts(text)
+
+    async def send_part(self, part: object) -> None:
+        await self.journal.holds(self.inbound_id, self.fence)
+        await self.inner.send_part(part)
+
+    def typing(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.inner.typing()
+
+    async def acknowledge(self) -> None:
+        await self.inner.acknowledge()
+
+    def __getattr__(self, name: str) -> Any:  # the channel's own (drafts, where it has them)
+        return getattr(self.inner, name)
 
 
 async def _logged(work: Coroutine[Any, Any, None]) -> None:

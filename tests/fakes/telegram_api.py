@@ -30,7 +30,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
 
@@ -149,6 +149,7 @@ class SentMessage:
     edit_count: int = 0
     deleted: bool = False
     reply_markup: dict[str, Any] | None = None
+    sent_at: float = field(default_factory=time.monotonic, compare=False)  # kept through edits
 
     @property
     def buttons(self) -> list[tuple[str, str]]:
