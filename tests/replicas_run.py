@@ -7,8 +7,11 @@ at the start, bursts from three chats later. `tests/test_replicas_processes.py` 
 `tests/test_replicas_faults.py` assert on its figures; `benchmarks/replicas_run.py` prints them.
 
 Counted from outside (the fakes' records, the workspaces' files and the database):
-- lost: a message never answered; twice: answered more than once, but for a reply sent in the
-  `IN_FLIGHT` seconds before a SIGKILL or a SIGSTOP (counted apart, `in_flight`);
+- lost: a message never answered; twice: answered more than once, but for a reply one of whose
+  copies went out in a kill's or a freeze's window (counted apart, `in_flight`): the
+  `IN_FLIGHT` seconds before a SIGKILL or a SIGSTOP, and the `WAKE` seconds after a SIGCONT,
+  when the woken process sends the part it was about to send as it froze (it had looked that
+  the turn was its own just before);
 - reordered: in a chat, a reply whose message came after one answered later;
 - overlapping: in a chat, a message's model call made before the previous message's reply was
   sent (its turn started while the one before still ran);
@@ -44,9 +47,12 @@ from tests.pg import PrivateServer
 
 SECRET = "replicas-run-secret"
 STARTED = '"telegram_webhook_started"'
+STARTED_POLLING = '"telegram_started"'  # the embedded mode's
 HEARTBEAT, STALLED_AFTER = 0.5, 2.0  # seconds (BOT_STORE__…)
 BURST_CHATS = 3
 DB_AWAY = 1.0  # seconds the database is stopped for
+SETTLE = 0.1  # seconds the fake gets to take what a frozen process had sent
+WAKE = 0.5  # seconds after SIGCONT in which the woken process sends what it was sending
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class ReplicaFigures:
     recalled: int = 0
     repeats_delivered: int = 0  # duplicate deliveries the fake made
     retries: int = 0  # deliveries answered other than 2xx (or not at all)
+    answered_500: int = 0  # of which answered 500 (the database away)
     per_replica: dict[str, int] = field(default_factory=dict)  # updates each took (2xx)
     broken_files: list[str] = field(default_factory=list)
     term_exit_codes: list[int] = field(default_factory=list)
@@ -88,6 +95,7 @@ class Replica:
     env: dict[str, str]
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    started: str = STARTED  # the log line that says it serves
 
 
 @dataclass
@@ -105,14 +113,17 @@ class Load:
 
 
 class Run:
-    def __init__(self, telegram: FakeTelegram, model: FakeOpenAI, load: Load, seed: int) -> None:
+    def __init__(
+        self, telegram: FakeTelegram, model: FakeOpenAI, load: Load, seed: int, delay: float = 0.05
+    ) -> None:
         self.telegram, self.model, self.load = telegram, model, load
+        self.delay = delay  # the model's answer takes up to that many seconds
         self.rng = random.Random(seed)
         self.users = (OWNER, *range(3101, 3100 + load.chats))
         self.texts = [f"m{n:05d}" for n in range(load.messages)]
         self.chat_of: dict[str, int] = {}
         self.asked: list[tuple[str, float]] = []  # (message, when) of each model call
-        self.in_flight: set[str] = set()
+        self.windows: list[tuple[float, float]] = []  # (from, to): a kill's or a freeze's
         self.nodes: list[Replica] = []
         self.term_exit_codes: list[int] = []
         self.pushed = 0
@@ -123,7 +134,7 @@ class Run:
         last = messages[-1].get("content") if messages else None
         if isinstance(last, str) and TEXT.match(last):
             self.asked.append((last, time.monotonic()))
-            return Reply(f"re: {last}", delay=self.rng.uniform(0.0, 0.05))
+            return Reply(f"re: {last}", delay=self.rng.uniform(0.0, self.delay))
         return Reply("A short summary of the conversation.")
 
     def push(self, count: int, users: tuple[int, ...]) -> None:
@@ -141,34 +152,39 @@ class Run:
 
     async def until_share(self, share: float) -> None:
         wanted = int(share * len(self.texts))
-        await _until(lambda: self.answered() >= wanted, within=120)
+        await until(lambda: self.answered() >= wanted, within=120)
 
     async def signalled(self, node: Replica, signum: signal.Signals) -> None:
-        """Send `signum`, the replies sent in the `IN_FLIGHT` before it counted apart."""
-        before = self.sent()
+        """Send `signum`; its window (`windows`): from `IN_FLIGHT` before it until the fake
+        took what the process had sent (a killed one has ended, a frozen one sends nothing)."""
+        opened = time.monotonic()
         await asyncio.sleep(IN_FLIGHT)
         assert node.process is not None
         node.process.send_signal(signum)
         if signum == signal.SIGKILL:
             await asyncio.to_thread(node.process.wait, 30)
-        self.in_flight |= (self.sent() - before).keys()
+        else:
+            await asyncio.sleep(SETTLE)
+        self.windows.append((opened, time.monotonic()))
 
     async def kill(self, node: Replica) -> None:
         await self.signalled(node, signal.SIGKILL)
         await asyncio.sleep(1.0)
-        await _start(node)
+        await start_node(node)
 
     async def term(self, node: Replica) -> None:
         assert node.process is not None
         node.process.send_signal(signal.SIGTERM)
         self.term_exit_codes.append(await asyncio.to_thread(node.process.wait, 30))
-        await _start(node)
+        await start_node(node)
 
     async def freeze(self, node: Replica) -> None:
         await self.signalled(node, signal.SIGSTOP)
         await asyncio.sleep(STALLED_AFTER + 4 * HEARTBEAT)  # the sweep gives its jobs away
         assert node.process is not None
+        woken = time.monotonic()
         node.process.send_signal(signal.SIGCONT)
+        self.windows.append((woken, woken + WAKE))
 
 
 async def replicas_run(
@@ -186,20 +202,20 @@ async def replicas_run(
     async with FakeTelegram() as telegram, FakeOpenAI() as model:
         run = Run(telegram, model, load, seed)
         telegram.webhook.duplicate_every = 20  # 5% delivered twice
-        run.nodes = [_replica(tmp, f"r{n}", run, pg_url) for n in range(replicas)]
+        run.nodes = [replica_node(tmp, f"r{n}", run, pg_url) for n in range(replicas)]
         try:
-            await asyncio.gather(*(_start(node) for node in run.nodes))
+            await asyncio.gather(*(start_node(node) for node in run.nodes))
             pushed_at = time.monotonic()
             run.push(load.flood, run.users)
             for share, fault in _schedule(run, faults, server):
                 await run.until_share(share)
                 await fault()
             wanted = {f"re: {text}" for text in run.texts}
-            await _until(lambda: wanted <= set(run.sent()), within=180)
+            await until(lambda: wanted <= set(run.sent()), within=180)
             drain = time.monotonic() - pushed_at
             await asyncio.sleep(0.5)  # a duplicate would come now
         finally:
-            await _stop_all(run.nodes)
+            await stop_nodes(run.nodes)
         figures = _count(run, replicas)
     figures.drain = round(drain, 1)
     figures.broken_files = [b for node in run.nodes for b in _broken_files(node.log.parent / "ws")]
@@ -211,9 +227,19 @@ async def replicas_run(
 def _schedule(
     run: Run, faults: Faults, server: PrivateServer | None
 ) -> list[tuple[float, Callable[[], Awaitable[None]]]]:
-    """The faults and the bursts, by the share of replies sent they wait for."""
-    nodes = run.nodes
+    """The faults and the bursts, by the share of replies sent they wait for; a burst
+    comes just before the fault of its share, which hits it while it is being delivered."""
     steps: list[tuple[float, Callable[[], Awaitable[None]]]] = []
+    if run.load.bursts:
+        size = -(-run.load.bursts // 4)
+        burst_users = run.users[-BURST_CHATS:]
+        for n in range(4):  # along the flood's own replies
+
+            async def burst() -> None:
+                run.push(size, burst_users)
+
+            steps.append((round(0.15 + 0.2 * n, 2), burst))
+    nodes = run.nodes
     if faults.kill is not None:
         steps.append((faults.kill, lambda: run.kill(nodes[0])))
     if faults.term is not None:
@@ -223,15 +249,6 @@ def _schedule(
     if faults.restart_db is not None:
         assert server is not None, "a database restart needs a server of the test's own"
         steps.append((faults.restart_db, lambda: _restart(server)))
-    if run.load.bursts:
-        size = -(-run.load.bursts // 4)
-        burst_users = run.users[-BURST_CHATS:]
-        for n in range(4):  # along the flood's own replies
-
-            async def burst() -> None:
-                run.push(size, burst_users)
-
-            steps.append((0.15 + 0.2 * n, burst))
     return sorted(steps, key=lambda step: step[0])
 
 
@@ -241,7 +258,7 @@ async def _restart(server: PrivateServer) -> None:
     await asyncio.to_thread(server.start)
 
 
-async def _stop_all(nodes: list[Replica]) -> None:
+async def stop_nodes(nodes: list[Replica]) -> None:
     for node in nodes:
         if node.process is not None and node.process.poll() is None:
             node.process.send_signal(signal.SIGCONT)
@@ -251,42 +268,47 @@ async def _stop_all(nodes: list[Replica]) -> None:
             await asyncio.to_thread(node.process.wait, 30)
 
 
-def _replica(tmp: Path, name: str, run: Run, pg_url: str) -> Replica:
+def replica_node(tmp: Path, name: str, run: Run, pg_url: str | None) -> Replica:
+    """A replica's settings; `pg_url` None: the embedded mode (polling, files)."""
     folder = tmp / name
     folder.mkdir(parents=True)
-    port = _free_port()
     env = bot_env(folder / "ws", run.telegram, run.model) | {
         "BOT_TELEGRAM__ALLOWED_USER_IDS": json.dumps(list(run.users[1:])),
+        "BOT_TELEGRAM__STREAM": "false",
+        "BOT_TELEGRAM__SHUTDOWN_GRACE": "3",
+        "BOT_MEMORY__MEMORY_WINDOW": "0",
+        "BOT_LOG__LEVEL": "INFO",
+    }
+    if pg_url is None:
+        return Replica(name, env, folder / "bot.log", started=STARTED_POLLING)
+    port = _free_port()
+    env |= {
         "BOT_TELEGRAM__MODE": "webhook",
         "BOT_TELEGRAM__WEBHOOK_URL": f"http://127.0.0.1:{port}/telegram",
         "BOT_TELEGRAM__WEBHOOK_HOST": "127.0.0.1",
         "BOT_TELEGRAM__WEBHOOK_PORT": str(port),
         "BOT_TELEGRAM__WEBHOOK_SECRET": SECRET,
-        "BOT_TELEGRAM__STREAM": "false",
-        "BOT_TELEGRAM__SHUTDOWN_GRACE": "3",
         "BOT_STORE__URL": pg_url,
         "BOT_STORE__HEARTBEAT": str(HEARTBEAT),
         "BOT_STORE__STALLED_AFTER": str(STALLED_AFTER),
-        "BOT_MEMORY__MEMORY_WINDOW": "0",
-        "BOT_LOG__LEVEL": "INFO",
     }
     return Replica(name, env, folder / "bot.log")
 
 
-async def _start(node: Replica) -> None:
+async def start_node(node: Replica) -> None:
     """Start the replica; back once it logged that it serves (or it ended)."""
-    starts = _starts(node.log)
+    starts = _starts(node)
     process = node.process = start_bot_process(node.env, node.log.parent, node.log)
-    await _until(lambda: _starts(node.log) > starts or process.poll() is not None, within=60)
+    await until(lambda: _starts(node) > starts or process.poll() is not None, within=60)
 
 
-def _starts(log: Path) -> int:
-    if not log.exists():
+def _starts(node: Replica) -> int:
+    if not node.log.exists():
         return 0
-    return log.read_text(encoding="utf-8", errors="replace").count(STARTED)
+    return node.log.read_text(encoding="utf-8", errors="replace").count(node.started)
 
 
-async def _until(predicate: Callable[[], bool], *, within: float) -> None:
+async def until(predicate: Callable[[], bool], *, within: float) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if predicate():
@@ -299,25 +321,39 @@ def _count(run: Run, replicas: int) -> ReplicaFigures:
     sent, texts = run.sent(), run.texts
     figures.lost = sum(1 for text in texts if sent[f"re: {text}"] == 0)
     twice = [text for text in texts if sent[f"re: {text}"] > 1]
-    figures.in_flight = sum(1 for text in twice if f"re: {text}" in run.in_flight)
+    at = _sent_times(run)
+    figures.in_flight = sum(1 for text in twice if _in_window(run, at[text]))
     figures.twice = len(twice) - figures.in_flight
     figures.examples = [f"{t}×{sent[f're: {t}']}" for t in texts if sent[f"re: {t}"] != 1][:10]
-    first_sent = _first_sent(run)
+    replied = first_sent(run)
     for user in run.users:  # each chat's first replies must come in its messages' order
         firsts = list(dict.fromkeys(m.text for m in run.telegram.sent_messages(user)))
         figures.reordered += sum(1 for a, b in itertools.pairwise(firsts) if a > b)
-    figures.overlapping = _overlapping(run, first_sent)
-    figures.recalled = len({text for text, at in run.asked if at > first_sent.get(text, at)})
+    figures.overlapping = _overlapping(run, replied)
+    figures.recalled = len({text for text, at in run.asked if at > replied.get(text, at)})
     attempts = run.telegram.webhook.attempts
     figures.repeats_delivered = sum(1 for a in attempts if a.repeat)
     figures.retries = sum(1 for a in attempts if a.status != 200)
+    figures.answered_500 = sum(1 for a in attempts if a.status == 500)
     taken = Counter(a.url.split(":")[-1] for a in attempts if a.status == 200 and not a.repeat)
     figures.per_replica = dict(taken)
     figures.term_exit_codes = run.term_exit_codes
     return figures
 
 
-def _first_sent(run: Run) -> dict[str, float]:
+def _sent_times(run: Run) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {}
+    for user in run.users:
+        for message in run.telegram.sent_messages(user):
+            times.setdefault(message.text.removeprefix("re: "), []).append(message.sent_at)
+    return times
+
+
+def _in_window(run: Run, times: list[float]) -> bool:
+    return any(start <= t <= end for t in times for start, end in run.windows)
+
+
+def first_sent(run: Run) -> dict[str, float]:
     """Each message's first reply: when it was sent."""
     first: dict[str, float] = {}
     for user in run.users:
@@ -327,7 +363,7 @@ def _first_sent(run: Run) -> dict[str, float]:
     return first
 
 
-def _overlapping(run: Run, first_sent: dict[str, float]) -> int:
+def _overlapping(run: Run, replied: dict[str, float]) -> int:
     """Messages whose model call came before the reply to their chat's message before."""
     first_asked: dict[str, float] = {}
     for text, at in run.asked:
@@ -336,7 +372,7 @@ def _overlapping(run: Run, first_sent: dict[str, float]) -> int:
     for user in run.users:
         mine = [text for text in run.texts if run.chat_of.get(text) == user]
         for before, after in itertools.pairwise(mine):
-            if first_asked.get(after, float("inf")) < first_sent.get(before, 0.0):
+            if first_asked.get(after, float("inf")) < replied.get(before, 0.0):
                 overlapping += 1
     return overlapping
 
