@@ -1,0 +1,98 @@
+"""A database restart under a turn (`bot.replicas`), on a PostgreSQL server of the test's own
+(skipped only without `pg_ctl`): the turn's path lock and its journal writes wait for the
+server to come back instead of failing the turn, and a worker whose entry was taken by another
+sends nothing more."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.models import Inbound
+from bot.replicas.database import WAIT_FOR_CONNECTION, migrate, open_pool
+from bot.replicas.journal import PgJournal
+from bot.replicas.locks import PgLocks
+from bot.replicas.queue import FencedReplier
+from bot.storage.inbox import Fenced
+from tests.pg import private_server
+
+
+def inbound(n: int) -> Inbound:
+    return Inbound(f"u{n}", "telegram", 1, 1, f"m{n}", datetime.now(UTC))
+
+
+class Parts:
+    """A replier that keeps what it sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+
+    def parts(self, text: str) -> list[object]:
+        return [text]
+
+    async def send_part(self, part: object) -> None:
+        self.sent.append(part)
+
+    def typing(self) -> AbstractAsyncContextManager[None]:
+        raise NotImplementedError
+
+    async def acknowledge(self) -> None:
+        return None
+
+
+@pytest.mark.timeout(120)
+async def test_a_lock_and_the_journal_s_writes_wait_through_a_database_restart() -> None:
+    async with private_server() as server:
+        pool = open_pool(server.url)
+        await pool.open()
+        try:
+            await migrate(pool)
+            journal = PgJournal(pool)
+            await journal.accept(inbound(1))
+            entry = await journal.take("u1")
+            assert entry is not None
+            await asyncio.to_thread(server.stop)
+
+            async def turn() -> None:
+                async with PgLocks(pool, root=Path("/ws")).hold(Path("/ws/sessions/1.json")):
+                    answered = await journal.answered(entry, "re: m1")
+                await journal.part_sent(answered, 1)
+                await journal.done("u1", fence=answered.fence)
+
+            running = asyncio.create_task(turn())
+            await asyncio.sleep(WAIT_FOR_CONNECTION + 1)  # a pool's wait, and more
+            assert not running.done()  # waiting, not failed
+            await asyncio.to_thread(server.start)
+            await asyncio.wait_for(running, 60)
+
+            assert await journal.pending() == []
+        finally:
+            await pool.close()
+
+
+@pytest.mark.timeout(120)
+async def test_a_worker_whose_entry_was_taken_since_sends_no_further_part() -> None:
+    async with private_server() as server:
+        pool = open_pool(server.url)
+        await pool.open()
+        try:
+            await migrate(pool)
+            journal = PgJournal(pool)
+            await journal.accept(inbound(2))
+            stale = await journal.take("u2")
+            assert stale is not None
+            channel = Parts()
+            replier = FencedReplier(channel, journal, stale)
+            await replier.send_part("first")
+
+            await journal.take("u2")  # the sweep gave it to another replica, which took it
+            with pytest.raises(Fenced):
+                await replier.send_part("second")
+
+            assert channel.sent == ["first"]
+        finally:
+            await pool.close()
