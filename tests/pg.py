@@ -110,6 +110,8 @@ async def private_server() -> AsyncIterator[PrivateServer]:
     binaries = pg_bin()
     if binaries is None:
         pytest.skip(NO_PG_CTL)
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        pytest.skip("running as root without runuser: PostgreSQL refuses to run as root")
     folder = Path(tempfile.mkdtemp(prefix="mnemo-pg-"))  # short: a socket path has 107 bytes
     server = PrivateServer(binaries, folder)
     try:
