@@ -224,7 +224,7 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     chatter = _build_chatter(settings, workspace, memory.file_locks)
     receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
     writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
-    gate = Gate(*build_door(settings, workspace, memory.file_locks, now), ChatLocks())
+    gate = Gate(*build_door(settings, store.roster, now), ChatLocks())
     steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
     consolidating = spending.llm("consolidation")
     consolidator = _build_consolidator(

@@ -22,9 +22,8 @@ from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import Locks
 from bot.storage.inbox import Journal
-from bot.storage.roster import RosterFile
+from bot.storage.roster import RosterStore
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
@@ -179,11 +178,10 @@ def build_commands(
 
 
 def build_door(
-    settings: Settings, workspace: Workspace, locks: Locks, now: Callable[[], datetime]
+    settings: Settings, roster: RosterStore, now: Callable[[], datetime]
 ) -> tuple[AccessPolicy, Door]:
-    """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
+    """Who may talk (the settings and the roster), and the door for everyone else."""
     telegram = settings.telegram
-    roster = RosterFile(workspace.roster_path, locks)
     access = AccessPolicy(
         owner_ids=real_owners(telegram.owner_ids),
         allowed_user_ids=telegram.allowed_user_ids,

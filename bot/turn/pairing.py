@@ -20,7 +20,7 @@ from enum import Enum
 from pathlib import Path
 
 from bot.storage.files import FileLocks
-from bot.storage.roster import Member, Request, Roster, RosterFile
+from bot.storage.roster import Member, Request, Roster, RosterFile, RosterStore
 from bot.storage.workspace import Workspace
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
@@ -72,7 +72,7 @@ class Approval:
 class Pairing:
     def __init__(
         self,
-        roster: RosterFile,
+        roster: RosterStore,
         *,
         now: Callable[[], datetime],
         ttl: timedelta = CODE_TTL,
