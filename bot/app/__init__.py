@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import telegram_channel
@@ -22,7 +21,7 @@ from bot.app.pipeline import (
 )
 from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
-from bot.app.store import Store, build_store
+from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
 from bot.channels.telegram import TelegramChannel
 from bot.errors import StartupError
@@ -56,14 +55,6 @@ from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
-
-
-class Service(Protocol):
-    """Background work the app owns: started before the first message, stopped at shutdown."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
 
 
 @dataclass
@@ -144,12 +135,21 @@ def build_app(
         items_index.index,  # first: opened and synced before anything else starts, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message
         items_index.usage,
-        *_build_upkeep(settings, workspace, writer, now),
         core.consolidator,
-        core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools),
+        *store.once(  # the last started, the first stopped
+            [
+                *_build_upkeep(settings, workspace, writer, now),
+                ("undo-purge", core.undo),
+                (
+                    "reminders",
+                    attach(
+                        reminders, router, sessions=sessions, context=context, llm=task, tools=tools
+                    ),
+                ),
+            ]
+        ),
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     return App(
@@ -297,11 +297,14 @@ def minutes(count: int) -> timedelta:
 
 def _build_upkeep(
     settings: Settings, workspace: Workspace, writer: MemoryWriter, now: Callable[[], datetime]
-) -> list[Service]:
-    """The daily upkeep of memory: item decay (when on) and archiving old notes."""
+) -> list[tuple[str, Service]]:
+    """The daily upkeep of memory, by name: item decay (when on) and archiving old notes."""
     archive = NoteArchive(writer, workspace, retention_days=settings.memory.retention_days, now=now)
     decaying = settings.memory.items.decay_enabled
-    return [*([ItemDecay(writer, workspace)] if decaying else []), archive]
+    return [
+        *([("item-decay", ItemDecay(writer, workspace))] if decaying else []),
+        ("note-archive", archive),
+    ]
 
 
 def _build_chatter(settings: Settings, workspace: Workspace, locks: Locks) -> ChatterStore | None:
@@ -358,7 +361,7 @@ def _build_consolidator(
         llm=llm,
         model=model,
         memory=writer,
-        jobs=JobStore(workspace.consolidation_dir),
+        jobs=JobStore(workspace.consolidation_dir, writer.locks),
         now=now,
         max_memory_size=settings.memory.max_memory_size,
         timeout=settings.memory.consolidation_timeout,

@@ -5,7 +5,7 @@ its packages)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -34,6 +34,10 @@ class Store:
     locks: Locks
     roster: RosterStore  # owners, paired users, the claim code (`bot.storage.roster`)
     services: list[Service] = field(default_factory=list)  # started first, stopped last
+    # the services for work (each named) that must run once however many replicas run it
+    once: Callable[[Sequence[tuple[str, Service]]], list[Service]] = field(
+        default=lambda work: [service for _, service in work]  # one process: the work itself
+    )
 
 
 def build_store(settings: Settings, workspace: Workspace) -> Store:
@@ -82,7 +86,13 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
 
     locks = PgLocks(pool, root=workspace.root)
     roster = PgRoster(pool)
-    return Store(journal, intake, locks, roster, services=[Shared(pool, queue), roster])
+
+    def once(work: Sequence[tuple[str, Service]]) -> list[Service]:
+        from bot.replicas.once import OnceInCluster
+
+        return [OnceInCluster(pool, work)]
+
+    return Store(journal, intake, locks, roster, [Shared(pool, queue), roster], once)
 
 
 @asynccontextmanager
@@ -105,6 +115,8 @@ async def roster_only(settings: Settings, workspace: Workspace) -> AsyncIterator
 
 
 class Service(Protocol):
+    """Background work the app owns: started before the first message, stopped at shutdown."""
+
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
