@@ -5,13 +5,9 @@ first stops or loses its connection. Skipped without `MNEMO_TEST_PG`."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import pytest
-
-from tests.pg import pg_database
 
 if TYPE_CHECKING:
     from bot.replicas.once import OnceInCluster
@@ -37,12 +33,6 @@ class Work:
     async def stop(self) -> None:
         self.running = False
         self.log.append(f"{self.replica} stop")
-
-
-@pytest.fixture
-async def url() -> AsyncIterator[str]:
-    async with pg_database() as found:
-        yield found
 
 
 async def until(check: Callable[[], bool]) -> None:
@@ -77,9 +67,9 @@ async def replicas(url: str, names: list[str], log: list[str]) -> list[Replica]:
     return made
 
 
-async def test_each_piece_of_work_runs_on_one_replica_and_moves_when_it_stops(url: str) -> None:
+async def test_each_piece_of_work_runs_on_one_replica_and_moves_when_it_stops(pg_url: str) -> None:
     log: list[str] = []
-    a, b = await replicas(url, ["a", "b"], log)
+    a, b = await replicas(pg_url, ["a", "b"], log)
     await a.once.start()
     await until(lambda: len(a.once.running()) == 3)
     await b.once.start()
@@ -102,19 +92,19 @@ async def test_each_piece_of_work_runs_on_one_replica_and_moves_when_it_stops(ur
 
 
 async def test_a_replica_whose_connection_is_cut_stops_its_work_and_another_takes_it(
-    url: str,
+    pg_url: str,
 ) -> None:
     import psycopg
 
     from bot.replicas.once import APPLICATION
 
     log: list[str] = []
-    a, b = await replicas(url, ["a", "b"], log)
+    a, b = await replicas(pg_url, ["a", "b"], log)
     await a.once.start()
     await until(lambda: len(a.once.running()) == 3)
     await b.once.start()
     await asyncio.sleep(SETTLE)
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as admin:
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
         await admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE application_name = %s AND pid IN "

@@ -151,19 +151,13 @@ async def test_a_damaged_roster_reads_as_empty_and_is_never_overwritten(two: Two
 # ----------------------------------------------------------------------------- PostgreSQL only
 
 
-@pytest.fixture
-async def shared_url() -> AsyncIterator[str]:
-    async with pg_database() as url:
-        yield url
-
-
 async def test_claim_works_on_another_replica_than_the_one_that_made_the_code(
-    shared_url: str,
+    pg_url: str,
 ) -> None:
     from bot.replicas.database import open_pool
     from bot.replicas.roster import PgRoster
 
-    pools = [open_pool(shared_url), open_pool(shared_url)]
+    pools = [open_pool(pg_url), open_pool(pg_url)]
     rosters = [PgRoster(pool) for pool in pools]
     doors: list[Door] = []
     for pool, roster in zip(pools, rosters, strict=True):
@@ -191,12 +185,12 @@ async def test_claim_works_on_another_replica_than_the_one_that_made_the_code(
 
 
 async def test_pair_list_and_approve_from_a_shell_work_on_the_database(
-    shared_url: str, tmp_path: Path
+    pg_url: str, tmp_path: Path
 ) -> None:
     from bot.replicas.database import open_pool
     from bot.replicas.roster import PgRoster
 
-    pool = open_pool(shared_url)
+    pool = open_pool(pg_url)
     await pool.open()
     roster = PgRoster(pool)
     await roster.start()
@@ -212,7 +206,7 @@ async def test_pair_list_and_approve_from_a_shell_work_on_the_database(
             "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
             "BOT_WORKSPACE": str(tmp_path / "workspace"),  # a replica's own: empty
             "BOT_TELEGRAM__OWNER_IDS": f"[{OWNER}]",
-            "BOT_STORE__URL": shared_url,
+            "BOT_STORE__URL": pg_url,
         }
 
         listed = await run_bot_command(env, tmp_path, "pair", "list", within=30)
@@ -223,7 +217,7 @@ async def test_pair_list_and_approve_from_a_shell_work_on_the_database(
         assert approved[0] == 0 and f"(id {STRANGER}) can talk to me now" in approved[1]
         assert found.paired_ids == {STRANGER} and found.pending == ()
         assert not (tmp_path / "workspace" / "state" / "paired.json").exists()
-        assert shared_url not in listed[1] + approved[1]
+        assert pg_url not in listed[1] + approved[1]
     finally:
         await roster.stop()
         await pool.close()

@@ -24,6 +24,7 @@ from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
 from bot.channels.telegram import TelegramChannel
+from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
@@ -68,6 +69,7 @@ class App:
     items_index: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
     intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
     spending: Spending | None = None  # what the model spends; its caps' line to the owners
+    pace: Pace | None = None  # Telegram's send rate shared by the replicas (bot.app.store)
 
     async def start(self) -> None:
         for service in self.services:
@@ -162,6 +164,7 @@ def build_app(
         items_index,
         store.intake,
         core.spending,
+        store.pace,
     )
 
 
@@ -259,6 +262,7 @@ def build_telegram(
         token=token,
         heartbeat=heartbeat,
         owner_line=app.spending.line if app.spending else None,
+        pace=app.pace,
     )
 
 

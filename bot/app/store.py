@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from bot.channels.telegram.budget import Pace
 from bot.models import Inbound
 from bot.settings import Settings
 from bot.storage.files import FileLocks, Locks
@@ -34,6 +35,7 @@ class Store:
     locks: Locks
     roster: RosterStore  # owners, paired users, the claim code (`bot.storage.roster`)
     services: list[Service] = field(default_factory=list)  # started first, stopped last
+    pace: Pace | None = None  # Telegram's send rate shared by the replicas (None: one process)
     # the services for work (each named) that must run once however many replicas run it
     once: Callable[[Sequence[tuple[str, Service]]], list[Service]] = field(
         default=lambda work: [service for _, service in work]  # one process: the work itself
@@ -52,6 +54,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     from bot.replicas.database import open_pool
     from bot.replicas.journal import PgJournal
     from bot.replicas.locks import PgLocks
+    from bot.replicas.pace import SharedPace
     from bot.replicas.queue import ChatQueue, QueueIntake
     from bot.replicas.roster import PgRoster
 
@@ -92,7 +95,8 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
 
         return [OnceInCluster(pool, work)]
 
-    return Store(journal, intake, locks, roster, [Shared(pool, queue), roster], once)
+    services: list[Service] = [Shared(pool, queue), roster]
+    return Store(journal, intake, locks, roster, services, SharedPace(pool), once)
 
 
 @asynccontextmanager
