@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -127,11 +127,14 @@ def build_app(
     parts = TurnParts(
         memory, writer, core.consolidator, compaction, pipeline, sent, store.journal, core.steering
     )
+    parts = replace(parts, queue=store.queue)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
     task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
+    scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
+    once = [*_build_upkeep(settings, workspace, writer, now), ("undo-purge", core.undo)]
     services: list[Service] = [
         *store.services,  # first: the shared database, before anything uses the journal
         items_index.index,  # first: opened and synced before anything else starts, stopped last
@@ -140,32 +143,11 @@ def build_app(
         core.consolidator,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        *store.once(  # the last started, the first stopped
-            [
-                *_build_upkeep(settings, workspace, writer, now),
-                ("undo-purge", core.undo),
-                (
-                    "reminders",
-                    attach(
-                        reminders, router, sessions=sessions, context=context, llm=task, tools=tools
-                    ),
-                ),
-            ]
-        ),
+        *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    return App(
-        router,
-        core.llm,
-        workspace,
-        now,
-        preview,
-        services,
-        items_index,
-        store.intake,
-        core.spending,
-        store.pace,
-    )
+    app = App(router, core.llm, workspace, now, preview, services, items_index, store.intake)
+    return replace(app, spending=core.spending, pace=store.pace)
 
 
 def _build_tools(

@@ -17,6 +17,7 @@ from bot.storage.files import FileLocks, Locks
 from bot.storage.inbox import Inbox, Journal
 from bot.storage.roster import RosterFile, RosterStore
 from bot.storage.workspace import Workspace
+from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
@@ -36,6 +37,7 @@ class Store:
     roster: RosterStore  # owners, paired users, the claim code (`bot.storage.roster`)
     services: list[Service] = field(default_factory=list)  # started first, stopped last
     pace: Pace | None = None  # Telegram's send rate shared by the replicas (None: one process)
+    queue: QueueLook | None = None  # /status: the chats' queue shared by the replicas
     # the services for work (each named) that must run once however many replicas run it
     once: Callable[[Sequence[tuple[str, Service]]], list[Service]] = field(
         default=lambda work: [service for _, service in work]  # one process: the work itself
@@ -54,6 +56,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     from bot.replicas.database import open_pool
     from bot.replicas.journal import PgJournal
     from bot.replicas.locks import PgLocks
+    from bot.replicas.look import JobsLook
     from bot.replicas.pace import SharedPace
     from bot.replicas.queue import ChatQueue, QueueIntake
     from bot.replicas.roster import PgRoster
@@ -96,7 +99,8 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
         return [OnceInCluster(pool, work)]
 
     services: list[Service] = [Shared(pool, queue), roster]
-    return Store(journal, intake, locks, roster, services, SharedPace(pool), once)
+    look = JobsLook(pool, alive_within=store.stalled_after)
+    return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once)
 
 
 @asynccontextmanager

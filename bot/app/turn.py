@@ -31,6 +31,7 @@ from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import basics, conversation, memory, spending, status
 from bot.turn.commands.dispatch import Commands
 from bot.turn.commands.keep import KeepQuoted
+from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Delivery
 from bot.turn.door import Door
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
@@ -61,6 +62,7 @@ class TurnParts:
     sent: LastRequests  # the last request of each chat (/context)
     journal: Journal
     steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
+    queue: QueueLook | None = None  # /status: the replicas' shared queue (bot.app.store)
 
 
 def build_router(
@@ -170,6 +172,7 @@ def build_commands(
                 access,
                 model=model,
                 pipeline=parts.pipeline.describe(),
+                queue=parts.queue,
             ),
             status.ShowContext(parts.sent, meter, access, sessions, model=model),
             spending.ShowUsage(steering.usage, access),
