@@ -13,8 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
+from bot.cli.doctor import check_owners
 from bot.errors import StorageError
+from bot.settings import Settings, StoreSettings, TelegramSettings
 from bot.storage.files import FileLocks
 from bot.storage.roster import Member, Roster, RosterFile, RosterStore
 from bot.turn.access import AccessPolicy
@@ -151,8 +154,18 @@ async def test_a_damaged_roster_reads_as_empty_and_is_never_overwritten(two: Two
 # ----------------------------------------------------------------------------- PostgreSQL only
 
 
+def shell_settings(url: str, tmp_path: Path) -> Settings:
+    """A command's settings on a machine of its own: no owner configured, the database's URL."""
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        workspace=tmp_path / "elsewhere",
+        telegram=TelegramSettings(owner_ids=()),
+        store=StoreSettings(url=SecretStr(url)),
+    )
+
+
 async def test_claim_works_on_another_replica_than_the_one_that_made_the_code(
-    pg_url: str,
+    pg_url: str, tmp_path: Path
 ) -> None:
     from bot.replicas.database import open_pool
     from bot.replicas.roster import PgRoster
@@ -175,9 +188,12 @@ async def test_claim_works_on_another_replica_than_the_one_that_made_the_code(
         await seen(rosters[0], lambda r: bool(r.owners))
         [late] = await doors[0].answer(message(f"/claim {code}", at=NOW, user=STRANGER))
 
+        doctor = await check_owners(shell_settings(pg_url, tmp_path))
+
         assert claimed.text == CLAIMED.format(user_id=OWNER)
         assert late.text == OWNED
         assert doors[0].access.is_owner(OWNER) and not doors[0].access.allows(STRANGER)
+        assert (doctor.level, doctor.text) == ("ok", f"{OWNER} (claimed)")
     finally:
         for pool, roster in zip(pools, rosters, strict=True):
             await roster.stop()
