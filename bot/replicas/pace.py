@@ -1,13 +1,15 @@
-"""`SharedPace`: Telegram's overall send rate (about 30 messages a second per bot, whatever the
-number of replicas) shared by every replica through one PostgreSQL row.
+"""`SharedPace`: Telegram's send limits for a bot (about 30 messages a second overall, about 20
+a minute into one group, whatever the number of replicas) shared by every replica through rows
+of one PostgreSQL table.
 
-Each request that names a chat takes a slot first: one `UPDATE` of the row's theoretical
-arrival time (`tat`, the generic cell rate algorithm). The new `tat` is the later of the old
-one and now, plus one gap (1/`per_second` s); the request may go at `tat` less one second, so a
-bot idle for a second may send `per_second` requests at once, as PTB's own limiter allows one
-process, and then one per gap; the replicas together never send more. A slot costs one short
-row update (the row's lock serialises them; about a millisecond each, far below the rate).
-When the database cannot be reached the replica paces itself alone, at the same rate.
+Each request that names a chat takes a slot first: one `UPDATE` of a row's theoretical arrival
+time (`tat`, the generic cell rate algorithm), the bot's row and, for a group, the group's row
+before it. The new `tat` is the later of the old one and now, plus one gap (1/30 s; 3 s for a
+group); the request may go at `tat` less the limit's period (1 s; a minute), so a bot quiet for
+that long may send the period's worth at once, as PTB's own limiter allows one process, then
+one per gap; the replicas together never send more. A slot costs one short row update (the
+row's lock serialises them; about a millisecond each, far below the rate). When the database
+cannot be reached the replica paces itself alone, at the overall rate.
 """
 
 from __future__ import annotations
@@ -23,19 +25,33 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from bot.replicas.database import SCHEMA_LOCK
 
 log = structlog.get_logger(__name__)
-PER_SECOND = 30.0  # Telegram's overall limit for a bot
+
+
+@dataclass(frozen=True)
+class Limit:
+    count: float  # requests allowed …
+    period: float  # … per this many seconds
+
+    @property
+    def gap(self) -> float:
+        return self.period / self.count
+
+
+OVERALL = Limit(30, 1.0)  # Telegram's, for the whole bot
+GROUP_LIMIT = Limit(20, 60.0)  # Telegram's, into one group
+BOT_KEY = "bot"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mnemo_send_pace (
-    id  smallint PRIMARY KEY CHECK (id = 1),
+    key text PRIMARY KEY,  -- "bot", or "group:<chat id>"
     tat double precision NOT NULL
 );
 """
 TAKE = """
-INSERT INTO mnemo_send_pace AS p VALUES (1, extract(epoch FROM clock_timestamp()) + %(gap)s)
-ON CONFLICT (id) DO UPDATE
+INSERT INTO mnemo_send_pace AS p VALUES (%(key)s, extract(epoch FROM clock_timestamp()) + %(gap)s)
+ON CONFLICT (key) DO UPDATE
     SET tat = greatest(p.tat, extract(epoch FROM clock_timestamp())) + %(gap)s
-RETURNING tat - 1.0, extract(epoch FROM clock_timestamp())
+RETURNING tat - %(period)s, extract(epoch FROM clock_timestamp())
 """
 
 
@@ -46,32 +62,35 @@ class Slot:
 
 
 class SharedPace:
-    def __init__(self, pool: AsyncConnectionPool, *, per_second: float = PER_SECOND) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, *, overall: Limit = OVERALL, group: Limit = GROUP_LIMIT
+    ) -> None:
         self.pool = pool
-        self.gap = 1.0 / per_second
-        self._alone = AsyncLimiter(per_second, 1)  # while the database is away
+        self.overall = overall
+        self.group = group
+        self._alone = AsyncLimiter(overall.count, overall.period)  # while the database is away
         self._made = False
 
-    async def __call__(self) -> None:
-        """Wait for this request's slot."""
+    async def __call__(self, group: int | str | None) -> None:
+        """Wait for this request's slots: its group's (when `group` names one), then the bot's."""
         try:
-            slot = await self.take()
+            if group is not None:
+                await asyncio.sleep((await self.take(f"group:{group}", self.group)).wait)
+            await asyncio.sleep((await self.take(BOT_KEY, self.overall)).wait)
         except (PsycopgError, PoolTimeout, OSError) as exc:
             log.warning("send_pace_alone", error=type(exc).__name__)
             await self._alone.acquire()
-            return
-        if slot.wait > 0:
-            await asyncio.sleep(slot.wait)
 
-    async def take(self) -> Slot:
-        """The next slot of the cluster's."""
+    async def take(self, key: str, limit: Limit) -> Slot:
+        """The next slot of the row `key`, paced at `limit`."""
         async with self.pool.connection() as conn:
             if not self._made:
                 async with conn.transaction():
                     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                     await conn.execute(SCHEMA)
                 self._made = True
-            cursor = await conn.execute(TAKE, {"gap": self.gap})
+            arguments = {"key": key, "gap": limit.gap, "period": limit.period}
+            cursor = await conn.execute(TAKE, arguments)
             row = await cursor.fetchone()
         assert row is not None
         at, now = float(row[0]), float(row[1])

@@ -7,13 +7,15 @@ Telegram allows a bot about 30 requests a second (PTB's `AIORateLimiter` holds t
 past `TIGHT` of them, `tight(bot)` says so and the decorations skip their request (a skipped
 draft update is made by the next one, a skipped reaction or typing is not missed).
 
-With replicas the 30 a second are the bot's, not each replica's: given a `Pace` (one shared by
-every replica, `bot.replicas.pace`), each request that names a chat waits for its slot there,
-in place of the limiter's own overall limit (the per-group limit and the retries stay).
+With replicas the 30 a second (and the 20 a minute into a group) are the bot's, not each
+replica's: given a `Pace` (one shared by every replica, `bot.replicas.pace`), each request that
+names a chat waits for its slots there, in place of the limiter's own overall and group limits
+(its retries after a 429 stay).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
@@ -24,12 +26,14 @@ from telegram.ext import AIORateLimiter
 
 WINDOW = 1.0  # seconds the recent requests are counted over
 TIGHT = 15  # requests in the window (or waiting): half of Telegram's ~30 a second
-Pace = Callable[[], Awaitable[None]]  # waits for the next slot of the bot's overall rate
+# waits for a request's slots: the bot's, and its group's when given the group's chat id
+Pace = Callable[[int | str | None], Awaitable[None]]
 
 
 class AnswersFirst(AIORateLimiter):
     def __init__(self, *, pace: Pace | None = None, **limits: Any) -> None:
-        super().__init__(**({"overall_max_rate": 0} if pace else {}), **limits)
+        shared = {"overall_max_rate": 0, "group_max_rate": 0} if pace else {}
+        super().__init__(**shared, **limits)
         self.pace = pace
         self._recent: deque[float] = deque()  # when each recent request started (monotonic)
         self._waiting = 0  # requests not answered yet (held by the limiter, or on the wire)
@@ -47,8 +51,8 @@ class AnswersFirst(AIORateLimiter):
             self._recent.append(time.monotonic())
             self._waiting += 1
         try:
-            if self.pace is not None and data.get("chat_id") is not None:
-                await self.pace()
+            if self.pace is not None and (chat := data.get("chat_id")) is not None:
+                await self.pace(group_of(chat))
             call: Coroutine[Any, Any, Any] = super().process_request(
                 callback, args, kwargs, endpoint, data, rate_limit_args
             )
@@ -63,6 +67,15 @@ class AnswersFirst(AIORateLimiter):
         while self._recent and self._recent[0] < edge:
             self._recent.popleft()
         return len(self._recent) >= TIGHT or self._waiting >= TIGHT
+
+
+def group_of(chat_id: object) -> int | str | None:
+    """The chat id when it is a group's (negative, or an @name, as PTB's limiter tells)."""
+    with contextlib.suppress(ValueError, TypeError):
+        chat_id = int(chat_id)  # type: ignore[call-overload]
+    if isinstance(chat_id, int):
+        return chat_id if chat_id < 0 else None
+    return str(chat_id)
 
 
 def tight(bot: Bot) -> bool:
