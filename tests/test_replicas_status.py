@@ -4,10 +4,19 @@ first test is skipped without `MNEMO_TEST_PG`."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+from pydantic import SecretStr
 
 from bot.llm.meter import PromptEstimate
+from bot.settings import StoreSettings
 from bot.turn.commands.status import Queued, Status, render
+from tests.fakes.openai_api import FakeOpenAI, Hang, Reply
+from tests.fakes.telegram_api import FakeTelegram
+from tests.harness import OWNER, make_settings, running_bot
 
 ASKING = "telegram:1001"  # the chat whose /status is being answered (its job is `doing`)
 
@@ -93,3 +102,43 @@ def test_status_says_what_waits_in_the_chat_and_to_an_owner_what_the_cluster_doe
     ]
     assert "Replicas" not in not_owner and "Replicas" not in one_process
     assert "Waiting their turn" not in one_process
+
+
+async def test_status_in_a_replica_reads_the_shared_queue(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    """The whole bot on the database: a /status queued behind a turn is answered in its turn,
+    and sees the message queued after it."""
+    hang = Hang(then=Reply("the answer"))
+    fake_openai.script(hang, Reply("later"))
+    store = StoreSettings(url=SecretStr(pg_url))
+    settings = make_settings(
+        tmp_path / "ws", telegram=fake_telegram, openai=fake_openai, store=store
+    )
+    async with running_bot(settings, fake_telegram):
+        fake_telegram.push_text(OWNER, OWNER, "a question")
+        await fake_openai.wait_until_hanging()
+        fake_telegram.push_text(OWNER, OWNER, "/status verbose")
+        fake_telegram.push_text(OWNER, OWNER, "one more")
+        await queued(pg_url, 2)  # both behind the hanging turn
+        fake_openai.release()
+        sent = await fake_telegram.wait_for_messages(OWNER, 3)
+
+    answer, status, later = (m.text for m in sent)
+    assert (answer, later) == ("the answer", "later")
+    assert "Waiting their turn: 1 more of this chat's messages." in status.splitlines()
+    assert "Replicas: 1 alive; 0 other messages being answered, 1 waiting (every chat)" in status
+
+
+async def queued(url: str, count: int) -> None:
+    """Until `count` messages wait in the shared queue."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        for _ in range(200):
+            cursor = await conn.execute(
+                "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'"
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0] >= count:
+                return
+            await asyncio.sleep(0.05)
+    raise TimeoutError(f"fewer than {count} messages queued")
