@@ -230,7 +230,7 @@ class Workspace:
 
     @property
     def locks_dir(self) -> Path:
-        """Lock files for read-modify-write, kept out of the folders people edit."""
+        """The lock file for read-modify-write (`FileLocks`), kept out of the folders people edit."""
         return self.state_dir / "locks"
 
     @property
