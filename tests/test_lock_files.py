@@ -4,6 +4,7 @@ deadlock when held together nor stop excluding another holder."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tests.harness import OWNER
 from tests.reminding import bot_at, reminder_settings, schedule
 
 SETTLE = 0.3  # seconds a blocked holder is given to (wrongly) get in
+REPO = Path(__file__).resolve().parents[1]
 
 
 async def test_two_paths_on_one_byte_nest_and_still_exclude_another_holder(tmp_path: Path) -> None:
@@ -79,3 +81,63 @@ async def test_a_first_day_leaves_one_lock_file(
     assert any(text.startswith("Compacted") for text in texts), texts
     lock_files = [p.relative_to(workspace) for p in workspace.rglob("*lock*") if p.is_file()]
     assert lock_files == [Path("state/locks/paths.lock")]
+
+
+HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from bot.storage.files import FileLocks
+
+async def main() -> None:
+    async with FileLocks(Path(sys.argv[1])).hold(Path(sys.argv[2])):
+        print("held", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+
+asyncio.run(main())
+"""
+
+
+async def holder(locks: Path, path: Path) -> asyncio.subprocess.Process:
+    """Another process holding `path` until its stdin gets a line (or it is killed)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        HOLDER,
+        str(locks),
+        str(path),
+        cwd=REPO,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert await asyncio.wait_for(process.stdout.readline(), 30) == b"held\n"
+    return process
+
+
+async def gets_in(locks: FileLocks, path: Path, within: float) -> bool:
+    try:
+        async with asyncio.timeout(within), locks.hold(path):
+            return True
+    except TimeoutError:
+        return False
+
+
+async def test_another_process_holding_a_path_excludes_until_it_lets_go_or_dies(
+    tmp_path: Path,
+) -> None:
+    path, lock_dir = tmp_path / "memory" / "MEMORY.md", tmp_path / "locks"
+    ours = FileLocks(lock_dir)
+
+    other = await holder(lock_dir, path)
+    assert not await gets_in(ours, path, SETTLE)
+    assert await gets_in(ours, tmp_path / "other.md", 10)  # other paths are free
+    assert other.stdin is not None
+    other.stdin.write(b"done\n")
+    await other.wait()
+    assert await gets_in(ours, path, 10)
+
+    killed = await holder(lock_dir, path)
+    assert not await gets_in(ours, path, SETTLE)
+    killed.kill()  # a process that dies lets go: the kernel drops its locks
+    await killed.wait()
+    assert await gets_in(ours, path, 10)
