@@ -7,8 +7,8 @@ The whole bot in-process (PTB's `Application` with the rate limiter it runs with
 Bot API (`tests/fakes/telegram_api.py`) and streams from the fake model: drafts, the reaction,
 typing and the answers all spend the bot's Telegram requests (about 30 a second). The model takes
 `--model-seconds` from request to last chunk: half before its first chunk, half over the chunks.
-Prints the seconds to the last answer and the requests by method. Exit 1 when the last answer takes 4 s or
-more (the goal: under 4 s with a 2 s model).
+Prints the seconds to the last answer and the requests by method. Exit 1 when the last answer
+takes 4 s or more (the goal: under 4 s with a 2 s model).
 """
 
 from __future__ import annotations
