@@ -136,7 +136,10 @@ class TelegramReplier:
         while tight(self.bot) and waited < UNREACT_WAIT:
             await asyncio.sleep(UNREACT_POLL)
             waited += UNREACT_POLL
-        await self._react(None)
+        try:
+            await self._react(None)
+        except Exception as exc:  # the bot was closed meanwhile (a stop): the reaction stays
+            log.debug("reaction_left", error=type(exc).__name__)
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
