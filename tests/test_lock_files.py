@@ -4,6 +4,7 @@ deadlock when held together nor stop excluding another holder."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,3 +142,17 @@ async def test_another_process_holding_a_path_excludes_until_it_lets_go_or_dies(
     killed.kill()  # a process that dies lets go: the kernel drops its locks
     await killed.wait()
     assert await gets_in(ours, path, 10)
+
+
+async def test_a_lock_folder_deleted_by_hand_is_made_again_and_still_excludes(
+    tmp_path: Path,
+) -> None:
+    lock_dir, path = tmp_path / "locks", tmp_path / "MEMORY.md"
+    ours = FileLocks(lock_dir)
+    async with ours.hold(path):
+        pass
+    shutil.rmtree(lock_dir)  # a person tidying the workspace while the bot runs
+
+    async with ours.hold(path):
+        assert not await gets_in(FileLocks(lock_dir), path, SETTLE)
+    assert (lock_dir / "paths.lock").is_file()
