@@ -3,9 +3,12 @@ reply (the 👀 reaction, a draft update, "typing") gives way while the budget i
 any answer waits behind it.
 
 Telegram allows a bot about 30 requests a second (PTB's `AIORateLimiter` holds the rest back).
-`AnswersFirst` is that limiter, counting the requests of the last second and those waiting;
-past `TIGHT` of them, `tight(bot)` says so and the decorations skip their request (a skipped
-draft update is made by the next one, a skipped reaction or typing is not missed).
+`AnswersFirst` is that limiter, counting the requests of the last second and those waiting, and
+the answers on their way (turns running, `answering(bot)`: each will need a request); past
+`TIGHT` requests, or when those and the answers on their way would take the whole `BUDGET`,
+`tight(bot)` says so and the decorations skip their request (a skipped draft update is made by
+the next one, a skipped reaction or typing is not missed). 64 chats answered at once: no
+decoration spends a request their answers need.
 
 With replicas the 30 a second (and the 20 a minute into a group) are the bot's, not each
 replica's: given a `Pace` (one shared by every replica, `bot.replicas.pace`), each request that
@@ -18,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from telegram import Bot
@@ -26,6 +30,7 @@ from telegram.ext import AIORateLimiter
 
 WINDOW = 1.0  # seconds the recent requests are counted over
 TIGHT = 15  # requests in the window (or waiting): half of Telegram's ~30 a second
+BUDGET = 30  # Telegram's requests a second (AIORateLimiter's default): answers on their way first
 # waits for a request's slots: the bot's, and its group's when given the group's chat id
 Pace = Callable[[int | str | None], Awaitable[None]]
 
@@ -37,6 +42,7 @@ class AnswersFirst(AIORateLimiter):
         self.pace = pace
         self._recent: deque[float] = deque()  # when each recent request started (monotonic)
         self._waiting = 0  # requests not answered yet (held by the limiter, or on the wire)
+        self.coming = 0  # answers on their way: turns running (`answering`)
 
     async def process_request(
         self,
@@ -66,7 +72,8 @@ class AnswersFirst(AIORateLimiter):
         edge = time.monotonic() - WINDOW
         while self._recent and self._recent[0] < edge:
             self._recent.popleft()
-        return len(self._recent) >= TIGHT or self._waiting >= TIGHT
+        recent = len(self._recent)
+        return max(recent, self._waiting) >= TIGHT or recent + self.coming >= BUDGET
 
 
 def group_of(chat_id: object) -> int | str | None:
@@ -82,3 +89,17 @@ def tight(bot: Bot) -> bool:
     """Whether `bot`'s Telegram budget is tight (never, with another limiter or none)."""
     limiter = getattr(bot, "rate_limiter", None)
     return isinstance(limiter, AnswersFirst) and limiter.tight()
+
+
+@contextmanager
+def answering(bot: Bot) -> Iterator[None]:
+    """While a turn runs: its answer is on its way, and the decorations leave it room."""
+    limiter = getattr(bot, "rate_limiter", None)
+    if not isinstance(limiter, AnswersFirst):
+        yield
+        return
+    limiter.coming += 1
+    try:
+        yield
+    finally:
+        limiter.coming -= 1
