@@ -9,8 +9,10 @@ question, as `python -m bot eval retrieval` asks it (the shipped hits and budget
 - not found, shares none: no content word in common; only an embedder, or a second hop from
   another hit, can find it.
 
-    python benchmarks/recall_misses.py DATASET.json [DATASET.json …] [--model PATH]
+    python benchmarks/recall_misses.py [DATASET.json …] [--model PATH]
 
+Without a dataset named, the git-ignored `eval-data/realtalk.json` and `eval-data/locomo.json`
+that exist (benchmarks/README.md says how to make them; with neither, it says so and stops).
 With `--model` (a model2vec folder) the index is hybrid, else keyword only. Prints, per
 dataset and category, the share of the evidence turns in each place.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
+from benchmarks.common import REPOSITORY, machine_line
 from bot.eval.dataset import Conversation, Dataset, load_dataset
 from bot.eval.report import Answer, Retrieved
 from bot.eval.retrieval import run_mnemo
@@ -33,6 +36,7 @@ from bot.llm.tokens import TokenCounter
 from bot.memory.items.keywords import words
 from bot.settings import RagSettings
 
+DEFAULT_SETS = ("eval-data/realtalk.json", "eval-data/locomo.json")
 PLACES = ("shown", "found, not shown", "not found, shares a word", "not found, shares none")
 
 
@@ -81,14 +85,20 @@ def table(path: Path, counted: Counter[tuple[str, str]]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("datasets", type=Path, nargs="+")
+    parser.add_argument("datasets", type=Path, nargs="*")
     parser.add_argument("--model", type=Path, help="a model2vec folder: hybrid search")
     args = parser.parse_args()
+    print(machine_line())
+    found = [path for name in DEFAULT_SETS if (path := REPOSITORY / name).exists()]
+    datasets = args.datasets or found
+    if not datasets:
+        print("no dataset: make eval-data/realtalk.json first (benchmarks/README.md, REALTALK)")
+        return 0
     rag = RagSettings()  # the shipped defaults
     embedder = Model2VecEmbedder(args.model) if args.model else None
     print(f"{rag.relevant_k} hits within {rag.relevant_budget_tokens} tokens;", end=" ")
     print(f"embedder {embedder.name if embedder else 'none'}")
-    for path in args.datasets:
+    for path in datasets:
         dataset = load_dataset(path)
         run = run_mnemo(
             dataset,
