@@ -136,8 +136,9 @@ class PgDocuments:
     def listing(self, folder: Path, pattern: str) -> list[Path]:
         prefix = self.key(folder)
         prefix = f"{prefix}/" if prefix else ""
-        found = (key for key in self.keys(prefix) if "/" not in key[len(prefix) :])
-        return sorted(self.path_of(key) for key in found if fnmatchcase(key[len(prefix) :], pattern))
+        names = (key[len(prefix) :] for key in self.keys(prefix))
+        found = (name for name in names if "/" not in name and fnmatchcase(name, pattern))
+        return sorted(self.path_of(prefix + name) for name in found)
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         """Every document's key that starts with `prefix` (those under a folder: `memory/`)."""
