@@ -228,7 +228,8 @@ class Documents(Protocol):
 
 
 class FileDocuments:
-    """The documents as the files on this disk (the embedded mode's)."""
+    """The documents as the files on this disk (the embedded mode's). It keeps nothing: one
+    serves every workspace (`ON_DISK`)."""
 
     def version(self, path: Path) -> Signature | None:
         try:
@@ -258,7 +259,7 @@ class FileDocuments:
         append_bytes(path, data, durable=durable)
 
     def listing(self, folder: Path, pattern: str) -> list[Path]:
-        return sorted(path for path in folder.glob(pattern) if path.is_file())
+        return sorted(folder.glob(pattern))
 
     def move(self, source: Path, target: Path) -> None:
         ensure_dir(target.parent)
@@ -266,3 +267,6 @@ class FileDocuments:
 
     def delete(self, path: Path) -> None:
         path.unlink(missing_ok=True)
+
+
+ON_DISK = FileDocuments()
