@@ -1,17 +1,18 @@
-"""Where the journal, the chats' queue and the path locks live, picked once from
+"""Where the journal, the chats' queue, the path locks and the documents live, picked once from
 `settings.store`: the workspace's files and one process's memory (the default), or PostgreSQL
 shared by every replica (`bot.replicas`, imported only then: the embedded mode needs none of
 its packages)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bot.models import Inbound
 from bot.settings import Settings
-from bot.storage.files import FileLocks, Locks
+from bot.storage.files import ON_DISK, Documents, FileLocks, Locks
 from bot.storage.inbox import Inbox, Journal
 from bot.storage.workspace import Workspace
 from bot.turn.delivery import Replier
@@ -22,6 +23,7 @@ from bot.turn.router import Router
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
+    from bot.replicas.documents import PgDocuments
     from bot.replicas.queue import ChatQueue
 
 
@@ -31,6 +33,7 @@ class Store:
     intake: IntakeFactory
     locks: Locks
     services: list[Shared] = field(default_factory=list)  # started first, stopped last
+    documents: Documents = ON_DISK  # the workspace's files (`Workspace.documents`)
 
 
 def build_store(settings: Settings, workspace: Workspace) -> Store:
@@ -75,16 +78,31 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
         )
 
     locks = PgLocks(pool, root=workspace.root)
-    return Store(journal, intake, locks, services=[Shared(pool, queue)])
+    documents = shared_documents(url, workspace)
+    services = [Shared(pool, queue, documents)]
+    return Store(journal, intake, locks, services=services, documents=documents)
+
+
+def shared_documents(url: str, workspace: Workspace) -> PgDocuments:
+    """The documents every replica shares, connected now (blocking): stores read them as they
+    are built, before the services start."""
+    from bot.replicas.documents import open_documents
+
+    documents = open_documents(url, workspace.root)
+    documents.connect()
+    return documents
 
 
 class Shared:
     """The replica's connection to the shared database: opened (and the schema made) before
     anything else starts, closed after everything stopped."""
 
-    def __init__(self, pool: AsyncConnectionPool, queue: ChatQueue) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, queue: ChatQueue, documents: PgDocuments | None = None
+    ) -> None:
         self.pool = pool
         self.queue = queue
+        self.documents = documents
 
     async def start(self) -> None:
         from bot.replicas.database import migrate
@@ -95,3 +113,5 @@ class Shared:
 
     async def stop(self) -> None:
         await self.pool.close()
+        if self.documents is not None:
+            await asyncio.to_thread(self.documents.close)

@@ -1,0 +1,124 @@
+"""The stores over both kinds of documents (`tests.shared_documents`): the files on this disk
+and the table every replica shares (skipped without `MNEMO_TEST_PG`). Two workspaces on one set
+of documents stand for two replicas: what one writes, the other reads, and no cache of either
+serves a text the other has changed since."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from bot.memory.notes.daily import DailyNotes, NoteFormat
+from bot.memory.notes.long_term import LongTermMemory
+from bot.models import GLOBAL_SCOPE, ChatMessage, MemoryScope, Session
+from bot.storage.files import Documents, FileLocks
+from bot.storage.lines import LineReader
+from bot.storage.sessions import SessionStore
+from bot.storage.workspace import Workspace
+from tests.shared_documents import two
+
+__all__ = ["two"]  # the fixture, used by name
+
+NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
+CHAT = MemoryScope(chat_key="telegram:-100123")
+
+
+def replicas(two: list[Documents], root: Path) -> list[Workspace]:
+    return [Workspace(root, documents) for documents in two]
+
+
+def said(session: Session, text: str) -> Session:
+    """`session` with an exchange more: `text` and its answer."""
+    asked = ChatMessage(role="user", content=text, at=NOW)
+    answered = ChatMessage(role="assistant", content=text.upper(), at=NOW)
+    return replace(session, messages=(*session.messages, asked, answered))
+
+
+async def test_a_session_saved_by_one_replica_is_loaded_by_the_other(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    first, second = (SessionStore(w, now=lambda: NOW) for w in replicas(two, tmp_path))
+    await first.save(said(first.fresh("telegram:7"), "one"))
+    assert [m.content for m in (await second.load("telegram:7")).messages] == ["one", "ONE"]
+    await first.save(said(await first.load("telegram:7"), "two"))
+    loaded = await second.load("telegram:7")  # its kept copy is of an older version
+    assert [m.content for m in loaded.messages] == ["one", "ONE", "two", "TWO"]
+    assert second.keys() == ["telegram:7"]
+
+
+async def test_a_session_archived_and_its_parts_are_kept_apart(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    workspace = replicas(two, tmp_path)[0]
+    sessions = SessionStore(workspace, now=lambda: NOW)
+    session = said(sessions.fresh("telegram:7"), "old")
+    await sessions.save(session)
+    part = await sessions.archive_part(session, session.messages)
+    again = await sessions.archive_part(session, session.messages)
+    await sessions.archive("telegram:7")
+    archived = workspace.archived_session_paths("telegram:7")
+    assert part in archived and again in archived and len(set(archived)) == 3
+    assert (await sessions.load("telegram:7")).messages == ()
+
+
+async def test_a_session_that_does_not_parse_is_set_aside_not_lost(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    workspace = replicas(two, tmp_path)[0]
+    path = workspace.session_path("telegram:7")
+    workspace.documents.write(path, b"{not json")
+    session = await SessionStore(workspace, now=lambda: NOW).load("telegram:7")
+    assert session.marks.recovered_from is not None
+    aside = path.with_name(session.marks.recovered_from)
+    assert workspace.documents.read(aside) == b"{not json"
+
+
+async def test_facts_one_replica_appends_are_in_the_other_s_prompt(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    first, second = replicas(two, tmp_path)
+    reader = LineReader(memory_root=second.memory_root, documents=second.documents)
+    memory = LongTermMemory(first, FileLocks(tmp_path / "locks"))
+    await memory.append_facts(CHAT, ["Likes tea"], section="Facts")
+    lines = reader.head(second.long_term_path(CHAT))
+    assert lines is not None and lines.lines == ("## Facts", "- Likes tea")
+    await memory.append_facts(CHAT, ["Lives in Oslo"])
+    lines = reader.head(second.long_term_path(CHAT))
+    assert lines is not None and lines.lines[-1] == "- Lives in Oslo"
+
+
+async def test_a_rewrite_over_another_replica_s_change_is_refused(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    first, second = replicas(two, tmp_path)
+    mine = LongTermMemory(first, FileLocks(tmp_path / "locks"))
+    theirs = LongTermMemory(second, FileLocks(tmp_path / "locks"))
+    await mine.append_facts(GLOBAL_SCOPE, ["Likes tea"])
+    seen = mine.snapshot(GLOBAL_SCOPE)
+    await theirs.append_facts(GLOBAL_SCOPE, ["Has a cat"])
+    assert not await mine.replace_if_unchanged(GLOBAL_SCOPE, seen.digest, "- Likes coffee\n")
+    assert "Has a cat" in theirs.snapshot(GLOBAL_SCOPE).text
+
+
+async def test_a_crlf_memory_keeps_its_line_endings(two: list[Documents], tmp_path: Path) -> None:
+    workspace = replicas(two, tmp_path)[0]
+    path = workspace.long_term_path(GLOBAL_SCOPE)
+    workspace.documents.write(path, b"# Memory\r\n- Likes tea\r\n")
+    memory = LongTermMemory(workspace, FileLocks(tmp_path / "locks"))
+    edit = await memory.replace_line(GLOBAL_SCOPE, "tea", "Likes green tea")
+    assert edit.after == "- Likes green tea"
+    assert workspace.documents.read(path) == b"# Memory\r\n- Likes green tea\r\n"
+
+
+async def test_a_daily_note_line_is_written_once_across_replicas(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    first, second = (DailyNotes(w, NoteFormat(200, 200)) for w in replicas(two, tmp_path))
+    assert await first.append_once(CHAT, NOW, "hi", "hello", since=date(2026, 11, 26))
+    assert not await second.append_once(CHAT, NOW, "hi", "hello", since=date(2026, 11, 26))
+    await second.append(CHAT, NOW, "and", "more")
+    workspace = replicas(two, tmp_path)[0]
+    assert workspace.daily_note_paths(CHAT) == [workspace.daily_note_path(CHAT, NOW.date())]
+    note = workspace.documents.read(workspace.daily_note_path(CHAT, NOW.date()))
+    assert note == b"[09:30] User: hi | Assistant: hello\n[09:30] User: and | Assistant: more\n"
