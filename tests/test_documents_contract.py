@@ -92,6 +92,22 @@ def test_a_listing_holds_a_folder_s_own_matching_documents_sorted(
     ]
 
 
+def test_a_walk_holds_every_document_below_a_folder(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    documents = two[0]
+    memory = tmp_path / "memory"
+    for path in ("MEMORY.md", "chats/a/MEMORY.md", "items/episodic/2026-11-27.jsonl"):
+        documents.write(memory / path, b"x\n")
+    documents.write(tmp_path / "memory2" / "MEMORY.md", b"x\n")
+    assert documents.walk(memory) == [
+        memory / "MEMORY.md",
+        memory / "chats" / "a" / "MEMORY.md",
+        memory / "items" / "episodic" / "2026-11-27.jsonl",
+    ]
+    assert documents.walk(tmp_path / "sessions") == []
+
+
 def test_names_with_glob_and_like_characters_are_listed_as_they_are(
     two: list[Documents], tmp_path: Path
 ) -> None:

@@ -6,7 +6,8 @@ its packages)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -81,6 +82,21 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     documents = shared_documents(url, workspace)
     services = [Shared(pool, queue, documents)]
     return Store(journal, intake, locks, services=services, documents=documents)
+
+
+@contextmanager
+def stored_workspace(settings: Settings) -> Iterator[Workspace]:
+    """The workspace with its documents where `settings.store` keeps them, for a command run
+    beside the bot (`python -m bot memory export | import | edit`)."""
+    workspace = Workspace(settings.workspace)
+    if settings.store.url is None:
+        yield workspace
+        return
+    documents = shared_documents(settings.store.url.get_secret_value(), workspace)
+    try:
+        yield Workspace(workspace.root, documents)
+    finally:
+        documents.close()
 
 
 def shared_documents(url: str, workspace: Workspace) -> PgDocuments:

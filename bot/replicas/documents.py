@@ -140,6 +140,10 @@ class PgDocuments:
         found = (name for name in names if "/" not in name and fnmatchcase(name, pattern))
         return sorted(self.path_of(prefix + name) for name in found)
 
+    def walk(self, folder: Path) -> list[Path]:
+        prefix = self.key(folder)
+        return sorted(self.path_of(key) for key in self.keys(f"{prefix}/" if prefix else ""))
+
     def keys(self, prefix: str = "") -> Iterator[str]:
         """Every document's key that starts with `prefix` (those under a folder: `memory/`)."""
         with self.pool.connection() as conn:

@@ -106,6 +106,11 @@ def append_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
         os.close(fd)
 
 
+def temporary(path: Path) -> bool:
+    """A writer's temporary file (`atomic_write_bytes`'s `.<name>.<random>.tmp`)."""
+    return path.name.startswith(".") and path.name.endswith(".tmp")
+
+
 def read_text(path: Path) -> str | None:
     """The file's text (undecodable bytes replaced), or None when it is missing or unreadable.
 
@@ -218,6 +223,10 @@ class Documents(Protocol):
         """The documents right in `folder` whose names match `pattern` (a glob), sorted."""
         ...
 
+    def walk(self, folder: Path) -> list[Path]:
+        """Every document under `folder`, at any depth, sorted (no writer's temporary file)."""
+        ...
+
     def move(self, source: Path, target: Path) -> None:
         """Give the document `source` the path `target` (which is free)."""
         ...
@@ -260,6 +269,9 @@ class FileDocuments:
 
     def listing(self, folder: Path, pattern: str) -> list[Path]:
         return sorted(folder.glob(pattern))
+
+    def walk(self, folder: Path) -> list[Path]:
+        return sorted(p for p in folder.rglob("*") if p.is_file() and not temporary(p))
 
     def move(self, source: Path, target: Path) -> None:
         ensure_dir(target.parent)
