@@ -92,9 +92,7 @@ def test_a_listing_holds_a_folder_s_own_matching_documents_sorted(
     ]
 
 
-def test_a_walk_holds_every_document_below_a_folder(
-    two: list[Documents], tmp_path: Path
-) -> None:
+def test_a_walk_holds_every_document_below_a_folder(two: list[Documents], tmp_path: Path) -> None:
     documents = two[0]
     memory = tmp_path / "memory"
     for path in ("MEMORY.md", "chats/a/MEMORY.md", "items/episodic/2026-11-27.jsonl"):

@@ -64,8 +64,7 @@ def shared(root: Path, url: str) -> dict[str, bytes]:
     with stored_workspace(settings(root, url)) as workspace:
         base, documents = workspace.memory_root, workspace.documents
         return {
-            p.relative_to(base).as_posix(): documents.read(p) or b""
-            for p in documents.walk(base)
+            p.relative_to(base).as_posix(): documents.read(p) or b"" for p in documents.walk(base)
         }
 
 
@@ -113,6 +112,14 @@ async def test_an_import_over_a_shared_memory_needs_force_and_keeps_the_old_one(
     assert older == [b"- older\n"]
 
 
+def taken(draft: str) -> bytes:
+    """The edited text a refused edit kept in `draft` (removed)."""
+    path = Path(draft)
+    data = path.read_bytes()
+    path.unlink()
+    return data
+
+
 @pytest.fixture
 def editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script = tmp_path / "editor.py"
@@ -149,9 +156,7 @@ async def test_an_edit_over_a_change_made_meanwhile_is_refused_and_kept(
     code, said = cli(replica, url, "edit", "MEMORY.md")
     assert code == 1 and "was changed while you edited it" in said
     assert shared(replica, url) == {"MEMORY.md": b"- Likes tea\n- Lives in Oslo\n"}
-    draft = Path(said.split("kept in ")[1].split(":")[0])
-    assert draft.read_bytes() == b"- Likes tea\n- Has a cat\n"
-    draft.unlink()
+    assert taken(said.split("kept in ")[1].split(":")[0]) == b"- Likes tea\n- Has a cat\n"
 
 
 async def test_an_edit_the_editor_gives_up_or_outside_memory_writes_nothing(
@@ -162,7 +167,7 @@ async def test_an_edit_the_editor_gives_up_or_outside_memory_writes_nothing(
     monkeypatch.setenv("FAKE_EDIT_EXIT", "1")
     code, said = cli(replica, url, "edit", "MEMORY.md")
     assert code == 1 and "exited with 1" in said
-    Path(said.split("is in ")[1].rstrip(")")).unlink()
+    assert taken(said.split("is in ")[1].rstrip(")")) == b"- half typed\n"
     code, said = cli(replica, url, "edit", "../sessions/telegram_1.json")
     assert code == 1 and "not a path under memory/" in said
     assert shared(replica, url) == {}
