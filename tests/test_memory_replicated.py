@@ -43,7 +43,7 @@ async def url() -> AsyncIterator[str]:
 
 def settings(root: Path, url: str | None) -> Settings:
     store = {"url": url} if url else {}
-    return Settings(_env_file=None, workspace=root, store=store)  # type: ignore[call-arg]
+    return Settings(_env_file=None, workspace=root, store=store)  # type: ignore[call-arg, arg-type]
 
 
 def cli(root: Path, url: str | None, *args: str) -> tuple[int, str]:
