@@ -6,15 +6,17 @@ serves a text the other has changed since."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from bot.memory.forgetting import Forgetting
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.long_term import LongTermMemory
 from bot.models import GLOBAL_SCOPE, ChatMessage, MemoryScope, Session
 from bot.storage.files import Documents, FileLocks
 from bot.storage.lines import LineReader
 from bot.storage.sessions import SessionStore
+from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from tests.shared_documents import two
 
@@ -122,3 +124,24 @@ async def test_a_daily_note_line_is_written_once_across_replicas(
     assert workspace.daily_note_paths(CHAT) == [workspace.daily_note_path(CHAT, NOW.date())]
     note = workspace.documents.read(workspace.daily_note_path(CHAT, NOW.date()))
     assert note == b"[09:30] User: hi | Assistant: hello\n[09:30] User: and | Assistant: more\n"
+
+
+async def test_forget_reaches_every_shared_document_and_undo_puts_them_back(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    workspace = replicas(two, tmp_path)[0]
+    documents, chat = workspace.documents, CHAT.chat_key or ""
+    sessions = SessionStore(workspace, now=lambda: NOW)
+    await sessions.save(said(sessions.fresh(chat), "my pin is 4321"))
+    memory, note = workspace.long_term_path(CHAT), workspace.daily_note_path(CHAT, NOW.date())
+    documents.write(memory, b"- Likes tea\n- Pin 4321\n")
+    documents.write(note, b"[09:30] User: my pin is 4321 | Assistant: ok\n[09:31] User: hi\n")
+    undo = UndoStore(tmp_path / "undo", keep=timedelta(minutes=5), now=lambda: NOW)
+    forgetting = Forgetting(workspace, FileLocks(tmp_path / "locks"), undo)
+    forgotten = await forgetting.forget(CHAT, chat, "4321")
+    assert forgotten.total == 4  # two lines, two messages (the user's and the answer's)
+    for path in (memory, note, workspace.session_path(chat)):
+        assert b"4321" not in (documents.read(path) or b"")
+    undone = await forgetting.restore(chat)
+    assert undone is not None and undone.restored == 3
+    assert documents.read(memory) == b"- Likes tea\n- Pin 4321\n"
