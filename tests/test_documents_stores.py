@@ -10,9 +10,11 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from bot.memory.forgetting import Forgetting
+from bot.memory.notes import quoted
 from bot.memory.notes.daily import DailyNotes, NoteFormat
+from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import LongTermMemory
-from bot.models import GLOBAL_SCOPE, ChatMessage, MemoryScope, Session
+from bot.models import GLOBAL_SCOPE, ChatMessage, MemoryScope, Provenance, Session
 from bot.storage.files import Documents, FileLocks
 from bot.storage.lines import LineReader
 from bot.storage.sessions import SessionStore
@@ -145,3 +147,35 @@ async def test_forget_reaches_every_shared_document_and_undo_puts_them_back(
     undone = await forgetting.restore(chat)
     assert undone is not None and undone.restored == 3
     assert documents.read(memory) == b"- Likes tea\n- Pin 4321\n"
+
+
+async def test_history_entries_are_written_once_and_read_by_the_other_replica(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    first, second = (HistoryLog(w, FileLocks(tmp_path / "locks")) for w in replicas(two, tmp_path))
+    await first.append(CHAT, "We planned a trip.", NOW, key="consolidation 1a.0")
+    await second.append(CHAT, "We planned a trip.", NOW, key="consolidation 1a.0")
+    await second.append(CHAT, "[checkpoint] compacted", NOW + timedelta(hours=1))
+    assert await second.entry(CHAT, "consolidation 1a.0") == "We planned a trip."
+    assert first.last_consolidation(CHAT) == NOW
+    assert first.last_compaction(CHAT) == NOW + timedelta(hours=1)
+    workspace = replicas(two, tmp_path)[0]
+    text = workspace.documents.read(workspace.history_path(CHAT)) or b""
+    assert text.count(b"We planned a trip.") == 1
+
+
+async def test_a_fact_s_origin_and_a_quote_live_beside_the_shared_memory(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    first, second = replicas(two, tmp_path)
+    origin = Provenance(by="Ann (42)", chat="telegram:42", at=NOW, via="voice")
+    memory = LongTermMemory(first, FileLocks(tmp_path / "locks"))
+    await memory.append_facts(GLOBAL_SCOPE, ["Likes tea"], origin=origin)
+    theirs = LongTermMemory(second, FileLocks(tmp_path / "locks"))
+    assert theirs.origins(GLOBAL_SCOPE).of("Likes tea") == origin
+    path = first.long_term_path(GLOBAL_SCOPE)
+    [made] = quoted.add(path, ["The manual says: press twice."], origin, first.documents)
+    assert [q.text for q in quoted.pending(path, second.documents)] == [made.text]
+    taken = quoted.take(path, made.id, second.documents)
+    assert taken is not None and taken.id == made.id
+    assert quoted.pending(path, first.documents) == []

@@ -17,7 +17,7 @@ from bot.memory.provenance import FactOrigins, brief, of_line
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import Locks
+from bot.storage.files import Documents, Locks
 from bot.storage.lines import decode_text
 from bot.storage.undo import Kept, UndoStore
 from bot.storage.workspace import Workspace
@@ -97,7 +97,7 @@ class Forgetting:
             elif found:
                 counts[target.place] += len(found)
                 name = self._name(target.path, home)
-                samples += [(name, with_origin(target.path, text)) for text in found]
+                samples += [(name, self._with_origin(target.path, text)) for text in found]
         said = await self.chatter.forget(session_key, needle) if self.chatter else []
         if said:
             counts[CHATTER] += len(said)
@@ -196,6 +196,9 @@ class Forgetting:
 
     # ------------------------------------------------------------------ helpers
 
+    def _with_origin(self, path: Path, line: str) -> str:
+        return with_origin(path, line, self.documents)
+
     def _hold(self, target: Target) -> AbstractAsyncContextManager[None]:
         return self.locks.hold(target.lock) if target.lock is not None else nullcontext()
 
@@ -212,10 +215,10 @@ def _locked(kept: Kept) -> bool:
     return kept.kind == "lines"
 
 
-def with_origin(path: Path, line: str) -> str:
+def with_origin(path: Path, line: str, documents: Documents) -> str:
     """A removed MEMORY.md line with who said it, how and when, when that is known (its side
     file keeps no text, so it still knows after the line is gone)."""
     if path.name != "MEMORY.md":
         return line
-    origin = of_line(FactOrigins(path).read(), line)
+    origin = of_line(FactOrigins(path, documents).read(), line)
     return f"{line} — {brief(origin)}" if origin else line

@@ -95,12 +95,12 @@ class LongTermMemory:
         else:  # one append: a line a person appends meanwhile is never lost
             self.documents.append(path, current.encode(appended))
         if origin is not None:
-            FactOrigins(path).add(added, origin)
+            FactOrigins(path, self.documents).add(added, origin)
         return Appended(added, replaced)
 
     def origins(self, scope: MemoryScope) -> FactOrigins:
         """Where the provenance of the scope's MEMORY.md facts is kept."""
-        return FactOrigins(self.workspace.long_term_path(scope))
+        return FactOrigins(self.workspace.long_term_path(scope), self.documents)
 
     async def replace_line(
         self, scope: MemoryScope, old: str, new: str, *, superseded_on: date | None = None
