@@ -117,6 +117,17 @@ def test_names_with_glob_and_like_characters_are_listed_as_they_are(
     assert documents.listing(sessions, "telegram_-100%5F1_7-*.json") == []
 
 
+def test_a_path_is_the_same_document_however_it_is_spelled(
+    two: list[Documents], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    documents = two[0]
+    (tmp_path / "memory").mkdir()
+    documents.write(tmp_path / "memory" / "MEMORY.md", b"- x\n")
+    assert documents.read((tmp_path / "memory" / "MEMORY.md").resolve()) == b"- x\n"
+    monkeypatch.chdir(tmp_path)
+    assert documents.read(Path("memory") / "MEMORY.md") == b"- x\n"
+
+
 def test_a_move_gives_the_document_its_new_path(two: list[Documents], tmp_path: Path) -> None:
     first, second = two
     source = tmp_path / "sessions" / "telegram_1.json"

@@ -69,11 +69,16 @@ class PgDocuments:
         self.pool.close()
 
     def key(self, path: Path) -> str:
-        """The document's key: its path relative to the workspace."""
-        if not path.is_relative_to(self.root):
-            raise ValueError(f"{path} is not in the workspace {self.root}")
-        relative = path.relative_to(self.root).as_posix()
-        return "" if relative == "." else relative
+        """The document's key: its path relative to the workspace (as given, made absolute, or
+        with its links resolved, as a caller may have made it)."""
+        root = self.root
+        for mine, base in ((path, root), (path.absolute(), root.absolute())):
+            if mine.is_relative_to(base):
+                relative = mine.relative_to(base).as_posix()
+                return "" if relative == "." else relative
+        if path.resolve().is_relative_to(root.resolve()):
+            return self.key(root / path.resolve().relative_to(root.resolve()))
+        raise ValueError(f"{path} is not in the workspace {root}")
 
     def path_of(self, key: str) -> Path:
         return self.root / key

@@ -78,10 +78,10 @@ def without_controls(text: str) -> str:
     return CONTROL.sub("", text)
 
 
-def safe_to_rewrite(path: Path) -> bool:
+def safe_to_rewrite(path: Path, documents: Documents = ON_DISK) -> bool:
     """False when the file exists but is not text or cannot be read: leave such a file alone."""
     try:
-        with path.open("rb") as handle:
+        with documents.open(path) as handle:
             return decode_text(handle.read(WINDOW_BYTES)) is not None
     except FileNotFoundError:
         return True
