@@ -1,6 +1,7 @@
 """Two holders of one workspace's documents, for the contract tests: two `FileDocuments` on
 one folder, or two `PgDocuments` (each its own pool, as two replicas) on one database of its
-own (skipped without `MNEMO_TEST_PG`, saying why)."""
+own, or two `SplitDocuments` over those and the folder, as a replica's workspace has them (both
+skipped without `MNEMO_TEST_PG`, saying why)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from bot.storage.files import Documents, FileDocuments
 from tests.pg import pg_database
 
-KINDS = ["files", "postgresql"]
+KINDS = ["files", "postgresql", "split"]
+WORKSPACES = ["files", "split"]  # the documents a workspace has: embedded, replicated
 
 
 @asynccontextmanager
@@ -22,13 +24,17 @@ async def two_documents(kind: str, root: Path) -> AsyncIterator[list[Documents]]
         yield [FileDocuments(), FileDocuments()]
         return
     from bot.replicas.documents import open_documents
+    from bot.replicas.shared_documents import SplitDocuments
 
     async with pg_database() as url:
         held = [open_documents(url, root), open_documents(url, root)]
         for documents in held:
             documents.connect()
         try:
-            yield list(held)
+            if kind == "split":
+                yield [SplitDocuments(shared, FileDocuments(), root) for shared in held]
+            else:
+                yield list(held)
         finally:
             for documents in held:
                 documents.close()

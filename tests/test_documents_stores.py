@@ -1,13 +1,17 @@
-"""The stores over both kinds of documents (`tests.shared_documents`): the files on this disk
-and the table every replica shares (skipped without `MNEMO_TEST_PG`). Two workspaces on one set
+"""The stores over both kinds of workspace documents (`tests.shared_documents`): the files on
+this disk, and a replica's (`SplitDocuments`: the table every replica shares, the rest on its
+disk; skipped without `MNEMO_TEST_PG`). Two workspaces on one set
 of documents stand for two replicas: what one writes, the other reads, and no cache of either
 serves a text the other has changed since."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from bot.memory.forgetting import Forgetting
 from bot.memory.notes import quoted
@@ -20,12 +24,16 @@ from bot.storage.lines import LineReader
 from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
-from tests.shared_documents import two
-
-__all__ = ["two"]  # the fixture, used by name
+from tests.shared_documents import WORKSPACES, two_documents
 
 NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
 CHAT = MemoryScope(chat_key="telegram:-100123")
+
+
+@pytest.fixture(params=WORKSPACES)
+async def two(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[Documents]]:
+    async with two_documents(request.param, tmp_path) as held:
+        yield held
 
 
 def replicas(two: list[Documents], root: Path) -> list[Workspace]:
@@ -138,14 +146,17 @@ async def test_forget_reaches_every_shared_document_and_undo_puts_them_back(
     memory, note = workspace.long_term_path(CHAT), workspace.daily_note_path(CHAT, NOW.date())
     documents.write(memory, b"- Likes tea\n- Pin 4321\n")
     documents.write(note, b"[09:30] User: my pin is 4321 | Assistant: ok\n[09:31] User: hi\n")
+    items = workspace.items_dir(CHAT) / "semantic.jsonl"  # on the replica's disk, not shared
+    documents.write(items, b'{"id": "s-1", "text": "Pin 4321"}\n')
     undo = UndoStore(tmp_path / "undo", keep=timedelta(minutes=5), now=lambda: NOW)
     forgetting = Forgetting(workspace, FileLocks(tmp_path / "locks"), undo)
     forgotten = await forgetting.forget(CHAT, chat, "4321")
-    assert forgotten.total == 4  # two lines, two messages (the user's and the answer's)
+    assert forgotten.total == 5  # three lines, two messages (the user's and the answer's)
+    assert documents.read(items) == b""
     for path in (memory, note, workspace.session_path(chat)):
         assert b"4321" not in (documents.read(path) or b"")
     undone = await forgetting.restore(chat)
-    assert undone is not None and undone.restored == 3
+    assert undone is not None and undone.restored == 4
     assert documents.read(memory) == b"- Likes tea\n- Pin 4321\n"
 
 

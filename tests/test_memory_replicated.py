@@ -72,7 +72,9 @@ def embedded(root: Path) -> Path:
     write(root, "MEMORY.md", "# Facts\r\n- The boat is moored at pier seven.\r\n")
     write(root, "2026-11-20.md", "[09:15] User: buy oat milk | Assistant: Noted.\n")
     write(root, f"{GROUP_DIR}/MEMORY.md", "- The group keeps its boat at pier nine.\n")
-    (root / "memory" / "café.md").write_bytes(b"caf\xe9 in Latin-1\n")
+    (root / "memory" / "2026-11-21.md").write_bytes(b"caf\xe9 in Latin-1\n")
+    write(root, "items/semantic.jsonl", '{"id": "s-1", "text": "Ann drinks tea."}\n')
+    write(root, "working/telegram%3A42.md", "planning the trip\n")
     return root
 
 
@@ -86,6 +88,7 @@ async def test_a_memory_moves_from_files_to_the_replicas_and_back_byte_for_byte(
     assert code == 0, said
     assert shared(replica, url) == files(source)
     assert not (replica / "memory" / "MEMORY.md").exists()  # in the database, not on disk
+    assert sorted(files(replica)) == ["items/semantic.jsonl", "working/telegram%3A42.md"]
     assert cli(replica, url, "export", str(tmp_path / "back"))[0] == 0
     again = tmp_path / "again"
     assert cli(again, None, "import", str(tmp_path / "back"))[0] == 0
@@ -171,3 +174,35 @@ async def test_an_edit_the_editor_gives_up_or_outside_memory_writes_nothing(
     code, said = cli(replica, url, "edit", "../sessions/telegram_1.json")
     assert code == 1 and "not a path under memory/" in said
     assert shared(replica, url) == {}
+
+
+def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_workspace(
+    tmp_path: Path,
+) -> None:
+    from bot.replicas.shared_documents import SplitDocuments
+    from bot.storage.files import ON_DISK
+
+    split = SplitDocuments(ON_DISK, ON_DISK, tmp_path)
+    shared = [
+        "sessions/telegram_42.json",
+        "sessions/archive/telegram_42-20261127T093000000000.json",
+        "memory/MEMORY.md",
+        "memory/MEMORY.provenance.jsonl",
+        "memory/QUOTED.md",
+        "memory/2026-11-27.md",
+        "memory/archive/2026-10-01.md",
+        "memory/HISTORY.md",
+        f"memory/{GROUP_DIR}/HISTORY-2026-11.md",
+        f"memory/{GROUP_DIR}/MEMORY.md",
+    ]
+    local = [
+        "memory/items/semantic.jsonl",
+        "memory/working/telegram%3A42.md",
+        "memory/files/2026-11-27.md",
+        "memory/reminders.jsonl",
+        f"memory/{GROUP_DIR}/files/MEMORY.md",
+        "state/undo/x/manifest.json",
+        "memory.before-import-20261127/MEMORY.md",
+    ]
+    assert [p for p in shared if not split.is_shared(tmp_path / p)] == []
+    assert [p for p in local if split.is_shared(tmp_path / p)] == []

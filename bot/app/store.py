@@ -79,9 +79,9 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
         )
 
     locks = PgLocks(pool, root=workspace.root)
-    documents = shared_documents(url, workspace)
-    services = [Shared(pool, queue, documents)]
-    return Store(journal, intake, locks, services=services, documents=documents)
+    shared = shared_documents(url, workspace)
+    services = [Shared(pool, queue, shared)]
+    return Store(journal, intake, locks, services=services, documents=split(shared, workspace))
 
 
 @contextmanager
@@ -92,11 +92,18 @@ def stored_workspace(settings: Settings) -> Iterator[Workspace]:
     if settings.store.url is None:
         yield workspace
         return
-    documents = shared_documents(settings.store.url.get_secret_value(), workspace)
+    shared = shared_documents(settings.store.url.get_secret_value(), workspace)
     try:
-        yield Workspace(workspace.root, documents)
+        yield Workspace(workspace.root, split(shared, workspace))
     finally:
-        documents.close()
+        shared.close()
+
+
+def split(shared: PgDocuments, workspace: Workspace) -> Documents:
+    """The workspace's documents: the shared ones in the database, the rest on this disk."""
+    from bot.replicas.shared_documents import SplitDocuments
+
+    return SplitDocuments(shared, ON_DISK, workspace.root)
 
 
 def shared_documents(url: str, workspace: Workspace) -> PgDocuments:
