@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.index import MemoryIndex
+from bot.index.sync.transcripts import TranscriptSource
 from bot.memory.forgetting import Forgetting
 from bot.memory.notes import quoted
 from bot.memory.notes.daily import DailyNotes, NoteFormat
@@ -190,3 +192,30 @@ async def test_a_fact_s_origin_and_a_quote_live_beside_the_shared_memory(
     taken = quoted.take(path, made.id, second.documents)
     assert taken is not None and taken.id == made.id
     assert quoted.pending(path, first.documents) == []
+
+
+async def test_each_replica_s_index_is_made_from_the_shared_documents(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    first, second = replicas(two, tmp_path)
+    sessions = SessionStore(first, now=lambda: NOW)
+    await sessions.save(said(sessions.fresh("telegram:7"), "the kayak is red"))
+    memory = LongTermMemory(first, FileLocks(tmp_path / "locks"))
+    await memory.append_facts(GLOBAL_SCOPE, ["The boat is moored at pier seven"])
+    index = MemoryIndex(
+        second.memory_root,
+        tmp_path / "index-of-the-second",
+        readers=(TranscriptSource(second.sessions_dir),),
+        documents=second.documents,
+    )
+    try:
+        index.sync_files()
+        [hit] = index.search("boat pier", scopes=[""], k=1, now=NOW)
+        assert hit.path == "MEMORY.md" and hit.at.year >= 2026
+        said_hits = index.search("kayak", scopes=["telegram:7"], k=1, now=NOW)
+        assert [h.path.split("#")[0] for h in said_hits] == ["sessions/telegram%3A7"]
+        await memory.append_facts(GLOBAL_SCOPE, ["The canoe is green"])
+        assert index.sync_paths([second.long_term_path(GLOBAL_SCOPE)]).indexed == ("MEMORY.md",)
+        assert index.search("canoe", scopes=[""], k=1, now=NOW)
+    finally:
+        index.close()

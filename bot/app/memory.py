@@ -211,6 +211,7 @@ def _index_opener(
             embedder=load(timeout),
             min_similarity=rag.min_similarity,
             readers=(TranscriptSource(workspace.sessions_dir), ItemSource(workspace.memory_root)),
+            documents=workspace.documents,
         )
 
     return open_index

@@ -3,11 +3,13 @@ replica shares, `mnemo_documents`: a row per document, keyed by its path relativ
 workspace (`memory/MEMORY.md`, `sessions/telegram_1001.json`), its bytes as they were written.
 
 Every change takes a new `version` from one sequence, so a version is never reused, not even
-by a document deleted and made again: a cache that keys on it (`Signature` =
-`(0, size, version, version)`) never serves an old text. An append is one UPDATE that adds to
-the body; `write_if` is one UPDATE on the version read, so a change made meanwhile by another
-replica or by `python -m bot memory edit` is refused, not overwritten. Read-modify-writes hold
-the shared path locks (`bot.replicas.locks`), as with files.
+by a document deleted and made again: a cache that keys on it never serves an old text. Its
+`Signature` reads like a file's stat: `(0, size, updated_at in ns, version)`, so what takes a
+file's mtime for the time of its text (the index) takes the time of its last change. An
+append is one UPDATE that adds to the body; `write_if` is one UPDATE on the version read, so a
+change made meanwhile by another replica or by `python -m bot memory edit` is refused, not
+overwritten. Read-modify-writes hold the shared path locks (`bot.replicas.locks`), as with
+files.
 
 The stores call documents from worker threads (and, for a version, from the event loop), as they
 call file I/O: so this side speaks psycopg's blocking pool, its own, beside the replica's async
@@ -86,10 +88,12 @@ class PgDocuments:
     def version(self, path: Path) -> Signature | None:
         with self.pool.connection() as conn:
             row = conn.execute(
-                "SELECT octet_length(body), version FROM mnemo_documents WHERE path = %s",
+                "SELECT octet_length(body), "
+                "(extract(epoch FROM updated_at) * 1000000)::bigint * 1000, version "
+                "FROM mnemo_documents WHERE path = %s",
                 (self.key(path),),
             ).fetchone()
-        return None if row is None else (0, row[0], row[1], row[1])
+        return None if row is None else (0, row[0], row[1], row[2])
 
     def read(self, path: Path) -> bytes | None:
         with self.pool.connection() as conn:
@@ -125,7 +129,7 @@ class PgDocuments:
                 cursor = conn.execute(
                     f"UPDATE mnemo_documents SET body = %s, version = {_NEXT}, updated_at = now() "
                     "WHERE path = %s AND version = %s",
-                    (data, key, expected[2]),
+                    (data, key, expected[3]),
                 )
             return cursor.rowcount == 1
 

@@ -19,8 +19,8 @@ document is named by its path; the PostgreSQL one keys it by the path relative t
 workspace, so a person's folder exported from it (`python -m bot memory export`) is the same
 folder the embedded mode keeps. Bytes, not text: what a person's file holds is theirs, and the
 rules on its encoding stay above the seam (`bot.storage.textfile`, `bot.storage.lines`).
-A document's `Signature` is its version: a file's stat, or `(0, size, version, version)` for a
-row whose version a database sequence bumps at every change. Caches key on it, so a change
+A document's `Signature` is its version: a file's stat, or `(0, size, updated_at, version)` for
+a row whose version a database sequence bumps at every change. Caches key on it, so a change
 made by any replica is read again. `write_if` writes only over the version the writer read
 (a person's edit made meanwhile is refused, not overwritten). Locks stay `Locks`: the
 protocol does not lock, its read-modify-writes are the callers' under `hold(path)`.
