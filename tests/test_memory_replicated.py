@@ -89,6 +89,8 @@ async def test_a_memory_moves_from_files_to_the_replicas_and_back_byte_for_byte(
     assert shared(replica, url) == files(source)
     assert not (replica / "memory" / "MEMORY.md").exists()  # in the database, not on disk
     assert sorted(files(replica)) == ["items/semantic.jsonl", "working/telegram%3A42.md"]
+    code, found = cli(replica, url, "search", "boat moored pier")  # this replica's index
+    assert code == 0 and "MEMORY.md#L1-L2" in found
     assert cli(replica, url, "export", str(tmp_path / "back"))[0] == 0
     again = tmp_path / "again"
     assert cli(again, None, "import", str(tmp_path / "back"))[0] == 0

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 
 from bot.app import clock
 from bot.app.memory import ItemsAndIndex, build_items_and_index
+from bot.app.store import stored_workspace
 from bot.cli import editing, transfer
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import kind_of
@@ -60,9 +61,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     if args.memory_command == "edit":
         return editing.run(settings, args.file, out)
-    workspace = Workspace(settings.workspace)
     if args.memory_command in ("export", "import"):  # the index is built after an import
         return transfer.run(settings, args, lambda stored: _items_index(settings, stored), out)
+    with stored_workspace(settings) as workspace:  # replicated: the shared documents
+        return _index_command(settings, args, workspace, out)
+
+
+def _index_command(
+    settings: Settings, args: argparse.Namespace, workspace: Workspace, out: Print
+) -> int:
     workspace.ensure()
     items_index = _items_index(settings, workspace)
     if args.memory_command == "reindex":
