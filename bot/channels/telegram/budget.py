@@ -3,16 +3,20 @@ reply (the 👀 reaction, a draft update, "typing") gives way while the budget i
 any answer waits behind it.
 
 Telegram allows a bot about 30 requests a second (PTB's `AIORateLimiter` holds the rest back).
-`AnswersFirst` is that limiter, counting the requests of the last second and those waiting;
-past `TIGHT` of them, `tight(bot)` says so and the decorations skip their request (a skipped
-draft update is made by the next one, a skipped reaction or typing is not missed).
+`AnswersFirst` is that limiter, counting the requests of the last second and those waiting, and
+the answers on their way (turns running, `answering(bot)`: each will need a request); past
+`TIGHT` requests, or when those and the answers on their way would take the whole `BUDGET`,
+`tight(bot)` says so and the decorations skip their request (a skipped draft update is made by
+the next one, a skipped reaction or typing is not missed). 64 chats answered at once: no
+decoration spends a request their answers need.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from telegram import Bot
@@ -20,6 +24,7 @@ from telegram.ext import AIORateLimiter
 
 WINDOW = 1.0  # seconds the recent requests are counted over
 TIGHT = 15  # requests in the window (or waiting): half of Telegram's ~30 a second
+BUDGET = 30  # Telegram's requests a second (AIORateLimiter's default): answers on their way first
 
 
 class AnswersFirst(AIORateLimiter):
@@ -27,6 +32,7 @@ class AnswersFirst(AIORateLimiter):
         super().__init__(**limits)
         self._recent: deque[float] = deque()  # when each recent request started (monotonic)
         self._waiting = 0  # requests not answered yet (held by the limiter, or on the wire)
+        self.coming = 0  # answers on their way: turns running (`answering`)
 
     async def process_request(
         self,
@@ -54,10 +60,25 @@ class AnswersFirst(AIORateLimiter):
         edge = time.monotonic() - WINDOW
         while self._recent and self._recent[0] < edge:
             self._recent.popleft()
-        return len(self._recent) >= TIGHT or self._waiting >= TIGHT
+        recent = len(self._recent)
+        return max(recent, self._waiting) >= TIGHT or recent + self.coming >= BUDGET
 
 
 def tight(bot: Bot) -> bool:
     """Whether `bot`'s Telegram budget is tight (never, with another limiter or none)."""
     limiter = getattr(bot, "rate_limiter", None)
     return isinstance(limiter, AnswersFirst) and limiter.tight()
+
+
+@contextmanager
+def answering(bot: Bot) -> Iterator[None]:
+    """While a turn runs: its answer is on its way, and the decorations leave it room."""
+    limiter = getattr(bot, "rate_limiter", None)
+    if not isinstance(limiter, AnswersFirst):
+        yield
+        return
+    limiter.coming += 1
+    try:
+        yield
+    finally:
+        limiter.coming -= 1
