@@ -20,6 +20,7 @@ from bot.memory.notes import quoted
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import LongTermMemory
+from bot.memory.notes.working import WorkingMemory
 from bot.models import GLOBAL_SCOPE, ChatMessage, MemoryScope, Provenance, Session
 from bot.storage.files import Documents, FileLocks
 from bot.storage.lines import LineReader
@@ -219,3 +220,19 @@ async def test_each_replica_s_index_is_made_from_the_shared_documents(
         assert index.search("canoe", scopes=[""], k=1, now=NOW)
     finally:
         index.close()
+
+
+async def test_working_memory_is_read_by_the_other_replica_with_its_age(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+    first, second = (
+        WorkingMemory(w, FileLocks(tmp_path / "locks"), stale_days=2, now=lambda: later)
+        for w in replicas(two, tmp_path)
+    )
+    await first.write("telegram:7", "planning the Lisbon trip")
+    note = second.read_fresh("telegram:7")
+    assert note is not None and note.text == "planning the Lisbon trip"
+    assert timedelta(minutes=50) < later - note.updated_at < timedelta(minutes=70)
+    await second.clear("telegram:7")
+    assert first.read_fresh("telegram:7") is None

@@ -2,13 +2,13 @@
 `Documents` a replica's workspace has: those in the database (`PgDocuments`), every other one
 in the replica's own folder, as before.
 
-Shared today: the sessions and their archive (`sessions/…`), and in each scope's memory folder
-(`memory/`, `memory/chats/<chat>/`) MEMORY.md with its provenance and quoted material, the daily
-notes and their archive (`archive/`), and HISTORY. Not yet: the items, working memory,
-reminders and documents' text (`files/`), whose stores still read and write their files
-directly: a store reaching them through the workspace (/forget, an export) must find them where
-those stores keep them. A path moves to the shared side when its store reads and writes through
-`Workspace.documents` alone.
+Shared today: the sessions and their archive (`sessions/…`), working memory
+(`memory/working/`), and in each scope's memory folder (`memory/`, `memory/chats/<chat>/`)
+MEMORY.md with its provenance and quoted material, the daily notes and their archive
+(`archive/`), and HISTORY. Not yet: the items, reminders and documents' text (`files/`), whose
+stores still read and write their files directly: a store reaching them through the workspace
+(/forget, an export) must find them where those stores keep them. A path moves to the shared
+side when its store reads and writes through `Workspace.documents` alone.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class SplitDocuments:
         if parts[0] != "memory":
             return False
         folder = parts[1:-1]
+        if folder == ("working",):
+            return parts[-1].endswith(".md")
         if folder and folder[-1] == "archive":  # a scope's archived notes
             return _is_scope(folder[:-1]) and parts[-1].endswith(".md")
         return _is_scope(folder) and SHARED_NAMES.match(parts[-1]) is not None
