@@ -31,11 +31,12 @@ from dotenv import dotenv_values
 from pydantic import SecretStr
 
 from bot.app import clock
+from bot.app.store import roster_only
 from bot.app.turn import build_door
 from bot.cli.doctor import check_model, check_telegram, what_failed
 from bot.errors import ConfigError, MnemoError
 from bot.settings import Settings, load_settings
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import atomic_write_text
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import grouped
 
@@ -266,7 +267,7 @@ def _python() -> str:
 async def _claim_code(settings: Settings) -> str | None:
     workspace = Workspace(settings.workspace)
     await asyncio.to_thread(workspace.ensure)
-    locks = FileLocks(workspace.locks_dir)
-    _, door = build_door(settings, workspace, locks, clock(settings.timezone))
-    await door.start()
-    return door.claim_code
+    async with roster_only(settings, workspace) as roster:
+        _, door = build_door(settings, roster, clock(settings.timezone))
+        await door.start()
+        return door.claim_code
