@@ -103,8 +103,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
 
     shared = shared_documents(url, workspace)
     services: list[Service] = [Shared(pool, queue, shared), roster]
-    look = JobsLook(pool, alive_within=store.stalled_after)
-    documents = split(shared, workspace)
+    look, documents = JobsLook(pool, alive_within=store.stalled_after), split(shared, workspace)
     return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once, documents)
 
 
