@@ -141,6 +141,11 @@ class ChatQueue:
         await self.handler(update)
 
 
+def _queued_by_the_journal(entry: Entry) -> None:
+    """The outlet of a replica's channel: a scheduled entry (`bot.reminders.scheduler`) was
+    queued with its journaling, in the same transaction (`PgJournal`)."""
+
+
 class QueueIntake:
     def __init__(
         self,
@@ -173,6 +178,7 @@ class QueueIntake:
             asyncio.create_task(self.queue.sweeping(), name="queue sweep"),
             asyncio.create_task(self.stops.listen(self._runs, self._answer_here), name="stops"),
         ]
+        self.router.outlets[self.channel] = _queued_by_the_journal  # reminders may fire now
         return []
 
     async def receive(self, inbounds: Sequence[Inbound]) -> None:
@@ -194,6 +200,7 @@ class QueueIntake:
     async def close(self, grace: float) -> None:
         """Stop fetching; the running turns get the queue's grace (the channel's `grace` is
         the same setting), the rest go back in the queue."""
+        self.router.outlets.pop(self.channel, None)
         self.queue.closing.set()  # the sweep and the /stop listener end between two waits
         self.stops.close()
         for task in self._tasks:
