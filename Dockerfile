@@ -8,11 +8,14 @@
 #              and the bind-mounted workspace stays editable on the host without sudo
 #   EMBEDDER   1 adds the local embedding model's packages (model2vec, ~45 MB) for
 #              BOT_RAG__EMBEDDER=model2vec; left out by default
+#   REPLICAS   1 adds replicated mode's packages (PostgreSQL, the queue, the webhook server:
+#              docker-compose.replicas.yml); not with EMBEDDER=1
 FROM python:3.11-slim
 
 ARG UID=1000
 ARG GID=1000
 ARG EMBEDDER=0
+ARG REPLICAS=0
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -31,8 +34,9 @@ WORKDIR /app
 # Dependencies first: this layer is rebuilt only when a lock changes. The locks carry
 # hashes, so pip installs in --require-hashes mode; requirements-embedder.lock is the
 # runtime lock plus the embedder extra.
-COPY requirements.lock requirements-embedder.lock ./
+COPY requirements.lock requirements-embedder.lock requirements-replicas.lock ./
 RUN if [ "${EMBEDDER}" = "1" ]; then lock=requirements-embedder.lock; \
+    elif [ "${REPLICAS}" = "1" ]; then lock=requirements-replicas.lock; \
     else lock=requirements.lock; fi \
  && pip install -r "${lock}"
 

@@ -43,7 +43,7 @@ help:
 	@echo "make lint       ruff check + ruff format --check"
 	@echo "make fmt        sort imports and format with ruff"
 	@echo "make typecheck  mypy (strict, see pyproject.toml)"
-	@echo "make lock       re-resolve requirements{,-embedder,-dev}.lock against PyPI"
+	@echo "make lock       re-resolve requirements{,-embedder,-replicas,-dev}.lock against PyPI"
 	@echo "                (keeps current pins; 'make lock LOCK_ARGS=--upgrade' takes the newest)"
 	@echo "make bench      run benchmarks/run_all.py if present"
 	@echo "make real-model-check MODEL_GGUF=/path/to.gguf"
@@ -149,6 +149,7 @@ lock:
 	$(PIP_COMPILE) --output-file requirements.lock pyproject.toml
 	$(PIP_COMPILE) --extra embedder --constraint requirements.lock --output-file requirements-embedder.lock pyproject.toml
 	$(PIP_COMPILE) --extra dev --extra replicas --constraint requirements-embedder.lock --output-file requirements-dev.lock pyproject.toml
+	$(PIP_COMPILE) --extra replicas --constraint requirements-dev.lock --output-file requirements-replicas.lock pyproject.toml
 
 # --- housekeeping -------------------------------------------------------------
 

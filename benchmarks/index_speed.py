@@ -1,14 +1,15 @@
-"""Index speed on 100,000 synthetic turns: ingest and query latency (issue 5).
+"""Index speed on 100,000 synthetic turns: ingest and query latency (issues 5 and 21).
 
 Ingest keyword-only and with the local model2vec embedder, then query latency as the owner's DM
 searches and as a group does. Prints a table and exits 1 when a figure misses its goal:
-keyword-only ingest ≥ 20,000 turns/s, with model2vec ≥ 1,000 turns/s, hybrid query p50 ≤ 10 ms
-and p95 ≤ 25 ms.
+keyword-only ingest ≥ 20,000 turns/s, with model2vec ≥ 1,000 turns/s; owner query p50 ≤ 10 ms
+keyword-only, ≤ 15 ms hybrid, and hybrid p95 ≤ 25 ms.
 
-    python benchmarks/index_speed.py [--turns 100000] [--queries 500] [--k 10]
+    python benchmarks/index_speed.py [--turns 100000] [--queries 500] [--k 80]
         [--embedder none model2vec] [--model PATH]
 
-`--k` is the hits each search asks for (a turn's `# Relevant Memory` asks for 3 × `rag.relevant_k`).
+`--k` is the hits each search asks for: by default what a turn's `# Relevant Memory` asks for
+(`PROBE_PER_HIT` × `rag.relevant_k`, 80 with the shipped settings).
 
 Turns are Zipf-distributed words from the model's vocabulary (so bm25 sees common and rare
 terms, and the model knows every word); 90% of them are the owner's (global scope), the rest
@@ -35,12 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 from benchmarks.common import machine_line, model_line, model_option, print_missed, vocabulary
 from bot.index import Exchange, MemoryIndex, Model2VecEmbedder
 from bot.index.embedding import Embedder
+from bot.memory.recall.relevant import PROBE_PER_HIT
+from bot.settings import RagSettings
 
 OWNER_CHAT = "telegram:1"
 GROUPS = [f"telegram:-100{n}" for n in range(20)]
 BATCH = 5000
 GOAL_KEYWORD_INGEST, GOAL_MODEL2VEC_INGEST = 20_000, 1_000
-GOAL_P50_MS, GOAL_P95_MS = 10.0, 25.0
+GOAL_P50_MS = {"none": 10.0, "model2vec": 15.0}  # issue 21: with a turn's probe of hits
+GOAL_P95_MS = 25.0
+TURN_K = PROBE_PER_HIT * RagSettings().relevant_k  # the hits a turn's search asks for
 NAMES = {"none": "keyword-only", "model2vec": "hybrid (model2vec)"}
 
 
@@ -138,11 +143,10 @@ def misses(speed: Speed) -> list[str]:
     name, rate = NAMES[speed.embedder], speed.ingest_turns_per_s
     goal = GOAL_MODEL2VEC_INGEST if speed.embedder == "model2vec" else GOAL_KEYWORD_INGEST
     missed = [f"{name}: ingest {rate:,.0f} turns/s < {goal:,}"] if rate < goal else []
-    if speed.embedder != "model2vec":
-        return missed
-    if speed.owner.p50_ms > GOAL_P50_MS:
-        missed.append(f"{name}: query p50 {speed.owner.p50_ms:.2f} ms > {GOAL_P50_MS} ms")
-    if speed.owner.p95_ms > GOAL_P95_MS:
+    p50_goal = GOAL_P50_MS[speed.embedder]
+    if speed.owner.p50_ms > p50_goal:
+        missed.append(f"{name}: query p50 {speed.owner.p50_ms:.2f} ms > {p50_goal} ms")
+    if speed.embedder == "model2vec" and speed.owner.p95_ms > GOAL_P95_MS:
         missed.append(f"{name}: query p95 {speed.owner.p95_ms:.2f} ms > {GOAL_P95_MS} ms")
     return missed
 
@@ -151,7 +155,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=500)
-    parser.add_argument("--k", type=int, default=10, help="hits each search asks for (10)")
+    parser.add_argument(
+        "--k", type=int, default=TURN_K, help=f"hits each search asks for ({TURN_K}: a turn's)"
+    )
     parser.add_argument(
         "--embedder", nargs="+", choices=sorted(NAMES), default=["none", "model2vec"]
     )

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 from telegram.ext import ExtBot
 
-from bot.channels.telegram.budget import TIGHT, AnswersFirst
+from bot.channels.telegram.budget import BUDGET, TIGHT, AnswersFirst, answering
 from bot.channels.telegram.drafts import DraftSupport, TelegramDraft
 from bot.channels.telegram.replies import TelegramReplier
 from tests.fakes.telegram_api import FakeTelegram
@@ -54,3 +55,38 @@ async def test_draft_updates_give_way_when_the_budget_is_tight(
     await draft.show("The answer so far, and more")
 
     assert [d.text for d in fake_telegram.drafts] == ["The answer so far"]
+
+
+async def test_decorations_leave_room_for_the_answers_of_the_turns_running(
+    bot: ExtBot[Any], fake_telegram: FakeTelegram
+) -> None:
+    fake_telegram.push_text(OWNER, OWNER, "one")
+    replier = TelegramReplier(bot, OWNER, None, typing_interval=4.0, message_id=1, reaction="👀")
+
+    with ExitStack() as running:  # as many turns running as the budget has requests
+        for _ in range(BUDGET):
+            running.enter_context(answering(bot))
+        await replier.acknowledge()  # no request spent yet, but each turn's answer needs one
+    await replier.acknowledge()  # the turns are done: the reaction goes
+
+    assert len(fake_telegram.calls_to("setMessageReaction")) == 1
+
+
+async def test_a_reaction_is_taken_away_once_the_answers_have_gone(
+    bot: ExtBot[Any], fake_telegram: FakeTelegram
+) -> None:
+    fake_telegram.push_text(OWNER, OWNER, "one")
+    replier = TelegramReplier(bot, OWNER, None, typing_interval=4.0, message_id=1, reaction="👀")
+    await replier.acknowledge()
+    await answers(bot, TIGHT)
+
+    [part] = replier.parts("the answer")
+    await replier.send_part(part)  # tight: the reaction stays for now, the answer went
+    assert fake_telegram.reactions(OWNER, 1) != []
+    for _ in range(200):  # the budget frees within a second
+        if not fake_telegram.reactions(OWNER, 1):
+            break
+        await asyncio.sleep(0.05)
+
+    assert fake_telegram.reactions(OWNER, 1) == []
+    assert fake_telegram.sent_messages(OWNER)[-1].text == "the answer"

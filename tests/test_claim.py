@@ -16,6 +16,9 @@ from structlog.testing import capture_logs
 
 from bot.app import App, build_app
 from bot.cli.doctor import check_owners
+from bot.storage.files import FileLocks
+from bot.storage.roster import Roster, RosterFile
+from bot.storage.workspace import Workspace
 from bot.turn.door import CLAIM_PRIVATE, CLAIM_WRONG, CLAIMED, OWNED, PLACEHOLDER_LOG, UNCLAIMED
 from bot.turn.pairing import ALPHABET, PLACEHOLDER_OWNER, Owners, owners
 from tests.fakes.openai_api import FakeOpenAI, Reply
@@ -180,15 +183,21 @@ async def test_the_example_owner_id_is_nobody_and_the_log_says_so(
         assert PLACEHOLDER_LOG in [e["event"] for e in logs]
         assert not app.router.access.allows(PLACEHOLDER_OWNER)
         kept = code.replace("-", "")
-        assert owners((PLACEHOLDER_OWNER,), workspace) == _owners(
+        assert owners((PLACEHOLDER_OWNER,), roster_at(workspace)) == _owners(
             (), (), placeholder=True, claim_code=kept
         )
         await say(app, f"/claim {code}", user=OWNER)
-        assert owners((PLACEHOLDER_OWNER,), workspace) == _owners((), (OWNER,), placeholder=True)
-        assert owners((FRIEND,), workspace).any
-        assert not owners((), workspace / "elsewhere").any
+        assert owners((PLACEHOLDER_OWNER,), roster_at(workspace)) == _owners(
+            (), (OWNER,), placeholder=True
+        )
+        assert owners((FRIEND,), roster_at(workspace)).any
+        assert not owners((), roster_at(workspace / "elsewhere")).any
     finally:
         await app.aclose()
+
+
+def roster_at(workspace: Path) -> Roster:
+    return RosterFile(Workspace(workspace).roster_path, FileLocks()).current()
 
 
 def _owners(

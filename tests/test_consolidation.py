@@ -21,6 +21,7 @@ from bot.llm.tokens import TokenCounter
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.models import GLOBAL_SCOPE, ChatMessage, Role
 from bot.settings import CompactionSettings, MemorySettings
+from bot.storage.files import FileLocks
 from bot.storage.jobs import JobStore, new_job
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step, ToolCalls
 from tests.harness import FRIEND, OWNER, make_settings, models_file, started_app
@@ -370,7 +371,7 @@ async def test_a_job_left_on_disk_is_done_at_the_next_start(
         ChatMessage(role="assistant", content="Congratulations!", at=NOW),
     )
     job = new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
-    await JobStore(workspace / "state" / "consolidation").save(job)
+    await JobStore(workspace / "state" / "consolidation", FileLocks()).save(job)
     moved = answer(memory="# Memory\n- Ann lives in Lisbon\n", removed=["- Ann lives in Porto"])
     fake_openai.script(moved)
 
@@ -389,11 +390,36 @@ async def test_a_job_left_on_disk_is_done_at_the_next_start(
     assert job_files(workspace) == []
 
 
+async def test_two_processes_sharing_the_folder_run_a_job_left_on_disk_once(
+    fake_openai: FakeOpenAI, workspace: Path, memory: Path
+) -> None:
+    """Replicas given one workspace folder: both find the job at their start; the second waits
+    for the first's run of that scope, then finds the job done."""
+    messages = (ChatMessage(role="user", content="m1", at=NOW),)
+    await JobStore(workspace / "state" / "consolidation", FileLocks()).save(
+        new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
+    )
+    fake_openai.script(Hang(then=answer(ENTRY, UPDATED)))
+
+    async with consolidating(workspace, fake_openai) as one:
+        await fake_openai.wait_until_hanging()
+        async with consolidating(workspace, fake_openai) as two:
+            await asyncio.sleep(0.3)  # the second's worker has the job and waits for the scope
+            fake_openai.release()
+            await settle(one)
+            await settle(two)
+
+    assert len(consolidations(fake_openai)) == 1
+    assert (memory / "HISTORY.md").read_text().count(ENTRY) == 1
+    assert (memory / "MEMORY.md").read_text() == UPDATED
+    assert job_files(workspace) == []
+
+
 async def test_times_in_the_prompt_are_in_the_users_time_zone(
     fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     messages = (ChatMessage(role="user", content="good night", at=NOW),)  # 10:30 UTC
-    await JobStore(workspace / "state" / "consolidation").save(
+    await JobStore(workspace / "state" / "consolidation", FileLocks()).save(
         new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
     )
     fake_openai.script(Reply("no JSON, so a raw entry"))
@@ -439,7 +465,7 @@ async def test_a_job_run_again_after_a_crash_writes_each_history_file_once(
     nothing, and each history file holds the entry once, the same text in both."""
     messages = (ChatMessage(role="user", content="m1", at=NOW),)
     job = new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=NOW)
-    jobs = JobStore(workspace / "state" / "consolidation")
+    jobs = JobStore(workspace / "state" / "consolidation", FileLocks())
     await jobs.save(job)
     fake_openai.script(answer(ENTRY, UPDATED))
     async with consolidating(workspace, fake_openai) as app:

@@ -35,7 +35,12 @@ async def strict_openai() -> AsyncIterator[FakeOpenAI]:
 
 
 async def setup(
-    folder: Path, telegram: FakeTelegram, answers: list[str], *, zone: str = "UTC"
+    folder: Path,
+    telegram: FakeTelegram,
+    answers: list[str],
+    *,
+    zone: str = "UTC",
+    python: str = sys.executable,
 ) -> tuple[int, str]:
     """`python -m bot setup` in `folder`, `answers` piped one per line, on a machine in `zone`
     (TZ): exit code, output."""
@@ -50,7 +55,7 @@ async def setup(
         "TZ": zone,
     }
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
+        python,
         "-m",
         "bot",
         "setup",
@@ -115,6 +120,23 @@ async def test_setup_checks_each_answer_writes_env_and_says_how_to_claim(
     assert claim, said
     stored = json.loads((folder / "workspace" / "state" / "paired.json").read_text())
     assert stored["claim_code"] == claim.group(1).replace("-", "")
+
+
+async def test_run_from_the_project_s_venv_setup_names_that_python(
+    folder: Path, fake_telegram: FakeTelegram, strict_openai: FakeOpenAI
+) -> None:
+    venv = folder / ".venv"  # as `make setup` made it: a bare `python` lacks the packages
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "lib").symlink_to(Path(sys.prefix) / "lib")
+    shutil.copy(Path(sys.prefix) / "pyvenv.cfg", venv / "pyvenv.cfg")
+    answers = [fake_telegram.token, strict_openai.base_url, KEY, "fake-model", "Europe/Berlin"]
+
+    code, said = await setup(folder, fake_telegram, answers, python=".venv/bin/python")
+
+    assert code == 0, said
+    assert "make run (or .venv/bin/python -m bot run)" in said
+    assert "(.venv/bin/python -m bot pair list shows the code again.)" in said
 
 
 async def test_a_rerun_keeps_what_is_set_when_enter_is_pressed(

@@ -7,7 +7,6 @@ import stat
 from pathlib import Path
 
 import pytest
-from filelock import FileLock, Timeout
 
 from bot.storage import files
 
@@ -72,16 +71,10 @@ async def test_a_lock_is_released_even_when_its_body_never_leaves_the_loop(tmp_p
     locks = files.FileLocks(tmp_path / "locks")
     async with locks.hold(target):
         pass  # no thread hop inside: the release happens on the loop's thread
-    [lock_file] = (tmp_path / "locks").glob("*.lock")
 
-    def grab_from_a_new_thread() -> bool:  # as another process would
-        probe = FileLock(str(lock_file), timeout=1, thread_local=False)
-        try:
-            probe.acquire()
-        except Timeout:
-            return False
-        probe.release()
-        return True
+    async def grab() -> bool:  # as another process would: its own locks, its own loop
+        async with asyncio.timeout(1), files.FileLocks(tmp_path / "locks").hold(target):
+            return True
 
-    assert await asyncio.to_thread(grab_from_a_new_thread)
+    assert await asyncio.to_thread(asyncio.run, grab())
     assert not target.with_name("MEMORY.md.lock").exists()  # lock files live in the lock folder

@@ -4,11 +4,14 @@ counts, the price table, and the daily caps (a stop, told to the owner in one li
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bot.cli import spending
 from bot.models import Usage
@@ -117,6 +120,34 @@ async def test_the_ledger_reads_what_another_process_wrote_and_leaves_a_read_alo
 
     assert [(s.tokens_in, s.tokens_out, s.calls) for s in ledger.lines()] == [(15, 3, 2)]
     assert held["days"]["2026-11-27"]["telegram:1"]["reply"]["m"]["calls"] == 1
+
+
+async def test_a_burst_of_records_from_two_processes_counts_every_call(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 27, 12, tzinfo=UTC)
+    path = tmp_path / "usage.json"
+    ours, theirs = (UsageLedger(path, FileLocks(tmp_path / "locks"), now=lambda: now) for _ in "ab")
+
+    await asyncio.gather(
+        *(ours.record(f"telegram:{n % 4}", "reply", "m", Usage(10, 2)) for n in range(40)),
+        *(theirs.record("telegram:9", "flush", "m", Usage(1, 1)) for _ in range(10)),
+    )
+
+    assert sum(s.calls for s in UsageLedger(path, FileLocks(), now=lambda: now).lines()) == 50
+    assert ours.tokens(now.date(), kinds=("reply",)) == 40 * 12
+
+
+async def test_a_record_that_could_not_be_written_is_written_with_the_next(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 27, 12, tzinfo=UTC)
+    path = tmp_path / "usage.json"
+    ledger = UsageLedger(path, FileLocks(tmp_path / "locks"), now=lambda: now)
+    path.mkdir()  # not a file: the write fails
+    with pytest.raises(OSError):
+        await ledger.record("telegram:1", "reply", "m", Usage(10, 2))
+    path.rmdir()
+
+    await ledger.record("telegram:1", "reply", "m", Usage(5, 1))
+
+    assert [(s.tokens_in, s.calls) for s in ledger.lines()] == [(15, 2)]
 
 
 async def test_a_background_cap_stops_it_with_one_line_to_the_owner(

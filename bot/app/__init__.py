@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import telegram_channel
@@ -22,9 +21,10 @@ from bot.app.pipeline import (
 )
 from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
-from bot.app.store import Store, build_store
+from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
 from bot.channels.telegram import TelegramChannel
+from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
@@ -58,14 +58,6 @@ from bot.turn.router import Router
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
 
-class Service(Protocol):
-    """Background work the app owns: started before the first message, stopped at shutdown."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
 @dataclass
 class App:
     router: Router
@@ -77,6 +69,7 @@ class App:
     items_index: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
     intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
     spending: Spending | None = None  # what the model spends; its caps' line to the owners
+    pace: Pace | None = None  # Telegram's send rate shared by the replicas (bot.app.store)
 
     async def start(self) -> None:
         for service in self.services:
@@ -134,35 +127,27 @@ def build_app(
     parts = TurnParts(
         memory, writer, core.consolidator, compaction, pipeline, sent, store.journal, core.steering
     )
+    parts = replace(parts, queue=store.queue)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
     )
     task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
+    scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
+    once = [*_build_upkeep(settings, workspace, writer, now), ("undo-purge", core.undo)]
     services: list[Service] = [
         *store.services,  # first: the shared database, before anything uses the journal
         items_index.index,  # first: opened and synced before anything else starts, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message
         items_index.usage,
-        *_build_upkeep(settings, workspace, writer, now),
         core.consolidator,
-        core.undo,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools),
+        *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    return App(
-        router,
-        core.llm,
-        workspace,
-        now,
-        preview,
-        services,
-        items_index,
-        store.intake,
-        core.spending,
-    )
+    app = App(router, core.llm, workspace, now, preview, services, items_index, store.intake)
+    return replace(app, spending=core.spending, pace=store.pace)
 
 
 def _build_tools(
@@ -224,7 +209,7 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     chatter = _build_chatter(settings, workspace, memory.file_locks)
     receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
     writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
-    gate = Gate(*build_door(settings, workspace, memory.file_locks, now), ChatLocks())
+    gate = Gate(*build_door(settings, store.roster, now), ChatLocks())
     steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
     consolidating = spending.llm("consolidation")
     consolidator = _build_consolidator(
@@ -259,6 +244,7 @@ def build_telegram(
         token=token,
         heartbeat=heartbeat,
         owner_line=app.spending.line if app.spending else None,
+        pace=app.pace,
     )
 
 
@@ -297,11 +283,14 @@ def minutes(count: int) -> timedelta:
 
 def _build_upkeep(
     settings: Settings, workspace: Workspace, writer: MemoryWriter, now: Callable[[], datetime]
-) -> list[Service]:
-    """The daily upkeep of memory: item decay (when on) and archiving old notes."""
+) -> list[tuple[str, Service]]:
+    """The daily upkeep of memory, by name: item decay (when on) and archiving old notes."""
     archive = NoteArchive(writer, workspace, retention_days=settings.memory.retention_days, now=now)
     decaying = settings.memory.items.decay_enabled
-    return [*([ItemDecay(writer, workspace)] if decaying else []), archive]
+    return [
+        *([("item-decay", ItemDecay(writer, workspace))] if decaying else []),
+        ("note-archive", archive),
+    ]
 
 
 def _build_chatter(settings: Settings, workspace: Workspace, locks: Locks) -> ChatterStore | None:
@@ -358,7 +347,7 @@ def _build_consolidator(
         llm=llm,
         model=model,
         memory=writer,
-        jobs=JobStore(workspace.consolidation_dir),
+        jobs=JobStore(workspace.consolidation_dir, writer.locks),
         now=now,
         max_memory_size=settings.memory.max_memory_size,
         timeout=settings.memory.consolidation_timeout,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bot.channels.telegram import Showing, TelegramChannel
+from bot.channels.telegram.budget import Pace
 from bot.settings import Settings, TelegramSettings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
@@ -27,6 +28,7 @@ def telegram_channel(
     token: str,
     heartbeat: Heartbeat | None = None,
     owner_line: OwnerLine | None = None,  # caps on spending tell the owners through it
+    pace: Pace | None = None,  # webhooks: the send rate the replicas share
 ) -> TelegramChannel:
     telegram = settings.telegram
     options: dict[str, Any] = {
@@ -45,7 +47,8 @@ def telegram_channel(
     if telegram.mode == "webhook":
         from bot.channels.telegram.webhook import TelegramWebhook
 
-        channel: TelegramChannel = TelegramWebhook(router, hook=webhook_hook(telegram), **options)
+        hook = webhook_hook(telegram)
+        channel: TelegramChannel = TelegramWebhook(router, hook=hook, pace=pace, **options)
     else:
         channel = TelegramChannel(router, **options)
     channel.intake = intake

@@ -5,15 +5,19 @@ its packages)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from bot.channels.telegram.budget import Pace
 from bot.models import Inbound
 from bot.settings import Settings
 from bot.storage.files import FileLocks, Locks
 from bot.storage.inbox import Inbox, Journal
+from bot.storage.roster import RosterFile, RosterStore
 from bot.storage.workspace import Workspace
+from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
@@ -30,12 +34,21 @@ class Store:
     journal: Journal
     intake: IntakeFactory
     locks: Locks
-    services: list[Shared] = field(default_factory=list)  # started first, stopped last
+    roster: RosterStore  # owners, paired users, the claim code (`bot.storage.roster`)
+    services: list[Service] = field(default_factory=list)  # started first, stopped last
+    pace: Pace | None = None  # Telegram's send rate shared by the replicas (None: one process)
+    queue: QueueLook | None = None  # /status: the chats' queue shared by the replicas
+    # the services for work (each named) that must run once however many replicas run it
+    once: Callable[[Sequence[tuple[str, Service]]], list[Service]] = field(
+        default=lambda work: [service for _, service in work]  # one process: the work itself
+    )
 
 
 def build_store(settings: Settings, workspace: Workspace) -> Store:
     if settings.store.url is None:
-        return Store(Inbox(workspace.inbox_dir), MemoryIntake, FileLocks(workspace.locks_dir))
+        locks = FileLocks(workspace.locks_dir)
+        roster = RosterFile(workspace.roster_path, locks)
+        return Store(Inbox(workspace.inbox_dir), MemoryIntake, locks, roster)
     return _shared(settings, workspace, settings.store.url.get_secret_value())
 
 
@@ -43,7 +56,10 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     from bot.replicas.database import open_pool
     from bot.replicas.journal import PgJournal
     from bot.replicas.locks import PgLocks
+    from bot.replicas.look import JobsLook
+    from bot.replicas.pace import SharedPace
     from bot.replicas.queue import ChatQueue, QueueIntake
+    from bot.replicas.roster import PgRoster
 
     store = settings.store
     pool = open_pool(url, max_size=store.worker_concurrency + 4)
@@ -75,7 +91,43 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
         )
 
     locks = PgLocks(pool, root=workspace.root)
-    return Store(journal, intake, locks, services=[Shared(pool, queue)])
+    roster = PgRoster(pool)
+
+    def once(work: Sequence[tuple[str, Service]]) -> list[Service]:
+        from bot.replicas.once import OnceInCluster
+
+        return [OnceInCluster(pool, work)]
+
+    services: list[Service] = [Shared(pool, queue), roster]
+    look = JobsLook(pool, alive_within=store.stalled_after)
+    return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once)
+
+
+@asynccontextmanager
+async def roster_only(settings: Settings, workspace: Workspace) -> AsyncIterator[RosterStore]:
+    """The roster alone, read and ready, for a command run from a shell (`pair`)."""
+    if settings.store.url is None:
+        yield RosterFile(workspace.roster_path, FileLocks(workspace.locks_dir))
+        return
+    from bot.replicas.database import open_pool
+    from bot.replicas.roster import PgRoster
+
+    pool = open_pool(settings.store.url.get_secret_value(), max_size=2)
+    await pool.open(wait=True)
+    try:
+        roster = PgRoster(pool)
+        await roster.load()
+        yield roster
+    finally:
+        await pool.close()
+
+
+class Service(Protocol):
+    """Background work the app owns: started before the first message, stopped at shutdown."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class Shared:

@@ -22,9 +22,8 @@ from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import Locks
 from bot.storage.inbox import Journal
-from bot.storage.roster import RosterFile
+from bot.storage.roster import RosterStore
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
@@ -32,6 +31,7 @@ from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import basics, conversation, memory, spending, status
 from bot.turn.commands.dispatch import Commands
 from bot.turn.commands.keep import KeepQuoted
+from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Delivery
 from bot.turn.door import Door
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
@@ -62,6 +62,7 @@ class TurnParts:
     sent: LastRequests  # the last request of each chat (/context)
     journal: Journal
     steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
+    queue: QueueLook | None = None  # /status: the replicas' shared queue (bot.app.store)
 
 
 def build_router(
@@ -171,6 +172,7 @@ def build_commands(
                 access,
                 model=model,
                 pipeline=parts.pipeline.describe(),
+                queue=parts.queue,
             ),
             status.ShowContext(parts.sent, meter, access, sessions, model=model),
             spending.ShowUsage(steering.usage, access),
@@ -179,11 +181,10 @@ def build_commands(
 
 
 def build_door(
-    settings: Settings, workspace: Workspace, locks: Locks, now: Callable[[], datetime]
+    settings: Settings, roster: RosterStore, now: Callable[[], datetime]
 ) -> tuple[AccessPolicy, Door]:
-    """Who may talk (the settings and `state/paired.json`), and the door for everyone else."""
+    """Who may talk (the settings and the roster), and the door for everyone else."""
     telegram = settings.telegram
-    roster = RosterFile(workspace.roster_path, locks)
     access = AccessPolicy(
         owner_ids=real_owners(telegram.owner_ids),
         allowed_user_ids=telegram.allowed_user_ids,

@@ -29,6 +29,7 @@ from bot import logs
 from bot.app import build_llm, build_windows
 from bot.app.memory import embedder_loader
 from bot.app.pipeline import build_lightrag
+from bot.app.store import roster_only
 from bot.channels.telegram import check_token
 from bot.channels.telegram.errors import startup_error
 from bot.cli.doctor_media import check_transcription, check_vision
@@ -114,8 +115,10 @@ async def check_telegram(settings: Settings) -> Finding:
 
 
 async def check_owners(settings: Settings) -> Finding:
-    """Owners set in the settings or claimed with /claim (`bot.turn.pairing.owners`)."""
-    found = owners(settings.telegram.owner_ids, settings.workspace)
+    """Owners set in the settings or claimed with /claim (`bot.turn.pairing.owners`), in the
+    roster the bot uses (the workspace's, or the replicas' database)."""
+    async with roster_only(settings, Workspace(settings.workspace)) as roster:
+        found = owners(settings.telegram.owner_ids, roster.current())
     if found.any:
         claimed = [f"{owner} (claimed)" for owner in found.claimed]
         return Finding("ok", ", ".join([*map(str, found.configured), *claimed]))

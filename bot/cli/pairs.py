@@ -2,7 +2,8 @@
 with /pair and /unpair in their chat (the same words, `bot.turn.door`).
 
 They need the settings and the workspace only (no token, no model key), and may run while the
-bot runs: both change `state/paired.json` under its lock, and the bot reads it afresh. A user
+bot runs: both change the roster (`state/paired.json`, or PostgreSQL's with `BOT_STORE__URL`)
+one change at a time, and the bot reads it afresh. A user
 approved here is not told by the bot (it hears nothing of it); they just write again. While
 the bot has no owner, `list` starts with the claim code (made now if the bot never made one).
 """
@@ -14,9 +15,9 @@ import asyncio
 from collections.abc import Callable
 
 from bot.app import clock
+from bot.app.store import roster_only
 from bot.app.turn import build_door
 from bot.settings import Settings
-from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from bot.turn.door import Door
 
@@ -36,9 +37,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     workspace = Workspace(settings.workspace)
     workspace.ensure()
-    locks = FileLocks(workspace.locks_dir)
-    _, door = build_door(settings, workspace, locks, clock(settings.timezone))
-    return asyncio.run(_run(door, args, out))
+    return asyncio.run(_with_roster(settings, workspace, args, out))
+
+
+async def _with_roster(
+    settings: Settings, workspace: Workspace, args: argparse.Namespace, out: Print
+) -> int:
+    async with roster_only(settings, workspace) as roster:
+        _, door = build_door(settings, roster, clock(settings.timezone))
+        return await _run(door, args, out)
 
 
 async def _run(door: Door, args: argparse.Namespace, out: Print) -> int:

@@ -31,11 +31,12 @@ from dotenv import dotenv_values
 from pydantic import SecretStr
 
 from bot.app import clock
+from bot.app.store import roster_only
 from bot.app.turn import build_door
 from bot.cli.doctor import check_model, check_telegram, what_failed
 from bot.errors import ConfigError, MnemoError
 from bot.settings import Settings, load_settings
-from bot.storage.files import FileLocks, atomic_write_text
+from bot.storage.files import atomic_write_text
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import grouped
 
@@ -239,26 +240,34 @@ def _quoted(value: str) -> str:
 
 def _next_steps(ask: Prompter, settings: Settings) -> None:
     """How to start the bot, and how to become its owner."""
-    ask.say("Next: make run (or python -m bot run) starts the bot.")
+    python = _python()
+    ask.say(f"Next: make run (or {python} -m bot run) starts the bot.")
     if settings.telegram.owner_ids:
         ask.say("Owners are set (BOT_TELEGRAM__OWNER_IDS): write to your bot in Telegram.")
         return
     try:
         code = asyncio.run(_claim_code(settings))
     except (ConfigError, MnemoError, OSError) as exc:
-        ask.say(f"Then: python -m bot pair list shows the claim code ({exc}).")
+        ask.say(f"Then: {python} -m bot pair list shows the claim code ({exc}).")
         return
     if code is None:
         ask.say("The bot has an owner already: write to it in Telegram.")
         return
     ask.say(f"Then, in Telegram, send your bot this in a private chat: /claim {grouped(code)}")
-    ask.say("That makes you its owner. (python -m bot pair list shows the code again.)")
+    ask.say(f"That makes you its owner. ({python} -m bot pair list shows the code again.)")
+
+
+def _python() -> str:
+    """How to start this Python from here: `.venv/bin/python` when setup runs from the
+    project's venv (`make setup`; a bare `python` lacks the bot's packages), else `python`."""
+    here = Path(sys.executable)
+    return str(here.relative_to(Path.cwd())) if here.is_relative_to(Path.cwd()) else "python"
 
 
 async def _claim_code(settings: Settings) -> str | None:
     workspace = Workspace(settings.workspace)
     await asyncio.to_thread(workspace.ensure)
-    locks = FileLocks(workspace.locks_dir)
-    _, door = build_door(settings, workspace, locks, clock(settings.timezone))
-    await door.start()
-    return door.claim_code
+    async with roster_only(settings, workspace) as roster:
+        _, door = build_door(settings, roster, clock(settings.timezone))
+        await door.start()
+        return door.claim_code

@@ -165,13 +165,26 @@ def rank(
             same.append(_Picked(row, score, ahead, row.start_line, row.end_line, row.text))
             picked.append(same[-1])
     terms = Terms.of(weights)
-    keyword = [(p, best_weight(p.text, terms)) for p in picked if p.ahead]
+    first = [p for p in picked if p.ahead]
+    weigh = _cut_all if len(first) <= k else _weigh_first  # every one shown, or only the best k
+    keyword = [(p, *weigh(p.text, terms)) for p in first]
     dated = fused.dated
     keyword.sort(key=lambda found: (found[0].row.id not in dated, -found[1], -found[0].score))
-    hits = [_hit(p, cut(p.text, terms).text) for p, _ in keyword[:k]]
+    hits = [_hit(p, shown or cut(p.text, terms).text) for p, _, shown in keyword[:k]]
     others = (p for p in picked if not p.ahead)  # as fused, cut only when shown
     hits.extend(_hit(p, cut(p.text, terms).text) for p in itertools.islice(others, k - len(hits)))
     return hits
+
+
+def _cut_all(text: str, terms: Terms) -> tuple[float, str]:
+    """The best line's weight and what is shown, in one walk over the lines."""
+    found = cut(text, terms)
+    return found.best, found.text
+
+
+def _weigh_first(text: str, terms: Terms) -> tuple[float, str]:
+    """The best line's weight only: the cut waits until the hit is among those shown."""
+    return best_weight(text, terms), ""
 
 
 @dataclass

@@ -93,33 +93,35 @@ class _Parts:
     answered: bool = False
 
     def add(self, chunk: Any) -> str:
-        """Take in one chunk; the text it added ("" when none)."""
+        """Take in one chunk (its JSON, as the server sent it); the text it added ("" when
+        none). A field of the wrong kind counts as missing."""
         text = ""
-        self.model = chunk.model or self.model
-        if chunk.usage is not None:
-            details = getattr(chunk.usage, "prompt_tokens_details", None)
+        chunk = _mapping(chunk)
+        self.model = _text(chunk.get("model")) or self.model
+        if usage := _mapping(chunk.get("usage")):
             self.usage = Usage(
-                prompt_tokens=chunk.usage.prompt_tokens or 0,
-                completion_tokens=chunk.usage.completion_tokens or 0,
-                cached_tokens=getattr(details, "cached_tokens", None) or 0,
+                prompt_tokens=_count(usage.get("prompt_tokens")),
+                completion_tokens=_count(usage.get("completion_tokens")),
+                cached_tokens=_count(
+                    _mapping(usage.get("prompt_tokens_details")).get("cached_tokens")
+                ),
             )
-        for choice in chunk.choices[:1]:
+        for choice in _list(chunk.get("choices"))[:1]:
             self.answered = True
-            delta = choice.delta
-            if delta.content:
-                text = delta.content
+            delta = _mapping(_mapping(choice).get("delta"))
+            if text := _text(delta.get("content")):
                 self.content.append(text)
-            for position, piece in enumerate(delta.tool_calls or ()):
-                self._add_call(piece, position)
+            for position, piece in enumerate(_list(delta.get("tool_calls"))):
+                self._add_call(_mapping(piece), position)
         return text
 
-    def _add_call(self, piece: Any, position: int) -> None:
-        index = piece.index if piece.index is not None else position
-        call = self.calls.setdefault(index, _Call())
-        call.id = piece.id or call.id
-        if piece.function is not None:
-            call.name = piece.function.name or call.name
-            call.arguments.append(piece.function.arguments or "")
+    def _add_call(self, piece: dict[str, Any], position: int) -> None:
+        index = piece.get("index")
+        call = self.calls.setdefault(index if isinstance(index, int) else position, _Call())
+        call.id = _text(piece.get("id")) or call.id
+        if function := _mapping(piece.get("function")):
+            call.name = _text(function.get("name")) or call.name
+            call.arguments.append(_text(function.get("arguments")))
 
     def completion(self) -> Completion | None:
         """The answer, or None when no chunk carried a choice (the server answered nothing)."""
@@ -141,3 +143,19 @@ class _Parts:
             usage=self.usage,
             model=self.model,
         )
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -12,6 +12,8 @@ that was given up as stalled finds its writes refused (`bot.storage.inbox.Fenced
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from datetime import timedelta
 
 from procrastinate import App, PsycopgConnector
@@ -37,6 +39,22 @@ CREATE TABLE IF NOT EXISTS mnemo_inbox (
 CREATE INDEX IF NOT EXISTS mnemo_inbox_open ON mnemo_inbox (seq) WHERE done_at IS NULL;
 CREATE INDEX IF NOT EXISTS mnemo_inbox_done ON mnemo_inbox (done_at) WHERE done_at IS NOT NULL;
 """
+
+
+def stop_if_cancelled() -> None:
+    """Raise `CancelledError` in a retry loop's task that was asked to stop: psycopg and
+    procrastinate may turn a cancellation that reached them mid-query into an error of their
+    own, and the loop would otherwise retry for ever (`close` would wait on it)."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+async def until(event: asyncio.Event, seconds: float) -> None:
+    """Wait `seconds`, less if `event` is set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
 
 
 WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)

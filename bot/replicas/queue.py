@@ -32,7 +32,7 @@ from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.models import Inbound
-from bot.replicas.database import prune
+from bot.replicas.database import prune, stop_if_cancelled, until
 from bot.replicas.journal import PgJournal
 from bot.replicas.stop import StopAcross
 from bot.storage.inbox import Entry, Fenced
@@ -46,6 +46,8 @@ TASK = "mnemo.answer"
 SWEEP_LOCK = 0x6D6E656D6F01  # the one sweep in the cluster
 FETCH_INTERVAL = 0.2  # seconds between fetches when no notification came (procrastinate: 5)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
+WORKER = "queue worker"
+CLOSE_SETTLE = 5.0  # seconds past `grace` the worker, the sweep and the /stop listener get to end
 PRUNE_EVERY = 600  # sweeps between two prunes of the tombstones
 
 
@@ -68,6 +70,7 @@ class ChatQueue:
         self.stalled_after = stalled_after
         self.app = App(connector=PsycopgConnector())
         self.handler: Callable[[str], Awaitable[None]] | None = None
+        self.closing = asyncio.Event()  # set by `QueueIntake.close`: the sweep ends
         retry = RetryStrategy(max_attempts=1000, wait=1)  # a database away, a stop: again
         self.app.task(name=TASK, retry=retry)(self._run)
 
@@ -96,6 +99,7 @@ class ChatQueue:
                 )
                 return
             except Exception as exc:  # procrastinate's ConnectorException, psycopg's errors
+                stop_if_cancelled()
                 log.warning("queue_worker_restarting", error=type(exc).__name__)
                 await asyncio.sleep(self.heartbeat)
 
@@ -118,22 +122,28 @@ class ChatQueue:
             return len(stalled)
 
     async def sweeping(self) -> None:
-        """Sweep every `heartbeat` seconds until cancelled; the tombstones now and then."""
+        """Sweep every `heartbeat` seconds until `closing` is set; the tombstones now and then."""
         rounds = 0
-        while True:
+        while not self.closing.is_set():
             try:
                 await self.sweep()
                 if rounds % PRUNE_EVERY == 0:
                     await prune(self.pool)
             except (PsycopgError, PoolTimeout, ConnectorException) as exc:  # next round
+                stop_if_cancelled()
                 log.warning("queue_sweep_failed", error=type(exc).__name__)
             rounds += 1
-            await asyncio.sleep(self.heartbeat)
+            await until(self.closing, self.heartbeat)
 
     async def _run(self, update: str) -> None:
         if self.handler is None:
             raise RuntimeError("no handler: the replica's intake has not started")
         await self.handler(update)
+
+
+def _queued_by_the_journal(entry: Entry) -> None:
+    """The outlet of a replica's channel: a scheduled entry (`bot.reminders.scheduler`) was
+    queued with its journaling, in the same transaction (`PgJournal`)."""
 
 
 class QueueIntake:
@@ -164,10 +174,11 @@ class QueueIntake:
         what a stop left is in the queue, for any replica."""
         self.queue.handler = self._answer
         self._tasks = [
-            asyncio.create_task(self.queue.work(), name="queue worker"),
+            asyncio.create_task(self.queue.work(), name=WORKER),
             asyncio.create_task(self.queue.sweeping(), name="queue sweep"),
             asyncio.create_task(self.stops.listen(self._runs, self._answer_here), name="stops"),
         ]
+        self.router.outlets[self.channel] = _queued_by_the_journal  # reminders may fire now
         return []
 
     async def receive(self, inbounds: Sequence[Inbound]) -> None:
@@ -189,9 +200,20 @@ class QueueIntake:
     async def close(self, grace: float) -> None:
         """Stop fetching; the running turns get the queue's grace (the channel's `grace` is
         the same setting), the rest go back in the queue."""
+        self.router.outlets.pop(self.channel, None)
+        self.queue.closing.set()  # the sweep and the /stop listener end between two waits
+        self.stops.close()
         for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
+            if task.get_name() == WORKER:  # procrastinate's: a cancel starts its graceful stop
+                task.cancel()
+        ending = asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
+        try:
+            async with asyncio.timeout(grace + CLOSE_SETTLE):
+                await ending
+        except TimeoutError:  # a task that ignores its cancellation must not hold the stop
+            log.warning(
+                "intake_close_timeout", left=[t.get_name() for t in self._tasks if not t.done()]
+            )
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SEND_SETTLE):
                 await self.router.delivery.settle()

@@ -21,16 +21,19 @@ from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
 from bot.models import Inbound
+from bot.replicas.database import stop_if_cancelled, until
 from bot.storage.inbox import decode_inbound, encode_inbound
 
 log = structlog.get_logger(__name__)
 CHANNEL = "mnemo_stop"
 RETRY = 1.0  # seconds before listening again after the connection was lost
+LOOK_EVERY = 0.5  # seconds between two looks at whether the listening should end
 
 
 class StopAcross:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
+        self._closing = asyncio.Event()
 
     async def running_elsewhere(self, session_key: str) -> bool:
         """Whether some replica is answering the chat now (its job is `doing`)."""
@@ -50,18 +53,42 @@ class StopAcross:
     async def listen(
         self, running: Callable[[str], bool], answer: Callable[[Inbound], Awaitable[None]]
     ) -> None:
-        """Until cancelled: answer each /stop forwarded for a chat `running` here."""
-        while True:
+        """Until `close`: answer each /stop forwarded for a chat `running` here. It ends between
+        two waits, never by a cancellation mid-query (psycopg then cancels the query on the
+        server and may wait seconds for it)."""
+        while not self._closing.is_set():
             try:
                 conninfo = self.pool.conninfo  # a connection of its own: it stays listening
                 assert isinstance(conninfo, str)  # `open_pool` makes it so
                 async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
-                    async for note in conn.notifies():
-                        inbound = decode_inbound(json.loads(note.payload))
-                        if running(inbound.session_key):
-                            log.info("stop_forwarded", chat=inbound.session_key)
-                            await answer(inbound)
+                    while not self._closing.is_set():
+                        async for note in conn.notifies(timeout=LOOK_EVERY):
+                            await self._heard(note.payload, running, answer)
             except (PsycopgError, ValueError, KeyError) as exc:
+                stop_if_cancelled()
                 log.warning("stop_listen_failed", error=type(exc).__name__)
-                await asyncio.sleep(RETRY)
+                await until(self._closing, RETRY)
+
+    def close(self) -> None:
+        """End `listen` at its next look (within `LOOK_EVERY` seconds)."""
+        self._closing.set()
+
+    async def _heard(
+        self,
+        payload: str,
+        running: Callable[[str], bool],
+        answer: Callable[[Inbound], Awaitable[None]],
+    ) -> None:
+        inbound = decode_inbound(json.loads(payload))
+        if running(inbound.session_key):
+            log.info("stop_forwarded", chat=inbound.session_key)
+            await _answered(answer, inbound)
+
+
+async def _answered(answer: Callable[[Inbound], Awaitable[None]], inbound: Inbound) -> None:
+    """A /stop that fails to be answered (Telegram away) must not end the listening."""
+    try:
+        await answer(inbound)
+    except Exception:
+        log.exception("stop_answer_failed", chat=inbound.session_key)

@@ -7,17 +7,21 @@ link), and an existing file keeps its permissions. Appends are one `O_APPEND` wr
 a person appends meanwhile is never lost. Whether a file may be written at all (its scope,
 its encoding) is decided before: `bot.storage.confined`, `bot.storage.textfile`.
 
-Read-modify-write holds `FileLocks.hold(path)`: an asyncio lock within the process plus a
-`filelock` on a sibling `.lock` file across processes (a separate file, because `os.replace`
+Read-modify-write holds `FileLocks.hold(path)`: an asyncio lock within the process plus, across
+processes, a byte-range lock on one lock file for them all (a separate file, because `os.replace`
 swaps the inode). Folders are 0700, new files 0600.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import fcntl
 import hashlib
 import os
 import stat
+import struct
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -130,38 +134,119 @@ class Locks(Protocol):
 class FileLocks:
     """Per-path locks for read-modify-write, in-process and across processes.
 
-    Lock files live in `lock_dir` (named by a hash of the path) when given, so folders people
-    edit stay clean; without it, beside the file as `<name>.lock`.
+    Across processes a path is one byte of one lock file, at an offset hashed from the path:
+    `lock_dir/paths.lock` when `lock_dir` is given (one file, out of the folders people edit),
+    else `<name>.lock` beside the file. The byte is an open-file-description lock (Linux): each
+    `FileLocks` excludes every other, in this process or another, and a descriptor closed
+    elsewhere releases nothing. Within one `FileLocks`, an asyncio lock per path comes first;
+    paths whose bytes coincide (`slots` bounds the offsets) share the byte, counted, so holding
+    both at once neither waits for itself nor lets go early. Where the system has no such locks,
+    one `filelock` file per path.
     """
 
-    def __init__(self, lock_dir: Path | None = None) -> None:
+    def __init__(self, lock_dir: Path | None = None, *, slots: int = 1 << 62) -> None:
         self.lock_dir = lock_dir
+        self.slots = slots
         self._locks: dict[Path, asyncio.Lock] = {}
-        self._lock_paths: dict[Path, Path] = {}
+        self._bytes: dict[Path, tuple[Path, int]] = {}
+        self._held: dict[tuple[Path, int], int] = {}  # byte -> how many paths hold it here
+        self._fds: dict[Path, int] = {}
 
     @asynccontextmanager
     async def hold(self, path: Path) -> AsyncIterator[None]:
         lock = self._locks.setdefault(path, asyncio.Lock())
         async with lock:
-            # released on the loop's thread, maybe acquired in a worker's: not thread-local
-            file_lock = FileLock(str(self._lock_path(path)), thread_local=False)
-            try:  # free unless another process holds it: taken at once, no thread
-                file_lock.acquire(blocking=False)
-            except Timeout:
-                await asyncio.to_thread(file_lock.acquire)
+            if not _RANGE_LOCKS:
+                async with _one_file_per_path(self._lock_file(path, shared=False)):
+                    yield
+                return
+            byte = self._byte_of(path)
+            delay = 0.002
+            while not self._take(byte):  # another process (or `FileLocks`) holds it: poll
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
             try:
                 yield
             finally:
-                file_lock.release()
+                self._give(byte)
 
-    def _lock_path(self, path: Path) -> Path:
-        """The lock file of `path` (its folder made): worked out once per path."""
-        if (known := self._lock_paths.get(path)) is not None and known.parent.is_dir():
-            return known
-        if self.lock_dir is None:
-            found = ensure_dir(path.parent) / f"{path.name}.lock"
+    def _take(self, byte: tuple[Path, int]) -> bool:
+        held = self._held.get(byte, 0)
+        if not held and not _lock_range(self._fd(byte[0]), fcntl.F_WRLCK, byte[1]):
+            return False
+        self._held[byte] = held + 1
+        return True
+
+    def _give(self, byte: tuple[Path, int]) -> None:
+        if left := self._held.pop(byte) - 1:
+            self._held[byte] = left
         else:
-            name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
-            found = ensure_dir(self.lock_dir) / f"{name}.lock"
-        self._lock_paths[path] = found
-        return found
+            _lock_range(self._fds[byte[0]], fcntl.F_UNLCK, byte[1])
+
+    def _byte_of(self, path: Path) -> tuple[Path, int]:
+        if (known := self._bytes.get(path)) is None:
+            digest = hashlib.sha256(str(path.resolve()).encode()).digest()
+            offset = int.from_bytes(digest[:8], "big") % self.slots
+            known = (self._lock_file(path, shared=True), offset)
+            self._bytes[path] = known
+        return known
+
+    def _lock_file(self, path: Path, *, shared: bool) -> Path:
+        if self.lock_dir is None:
+            return path.parent / f"{path.name}.lock"
+        if shared:
+            return self.lock_dir / "paths.lock"
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
+        return self.lock_dir / f"{digest}.lock"
+
+    def _fd(self, file: Path) -> int:
+        """The open lock file; opened again when it was deleted or replaced while nothing
+        here held a byte of it (an old one would exclude nobody)."""
+        fd = self._fds.get(file)
+        if fd is not None and not any(held == file for held, _ in self._held):
+            try:
+                current = file.stat().st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+            if not current:
+                os.close(self._fds.pop(file))
+                fd = None
+        if fd is None:
+            ensure_dir(file.parent)
+            fd = self._fds[file] = os.open(file, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        return fd
+
+    def __del__(self) -> None:  # its locks go with it, as a process's do when it ends
+        for fd in getattr(self, "_fds", {}).values():
+            os.close(fd)
+
+
+_RANGE_LOCKS = sys.platform == "linux" and struct.calcsize("P") == 8
+
+
+def _lock_range(fd: int, kind: int, offset: int) -> bool:
+    """Lock (or unlock) one byte of `fd` as its open file description, without waiting:
+    False when another one holds it. `struct flock` as 64-bit Linux lays it out."""
+    request = struct.pack("hhqqi4x", kind, os.SEEK_SET, offset, 1, 0)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, request)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+@asynccontextmanager
+async def _one_file_per_path(lock_file: Path) -> AsyncIterator[None]:
+    ensure_dir(lock_file.parent)
+    # released on the loop's thread, maybe acquired in a worker's: not thread-local
+    file_lock = FileLock(str(lock_file), thread_local=False)
+    try:  # free unless another process holds it: taken at once, no thread
+        file_lock.acquire(blocking=False)
+    except Timeout:
+        await asyncio.to_thread(file_lock.acquire)
+    try:
+        yield
+    finally:
+        file_lock.release()

@@ -3,6 +3,11 @@
 A job is written before the session it came from is trimmed and removed only once it is done,
 so a crash in between loses nothing: the next start finds the file and runs the job again.
 File names start with the creation time, so listing them in name order is arrival order.
+
+Processes sharing the folder (replicas given one workspace folder) run each job once, and one
+job of a scope at a time: a job runs inside `taken`, which holds its scope's lock (`Locks`: a
+file lock, or PostgreSQL's across replicas) and says whether the job is still on disk (another
+process may have run it meanwhile).
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,8 +24,8 @@ from typing import Any
 
 import structlog
 
-from bot.models import ChatMessage, MemoryScope
-from bot.storage.files import atomic_write_text
+from bot.models import ChatMessage, MemoryScope, scope_key
+from bot.storage.files import Locks, atomic_write_text
 from bot.storage.sessions import decode_message, encode_message, message_document
 
 FORMAT_VERSION = 1
@@ -49,8 +56,15 @@ def new_job(
 
 
 class JobStore:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, locks: Locks) -> None:
         self.folder = folder
+        self.locks = locks
+
+    @asynccontextmanager
+    async def taken(self, job: ConsolidationJob) -> AsyncIterator[bool]:
+        """Hold the job's scope while the block runs; whether the job is still to do."""
+        async with self.locks.hold(self.folder / f"scope-{scope_key(job.scope) or 'global'}"):
+            yield await asyncio.to_thread(self._path(job).exists)
 
     async def save(self, job: ConsolidationJob) -> None:
         await asyncio.to_thread(atomic_write_text, self._path(job), encode_job(job))
@@ -67,6 +81,8 @@ class JobStore:
         for path in sorted(self.folder.glob("*.json")):
             try:
                 jobs.append(decode_job(path.read_text(encoding="utf-8")))
+            except FileNotFoundError:  # run and removed by another process meanwhile
+                continue
             except (ValueError, UnicodeDecodeError) as exc:
                 path.replace(path.with_name(path.name + ".corrupt"))
                 log.warning("consolidation_job_corrupt", path=str(path), reason=str(exc)[:200])

@@ -13,6 +13,9 @@ Written atomically; every change is a read-modify-write under the file's lock, a
 (`python -m bot pair approve` writes it while the bot runs). Readers take `current()`, re-read
 when the file changed on disk. A file that cannot be parsed is never overwritten: `current()`
 reads it as empty (a warning), `change` refuses with a `StorageError` that says what to do.
+
+`RosterStore` is what the rest of the bot uses: `RosterFile` here (one host), or the same
+document in PostgreSQL, shared by every replica (`bot.replicas.roster`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import structlog
 
@@ -75,6 +78,17 @@ class Roster:
         return replace(self, pending=pending)
 
 
+class RosterStore(Protocol):
+    def current(self) -> Roster:
+        """The roster as last seen: without waiting on storage (it is read at every message)."""
+        ...
+
+    async def change(self, edit: Callable[[Roster], tuple[Roster, T]]) -> T:
+        """Apply `edit` to the stored roster, one change at a time everywhere; save what it
+        returns when it differs; `edit`'s answer. A damaged roster: `StorageError`."""
+        ...
+
+
 class RosterFile:
     def __init__(self, path: Path, locks: Locks) -> None:
         self.path = path
@@ -103,7 +117,7 @@ class RosterFile:
             roster = await asyncio.to_thread(self._read)
             changed, answer = edit(roster)
             if changed != roster:
-                await asyncio.to_thread(atomic_write_text, self.path, _dumps(changed))
+                await asyncio.to_thread(atomic_write_text, self.path, dumps(changed))
                 self._seen, self._cached = _stamp(self.path), changed
             return answer
 
@@ -115,7 +129,7 @@ class RosterFile:
         except (OSError, UnicodeDecodeError) as exc:
             raise StorageError(self._damaged(type(exc).__name__)) from exc
         try:
-            return _loads(text)
+            return loads(text)
         except (ValueError, KeyError, TypeError) as exc:
             raise StorageError(self._damaged(str(exc)[:100])) from exc
 
@@ -136,7 +150,8 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
 
-def _loads(text: str) -> Roster:
+def loads(text: str) -> Roster:
+    """The roster a document holds (`ValueError`, `KeyError` or `TypeError` when it is damaged)."""
     document: dict[str, Any] = json.loads(text)
     if document.get("version") != VERSION:
         raise ValueError(f"unknown version {document.get('version')!r}")
@@ -163,7 +178,7 @@ def _request(raw: dict[str, Any]) -> Request:
     )
 
 
-def _dumps(roster: Roster) -> str:
+def dumps(roster: Roster) -> str:
     def plain(record: Member | Request) -> dict[str, Any]:
         fields = asdict(record).items()
         return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in fields}

@@ -230,7 +230,8 @@ class Workspace:
 
     @property
     def locks_dir(self) -> Path:
-        """Lock files for read-modify-write, kept out of the folders people edit."""
+        """Where the lock file for read-modify-write is (`FileLocks`), out of the folders
+        people edit."""
         return self.state_dir / "locks"
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot.models import GLOBAL_SCOPE, Inbound, MemoryScope
-from bot.storage.roster import Roster, RosterFile
+from bot.storage.roster import Roster, RosterStore
 
 LOCAL_USER_ID = 0  # the person at the console (Telegram user ids are positive)
 
@@ -21,7 +21,7 @@ class AccessPolicy:
         *,
         owner_ids: Iterable[int],
         allowed_user_ids: Iterable[int],
-        roster: RosterFile | None = None,  # None: only the configured ids count
+        roster: RosterStore | None = None,  # None: only the configured ids count
     ) -> None:
         self.configured_owners = frozenset(owner_ids)
         self.configured_allowed = frozenset(allowed_user_ids)

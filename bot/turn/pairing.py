@@ -17,11 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
-from pathlib import Path
 
-from bot.storage.files import FileLocks
-from bot.storage.roster import Member, Request, Roster, RosterFile
-from bot.storage.workspace import Workspace
+from bot.storage.roster import Member, Request, Roster, RosterStore
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 CODE_LENGTH = 8
@@ -72,7 +69,7 @@ class Approval:
 class Pairing:
     def __init__(
         self,
-        roster: RosterFile,
+        roster: RosterStore,
         *,
         now: Callable[[], datetime],
         ttl: timedelta = CODE_TTL,
@@ -185,11 +182,10 @@ class Owners:
         return bool(self.configured or self.claimed)
 
 
-def owners(owner_ids: Iterable[int], workspace: Path) -> Owners:
+def owners(owner_ids: Iterable[int], roster: Roster) -> Owners:
     """Whether the bot has an owner: configured (`owner_ids`, the setting) or claimed (in the
-    workspace at `workspace`). Reads only; for `python -m bot doctor`."""
+    `roster`). For `python -m bot doctor`."""
     ids = tuple(owner_ids)
-    roster = RosterFile(Workspace(workspace).roster_path, FileLocks()).current()
     claimed = tuple(m.id for m in roster.owners)
     placeholder = PLACEHOLDER_OWNER in ids
     return Owners(real_owners(ids), claimed, placeholder, claim_code=roster.claim_code)

@@ -54,13 +54,26 @@ class UsageLedger:
         self.locks = locks
         self.now = now
         self._known: tuple[Signature, dict[str, Any]] | None = None  # the file as last read
+        self._waiting: list[tuple[date, str, str, str, Usage]] = []  # recorded, not yet written
 
     async def record(self, chat: str, kind: str, model: str, usage: Usage) -> None:
-        today = self.now().date()
+        """Written before it returns. Records that wait for the lock are written together by
+        the first of them to get it: a burst of model calls (64 chats answered at once) costs
+        a read and a write or two, not one each, one after another."""
+        self._waiting.append((self.now().date(), chat, kind, model, usage))
         async with self.locks.hold(self.path):
-            document = _added(await asyncio.to_thread(self.read), today, chat, kind, model, usage)
-            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-            await asyncio.to_thread(self._write, text, document)
+            if not self._waiting:
+                return  # a holder before us wrote it with its own
+            taken, self._waiting = self._waiting, []
+            try:
+                document = await asyncio.to_thread(self.read)
+                for entry in taken:
+                    document = _added(document, *entry)
+                text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+                await asyncio.to_thread(self._write, text, document)
+            except BaseException:
+                self._waiting[:0] = taken  # the next holder tries them again
+                raise
 
     def _write(self, text: str, document: dict[str, Any]) -> None:
         atomic_write_text(self.path, text)

@@ -32,7 +32,7 @@ from telegram.error import (
     TelegramError,
 )
 
-from bot.channels.telegram.budget import tight
+from bot.channels.telegram.budget import answering, tight
 from bot.channels.telegram.buttons import keyboard
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
@@ -40,6 +40,9 @@ from bot.models import Document, Keyed
 
 log = structlog.get_logger(__name__)
 ACKNOWLEDGE_TIMEOUT = 3.0  # seconds a reaction may hold up the turn
+UNREACT_WAIT = 30.0  # seconds a reaction's removal waits for the budget, at most
+UNREACT_POLL = 0.25  # seconds between its looks
+_later: set[asyncio.Task[None]] = set()  # removals waiting (held: a task is otherwise collectable)
 
 
 @dataclass(frozen=True)
@@ -116,13 +119,34 @@ class TelegramReplier:
             raise SendFailed(f"{type(exc).__name__}: {exc}", permanent=False) from None
         if self._reacted:  # the answer is here: the reaction has said what it had to
             self._reacted = False
+            await self._unreact()
+
+    async def _unreact(self) -> None:
+        """Take the reaction away: at once, or with the budget tight, once it is not (answers
+        first), in the background, after UNREACT_WAIT seconds at most."""
+        if not tight(self.bot):
             await self._react(None)
+            return
+        task = asyncio.create_task(self._unreact_later())
+        _later.add(task)
+        task.add_done_callback(_later.discard)
+
+    async def _unreact_later(self) -> None:
+        waited = 0.0
+        while tight(self.bot) and waited < UNREACT_WAIT:
+            await asyncio.sleep(UNREACT_POLL)
+            waited += UNREACT_POLL
+        try:
+            await self._react(None)
+        except Exception as exc:  # the bot was closed meanwhile (a stop): the reaction stays
+            log.debug("reaction_left", error=type(exc).__name__)
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
         task = asyncio.create_task(self._keep_typing())
         try:
-            yield
+            with answering(self.bot):  # the turn runs: its answer is on its way
+                yield
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -27,7 +27,7 @@ from telegram import Bot, Update
 from telegram.error import TelegramError
 from telegram.ext import ExtBot
 
-from bot.channels.telegram.budget import AnswersFirst
+from bot.channels.telegram.budget import AnswersFirst, Pace
 from bot.channels.telegram.inbound import to_inbound
 from bot.channels.telegram.polling import (
     ALLOWED,
@@ -56,9 +56,12 @@ class Hook:
 
 
 class TelegramWebhook(TelegramChannel):
-    def __init__(self, router: Router, *, hook: Hook, **options: Any) -> None:
+    def __init__(
+        self, router: Router, *, hook: Hook, pace: Pace | None = None, **options: Any
+    ) -> None:
         super().__init__(router, **options)  # the polling channel's: repliers, grace, intake
         self.hook = hook
+        self.pace = pace  # the bot's overall send rate, shared by the replicas
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start, set the webhook, serve until `stop` is set, then give the running turns
@@ -67,7 +70,7 @@ class TelegramWebhook(TelegramChannel):
             self.token,
             base_url=self.base_url,
             base_file_url=file_url(self.base_url),
-            rate_limiter=AnswersFirst(max_retries=3),
+            rate_limiter=AnswersFirst(max_retries=3, pace=self.pace),
             request=request_via(self.proxy),
         )
         await started(bot, self.base_url)

@@ -1,6 +1,7 @@
 """Consolidation: old messages become a `HISTORY.md` entry and `MEMORY.md` facts.
 
-    submit(job) ──▶ job file (durable) ──▶ queue ──▶ one worker, one job at a time
+    submit(job) ──▶ job file (durable) ──▶ queue ──▶ one worker, one job at a time,
+                                                     under its scope's lock (across processes)
                                                      ├─ MEMORY.md too big for a request:
                                                      │   compressed in parts first
                                                      ├─ the conversation in parts that fit
@@ -195,8 +196,12 @@ class Consolidator:
     async def _process(self, job: ConsolidationJob) -> bool:
         with structlog.contextvars.bound_contextvars(chat=job.session_key, consolidation=job.id):
             try:
-                consolidated = await self._consolidate(job)
-                await self.jobs.remove(job)
+                async with self.jobs.taken(job) as to_do:
+                    if not to_do:
+                        log.info("consolidation_done_elsewhere")
+                        return False
+                    consolidated = await self._consolidate(job)
+                    await self.jobs.remove(job)
             except Exception:
                 log.exception("consolidation_failed")  # the job file stays for the next start
                 return False

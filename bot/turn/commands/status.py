@@ -9,7 +9,9 @@
 
 The verbose form adds where the window comes from, how the context figure is counted (the same
 in /context and `python -m bot prompt`: `meter.how_full`), the provider's count of the last
-prompt, and the pipeline's systems by order.
+prompt, and the pipeline's systems by order. With replicas (a `QueueLook` on the chats' shared
+queue) it also says how many of the chat's messages wait their turn, and, to an owner in the
+verbose form, what the whole cluster is doing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from bot.llm.inspection import LastRequests, breakdown, full_text, summary
 from bot.llm.meter import PromptEstimate, PromptMeter, how_counted, how_full
@@ -44,6 +47,22 @@ CONTEXT_FULL_HINT = "/context full sends the whole prompt as a file."
 
 
 @dataclass(frozen=True)
+class Queued:
+    """What the chats' queue holds, every replica's (replicated mode)."""
+
+    waiting: int  # this chat's messages waiting for their turn
+    running: int  # messages being answered now, in every chat (not the one asking)
+    queued: int  # messages waiting, in every chat
+    replicas: int  # replicas alive (beating)
+
+
+class QueueLook(Protocol):
+    async def look(self, session_key: str) -> Queued | None:
+        """The queue as it is now, asked from the chat's own turn; None when it cannot be read."""
+        ...
+
+
+@dataclass(frozen=True)
 class Status:
     messages: int
     estimate: PromptEstimate  # the next prompt (`PromptMeter`), against the model's window
@@ -56,6 +75,8 @@ class Status:
     model: str
     pipeline: Sequence[str]
     running: bool  # a reply is in progress
+    queued: Queued | None = None  # replicated mode: the shared queue
+    owner: bool = False  # an owner asks: the cluster's figures too
 
 
 def wants_verbose(args: str) -> bool:
@@ -74,6 +95,8 @@ def render(status: Status, *, verbose: bool) -> str:
         lines += _details(status)
     if status.running:
         lines.append("A reply is in progress (/stop cancels it).")
+    if status.queued is not None and status.queued.waiting:
+        lines.append(f"Waiting their turn: {status.queued.waiting} more of this chat's messages.")
     if not verbose:
         lines.append(HINT_VERBOSE)
     return "\n".join(lines)
@@ -91,6 +114,14 @@ def _details(status: Status) -> list[str]:
         how_counted(status.estimate, status.margin),
         reported,
         f"Pipeline: {', '.join(status.pipeline)}",
+        *(_cluster(status.queued) if status.queued is not None and status.owner else []),
+    ]
+
+
+def _cluster(queued: Queued) -> list[str]:
+    return [
+        f"Replicas: {queued.replicas} alive; {queued.running} other messages being answered, "
+        f"{queued.queued} waiting (every chat)"
     ]
 
 
@@ -116,6 +147,7 @@ class ShowStatus:
         *,
         model: str,
         pipeline: Sequence[str],  # the pipeline's systems by order
+        queue: QueueLook | None = None,  # replicated mode: the chats' shared queue
     ) -> None:
         self.sessions = sessions
         self.meter = meter
@@ -124,6 +156,7 @@ class ShowStatus:
         self.access = access
         self.model = model
         self.pipeline = pipeline
+        self.queue = queue
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         session = await self.sessions.load(inbound.session_key)
@@ -140,6 +173,8 @@ class ShowStatus:
             model=self.model,
             pipeline=self.pipeline,
             running=self.running.is_running(inbound.session_key),
+            queued=await self.queue.look(inbound.session_key) if self.queue else None,
+            owner=self.access.is_owner(inbound.user_id),
         )
         return render(status, verbose=wants_verbose(args))
 

@@ -1,0 +1,96 @@
+"""Reminders with replicas (skipped without `MNEMO_TEST_PG`): two replicas sharing a workspace
+folder and a database; one of them runs the reminders (`bot.replicas.once`), the reminder is
+sent once, and when that replica stops the other one takes the reminders over."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bot.app import App, build_app, build_telegram
+from bot.reminders.scheduler import Scheduler
+from bot.replicas.once import OnceInCluster
+from bot.settings import Settings, StoreSettings
+from tests.clock import Clock
+from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegram
+from tests.harness import API_KEY, OWNER
+from tests.reminding import reminder_settings, schedule
+
+START = datetime(2026, 10, 20, 8, 0, tzinfo=UTC)
+
+
+def scheduler_of(app: App) -> tuple[OnceInCluster, Scheduler]:
+    [once] = [s for s in app.services if isinstance(s, OnceInCluster)]
+    [scheduler] = [s for name, s in once.work if name == "reminders"]
+    assert isinstance(scheduler, Scheduler)
+    return once, scheduler
+
+
+@asynccontextmanager
+async def replica(settings: Settings, telegram: FakeTelegram, clock: Clock) -> AsyncIterator[App]:
+    app = build_app(settings, api_key=API_KEY, now=clock)
+    channel = build_telegram(app, settings, token=telegram.token)
+    await app.start()
+    stop = asyncio.Event()
+    task = asyncio.create_task(channel.run(stop))
+    try:
+        await telegram.wait_for_poll()
+        yield app
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, timeout=10)
+        await app.aclose()
+
+
+async def until(check: Callable[[], bool], within: float = 10.0) -> None:
+    for _ in range(int(within / 0.05)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError("not within the bound")
+
+
+async def test_a_reminder_fires_once_from_the_replica_that_runs_them_then_from_the_other(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    settings = reminder_settings(tmp_path / "ws", fake_telegram, fake_openai)
+    settings = settings.model_copy(update={"store": StoreSettings(url=SecretStr(pg_url))})
+    clock = Clock(START)
+
+    def sent(text: str) -> list[str]:
+        return [m.text for m in fake_telegram.sent_messages(OWNER) if text in m.text]
+
+    async with AsyncExitStack() as stack:
+        first = await stack.enter_async_context(replica(settings, fake_telegram, clock))
+        once_a, scheduler_a = scheduler_of(first)
+        await until(lambda: "reminders" in once_a.running())
+        second = await stack.enter_async_context(replica(settings, fake_telegram, clock))
+        once_b, scheduler_b = scheduler_of(second)
+
+        schedule(fake_openai, text="water the plants", when="in 20 minutes")
+        schedule(fake_openai, text="call the bank", when="in 40 minutes")
+        fake_telegram.push_text(OWNER, OWNER, "in 20 minutes remind me to water the plants")
+        fake_telegram.push_text(OWNER, OWNER, "and in 40 to call the bank")
+        await fake_telegram.wait_for_messages(OWNER, 2)
+        clock.at = START + timedelta(minutes=21)
+        scheduler_a.wake()
+        scheduler_b.wake()  # not running on the second replica: nothing happens there
+        await until(lambda: bool(sent("water the plants")))
+        await asyncio.sleep(1.0)  # a second sending would come now
+        watered = sent("water the plants")
+        ran_on_second = once_b.running()
+
+        await once_a.stop()  # the first replica lets go of its background work
+        await until(lambda: "reminders" in once_b.running())
+        clock.at = START + timedelta(minutes=41)
+        scheduler_b.wake()
+        await until(lambda: bool(sent("call the bank")))
+
+    assert len(watered) == 1 and "reminders" not in ran_on_second
+    assert len(sent("call the bank")) == 1
