@@ -12,6 +12,7 @@ from bot.index import Exchange, MemoryIndex, Model2VecEmbedder
 from bot.index.keyword import KeywordSearch
 from bot.index.query import fts_expression, query_terms
 from bot.index.snippets import SNIPPET_CHARS
+from bot.index.store.database import scope_tag
 from bot.storage.workspace import Workspace
 from tests.harness import SMALL_MODEL2VEC
 
@@ -197,3 +198,13 @@ def test_a_large_index_scores_only_the_rarer_words(keyword_index: MemoryIndex) -
     assert paths(["walk", "morning"]) == [f"items/walk-{n}" for n in range(9, 4, -1)], "newest"
     assert keywords.vague(["walk", "morning"], [""]) and not keywords.vague(["walk", "heron"], [""])
     assert not keywords.vague([], [""])
+
+
+def test_a_scope_tag_as_a_query_word_finds_nothing(keyword_index: MemoryIndex) -> None:
+    """Words are matched in the text only: the tag FTS5 files each chunk's scope under is
+    no word of it, though a query may spell it out."""
+    tag = scope_tag("")
+    keywords = KeywordSearch(keyword_index.store)
+    assert keyword_index.store.document_frequency(tag) == 0
+    assert keywords.candidates([tag], [""], limit=5) == []
+    assert keywords.candidates([tag, "violin"], [""], limit=5) != []

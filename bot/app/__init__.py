@@ -201,6 +201,7 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     windows = build_windows(settings, workspace)
     llm = build_llm(settings, api_key, windows)
     store = build_store(settings, workspace)
+    workspace = Workspace(workspace.root, store.documents)
     memory = build_memory(settings, workspace, now, locks=store.locks)
     items_index = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key

@@ -96,7 +96,8 @@ def build_memory(
     working = WorkingMemory(
         workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
     )
-    tokens, reader = TokenCounter(), LineReader(memory_root=workspace.memory_root)
+    reader = LineReader(memory_root=workspace.memory_root, documents=workspace.documents)
+    tokens = TokenCounter()
     count = cached_count(tokens.count)
     markdown = MarkdownMemory(
         workspace,
@@ -210,6 +211,7 @@ def _index_opener(
             embedder=load(timeout),
             min_similarity=rag.min_similarity,
             readers=(TranscriptSource(workspace.sessions_dir), ItemSource(workspace.memory_root)),
+            documents=workspace.documents,
         )
 
     return open_index

@@ -155,7 +155,7 @@ def build_tools(
         items_index.index,
         default_k=settings.rag.search_k,
         remote=lightrag,
-        origins=CitedOrigins(workspace.memory_root),
+        origins=CitedOrigins(workspace.memory_root, workspace.documents),
     )
     return ToolRegistry(
         [

@@ -1,19 +1,20 @@
-"""Where the journal, the chats' queue and the path locks live, picked once from
+"""Where the journal, the chats' queue, the path locks and the documents live, picked once from
 `settings.store`: the workspace's files and one process's memory (the default), or PostgreSQL
 shared by every replica (`bot.replicas`, imported only then: the embedded mode needs none of
 its packages)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from bot.channels.telegram.budget import Pace
 from bot.models import Inbound
 from bot.settings import Settings
-from bot.storage.files import FileLocks, Locks
+from bot.storage.files import ON_DISK, Documents, FileLocks, Locks
 from bot.storage.inbox import Inbox, Journal
 from bot.storage.roster import RosterFile, RosterStore
 from bot.storage.workspace import Workspace
@@ -26,6 +27,7 @@ from bot.turn.router import Router
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
+    from bot.replicas.documents import PgDocuments
     from bot.replicas.queue import ChatQueue
 
 
@@ -42,6 +44,7 @@ class Store:
     once: Callable[[Sequence[tuple[str, Service]]], list[Service]] = field(
         default=lambda work: [service for _, service in work]  # one process: the work itself
     )
+    documents: Documents = ON_DISK  # the workspace's files (`Workspace.documents`)
 
 
 def build_store(settings: Settings, workspace: Workspace) -> Store:
@@ -98,9 +101,42 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
 
         return [OnceInCluster(pool, work)]
 
-    services: list[Service] = [Shared(pool, queue), roster]
-    look = JobsLook(pool, alive_within=store.stalled_after)
-    return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once)
+    shared = shared_documents(url, workspace)
+    services: list[Service] = [Shared(pool, queue, shared), roster]
+    look, documents = JobsLook(pool, alive_within=store.stalled_after), split(shared, workspace)
+    return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once, documents)
+
+
+@contextmanager
+def stored_workspace(settings: Settings) -> Iterator[Workspace]:
+    """The workspace with its documents where `settings.store` keeps them, for a command run
+    beside the bot (`python -m bot memory export | import | edit`)."""
+    workspace = Workspace(settings.workspace)
+    if settings.store.url is None:
+        yield workspace
+        return
+    shared = shared_documents(settings.store.url.get_secret_value(), workspace)
+    try:
+        yield Workspace(workspace.root, split(shared, workspace))
+    finally:
+        shared.close()
+
+
+def split(shared: PgDocuments, workspace: Workspace) -> Documents:
+    """The workspace's documents: the shared ones in the database, the rest on this disk."""
+    from bot.replicas.shared_documents import SplitDocuments
+
+    return SplitDocuments(shared, ON_DISK, workspace.root)
+
+
+def shared_documents(url: str, workspace: Workspace) -> PgDocuments:
+    """The documents every replica shares, connected now (blocking): stores read them as they
+    are built, before the services start."""
+    from bot.replicas.documents import open_documents
+
+    documents = open_documents(url, workspace.root)
+    documents.connect()
+    return documents
 
 
 @asynccontextmanager
@@ -134,9 +170,12 @@ class Shared:
     """The replica's connection to the shared database: opened (and the schema made) before
     anything else starts, closed after everything stopped."""
 
-    def __init__(self, pool: AsyncConnectionPool, queue: ChatQueue) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, queue: ChatQueue, documents: PgDocuments | None = None
+    ) -> None:
         self.pool = pool
         self.queue = queue
+        self.documents = documents
 
     async def start(self) -> None:
         from bot.replicas.database import migrate
@@ -147,3 +186,5 @@ class Shared:
 
     async def stop(self) -> None:
         await self.pool.close()
+        if self.documents is not None:
+            await asyncio.to_thread(self.documents.close)

@@ -1,5 +1,6 @@
-"""`python -m bot memory search | reindex | stats | export | import`: the search index and the
-items from a shell, and the memory moved between workspaces (`bot.cli.transfer`).
+"""`python -m bot memory search | reindex | stats | export | import | edit`: the search index
+and the items from a shell, the memory moved between workspaces (`bot.cli.transfer`) and one
+memory document edited with a version check (`bot.cli.editing`).
 
 They need the settings and the workspace only: no Telegram token, and a model key only when
 the embedder is "openai". The index is opened as the bot opens it (a delta sync with the memory
@@ -27,7 +28,8 @@ from contextlib import contextmanager
 
 from bot.app import clock
 from bot.app.memory import ItemsAndIndex, build_items_and_index
-from bot.cli import transfer
+from bot.app.store import stored_workspace
+from bot.cli import editing, transfer
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import kind_of
 from bot.index.sync import MarkdownSource, source_files
@@ -50,12 +52,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     commands.add_parser("reindex", help="rebuild the index from the memory files and items")
     commands.add_parser("stats", help="what the index and the items hold")
     transfer.add_commands(commands)
+    edit = commands.add_parser(
+        "edit", help="edit one memory document in $EDITOR (refused if it changed meanwhile)"
+    )
+    edit.add_argument("file", metavar="FILE", help="its path under memory/, like MEMORY.md")
 
 
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
-    workspace = Workspace(settings.workspace)
+    if args.memory_command == "edit":
+        return editing.run(settings, args.file, out)
     if args.memory_command in ("export", "import"):  # the index is built after an import
-        return transfer.run(settings, args, lambda: _items_index(settings, workspace), out)
+        return transfer.run(settings, args, lambda stored: _items_index(settings, stored), out)
+    with stored_workspace(settings) as workspace:  # replicated: the shared documents
+        return _index_command(settings, args, workspace, out)
+
+
+def _index_command(
+    settings: Settings, args: argparse.Namespace, workspace: Workspace, out: Print
+) -> int:
     workspace.ensure()
     items_index = _items_index(settings, workspace)
     if args.memory_command == "reindex":

@@ -6,6 +6,11 @@ and per active semantic item (at most `CHECKS`), each asked with its own words. 
 the bundle, writes the memory (refusing a memory that is not empty unless `--force`, which sets
 it aside), rebuilds the index from the files and asks the same searches: it exits 1 and names
 each one answered differently.
+
+In replicated mode (`store.url`) the memory is the documents the replicas share: export reads
+them and import writes them, the bundle the same as the embedded mode's, so a memory moves
+between the modes. Its searches are left out there: the index is not built from the shared
+documents yet.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 
 from bot.app import clock
 from bot.app.memory import ItemsAndIndex
+from bot.app.store import stored_workspace
 from bot.index import MemoryIndex
 from bot.index.sources import scope_of
 from bot.memory.transfer import (
@@ -52,25 +58,27 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(
-    settings: Settings, args: argparse.Namespace, items_index: OpenItemsIndex, out: Print
+    settings: Settings,
+    args: argparse.Namespace,
+    items_index: Callable[[Workspace], ItemsAndIndex],
+    out: Print,
 ) -> int:
-    workspace = Workspace(settings.workspace)
     now = clock(settings.timezone)()
-    try:
-        if args.memory_command == "export":
-            return export(settings, workspace, items_index, args.target, now=now, out=out)
-        return import_(
-            settings, workspace, items_index, args.source, force=args.force, now=now, out=out
-        )
-    except BundleError as exc:
-        out(f"error: {exc}")
-        return 1
+    with stored_workspace(settings) as workspace:
+        searchable = settings.rag.enabled and settings.store.url is None
+        index = (lambda: items_index(workspace)) if searchable else None
+        try:
+            if args.memory_command == "export":
+                return export(workspace, index, args.target, now=now, out=out)
+            return import_(workspace, index, args.source, force=args.force, now=now, out=out)
+        except BundleError as exc:
+            out(f"error: {exc}")
+            return 1
 
 
 def export(
-    settings: Settings,
     workspace: Workspace,
-    items_index: OpenItemsIndex,
+    items_index: OpenItemsIndex | None,  # None: no searches (recall off, or replicated mode)
     target: str,
     *,
     now: datetime,
@@ -78,7 +86,7 @@ def export(
 ) -> int:
     documents = documents_of(workspace)
     checks: list[Check] = []
-    if settings.rag.enabled:
+    if items_index is not None:
         index = items_index().index.open()
         try:
             checks = [_asked(index, scope, query, now) for scope, query in queries(documents)]
@@ -92,9 +100,8 @@ def export(
 
 
 def import_(
-    settings: Settings,
     workspace: Workspace,
-    items_index: OpenItemsIndex,
+    items_index: OpenItemsIndex | None,
     source: str,
     *,
     force: bool,
@@ -107,8 +114,8 @@ def import_(
     out(f"imported {len(bundle.documents)} files from {source}")
     if aside is not None:
         out(f"the memory that was here is kept in {aside}")
-    if not settings.rag.enabled or not bundle.checks:
-        out("nothing to verify: the bundle carries no searches (or recall is off here)")
+    if items_index is None or not bundle.checks:
+        out("nothing to verify: the bundle carries no searches (or none are asked here)")
         return 0
     differ = verify(items_index().index.open(sync=False), bundle)
     for check, got in differ:

@@ -41,6 +41,7 @@ from bot.index.sync import (
 )
 from bot.index.vectors import VectorCache
 from bot.index.when import Window, resolve
+from bot.storage.files import ON_DISK, Documents
 
 log = structlog.get_logger(__name__)
 
@@ -90,10 +91,12 @@ class MemoryIndex:
         chunker: Chunker | None = None,
         min_similarity: float = 0.0,
         readers: Sequence[SourceReader] = (),
+        documents: Documents = ON_DISK,  # where the files are read (`Workspace.documents`)
     ) -> None:
         """Indexes `memory_root`'s markdown, and what the other `readers` read (the app adds
         the session files and the items' JSONL)."""
         self.memory_root = memory_root
+        self.documents = documents
         self.readers: tuple[SourceReader, ...] = (MarkdownSource(memory_root), *readers)
         self.embedder = embedder
         self.chunker = chunker or Chunker()
@@ -130,9 +133,9 @@ class MemoryIndex:
             with self._lock:
                 self._refresh()
             if paths is None:
-                files, known = source_files(self.readers), self.store.files()
+                files, known = source_files(self.readers, self.documents), self.store.files()
             else:
-                files, asked = source_files_at(self.readers, paths)
+                files, asked = source_files_at(self.readers, paths, self.documents)
                 known = self.store.files(asked)
             delta = file_delta(files, known, self.chunker, last_line=self.store.last_line)
             self._apply(delta)

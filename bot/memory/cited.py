@@ -9,12 +9,13 @@ from pathlib import Path
 from bot.memory.items.format import ItemFormatError, decode
 from bot.memory.provenance import FactOrigins, brief, of_line
 from bot.models import Provenance
-from bot.storage.files import read_text
+from bot.storage.files import ON_DISK, Documents
 
 
 class CitedOrigins:
-    def __init__(self, memory_root: Path) -> None:
+    def __init__(self, memory_root: Path, documents: Documents = ON_DISK) -> None:
         self.root = memory_root
+        self.documents = documents  # where the memory is kept (`Workspace.documents`)
 
     def describe(self, path: str, start: int, end: int) -> str:
         """`Ann (42), said by voice, telegram:42, 2026-11-20` (several joined by "; "), or ""
@@ -40,7 +41,7 @@ class CitedOrigins:
 
     def _item(self, file: Path, item_id: str) -> Provenance | None:
         needle = f'"id":"{item_id}"'
-        for line in (read_text(file) or "").split("\n"):
+        for line in self._text(file).split("\n"):
             if needle in line:
                 try:
                     return decode(line).provenance
@@ -49,6 +50,14 @@ class CitedOrigins:
         return None
 
     def _lines(self, file: Path, start: int, end: int) -> list[Provenance | None]:
-        known = FactOrigins(file).read()
-        lines = (read_text(file) or "").splitlines()[start - 1 : end]
+        known = FactOrigins(file, self.documents).read()
+        lines = self._text(file).splitlines()[start - 1 : end]
         return [of_line(known, line) for line in lines if line.strip()]
+
+    def _text(self, file: Path) -> str:
+        """The file's text (undecodable bytes replaced), "" when missing or unreadable."""
+        try:
+            data = self.documents.read(file)
+        except OSError:
+            return ""
+        return "" if data is None else data.decode("utf-8", errors="replace")

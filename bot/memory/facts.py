@@ -142,7 +142,8 @@ class FactWriter:
         path = self.workspace.long_term_path(scope)
         try:
             async with self.locks.hold(path):
-                quotes = await asyncio.to_thread(quoted.add, path, facts, origin)
+                documents = self.workspace.documents
+                quotes = await asyncio.to_thread(quoted.add, path, facts, origin, documents)
         except OSError:
             log.warning("quote_store_failed", exc_info=True)
             return []
@@ -152,13 +153,14 @@ class FactWriter:
 
     def pending(self, scope: MemoryScope) -> list[Quote]:
         """The scope's quotes waiting for an owner (blocking)."""
-        return quoted.pending(self.workspace.long_term_path(scope))
+        return quoted.pending(self.workspace.long_term_path(scope), self.workspace.documents)
 
     async def take(self, scope: MemoryScope, quote_id: str) -> Quote | None:
         """The quote with this id, out of QUOTED.md (None when there is none)."""
         path = self.workspace.long_term_path(scope)
         async with self.locks.hold(path):
-            return await asyncio.to_thread(quoted.take, path, quote_id)
+            documents = self.workspace.documents
+            return await asyncio.to_thread(quoted.take, path, quote_id, documents)
 
     # ------------------------------------------------------------------ files stay the truth
 

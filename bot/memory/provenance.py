@@ -27,7 +27,7 @@ import structlog
 from bot.memory.items.rules import fingerprint
 from bot.memory.notes.supersede import unmarked
 from bot.models import Provenance, Via
-from bot.storage.files import append_text
+from bot.storage.files import ON_DISK, Documents
 
 log = structlog.get_logger(__name__)
 SIDE_NAME = "MEMORY.provenance.jsonl"
@@ -77,6 +77,7 @@ class FactOrigins:
     """The side file of one MEMORY.md (blocking; the caller holds MEMORY.md's lock to write)."""
 
     memory_path: Path
+    documents: Documents = ON_DISK  # where MEMORY.md is kept (`Workspace.documents`)
 
     @property
     def path(self) -> Path:
@@ -88,17 +89,21 @@ class FactOrigins:
             for fact in facts
         ]
         if lines:
-            append_text(self.path, "".join(line + "\n" for line in lines))
+            data = "".join(line + "\n" for line in lines).encode("utf-8")
+            self.documents.append(self.path, data)
 
     def read(self) -> Mapping[str, Provenance]:
         """Each fingerprint's provenance (lines that do not read are skipped)."""
         try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
-        except (FileNotFoundError, NotADirectoryError):
+            data = self.documents.read(self.path)
+        except NotADirectoryError:
             return {}
         except OSError as exc:
             log.warning("provenance_unreadable", error=type(exc).__name__)
             return {}
+        if data is None:
+            return {}
+        text = data.decode("utf-8", errors="replace")
         found: dict[str, Provenance] = {}
         for line in text.splitlines():
             try:

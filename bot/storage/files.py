@@ -10,6 +10,21 @@ its encoding) is decided before: `bot.storage.confined`, `bot.storage.textfile`.
 Read-modify-write holds `FileLocks.hold(path)`: an asyncio lock within the process plus, across
 processes, a byte-range lock on one lock file for them all (a separate file, because `os.replace`
 swaps the inode). Folders are 0700, new files 0600.
+
+Documents: where the workspace's files are kept. Every store reads, writes, appends, lists,
+moves and deletes its files through `Workspace.documents`, a `Documents`, picked once in the
+composition root (`bot.app.store`): `FileDocuments`, the files on this disk (the default, the
+functions above), or with replicas `bot.replicas.shared_documents.SplitDocuments`: the shared
+ones in one table (`PgDocuments`), the rest on the replica's disk. A document is named by its
+path; the table keys it by the path relative to the workspace, so a folder exported from it
+(`python -m bot memory export`) is the one the embedded mode keeps. Bytes, not text: what a
+person's file holds is theirs, and the rules on its encoding stay above the seam
+(`bot.storage.textfile`, `bot.storage.lines`). A document's `Signature` is its version: a
+file's stat, or `(0, size, updated_at, version)` for a row whose version a database sequence
+bumps at every change. Caches key on it, so a change made by any replica is read again.
+`write_if` writes only over the version the writer read (a person's edit made meanwhile is
+refused, not overwritten). Locks stay `Locks`: the protocol does not lock, its
+read-modify-writes are the callers' under `hold(path)`.
 """
 
 from __future__ import annotations
@@ -26,7 +41,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import structlog
 from filelock import FileLock, Timeout
@@ -81,14 +96,24 @@ def append_text(path: Path, text: str, *, durable: bool = True) -> None:
     `durable`: what is written every turn and held elsewhere too (a daily note line, a turn's
     items: the session keeps the exchange) skips the fsync, and survives a crash of the bot
     (the kernel has it), though perhaps not a crash of the machine."""
+    append_bytes(path, text.encode("utf-8"), durable=durable)
+
+
+def append_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """`append_text`'s one write, of bytes."""
     ensure_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
     try:
-        os.write(fd, text.encode("utf-8"))
+        os.write(fd, data)
         if durable:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def temporary(path: Path) -> bool:
+    """A writer's temporary file (`atomic_write_bytes`'s `.<name>.<random>.tmp`)."""
+    return path.name.startswith(".") and path.name.endswith(".tmp")
 
 
 def read_text(path: Path) -> str | None:
@@ -250,3 +275,96 @@ async def _one_file_per_path(lock_file: Path) -> AsyncIterator[None]:
         yield
     finally:
         file_lock.release()
+
+
+class Documents(Protocol):
+    """The workspace's documents, by path (see the module's docstring)."""
+
+    def version(self, path: Path) -> Signature | None:
+        """The document's version; None when there is none."""
+        ...
+
+    def read(self, path: Path) -> bytes | None:
+        """The document's bytes; None when there is none (`OSError` when it cannot be read)."""
+        ...
+
+    def open(self, path: Path) -> BinaryIO:
+        """The document to read from, in part (`FileNotFoundError` when there is none)."""
+        ...
+
+    def write(self, path: Path, data: bytes) -> None:
+        """Replace the document (or make it) in one step."""
+        ...
+
+    def write_if(self, path: Path, data: bytes, expected: Signature | None) -> bool:
+        """`write`, only while the document's version is `expected` (None: while there is no
+        document); False, nothing written, when it changed meanwhile."""
+        ...
+
+    def append(self, path: Path, data: bytes, *, durable: bool = True) -> None:
+        """Add `data` at the document's end in one step (made when missing)."""
+        ...
+
+    def listing(self, folder: Path, pattern: str) -> list[Path]:
+        """The documents right in `folder` whose names match `pattern` (a glob), sorted."""
+        ...
+
+    def walk(self, folder: Path) -> list[Path]:
+        """Every document under `folder`, at any depth, sorted (no writer's temporary file)."""
+        ...
+
+    def move(self, source: Path, target: Path) -> None:
+        """Give the document `source` the path `target` (which is free)."""
+        ...
+
+    def delete(self, path: Path) -> None:
+        """Remove the document (nothing when there is none)."""
+        ...
+
+
+class FileDocuments:
+    """The documents as the files on this disk (the embedded mode's). It keeps nothing: one
+    serves every workspace (`ON_DISK`)."""
+
+    def version(self, path: Path) -> Signature | None:
+        try:
+            return signature_of(os.stat(path))
+        except FileNotFoundError:
+            return None
+
+    def read(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def open(self, path: Path) -> BinaryIO:
+        return path.open("rb")
+
+    def write(self, path: Path, data: bytes) -> None:
+        atomic_write_bytes(path, data)
+
+    def write_if(self, path: Path, data: bytes, expected: Signature | None) -> bool:
+        if self.version(path) != expected:
+            return False
+        atomic_write_bytes(path, data)
+        return True
+
+    def append(self, path: Path, data: bytes, *, durable: bool = True) -> None:
+        append_bytes(path, data, durable=durable)
+
+    def listing(self, folder: Path, pattern: str) -> list[Path]:
+        return sorted(folder.glob(pattern))
+
+    def walk(self, folder: Path) -> list[Path]:
+        return sorted(p for p in folder.rglob("*") if p.is_file() and not temporary(p))
+
+    def move(self, source: Path, target: Path) -> None:
+        ensure_dir(target.parent)
+        os.replace(source, target)
+
+    def delete(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+
+
+ON_DISK = FileDocuments()

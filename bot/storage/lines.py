@@ -1,7 +1,8 @@
 """Memory files read as lines for the prompt, cheaply and defensively.
 
 - Read fresh after any change (a hand edit included), not at all when nothing changed: parsed
-  lines are cached by the file's stat signature (inode, size, mtime_ns, ctime_ns).
+  lines are cached by the file's signature (its stat: inode, size, mtime_ns, ctime_ns; or its
+  version, when the documents are shared: `bot.storage.files.Documents`).
 - A file that is not text (mostly undecodable bytes or control characters: binary, UTF-16) is
   refused with a warning, and so is an unreadable one (no permission, a folder in its place)
   and one that leads out of its scope's folder (`bot.storage.confined`). Nothing here ever
@@ -25,7 +26,7 @@ from typing import BinaryIO
 import structlog
 
 from bot.storage.confined import inside_scope
-from bot.storage.files import Signature, signature_of
+from bot.storage.files import ON_DISK, Documents, Signature
 
 log = structlog.get_logger(__name__)
 
@@ -77,10 +78,10 @@ def without_controls(text: str) -> str:
     return CONTROL.sub("", text)
 
 
-def safe_to_rewrite(path: Path) -> bool:
+def safe_to_rewrite(path: Path, documents: Documents = ON_DISK) -> bool:
     """False when the file exists but is not text or cannot be read: leave such a file alone."""
     try:
-        with path.open("rb") as handle:
+        with documents.open(path) as handle:
             return decode_text(handle.read(WINDOW_BYTES)) is not None
     except FileNotFoundError:
         return True
@@ -100,8 +101,10 @@ class LineReader:
         memory_root: Path | None = None,  # given: files out of their scope are refused
         window_bytes: int = WINDOW_BYTES,
         entries: int = CACHE_ENTRIES,
+        documents: Documents = ON_DISK,
     ) -> None:
         self.memory_root = memory_root
+        self.documents = documents
         self.window_bytes = window_bytes
         self.entries = entries
         self._cache: OrderedDict[tuple[Path, bool], _Entry] = OrderedDict()
@@ -115,19 +118,18 @@ class LineReader:
 
     def _read(self, path: Path, *, from_end: bool) -> FileLines | None:
         try:
-            stat = path.stat()
-        except FileNotFoundError:
-            return None
+            signature = self.documents.version(path)
         except OSError as exc:
             log.warning("memory_file_unreadable", path=str(path), error=type(exc).__name__)
             return None
-        signature = signature_of(stat)
+        if signature is None:
+            return None
         key = (path, from_end)
         with self._lock:
             cached = self._cache.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
-        lines = self._load(path, stat.st_size, from_end=from_end)
+        lines = self._load(path, signature[1], from_end=from_end)
         self._remember(key, signature, lines)
         return lines
 
@@ -135,7 +137,7 @@ class LineReader:
         if self.memory_root is not None and not inside_scope(path, self.memory_root):
             return None
         try:
-            with path.open("rb") as handle:
+            with self.documents.open(path) as handle:
                 data, unread = _window(handle, size, self.window_bytes, from_end=from_end)
         except OSError as exc:
             log.warning("memory_file_unreadable", path=str(path), error=type(exc).__name__)

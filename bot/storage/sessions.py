@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -25,7 +24,7 @@ from typing import Any
 import structlog
 
 from bot.models import ChatMessage, Session, SessionMarks, ToolCall
-from bot.storage.files import Signature, atomic_write_text, ensure_dir, signature_of
+from bot.storage.files import Documents, Signature
 from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
 from bot.storage.workspace import Workspace, file_key, key_of_file
@@ -40,13 +39,15 @@ class SessionFormatError(ValueError):
 
 
 class SessionStore:
-    """Sessions as files. The session last read or saved of each of the last `KNOWN` chats is
-    kept with its file's signature: loading it again, while the file is unchanged, costs a
-    stat (on the caller's thread), not a read and a parse in a worker's. A file changed by
-    anything else (a forget's rewrite, a hand edit) is read again."""
+    """Sessions as documents (`Workspace.documents`: files, or shared by the replicas). The
+    session last read or saved of each of the last `KNOWN` chats is kept with its document's
+    signature: loading it again, while the document is unchanged, costs a stat (on the
+    caller's thread), not a read and a parse in a worker's. A document changed by anything
+    else (a forget's rewrite, a hand edit, another replica) is read again."""
 
     def __init__(self, workspace: Workspace, *, now: Callable[[], datetime]) -> None:
         self.workspace = workspace
+        self.documents: Documents = workspace.documents
         self.now = now
         self._known: OrderedDict[str, tuple[Signature, Session]] = OrderedDict()
         self._known_lock = threading.Lock()
@@ -57,8 +58,8 @@ class SessionStore:
 
     def keys(self) -> list[str]:
         """The session keys that have a conversation file, sorted."""
-        folder = self.workspace.sessions_dir
-        return sorted(key_of_file(path.stem) for path in folder.glob("*.json"))
+        found = self.documents.listing(self.workspace.sessions_dir, "*.json")
+        return sorted(key_of_file(path.stem) for path in found)
 
     async def load(self, key: str) -> Session:
         if (known := self._unchanged(key)) is not None:
@@ -70,7 +71,7 @@ class SessionStore:
 
     def _save(self, session: Session) -> None:
         path = self.workspace.session_path(session.key)
-        atomic_write_text(path, encode_session(session))
+        self.documents.write(path, encode_session(session).encode("utf-8"))
         self._remember(session.key, path, session)
 
     def _unchanged(self, key: str) -> Session | None:
@@ -80,7 +81,7 @@ class SessionStore:
         if kept is None:
             return None
         try:
-            signature = signature_of(os.stat(self.workspace.session_path(key)))
+            signature = self.documents.version(self.workspace.session_path(key))
         except OSError:
             return None
         return kept[1] if kept[0] == signature else None
@@ -89,9 +90,11 @@ class SessionStore:
         """Keep `session` as what `path` holds now (its signature taken after the write or
         before the read that made it: a change in between is seen at the next load)."""
         try:
-            self._keep(key, signature_of(os.stat(path)), session)
+            signature = self.documents.version(path)
         except OSError:
             return
+        if signature is not None:
+            self._keep(key, signature, session)
 
     def _keep(self, key: str, signature: Signature, session: Session) -> None:
         with self._known_lock:
@@ -117,21 +120,22 @@ class SessionStore:
         return await asyncio.to_thread(self._archive_part, part)
 
     def _archive_part(self, part: Session) -> Path:
-        target = _unused(self._archive_path(part.key))
-        atomic_write_text(target, encode_session(part))
+        target = _unused(self._archive_path(part.key), self.documents)
+        self.documents.write(target, encode_session(part).encode("utf-8"))
         return target
 
     def _archive_path(self, key: str) -> Path:
         stamp = f"{self.now():%Y%m%dT%H%M%S%f}"
-        return ensure_dir(self.workspace.archive_dir) / f"{file_key(key)}-{stamp}.json"
+        return self.workspace.archive_dir / f"{file_key(key)}-{stamp}.json"
 
     def _load(self, key: str) -> Session:
         path = self.workspace.session_path(key)
-        try:
-            signature = signature_of(os.stat(path))
-            session, unreadable = decode_session(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        signature = self.documents.version(path)
+        data = self.documents.read(path)
+        if signature is None or data is None:
             return self.fresh(key)
+        try:
+            session, unreadable = decode_session(data.decode("utf-8"))
         except (SessionFormatError, UnicodeDecodeError) as exc:
             return self._set_aside(key, path, exc)
         repaired = _repaired(session, unreadable)
@@ -142,24 +146,25 @@ class SessionStore:
     def _set_aside(self, key: str, path: Path, reason: Exception) -> Session:
         """Move the unreadable file aside and save a fresh session in its place, marked with
         `recovered_from` so that the next turn tells the user (and clears the mark)."""
-        aside = _unused(path.with_name(f"{path.name}.corrupt-{self.now():%Y%m%dT%H%M%S}"))
-        path.replace(aside)
+        aside = path.with_name(f"{path.name}.corrupt-{self.now():%Y%m%dT%H%M%S}")
+        aside = _unused(aside, self.documents)
+        self.documents.move(path, aside)
         log.warning("session_corrupt", key=key, moved_to=str(aside), reason=str(reason))
         session = replace(self.fresh(key), marks=SessionMarks(recovered_from=aside.name))
-        atomic_write_text(path, encode_session(session))
+        self.documents.write(path, encode_session(session).encode("utf-8"))
         return session
 
     def _archive(self, key: str) -> None:
         path = self.workspace.session_path(key)
-        if not path.exists():
+        if self.documents.version(path) is None:
             return
-        path.replace(_unused(self._archive_path(key)))
+        self.documents.move(path, _unused(self._archive_path(key), self.documents))
 
 
-def _unused(path: Path) -> Path:
+def _unused(path: Path, documents: Documents) -> Path:
     """`path`, or `<stem>-2<suffix>`, `-3` … when taken: nothing set aside is overwritten."""
     candidate, number = path, 1
-    while candidate.exists():
+    while documents.version(candidate) is not None:
         number += 1
         candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
     return candidate

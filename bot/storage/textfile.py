@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bot.errors import NotTextError, OutOfScopeError
 from bot.storage.confined import inside_scope
+from bot.storage.files import ON_DISK, Documents
 from bot.storage.lines import decode_text
 
 CRLF = "\r\n"
@@ -44,14 +45,13 @@ class TextFile:
 MISSING = TextFile(text="", newline=LF, digest="")
 
 
-def text_to_change(path: Path, memory_root: Path) -> TextFile:
+def text_to_change(path: Path, memory_root: Path, documents: Documents = ON_DISK) -> TextFile:
     """The file's text before the bot changes it; `MISSING` when there is no file.
     `NotTextError` (why, for the person) when the bot must leave it as it is."""
     if not inside_scope(path, memory_root):
         raise OutOfScopeError(f"{path.name} leads outside this chat's memory, so I left it alone.")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    data = documents.read(path)
+    if data is None:
         return MISSING
     if decode_text(data) is None:
         raise NotTextError(
@@ -68,14 +68,16 @@ def text_to_change(path: Path, memory_root: Path) -> TextFile:
     return TextFile(text=_lf(text), newline=newline_of(data), digest=digest_of(data))
 
 
-def text_to_show(path: Path, memory_root: Path) -> TextFile:
+def text_to_show(path: Path, memory_root: Path, documents: Documents = ON_DISK) -> TextFile:
     """The file's text for the model to read (a stray bad byte replaced); `MISSING` when
     there is no file, or it may not be read (out of its scope, unreadable)."""
     if not inside_scope(path, memory_root):
         return MISSING
     try:
-        data = path.read_bytes()
+        data = documents.read(path)
     except OSError:
+        return MISSING
+    if data is None:
         return MISSING
     text = data.decode("utf-8", errors="replace")
     return TextFile(text=_lf(text), newline=newline_of(data), digest=digest_of(data))

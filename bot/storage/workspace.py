@@ -11,7 +11,7 @@ from urllib.parse import quote, unquote
 
 from bot.models import MemoryScope
 from bot.storage.confined import inside_scope
-from bot.storage.files import ensure_dir
+from bot.storage.files import ON_DISK, Documents, ensure_dir
 
 
 def encode_key(key: str) -> str:
@@ -49,8 +49,10 @@ def _is_day(stem: str) -> bool:
 
 
 class Workspace:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, documents: Documents | None = None) -> None:
         self.root = root
+        # where its files are kept: on this disk, or shared by the replicas (`bot.app.store`)
+        self.documents: Documents = documents or ON_DISK
 
     def unwritable(self) -> str | None:
         """Why this user cannot keep the workspace (it, or a folder of it that exists, is not a
@@ -102,7 +104,7 @@ class Workspace:
     def archived_session_paths(self, key: str) -> list[Path]:
         """The archive files of one session key (closed by /new, or parts cut from it), oldest
         first."""
-        return sorted(self.archive_dir.glob(f"{file_key(key)}-*.json"))
+        return self.documents.listing(self.archive_dir, f"{file_key(key)}-*.json")
 
     @property
     def memory_root(self) -> Path:
@@ -122,7 +124,7 @@ class Workspace:
     def daily_note_paths(self, scope: MemoryScope) -> list[Path]:
         """The scope's daily notes, oldest first (none that leads out of the scope)."""
         folder = self.memory_dir(scope)
-        found = sorted(p for p in folder.glob("????-??-??.md") if _is_day(p.stem))
+        found = [p for p in self.documents.listing(folder, "????-??-??.md") if _is_day(p.stem)]
         return [path for path in found if self.inside_scope(path)]
 
     def media_path(self, scope: MemoryScope, name: str) -> Path:

@@ -55,6 +55,9 @@ def scope_tag(scope: str) -> str:
     return f"s{digest:025d}"  # ends in a digit: the porter stemmer leaves it alone
 
 
+TAG_CHARS = len(scope_tag(""))
+
+
 def open_database(path: Path, *, embedder: str) -> sqlite3.Connection:
     """The index file at `path`, its schema current and its vectors made by `embedder` (a
     file that is not a database, or a damaged one, is deleted and made anew)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import structlog
 
@@ -110,7 +109,7 @@ def _changed(
 ) -> ChangedFile | FileSignature | None:
     """The file as read now: its new sources, only its new signature (same content), or None
     when it cannot be read."""
-    data = _read(file.path, key)
+    data = _read(file, key)
     if data is None:
         return None
     grown_from = _grown_from(before, data)
@@ -166,10 +165,10 @@ def _digests(data: bytes, prefix: int) -> tuple[str, str]:
     return hasher.hexdigest(), old
 
 
-def _read(path: Path, key: str) -> bytes | None:
-    """The file's bytes, or None when unreadable."""
+def _read(file: SourceFile, key: str) -> bytes | None:
+    """The file's bytes, or None when unreadable (or gone since the walk)."""
     try:
-        return path.read_bytes()
+        return file.documents.read(file.path)
     except OSError as exc:
         log.warning("index_file_unreadable", path=key, error=type(exc).__name__)
         return None

@@ -1,6 +1,11 @@
 """Which files are sources: the walk of every reader's root, or the files at given paths as
 the walk would find them (hidden files and folders, linked folders and anything but a regular
-file are not sources; a link its reader refuses is found, but marked not `allowed`)."""
+file are not sources; a link its reader refuses is found, but marked not `allowed`).
+
+Walked on this disk, or, when the workspace's documents are shared by replicas (anything but
+`ON_DISK`), through them: each replica's index is then its own, made from the shared documents
+(their versions stand for the mtime and size a file's stat gives), and a walk brings it up to
+date with what another replica wrote."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from pathlib import Path
 from stat import S_ISREG
 
 from bot.index.sync.reader import SourceReader
+from bot.storage.files import ON_DISK, Documents
 
 
 @dataclass(frozen=True)
@@ -20,10 +26,15 @@ class SourceFile:
     mtime_ns: int
     size: int
     allowed: bool  # False: a link its reader refuses, never read
+    documents: Documents = ON_DISK  # where it is read from
 
 
-def source_files(readers: Sequence[SourceReader]) -> dict[str, SourceFile]:
+def source_files(
+    readers: Sequence[SourceReader], documents: Documents = ON_DISK
+) -> dict[str, SourceFile]:
     """Every source file by its key: the walk."""
+    if documents is not ON_DISK:
+        return _documents(readers, documents)
     found: dict[str, SourceFile] = {}
     for root, group in _by_root(readers).items():
         for relative, path, stat, linked in _walk(root):
@@ -34,7 +45,7 @@ def source_files(readers: Sequence[SourceReader]) -> dict[str, SourceFile]:
 
 
 def source_files_at(
-    readers: Sequence[SourceReader], paths: Iterable[Path]
+    readers: Sequence[SourceReader], paths: Iterable[Path], documents: Documents = ON_DISK
 ) -> tuple[dict[str, SourceFile], list[str]]:
     """The files at `paths` that the walk would find, by key; and the keys of all the paths a
     reader wants, found or not (one not found is gone)."""
@@ -46,7 +57,11 @@ def source_files_at(
             continue
         reader, relative = located
         asked.append(reader.prefix + relative)
-        if (file := _walked(reader, relative)) is not None:
+        if documents is not ON_DISK:
+            file = _document(reader, reader.root / relative, documents)
+        else:
+            file = _walked(reader, relative)
+        if file is not None:
             found[reader.prefix + relative] = file
     return found, asked
 
@@ -84,6 +99,30 @@ def _source_file(
 ) -> SourceFile:
     allowed = not linked or reader.allows(path)
     return SourceFile(reader, path, stat.st_mtime_ns, stat.st_size, allowed)
+
+
+def _documents(readers: Sequence[SourceReader], documents: Documents) -> dict[str, SourceFile]:
+    """The walk, through the workspace's documents."""
+    found: dict[str, SourceFile] = {}
+    for root, group in _by_root(readers).items():
+        for path in documents.walk(root):
+            relative = path.relative_to(root).as_posix()
+            if any(part.startswith(".") for part in relative.split("/")):
+                continue
+            reader = next((r for r in group if r.wants(relative)), None)
+            if reader is not None and (file := _document(reader, path, documents)) is not None:
+                found[reader.prefix + relative] = file
+    return found
+
+
+def _document(reader: SourceReader, path: Path, documents: Documents) -> SourceFile | None:
+    try:
+        version = documents.version(path)
+    except OSError:
+        return None
+    if version is None:
+        return None
+    return SourceFile(reader, path, version[2], version[1], True, documents)
 
 
 def _by_root(readers: Sequence[SourceReader]) -> dict[Path, list[SourceReader]]:

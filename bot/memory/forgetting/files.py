@@ -5,8 +5,8 @@ encoding and line endings too, `bot.storage.textfile`; a line ends at "\n" only)
 or job document marks every message holding it (`MARKER`). Putting back: a file as forget left
 it gets its original bytes; one that only grew since gets the original plus what was added; a
 document gets its messages' contents back where the marker still stands; any other change keeps
-the file and adds the removed lines at its end. Pure functions over bytes, blocking I/O only in
-`put_back`.
+the file and adds the removed lines at its end. Pure functions over bytes, blocking I/O (on the
+workspace's `Documents`) only in `put_back` and `job_of`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.models import ChatMessage
-from bot.storage.files import atomic_write_bytes
+from bot.storage.files import Documents
 from bot.storage.lines import decode_text
 from bot.storage.sessions import message_document
 from bot.storage.textfile import lines_of, newline_of
@@ -69,35 +69,40 @@ def unsaid(message: ChatMessage, needles: Sequence[str]) -> ChatMessage:
     return replace(message, content=MARKER, tool_calls=calls)
 
 
-def put_back(kept: Kept, needle: str) -> Literal["restored", "changed", "missing"]:
-    try:
-        current = kept.path.read_bytes()
-    except FileNotFoundError:
+def put_back(
+    documents: Documents, kept: Kept, needle: str
+) -> Literal["restored", "changed", "missing"]:
+    current = documents.read(kept.path)
+    if current is None:
         return "missing"
     if digest(current) == kept.written:
-        atomic_write_bytes(kept.path, kept.original)
+        documents.write(kept.path, kept.original)
         return "restored"
     if kept.kind == "messages":
-        return _put_back_messages(kept, current)
-    return _put_back_lines(kept, current, needle)
+        return _put_back_messages(documents, kept, current)
+    return _put_back_lines(documents, kept, current, needle)
 
 
-def _put_back_lines(kept: Kept, current: bytes, needle: str) -> Literal["restored", "changed"]:
+def _put_back_lines(
+    documents: Documents, kept: Kept, current: bytes, needle: str
+) -> Literal["restored", "changed"]:
     done = without_lines(kept.original, needle)  # what forget wrote, made again
     written = done[0] if done is not None and digest(done[0]) == kept.written else None
     if written is not None and current.startswith(written):  # only appended to since
-        atomic_write_bytes(kept.path, kept.original + current[len(written) :])
+        documents.write(kept.path, kept.original + current[len(written) :])
         return "restored"
     original = lines_of(kept.original.decode("utf-8", errors="surrogateescape"))
     now = current.decode("utf-8", errors="surrogateescape")
     lines = set(lines_of(now))
     back = "".join(line for line in original if line not in lines)
     joined = now if not now or now.endswith("\n") else now + newline_of(current)
-    atomic_write_bytes(kept.path, (joined + back).encode("utf-8", errors="surrogateescape"))
+    documents.write(kept.path, (joined + back).encode("utf-8", errors="surrogateescape"))
     return "changed"
 
 
-def _put_back_messages(kept: Kept, current: bytes) -> Literal["restored", "changed", "missing"]:
+def _put_back_messages(
+    documents: Documents, kept: Kept, current: bytes
+) -> Literal["restored", "changed", "missing"]:
     before, now = document_of(kept.original), document_of(current)
     if before is None or now is None:
         return "missing"
@@ -109,7 +114,7 @@ def _put_back_messages(kept: Kept, current: bytes) -> Literal["restored", "chang
             if old.get("tool_calls"):
                 twin["tool_calls"] = old["tool_calls"]
             marked.remove(twin)
-    atomic_write_bytes(kept.path, _encode(now))
+    documents.write(kept.path, _encode(now))
     return "restored"
 
 
@@ -137,8 +142,9 @@ def _encode(document: dict[str, Any]) -> bytes:
     return message_document(document).encode("utf-8")
 
 
-def job_of(path: Path) -> str | None:
-    document = document_of(path.read_bytes()) if path.is_file() else None
+def job_of(documents: Documents, path: Path) -> str | None:
+    data = documents.read(path)
+    document = None if data is None else document_of(data)
     return None if document is None else str(document.get("session_key"))
 
 

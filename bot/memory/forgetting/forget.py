@@ -17,7 +17,7 @@ from bot.memory.provenance import FactOrigins, brief, of_line
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope
 from bot.storage.chatter import ChatterStore
-from bot.storage.files import Locks, atomic_write_bytes
+from bot.storage.files import Documents, Locks
 from bot.storage.lines import decode_text
 from bot.storage.undo import Kept, UndoStore
 from bot.storage.workspace import Workspace
@@ -74,6 +74,7 @@ class Forgetting:
         copies: Copies | None = None,  # memory receipts
     ) -> None:
         self.workspace = workspace
+        self.documents = workspace.documents  # the files, or shared by the replicas
         self.locks = locks
         self.undo = undo
         self.chatter = chatter
@@ -96,7 +97,7 @@ class Forgetting:
             elif found:
                 counts[target.place] += len(found)
                 name = self._name(target.path, home)
-                samples += [(name, with_origin(target.path, text)) for text in found]
+                samples += [(name, self._with_origin(target.path, text)) for text in found]
         said = await self.chatter.forget(session_key, needle) if self.chatter else []
         if said:
             counts[CHATTER] += len(said)
@@ -113,19 +114,20 @@ class Forgetting:
         found: list[Target] = []
         for each in visible_scopes(scope, session_key):
             found += self._scope_targets(each, own=each == scope)
-        ws = self.workspace
+        ws, documents = self.workspace, self.documents
         working = ws.working_memory_path(session_key)
         found.append(Target("working memory", working, "lines", working))
         found.append(Target("this conversation", ws.session_path(session_key), "messages", None))
         for path in ws.archived_session_paths(session_key):
             found.append(Target("past conversations", path, "messages", None))
-        for path in sorted(ws.consolidation_dir.glob("*.json")):
-            if job_of(path) == session_key:
+        for path in documents.listing(ws.consolidation_dir, "*.json"):
+            if job_of(documents, path) == session_key:
                 found.append(Target("pending consolidation", path, "messages", None))
-        return [t for t in found if t.path.is_file() and ws.inside_scope(t.path)]
+        held = [t for t in found if documents.version(t.path) is not None]
+        return [t for t in held if ws.inside_scope(t.path)]
 
     def _scope_targets(self, scope: MemoryScope, *, own: bool) -> list[Target]:
-        ws = self.workspace
+        ws, documents = self.workspace, self.documents
         memory = ws.long_term_path(scope)
         archive = ws.archive_note_dir(scope)
         history = ws.history_path(scope)
@@ -133,26 +135,26 @@ class Forgetting:
         found += [Target("quoted material", quoted.path_of(memory), "lines", memory)]
         found += [Target("daily notes", p, "lines", archive) for p in ws.daily_note_paths(scope)]
         found += [
-            Target("archived notes", p, "lines", archive) for p in sorted(archive.glob("*.md"))
+            Target("archived notes", p, "lines", archive)
+            for p in documents.listing(archive, "*.md")
         ]
         folder = ws.memory_dir(scope)
         found += [
-            Target("history", p, "lines", history) for p in sorted(folder.glob("HISTORY*.md"))
+            Target("history", p, "lines", history) for p in documents.listing(folder, "HISTORY*.md")
         ]
-        texts = sorted(ws.media_dir(scope).glob("*.md"))  # documents' text (`bot.media`)
+        texts = documents.listing(ws.media_dir(scope), "*.md")  # documents' text (`bot.media`)
         found += [Target("documents' text", p, "lines", p) for p in texts]
         reminders = ws.reminders_path(scope)
         found.append(Target("reminders", reminders, "lines", reminders))
-        for path in sorted(ws.items_dir(scope).rglob("*.jsonl")):
+        for path in (p for p in documents.walk(ws.items_dir(scope)) if p.suffix == ".jsonl"):
             lock = path.parent if path.parent.name == "episodic" else path  # `ItemStore.lock`
             found.append(Target("items", path, "lines", lock))
         return found
 
     def _forget_in(self, target: Target, needle: str, chat: str) -> list[str] | None:
         """Rewrite one file without the text: what was removed, or None when left alone."""
-        try:
-            data = target.path.read_bytes()
-        except FileNotFoundError:
+        data = self.documents.read(target.path)
+        if data is None:
             return []
         if target.kind == "lines" and decode_text(data) is None:
             return None  # not text: never rewritten
@@ -164,7 +166,7 @@ class Forgetting:
             return None
         written, removed = done
         self.undo.keep_file(chat, target.path, kind=target.kind, original=data, written=written)
-        atomic_write_bytes(target.path, written)
+        self.documents.write(target.path, written)
         return removed
 
     # ------------------------------------------------------------------ undo
@@ -182,7 +184,7 @@ class Forgetting:
         restored, changed, missing = 0, [], []
         for kept in undo.files:
             async with self.locks.hold(kept.path) if _locked(kept) else nullcontext():
-                outcome = await asyncio.to_thread(put_back, kept, undo.needle)
+                outcome = await asyncio.to_thread(put_back, self.documents, kept, undo.needle)
             if outcome == "missing":
                 missing.append(self._name(kept.path))
             else:
@@ -193,6 +195,9 @@ class Forgetting:
         return Undone(restored, tuple(changed), tuple(missing))
 
     # ------------------------------------------------------------------ helpers
+
+    def _with_origin(self, path: Path, line: str) -> str:
+        return with_origin(path, line, self.documents)
 
     def _hold(self, target: Target) -> AbstractAsyncContextManager[None]:
         return self.locks.hold(target.lock) if target.lock is not None else nullcontext()
@@ -210,10 +215,10 @@ def _locked(kept: Kept) -> bool:
     return kept.kind == "lines"
 
 
-def with_origin(path: Path, line: str) -> str:
+def with_origin(path: Path, line: str, documents: Documents) -> str:
     """A removed MEMORY.md line with who said it, how and when, when that is known (its side
     file keeps no text, so it still knows after the line is gone)."""
     if path.name != "MEMORY.md":
         return line
-    origin = of_line(FactOrigins(path).read(), line)
+    origin = of_line(FactOrigins(path, documents).read(), line)
     return f"{line} — {brief(origin)}" if origin else line

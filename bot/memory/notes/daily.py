@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from bot.models import MemoryScope
-from bot.storage.files import append_text
+from bot.storage.files import Documents
 from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
@@ -61,6 +61,7 @@ def _fold(text: str, limit: int) -> str:
 class DailyNotes:
     def __init__(self, workspace: Workspace, fmt: NoteFormat) -> None:
         self.workspace = workspace
+        self.documents = workspace.documents  # the files, or shared by the replicas
         self.format = fmt
 
     async def append_once(
@@ -72,7 +73,10 @@ class DailyNotes:
         days = (since + timedelta(days=n) for n in range(max(0, (at.date() - since).days) + 1))
         for day in days:
             path = self.workspace.daily_note_path(scope, day)
-            if self.workspace.inside_scope(path) and await asyncio.to_thread(_holds, path, body):
+            held = self.workspace.inside_scope(path) and await asyncio.to_thread(
+                _holds, self.documents, path, body
+            )
+            if held:
                 return False
         await self.append(scope, at, user, assistant)
         return True
@@ -81,13 +85,14 @@ class DailyNotes:
         line = self.format.line(at, user, assistant)
         path = self.workspace.daily_note_path(scope, at.date())
         if self.workspace.inside_scope(path):
-            await asyncio.to_thread(append_text, path, line + "\n", durable=False)
+            data = (line + "\n").encode("utf-8")
+            await asyncio.to_thread(self.documents.append, path, data, durable=False)
 
 
-def _holds(path: Path, body: str) -> bool:
+def _holds(documents: Documents, path: Path, body: str) -> bool:
     """Whether the note at `path` has a line reading `body` after its clock."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+    data = documents.read(path)
+    if data is None:
         return False
+    text = data.decode("utf-8", errors="replace")
     return any(body_of(line) == body for line in text.splitlines())

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bot.models import MemoryScope
-from bot.storage.files import Locks, append_text
+from bot.storage.files import Documents, Locks
 from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
@@ -53,6 +53,7 @@ def _mark(key: str) -> str:
 class HistoryLog:
     def __init__(self, workspace: Workspace, locks: Locks) -> None:
         self.workspace = workspace
+        self.documents = workspace.documents  # the files, or shared by the replicas
         self.locks = locks
 
     async def append(
@@ -67,15 +68,18 @@ class HistoryLog:
             for path in (main, monthly):
                 if not self.workspace.inside_scope(path):
                     continue
-                if key is None or not await asyncio.to_thread(_holds, path, key):
-                    await asyncio.to_thread(append_text, path, text)
+                held = key is not None and await asyncio.to_thread(
+                    _holds, self.documents, path, key
+                )
+                if not held:
+                    await asyncio.to_thread(self.documents.append, path, text.encode("utf-8"))
 
     async def entry(self, scope: MemoryScope, key: str) -> str | None:
         """The text of the entry of this key in the scope's `HISTORY.md`; None if it has none."""
         path = self.workspace.history_path(scope)
         if not self.workspace.inside_scope(path):
             return None
-        return await asyncio.to_thread(_entry, path, key)
+        return await asyncio.to_thread(_entry, self.documents, path, key)
 
     def last_consolidation(self, scope: MemoryScope) -> datetime | None:
         """When the last consolidation entry was written, or None if never."""
@@ -89,26 +93,27 @@ class HistoryLog:
         path = self.workspace.history_path(scope)
         if not self.workspace.inside_scope(path):
             return None
+        documents = self.documents
         try:
-            size = path.stat().st_size
-            found = _last_time(_read_from(path, max(0, size - TAIL_BYTES)), checkpoint)
+            size = _size(documents, path)
+            found = _last_time(_read_from(documents, path, max(0, size - TAIL_BYTES)), checkpoint)
             if found is None and size > TAIL_BYTES:
-                found = _last_time(_read_from(path, 0), checkpoint)
+                found = _last_time(_read_from(documents, path, 0), checkpoint)
         except OSError:
             return None
         return found
 
 
-def _holds(path: Path, key: str) -> bool:
-    return _entry(path, key) is not None
+def _holds(documents: Documents, path: Path, key: str) -> bool:
+    return _entry(documents, path, key) is not None
 
 
-def _entry(path: Path, key: str) -> str | None:
+def _entry(documents: Documents, path: Path, key: str) -> str | None:
     try:
-        size = path.stat().st_size
+        size = _size(documents, path)
     except OSError:
         return None
-    lines = _read_from(path, max(0, size - KEY_TAIL_BYTES)).splitlines()
+    lines = _read_from(documents, path, max(0, size - KEY_TAIL_BYTES)).splitlines()
     mark = _mark(key)
     start = next(
         (n for n, line in enumerate(lines) if line.startswith(HEADING) and mark in line), None
@@ -119,8 +124,15 @@ def _entry(path: Path, key: str) -> str | None:
     return "\n".join(lines[start + 1 : end]).strip()
 
 
-def _read_from(path: Path, offset: int) -> str:
-    with path.open("rb") as handle:
+def _size(documents: Documents, path: Path) -> int:
+    version = documents.version(path)
+    if version is None:
+        raise FileNotFoundError(str(path))
+    return version[1]
+
+
+def _read_from(documents: Documents, path: Path, offset: int) -> str:
+    with documents.open(path) as handle:
         handle.seek(offset, os.SEEK_SET)
         return handle.read().decode("utf-8", errors="replace")
 

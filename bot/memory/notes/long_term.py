@@ -27,7 +27,7 @@ import structlog
 from bot.memory.notes.supersede import current_lines, mark_replaced, marked
 from bot.memory.provenance import FactOrigins
 from bot.models import MemoryScope, Provenance
-from bot.storage.files import Locks, append_text, atomic_write_bytes
+from bot.storage.files import Locks
 from bot.storage.lines import without_controls
 from bot.storage.textfile import TextFile, lines_of, text_to_change, text_to_show
 from bot.storage.workspace import Workspace
@@ -44,11 +44,13 @@ class MemoryText:
 class LongTermMemory:
     def __init__(self, workspace: Workspace, locks: Locks) -> None:
         self.workspace = workspace
+        self.documents = workspace.documents  # the files, or shared by the replicas
         self.locks = locks
 
     def snapshot(self, scope: MemoryScope) -> MemoryText:
         """The file as it is now ("" when missing or out of its scope)."""
-        shown = text_to_show(self.workspace.long_term_path(scope), self.workspace.memory_root)
+        path, root = self.workspace.long_term_path(scope), self.workspace.memory_root
+        shown = text_to_show(path, root, self.documents)
         return MemoryText(text=shown.text, digest=shown.digest)
 
     async def replace_if_unchanged(self, scope: MemoryScope, expected: str, new_text: str) -> bool:
@@ -60,7 +62,7 @@ class LongTermMemory:
                 log.info("memory_changed_underneath", path=str(path))
                 return False
             data = current.encode(_ended(new_text))
-            await asyncio.to_thread(atomic_write_bytes, path, data)
+            await asyncio.to_thread(self.documents.write, path, data)
             return True
 
     async def append_facts(
@@ -89,16 +91,16 @@ class LongTermMemory:
         until = (origin.at if origin else datetime.now(UTC)).date()
         text, replaced = mark_replaced(current.text, added, until)
         if replaced:  # a rewrite, under the lock: the old lines get their mark
-            atomic_write_bytes(path, current.encode(text + appended))
+            self.documents.write(path, current.encode(text + appended))
         else:  # one append: a line a person appends meanwhile is never lost
-            append_text(path, current.ending(appended))
+            self.documents.append(path, current.encode(appended))
         if origin is not None:
-            FactOrigins(path).add(added, origin)
+            FactOrigins(path, self.documents).add(added, origin)
         return Appended(added, replaced)
 
     def origins(self, scope: MemoryScope) -> FactOrigins:
         """Where the provenance of the scope's MEMORY.md facts is kept."""
-        return FactOrigins(self.workspace.long_term_path(scope))
+        return FactOrigins(self.workspace.long_term_path(scope), self.documents)
 
     async def replace_line(
         self, scope: MemoryScope, old: str, new: str, *, superseded_on: date | None = None
@@ -122,11 +124,11 @@ class LongTermMemory:
             if after is not None and superseded_on is not None:
                 lines[at] = marked(before, superseded_on) + (end or "\n") + lines[at]
             data = current.encode("".join(lines))
-            await asyncio.to_thread(atomic_write_bytes, path, data)
+            await asyncio.to_thread(self.documents.write, path, data)
             return LineEdit(before=before, after=after, matches=(before,))
 
     def _to_change(self, path: Path) -> TextFile:
-        return text_to_change(path, self.workspace.memory_root)
+        return text_to_change(path, self.workspace.memory_root, self.documents)
 
 
 @dataclass(frozen=True)

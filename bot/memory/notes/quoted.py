@@ -23,7 +23,7 @@ from typing import get_args
 
 from bot.memory.provenance import brief
 from bot.models import Provenance, Via
-from bot.storage.files import append_text, atomic_write_text, read_text
+from bot.storage.files import ON_DISK, Documents
 
 QUOTED_NAME = "QUOTED.md"
 QUOTE_MARK = "quoted, not confirmed:"
@@ -81,31 +81,43 @@ def _origin(text: str) -> Provenance | None:
     return Provenance(by=by, chat=chat, at=at, via=via) if via in get_args(Via) else None  # type: ignore[arg-type]
 
 
-def add(memory_path: Path, texts: Sequence[str], origin: Provenance) -> list[Quote]:
+def add(
+    memory_path: Path, texts: Sequence[str], origin: Provenance, documents: Documents = ON_DISK
+) -> list[Quote]:
     """Append quotes of `texts` (blocking; the caller holds MEMORY.md's lock)."""
     path = path_of(memory_path)
-    current = read_text(path) or ""
+    current = _text(documents, path)
     quotes = [Quote(f"q-{secrets.token_hex(4)}", text, origin) for text in texts if text.strip()]
     if quotes:
         lead = _HEAD if not current.strip() else ("" if current.endswith("\n") else "\n")
-        append_text(path, lead + "".join(line_of(quote) + "\n" for quote in quotes))
+        data = lead + "".join(line_of(quote) + "\n" for quote in quotes)
+        documents.append(path, data.encode("utf-8"))
     return quotes
 
 
-def pending(memory_path: Path) -> list[Quote]:
-    text = read_text(path_of(memory_path)) or ""
+def pending(memory_path: Path, documents: Documents = ON_DISK) -> list[Quote]:
+    text = _text(documents, path_of(memory_path))
     return [quote for line in text.splitlines() if (quote := parse(line)) is not None]
 
 
-def take(memory_path: Path, quote_id: str) -> Quote | None:
+def take(memory_path: Path, quote_id: str, documents: Documents = ON_DISK) -> Quote | None:
     """Remove the quote with this id from the file and return it (blocking, locked by the
     caller); None when there is none."""
     path = path_of(memory_path)
-    text = read_text(path) or ""
+    text = _text(documents, path)
     lines = text.splitlines(keepends=True)
     for at, line in enumerate(lines):
         quote = parse(line)
         if quote is not None and quote.id == quote_id.strip().lower():
-            atomic_write_text(path, "".join(lines[:at] + lines[at + 1 :]))
+            documents.write(path, "".join(lines[:at] + lines[at + 1 :]).encode("utf-8"))
             return quote
     return None
+
+
+def _text(documents: Documents, path: Path) -> str:
+    """The file's text (undecodable bytes replaced), "" when it is missing or unreadable."""
+    try:
+        data = documents.read(path)
+    except OSError:
+        return ""
+    return "" if data is None else data.decode("utf-8", errors="replace")

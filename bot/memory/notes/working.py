@@ -1,9 +1,9 @@
 """Working memory: one session's scratchpad, `memory/working/<session-key>.md`.
 
 Each update replaces the whole file. It is read with its age ("updated 2 hours ago") taken from
-the file's mtime; past `stale_days` it is ignored (not deleted) until the next update
-overwrites it. A file that is a link to another is never read nor written
-(`bot.storage.confined`).
+the file's mtime (a shared document's last change: `Workspace.documents`); past `stale_days` it
+is ignored (not deleted) until the next update overwrites it. A file that is a link to another
+is never read nor written (`bot.storage.confined`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.errors import OutOfScopeError
-from bot.storage.files import Locks, atomic_write_text, read_text
+from bot.storage.files import Documents, Locks
 from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
 
@@ -50,6 +50,7 @@ class WorkingMemory:
         now: Callable[[], datetime],
     ) -> None:
         self.workspace = workspace
+        self.documents = workspace.documents  # the files, or shared by the replicas
         self.locks = locks
         self.stale_after = timedelta(days=stale_days)
         self.now = now
@@ -60,33 +61,44 @@ class WorkingMemory:
         if not self.workspace.inside_scope(path):
             raise OutOfScopeError(f"{path.name} leads out of working memory")
         async with self.locks.hold(path):
-            await asyncio.to_thread(atomic_write_text, path, without_controls(text).strip() + "\n")
+            data = (without_controls(text).strip() + "\n").encode("utf-8")
+            await asyncio.to_thread(self.documents.write, path, data)
 
     async def clear(self, session_key: str) -> None:
         """Forget the session's snapshot (for /new); no file is fine."""
         path = self.workspace.working_memory_path(session_key)
         async with self.locks.hold(path):
-            await asyncio.to_thread(path.unlink, missing_ok=True)
+            await asyncio.to_thread(self.documents.delete, path)
 
     def read_fresh(self, session_key: str) -> WorkingNote | None:
         """The snapshot with its age, or None when it is missing, empty or stale."""
         path = self.workspace.working_memory_path(session_key)
-        updated_at = _modified_at(path)
+        updated_at = _modified_at(self.documents, path)
         if updated_at is None or not self.workspace.inside_scope(path):
             return None
         moment = self.now()
         age = max(moment - updated_at, timedelta(0))
         if age > self.stale_after:
             return None
-        text = (read_text(path) or "").strip()
+        text = _text(self.documents, path).strip()
         if not text:
             return None
         local = updated_at.astimezone(moment.tzinfo)
         return WorkingNote(text=text, updated_at=local, age=age_phrase(updated_at, moment))
 
 
-def _modified_at(path: Path) -> datetime | None:
+def _modified_at(documents: Documents, path: Path) -> datetime | None:
     try:
-        return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        version = documents.version(path)
     except OSError:
         return None
+    return None if version is None else datetime.fromtimestamp(version[2] / 1e9, tz=UTC)
+
+
+def _text(documents: Documents, path: Path) -> str:
+    """The note's text (undecodable bytes replaced), "" when it is missing or unreadable."""
+    try:
+        data = documents.read(path)
+    except OSError:
+        return ""
+    return "" if data is None else data.decode("utf-8", errors="replace")

@@ -91,7 +91,7 @@ class MemoryInventory:
 
     def _file(self, label: str, path: Path) -> str:
         size = self._size(path)
-        if size == OUT_OF_SCOPE or not path.exists():
+        if size == OUT_OF_SCOPE or not self._exists(path):
             return f"{label}: {size}"
         lines = self.reader.head(path)
         if lines is None:
@@ -103,14 +103,14 @@ class MemoryInventory:
         if not self.workspace.inside_scope(path):
             return [f"No preview: MEMORY.md {OUT_OF_SCOPE}."]
         lines = self.reader.head(path)
-        if lines is None and path.exists():
+        if lines is None and self._exists(path):
             return ["No preview: MEMORY.md is not readable as text."]
         if lines is None or not lines.lines:
             return ["MEMORY.md is empty."]
-        known = FactOrigins(path).read()
+        known = FactOrigins(path, self.workspace.documents).read()
         shown = [_said(_clip(line), known) for line in lines.lines[:PREVIEW_LINES]]
         more = len(lines.lines) - len(shown) + lines.unread
-        waiting = len(quoted.pending(path))
+        waiting = len(quoted.pending(path, self.workspace.documents))
         return [
             f"MEMORY.md, first {_plural(len(shown), 'line')}:",
             *shown,
@@ -119,14 +119,19 @@ class MemoryInventory:
         ]
 
     def _size(self, path: Path) -> str:
-        return _size(path) if self.workspace.inside_scope(path) else OUT_OF_SCOPE
+        if not self.workspace.inside_scope(path):
+            return OUT_OF_SCOPE
+        try:
+            version = self.workspace.documents.version(path)
+        except OSError:
+            return "none"
+        return "none" if version is None else f"{version[1]:,} bytes"
 
-
-def _size(path: Path) -> str:
-    try:
-        return f"{path.stat().st_size:,} bytes"
-    except OSError:
-        return "none"
+    def _exists(self, path: Path) -> bool:
+        try:
+            return self.workspace.documents.version(path) is not None
+        except OSError:
+            return False
 
 
 def _said(line: str, known: Mapping[str, Provenance]) -> str:

@@ -1,10 +1,11 @@
 """A workspace's memory as documents, and documents as a workspace's memory.
 
-Every plain file under `memory/` is a document (a link is followed: a MEMORY.md linked into a
-synced folder exports its text), except the writers' own temporary files. An import writes each
-document atomically; a memory that is not empty is refused unless forced, and a forced import
-first moves the old memory aside whole (`memory.before-import-<time>/` beside it), so nothing
-is lost. The bot should be stopped while it imports.
+Every document under `memory/` (`Workspace.documents`: every plain file, a link followed so a
+MEMORY.md linked into a synced folder exports its text, no writer's temporary file; or every
+row the replicas share) is exported. An import writes each document atomically; a memory that is
+not empty is refused unless forced, and a forced import first moves the old memory aside whole
+(`memory.before-import-<time>/` beside it), so nothing is lost. The bot should be stopped while
+it imports.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bot.memory.transfer.bundle import BundleError, Document, safe_path
-from bot.storage.files import atomic_write_bytes, ensure_dir
+from bot.storage.files import FileDocuments, ensure_dir
 from bot.storage.workspace import Workspace
 
 ASIDE = "memory.before-import-{stamp}"
@@ -21,19 +22,16 @@ ASIDE = "memory.before-import-{stamp}"
 
 def documents_of(workspace: Workspace) -> list[Document]:
     """The memory's documents, by path (blocking)."""
-    root = workspace.memory_root
-    if not root.is_dir():
-        return []
-    found = [p for p in root.rglob("*") if p.is_file() and not _temporary(p)]
+    root, documents = workspace.memory_root, workspace.documents
+    found = ((p, documents.read(p)) for p in documents.walk(root))
     return sorted(
-        (Document(p.relative_to(root).as_posix(), p.read_bytes()) for p in found),
+        (Document(p.relative_to(root).as_posix(), data) for p, data in found if data is not None),
         key=lambda d: d.path,
     )
 
 
 def memory_is_empty(workspace: Workspace) -> bool:
-    root = workspace.memory_root
-    return not root.is_dir() or not any(p.is_file() and not _temporary(p) for p in root.rglob("*"))
+    return not workspace.documents.walk(workspace.memory_root)
 
 
 def import_documents(
@@ -49,13 +47,19 @@ def import_documents(
                 "give --force to move the current memory aside first"
             )
         aside = workspace.root / ASIDE.format(stamp=now.strftime("%Y%m%d-%H%M%S"))
-        workspace.memory_root.rename(aside)
+        _set_aside(workspace, aside)
     ensure_dir(workspace.memory_root)
     for document in documents:
-        atomic_write_bytes(workspace.memory_root / safe_path(document.path), document.data)
+        path = workspace.memory_root / safe_path(document.path)
+        workspace.documents.write(path, document.data)
     return aside
 
 
-def _temporary(path: Path) -> bool:
-    """A writer's temporary file (`bot.storage.files`: `.<name>.<random>.tmp`)."""
-    return path.name.startswith(".") and path.name.endswith(".tmp")
+def _set_aside(workspace: Workspace, aside: Path) -> None:
+    """The memory moved to `aside`: the folder whole, or each shared document."""
+    root, documents = workspace.memory_root, workspace.documents
+    if isinstance(documents, FileDocuments):
+        root.rename(aside)
+        return
+    for path in documents.walk(root):
+        documents.move(path, aside / path.relative_to(root))

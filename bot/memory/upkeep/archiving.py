@@ -20,7 +20,7 @@ import structlog
 
 from bot.memory.upkeep.schedule import DAILY, DailyOverScopes
 from bot.models import MemoryScope
-from bot.storage.files import Locks, ensure_dir
+from bot.storage.files import Documents, Locks
 from bot.storage.lines import safe_to_rewrite
 from bot.storage.workspace import Workspace
 
@@ -65,19 +65,18 @@ async def archive_notes(
     if not workspace.inside_scope(archive):  # notes never move out of their scope
         return 0
     async with locks.hold(archive):  # /forget rewrites notes under the same lock
-        return await asyncio.to_thread(_move_all, old, archive)
+        return await asyncio.to_thread(_move_all, workspace.documents, old, archive)
 
 
-def _move_all(notes: Sequence[Path], archive: Path) -> int:
-    ensure_dir(archive)
-    taken = {path.name for path in archive.iterdir()}
+def _move_all(documents: Documents, notes: Sequence[Path], archive: Path) -> int:
+    taken = {path.name for path in documents.listing(archive, "*")}
     moved = 0
     for note in notes:
-        if not safe_to_rewrite(note):
+        if not safe_to_rewrite(note, documents):
             log.warning("note_archive_skipped", path=str(note), reason="not_text")
             continue
         target = _free_name(archive, note, taken)
-        note.replace(target)
+        documents.move(note, target)
         taken.add(target.name)
         moved += 1
     return moved

@@ -1,0 +1,108 @@
+"""Which of the workspace's documents the replicas share, and `SplitDocuments`, the
+`Documents` a replica's workspace has: those in the database (`PgDocuments`), every other one
+in the replica's own folder, as before.
+
+Shared today: the sessions and their archive (`sessions/…`), working memory
+(`memory/working/`), and in each scope's memory folder (`memory/`, `memory/chats/<chat>/`)
+MEMORY.md with its provenance and quoted material, the daily notes and their archive
+(`archive/`), and HISTORY. Not yet: the items, reminders and documents' text (`files/`), whose
+stores still read and write their files directly: a store reaching them through the workspace
+(/forget, an export) must find them where those stores keep them. A path moves to the shared
+side when its store reads and writes through `Workspace.documents` alone.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import BinaryIO
+
+from bot.memory.notes.quoted import QUOTED_NAME
+from bot.memory.provenance import SIDE_NAME
+from bot.storage.files import Documents, Signature
+
+SHARED_NAMES = re.compile(
+    rf"^(MEMORY\.md|{re.escape(SIDE_NAME)}|{re.escape(QUOTED_NAME)}|\d{{4}}-\d{{2}}-\d{{2}}\.md|"
+    r"HISTORY(-\d{4}-\d{2})?\.md)$"
+)
+
+
+class SplitDocuments:
+    def __init__(self, shared: Documents, local: Documents, root: Path) -> None:
+        self.shared = shared
+        self.local = local
+        self.root = root
+
+    def is_shared(self, path: Path) -> bool:
+        parts = _parts_under(path, self.root)
+        if parts is None or not parts:
+            return False
+        if parts[0] == "sessions":
+            return True
+        if parts[0] != "memory":
+            return False
+        folder = parts[1:-1]
+        if folder == ("working",):
+            return parts[-1].endswith(".md")
+        if folder and folder[-1] == "archive":  # a scope's archived notes
+            return _is_scope(folder[:-1]) and parts[-1].endswith(".md")
+        return _is_scope(folder) and SHARED_NAMES.match(parts[-1]) is not None
+
+    def _side(self, path: Path) -> Documents:
+        return self.shared if self.is_shared(path) else self.local
+
+    def version(self, path: Path) -> Signature | None:
+        return self._side(path).version(path)
+
+    def read(self, path: Path) -> bytes | None:
+        return self._side(path).read(path)
+
+    def open(self, path: Path) -> BinaryIO:
+        return self._side(path).open(path)
+
+    def write(self, path: Path, data: bytes) -> None:
+        self._side(path).write(path, data)
+
+    def write_if(self, path: Path, data: bytes, expected: Signature | None) -> bool:
+        return self._side(path).write_if(path, data, expected)
+
+    def append(self, path: Path, data: bytes, *, durable: bool = True) -> None:
+        self._side(path).append(path, data, durable=durable)
+
+    def listing(self, folder: Path, pattern: str) -> list[Path]:
+        return self._own(self.shared.listing(folder, pattern), self.local.listing(folder, pattern))
+
+    def walk(self, folder: Path) -> list[Path]:
+        return self._own(self.shared.walk(folder), self.local.walk(folder))
+
+    def _own(self, shared: list[Path], local: list[Path]) -> list[Path]:
+        """Each side's documents it owns (a file left on disk where the database owns the
+        path, from before the replicas, is not one)."""
+        theirs = [path for path in local if not self.is_shared(path)]
+        return sorted([path for path in shared if self.is_shared(path)] + theirs)
+
+    def move(self, source: Path, target: Path) -> None:
+        side = self._side(source)
+        if side is self._side(target):
+            side.move(source, target)
+            return
+        data = side.read(source)
+        if data is None:
+            raise FileNotFoundError(str(source))
+        self._side(target).write(target, data)
+        side.delete(source)
+
+    def delete(self, path: Path) -> None:
+        self._side(path).delete(path)
+
+
+def _parts_under(path: Path, root: Path) -> tuple[str, ...] | None:
+    for mine, base in ((path, root), (path.absolute(), root.absolute())):
+        if mine.is_relative_to(base):
+            return mine.relative_to(base).parts
+    return None
+
+
+def _is_scope(folder: tuple[str, ...]) -> bool:
+    """Whether `folder` (under `memory/`) is a scope's own: the global one, or a chat's."""
+    return not folder or (len(folder) == 2 and folder[0] == "chats")
