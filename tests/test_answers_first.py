@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from telegram.ext import ExtBot
 
-from bot.channels.telegram.budget import BUDGET, TIGHT, AnswersFirst, answering
+from bot.channels.telegram.budget import BUDGET, TIGHT, AnswersFirst, answering, looking_first
 from bot.channels.telegram.drafts import DraftSupport, TelegramDraft
 from bot.channels.telegram.replies import TelegramReplier
 from tests.fakes.telegram_api import FakeTelegram
@@ -90,3 +90,33 @@ async def test_a_reaction_is_taken_away_once_the_answers_have_gone(
 
     assert fake_telegram.reactions(OWNER, 1) == []
     assert fake_telegram.sent_messages(OWNER)[-1].text == "the answer"
+
+
+async def test_a_request_told_to_look_first_looks_after_its_wait_and_can_be_stopped(
+    fake_telegram: FakeTelegram,
+) -> None:
+    order: list[str] = []
+
+    async def pace(_group: int | str | None) -> None:
+        order.append("slot")
+
+    async def still_ours() -> None:
+        order.append("look")
+
+    async def given_away() -> None:
+        order.append("look")
+        raise LookupError("the turn is another's now")
+
+    limiter = AnswersFirst(max_retries=0, pace=pace)
+    async with ExtBot(
+        fake_telegram.token, base_url=fake_telegram.base_url, rate_limiter=limiter
+    ) as bot:
+        with looking_first(still_ours):
+            await bot.send_message(OWNER, "sent")
+        with looking_first(given_away), pytest.raises(LookupError):
+            await bot.send_message(OWNER, "never sent")
+        await bot.send_message(OWNER, "no look outside the block")
+
+    assert order == ["slot", "look", "slot", "look", "slot"]
+    texts = [m.text for m in fake_telegram.sent_messages(OWNER)]
+    assert texts == ["sent", "no look outside the block"]

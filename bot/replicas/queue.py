@@ -34,6 +34,7 @@ from psycopg import AsyncConnection
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from bot.channels.telegram.budget import looking_first
 from bot.models import Inbound
 from bot.replicas.database import prune, stop_if_cancelled, until
 from bot.replicas.jobs import FencedJobs
@@ -274,7 +275,8 @@ class QueueIntake:
 class FencedReplier:
     """The channel's replier for a queued turn, sending nothing once another worker took the
     entry (a replica frozen or cut from the database past its heartbeat, whose turn was given
-    away): each part is sent only after `PgJournal.holds` said it is still this turn's."""
+    away): each part is sent only after `PgJournal.holds` said it is still this turn's, looked
+    at again right before each of its requests goes out (after its wait for a send slot)."""
 
     def __init__(self, inner: Replier, journal: PgJournal, entry: Entry) -> None:
         self.inner = inner
@@ -286,7 +288,11 @@ class FencedReplier:
 
     async def send_part(self, part: object) -> None:
         await self.journal.holds(self.inbound_id, self.fence)
-        await self.inner.send_part(part)
+        with looking_first(self._holds):  # again after the shared pace's wait, just before
+            await self.inner.send_part(part)
+
+    async def _holds(self) -> None:
+        await self.journal.holds(self.inbound_id, self.fence)
 
     def typing(self) -> contextlib.AbstractAsyncContextManager[None]:
         return self.inner.typing()
