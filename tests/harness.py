@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +114,11 @@ async def started_app(settings: Settings) -> AsyncIterator[App]:
 
 
 @asynccontextmanager
-async def running_bot(settings: Settings, telegram: FakeTelegram) -> AsyncIterator[App]:
-    """The whole bot, polling the fake Telegram, until the block ends."""
-    app = build_app(settings, api_key=API_KEY)
+async def running_bot(
+    settings: Settings, telegram: FakeTelegram, *, now: Callable[[], datetime] | None = None
+) -> AsyncIterator[App]:
+    """The whole bot, polling the fake Telegram, until the block ends (`now`: its clock)."""
+    app = build_app(settings, api_key=API_KEY, now=now)
     channel = build_telegram(app, settings, token=telegram.token)
     await app.start()
     stop = asyncio.Event()

@@ -1,16 +1,18 @@
 """A database restart under a turn (`bot.replicas`), on a PostgreSQL server of the test's own
 (skipped only without `pg_ctl`): the turn's path lock and its journal writes wait for the
 server to come back instead of failing the turn, and a worker whose entry was taken by another
-sends nothing more."""
+sends nothing more (on the shared test server)."""
 
 from __future__ import annotations
 
 import asyncio
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from bot.models import Inbound
 from bot.replicas.database import WAIT_FOR_CONNECTION, migrate, open_pool
@@ -44,55 +46,52 @@ class Parts:
         return None
 
 
+@asynccontextmanager
+async def journal_on(url: str) -> AsyncIterator[tuple[AsyncConnectionPool, PgJournal]]:
+    """A pool over the database at `url`, its tables made, and the journal on it."""
+    pool = open_pool(url)
+    await pool.open()
+    try:
+        await migrate(pool)
+        yield pool, PgJournal(pool)
+    finally:
+        await pool.close()
+
+
 @pytest.mark.timeout(120)
 async def test_a_lock_and_the_journal_s_writes_wait_through_a_database_restart() -> None:
-    async with private_server() as server:
-        pool = open_pool(server.url)
-        await pool.open()
-        try:
-            await migrate(pool)
-            journal = PgJournal(pool)
-            await journal.accept(inbound(1))
-            entry = await journal.take("u1")
-            assert entry is not None
-            await asyncio.to_thread(server.stop)
+    async with private_server() as server, journal_on(server.url) as (pool, journal):
+        await journal.accept(inbound(1))
+        entry = await journal.take("u1")
+        assert entry is not None
+        await asyncio.to_thread(server.stop)
 
-            async def turn() -> None:
-                async with PgLocks(pool, root=Path("/ws")).hold(Path("/ws/sessions/1.json")):
-                    answered = await journal.answered(entry, "re: m1")
-                await journal.part_sent(answered, 1)
-                await journal.done("u1", fence=answered.fence)
+        async def turn() -> None:
+            async with PgLocks(pool, root=Path("/ws")).hold(Path("/ws/sessions/1.json")):
+                answered = await journal.answered(entry, "re: m1")
+            await journal.part_sent(answered, 1)
+            await journal.done("u1", fence=answered.fence)
 
-            running = asyncio.create_task(turn())
-            await asyncio.sleep(WAIT_FOR_CONNECTION + 1)  # a pool's wait, and more
-            assert not running.done()  # waiting, not failed
-            await asyncio.to_thread(server.start)
-            await asyncio.wait_for(running, 60)
+        running = asyncio.create_task(turn())
+        await asyncio.sleep(WAIT_FOR_CONNECTION + 1)  # a pool's wait, and more
+        assert not running.done()  # waiting, not failed
+        await asyncio.to_thread(server.start)
+        await asyncio.wait_for(running, 60)
 
-            assert await journal.pending() == []
-        finally:
-            await pool.close()
+        assert await journal.pending() == []
 
 
-@pytest.mark.timeout(120)
-async def test_a_worker_whose_entry_was_taken_since_sends_no_further_part() -> None:
-    async with private_server() as server:
-        pool = open_pool(server.url)
-        await pool.open()
-        try:
-            await migrate(pool)
-            journal = PgJournal(pool)
-            await journal.accept(inbound(2))
-            stale = await journal.take("u2")
-            assert stale is not None
-            channel = Parts()
-            replier = FencedReplier(channel, journal, stale)
-            await replier.send_part("first")
+async def test_a_worker_whose_entry_was_taken_since_sends_no_further_part(pg_url: str) -> None:
+    async with journal_on(pg_url) as (_pool, journal):
+        await journal.accept(inbound(2))
+        stale = await journal.take("u2")
+        assert stale is not None
+        channel = Parts()
+        replier = FencedReplier(channel, journal, stale)
+        await replier.send_part("first")
 
-            await journal.take("u2")  # the sweep gave it to another replica, which took it
-            with pytest.raises(Fenced):
-                await replier.send_part("second")
+        await journal.take("u2")  # the sweep gave it to another replica, which took it
+        with pytest.raises(Fenced):
+            await replier.send_part("second")
 
-            assert channel.sent == ["first"]
-        finally:
-            await pool.close()
+        assert channel.sent == ["first"]

@@ -5,21 +5,21 @@ sent once, and when that replica stops the other one takes the reminders over.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.app import App, build_app, build_telegram
+from bot.app import App
 from bot.reminders.scheduler import Scheduler
 from bot.replicas.once import OnceInCluster
-from bot.settings import Settings, StoreSettings
+from bot.settings import StoreSettings
 from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
-from tests.harness import API_KEY, OWNER
+from tests.harness import OWNER, running_bot
 from tests.reminding import reminder_settings, schedule
 
 START = datetime(2026, 10, 20, 8, 0, tzinfo=UTC)
@@ -30,22 +30,6 @@ def scheduler_of(app: App) -> tuple[OnceInCluster, Scheduler]:
     [scheduler] = [s for name, s in once.work if name == "reminders"]
     assert isinstance(scheduler, Scheduler)
     return once, scheduler
-
-
-@asynccontextmanager
-async def replica(settings: Settings, telegram: FakeTelegram, clock: Clock) -> AsyncIterator[App]:
-    app = build_app(settings, api_key=API_KEY, now=clock)
-    channel = build_telegram(app, settings, token=telegram.token)
-    await app.start()
-    stop = asyncio.Event()
-    task = asyncio.create_task(channel.run(stop))
-    try:
-        await telegram.wait_for_poll()
-        yield app
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, timeout=10)
-        await app.aclose()
 
 
 async def until(check: Callable[[], bool], within: float = 10.0) -> None:
@@ -67,10 +51,10 @@ async def test_a_reminder_fires_once_from_the_replica_that_runs_them_then_from_t
         return [m.text for m in fake_telegram.sent_messages(OWNER) if text in m.text]
 
     async with AsyncExitStack() as stack:
-        first = await stack.enter_async_context(replica(settings, fake_telegram, clock))
+        first = await stack.enter_async_context(running_bot(settings, fake_telegram, now=clock))
         once_a, scheduler_a = scheduler_of(first)
         await until(lambda: "reminders" in once_a.running())
-        second = await stack.enter_async_context(replica(settings, fake_telegram, clock))
+        second = await stack.enter_async_context(running_bot(settings, fake_telegram, now=clock))
         once_b, scheduler_b = scheduler_of(second)
 
         schedule(fake_openai, text="water the plants", when="in 20 minutes")
