@@ -51,7 +51,6 @@ TASK = "mnemo.answer"
 SWEEP_LOCK = 0x6D6E656D6F01  # the one sweep in the cluster
 FETCH_INTERVAL = 0.2  # seconds between fetches when no notification came (procrastinate: 5)
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
-WORKER = "queue worker"
 CLOSE_SETTLE = 5.0  # seconds past `grace` the worker, the sweep and the /stop listener get to end
 PRUNE_EVERY = 600  # sweeps between two prunes of the tombstones
 
@@ -184,14 +183,16 @@ class QueueIntake:
         self.stops = StopAcross(queue.pool)
         self._running = 0
         self._tasks: list[asyncio.Task[None]] = []
+        self._worker: asyncio.Task[None] | None = None  # among `_tasks`: the one cancelled
         self._at_once: set[asyncio.Task[None]] = set()
 
     async def start(self) -> list[Entry]:
         """Start this replica's worker and its share of the sweep. Nothing is replayed here:
         what a stop left is in the queue, for any replica."""
         self.queue.handler = self._answer
+        self._worker = asyncio.create_task(self.queue.work(), name="queue worker")
         self._tasks = [
-            asyncio.create_task(self.queue.work(), name=WORKER),
+            self._worker,
             asyncio.create_task(self.queue.sweeping(), name="queue sweep"),
             asyncio.create_task(self.stops.listen(self._runs, self._answer_here), name="stops"),
         ]
@@ -220,9 +221,8 @@ class QueueIntake:
         self.router.outlets.pop(self.channel, None)
         self.queue.closing.set()  # the sweep and the /stop listener end between two waits
         self.stops.close()
-        for task in self._tasks:
-            if task.get_name() == WORKER:  # procrastinate's: a cancel starts its graceful stop
-                task.cancel()
+        if self._worker is not None:  # procrastinate's: a cancel starts its graceful stop
+            self._worker.cancel()
         ending = asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
         try:
             async with asyncio.timeout(grace + CLOSE_SETTLE):
