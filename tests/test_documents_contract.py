@@ -92,6 +92,20 @@ def test_a_listing_holds_a_folder_s_own_matching_documents_sorted(
     ]
 
 
+def test_a_listing_pattern_with_folders_matches_that_deep_only(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    documents = two[0]
+    chats = tmp_path / "memory" / "chats"
+    for path in ("b/reminders.jsonl", "a/reminders.jsonl", "a/files/reminders.jsonl"):
+        documents.write(chats / path, b"x\n")
+    documents.write(chats / "reminders.jsonl", b"x\n")
+    assert documents.listing(chats, "*/reminders.jsonl") == [
+        chats / "a" / "reminders.jsonl",
+        chats / "b" / "reminders.jsonl",
+    ]
+
+
 def test_a_walk_holds_every_document_below_a_folder(two: list[Documents], tmp_path: Path) -> None:
     documents = two[0]
     memory = tmp_path / "memory"

@@ -149,7 +149,7 @@ async def test_forget_reaches_every_shared_document_and_undo_puts_them_back(
     memory, note = workspace.long_term_path(CHAT), workspace.daily_note_path(CHAT, NOW.date())
     documents.write(memory, b"- Likes tea\n- Pin 4321\n")
     documents.write(note, b"[09:30] User: my pin is 4321 | Assistant: ok\n[09:31] User: hi\n")
-    items = workspace.items_dir(CHAT) / "semantic.jsonl"  # on the replica's disk, not shared
+    items = workspace.items_dir(CHAT) / "semantic.jsonl"
     documents.write(items, b'{"id": "s-1", "text": "Pin 4321"}\n')
     undo = UndoStore(tmp_path / "undo", keep=timedelta(minutes=5), now=lambda: NOW)
     forgetting = Forgetting(workspace, FileLocks(tmp_path / "locks"), undo)

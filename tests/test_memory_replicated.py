@@ -74,6 +74,9 @@ def embedded(root: Path) -> Path:
     write(root, f"{GROUP_DIR}/MEMORY.md", "- The group keeps its boat at pier nine.\n")
     (root / "memory" / "2026-11-21.md").write_bytes(b"caf\xe9 in Latin-1\n")
     write(root, "items/semantic.jsonl", '{"id": "s-1", "text": "Ann drinks tea."}\n')
+    write(root, f"{GROUP_DIR}/items/episodic/2026-11-20.jsonl", '{"id": "e20261120-1"}\n')
+    write(root, f"{GROUP_DIR}/reminders.jsonl", '{"version": 1, "id": "r1a2b3c"}\n')
+    write(root, "files/2026-11-20-091500-document-7-plan.txt.md", "# plan.txt\nthe plan\n")
     write(root, "working/telegram%3A42.md", "planning the trip\n")
     return root
 
@@ -88,7 +91,7 @@ async def test_a_memory_moves_from_files_to_the_replicas_and_back_byte_for_byte(
     assert code == 0, said
     assert shared(replica, url) == files(source)
     assert not (replica / "memory" / "MEMORY.md").exists()  # in the database, not on disk
-    assert sorted(files(replica)) == ["items/semantic.jsonl"]
+    assert sorted(files(replica)) == ["files/2026-11-20-091500-document-7-plan.txt.md"]
     code, found = cli(replica, url, "search", "boat moored pier")  # this replica's index
     assert code == 0 and "MEMORY.md#L1-L2" in found
     assert cli(replica, url, "export", str(tmp_path / "back"))[0] == 0
@@ -197,12 +200,19 @@ def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_wor
         "memory/working/telegram%3A42.md",
         f"memory/{GROUP_DIR}/HISTORY-2026-11.md",
         f"memory/{GROUP_DIR}/MEMORY.md",
+        "memory/items/semantic.jsonl",
+        "memory/items/episodic",  # a folder: its listing is the shared side's
+        f"memory/{GROUP_DIR}/items/episodic/2026-11-27.jsonl",
+        "memory/reminders.jsonl",
+        f"memory/{GROUP_DIR}/reminders.jsonl",
+        "state/receipts.json",
     ]
     local = [
-        "memory/items/semantic.jsonl",
         "memory/files/2026-11-27.md",
-        "memory/reminders.jsonl",
+        "memory/working/reminders.jsonl",
         f"memory/{GROUP_DIR}/files/MEMORY.md",
+        f"memory/{GROUP_DIR}/files/items/x.jsonl",
+        "state/paired.json",
         "state/undo/x/manifest.json",
         "memory.before-import-20261127/MEMORY.md",
     ]

@@ -208,7 +208,9 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     )
     undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
     chatter = _build_chatter(settings, workspace, memory.file_locks)
-    receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
+    receipts = ReceiptStore(
+        workspace.receipts_path, memory.file_locks, now=now, documents=workspace.documents
+    )
     writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
     gate = Gate(*build_door(settings, store.roster, now), ChatLocks())
     steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)

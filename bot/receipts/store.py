@@ -2,8 +2,10 @@
 
 One versioned JSON document: `receipts` (id → who said what, where, and what became of it) and
 `editing` (chat and user → the receipt whose new text their next message is). At most `limit`
-receipts are kept, the oldest dropped first: a receipt past that answers as expired. Every
-change is a locked read-modify-write, written atomically.
+receipts are kept, the oldest dropped first: a receipt past that answers as expired. The file
+is a document of the workspace (`documents`: on this disk, or shared by the replicas, so a
+button pressed on one replica finds the receipt another one wrote). Every change is a
+read-modify-write under the path's lock (`Locks`), written in one step.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, Literal
 import structlog
 
 from bot.models import MemoryScope
-from bot.storage.files import Locks, atomic_write_text
+from bot.storage.files import ON_DISK, Documents, Locks
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -49,10 +51,17 @@ class Receipt:
 
 class ReceiptStore:
     def __init__(
-        self, path: Path, locks: Locks, *, now: Callable[[], datetime], limit: int = LIMIT
+        self,
+        path: Path,
+        locks: Locks,
+        *,
+        now: Callable[[], datetime],
+        limit: int = LIMIT,
+        documents: Documents = ON_DISK,
     ) -> None:
         self.path = path
         self.locks = locks
+        self.documents = documents
         self.now = now
         self.limit = limit
 
@@ -149,14 +158,15 @@ class ReceiptStore:
             document = await asyncio.to_thread(self._read)
             change(document)
             text = json.dumps(document, ensure_ascii=False, indent=1)
-            await asyncio.to_thread(atomic_write_text, self.path, text)
+            await asyncio.to_thread(self.documents.write, self.path, text.encode("utf-8"))
 
     def _read(self) -> dict[str, Any]:
         empty: dict[str, Any] = {"version": VERSION, "receipts": {}, "editing": {}}
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return empty
+            data = self.documents.read(self.path)
+            if data is None:
+                return empty
+            document = json.loads(data.decode("utf-8"))
         except (OSError, ValueError) as exc:
             log.warning("receipts_unreadable", path=str(self.path), reason=str(exc)[:200])
             return empty

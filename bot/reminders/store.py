@@ -4,9 +4,12 @@ removes the lines holding a text) and an export of the memory reach them:
 
     {"version": 1, "id": "r3f2a1c", "text": "call the bank", "rule": {"at": "…"}, …}
 
-Every change holds the file's lock and is written atomically. A person may edit the file: a
-line that cannot be read is kept as it is (never dropped by a later write) and skipped; a file
-that is not text is left alone and nothing is written over it (`StoreError` says where).
+The file is a document of the workspace (`Workspace.documents`: on this disk, or shared by
+the replicas): every change holds the path's lock (`Locks`, the replicas' own when shared) and
+is written in one step; what was read is kept by the document's version, so a change made by
+another replica is read again. A person may edit the file: a line that cannot be read is kept
+as it is (never dropped by a later write) and skipped; a file that is not text is left alone
+and nothing is written over it (`StoreError` says where).
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import structlog
 
 from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.reminders.model import Reminder, decode, encode
-from bot.storage.files import Locks, Signature, atomic_write_text, signature_of
-from bot.storage.workspace import Workspace
+from bot.storage.files import Documents, Locks, Signature
+from bot.storage.workspace import Workspace, decode_key
 
 log = structlog.get_logger(__name__)
 FORMAT_VERSION = 1
@@ -41,6 +44,7 @@ def new_id() -> str:
 class ReminderStore:
     def __init__(self, workspace: Workspace, locks: Locks) -> None:
         self.workspace = workspace
+        self.documents: Documents = workspace.documents
         self.locks = locks
         self._known: dict[Path, tuple[Signature, list[Reminder]]] = {}  # read, by version
 
@@ -57,20 +61,25 @@ class ReminderStore:
         return await asyncio.to_thread(self._everything)
 
     def _everything(self) -> list[tuple[MemoryScope, Reminder]]:
-        scopes = [GLOBAL_SCOPE, *self.workspace.chat_scopes()]
-        return [(scope, item) for scope in scopes for item in self._items(scope)]
+        return [(scope, item) for scope in self._scopes() for item in self._items(scope)]
+
+    def _scopes(self) -> list[MemoryScope]:
+        """The owner's scope, and every chat's that has a reminders file."""
+        chats = self.workspace.memory_root / "chats"
+        name = self.path(GLOBAL_SCOPE).name
+        found = self.documents.listing(chats, f"*/{name}")
+        return [GLOBAL_SCOPE, *(MemoryScope(chat_key=decode_key(p.parent.name)) for p in found)]
 
     def _items(self, scope: MemoryScope) -> list[Reminder]:
         path = self.path(scope)
-        try:
-            signature = signature_of(path.stat())
-        except FileNotFoundError:
+        signature = self.documents.version(path)
+        if signature is None:
             return []
         known = self._known.get(path)
         if known is not None and known[0] == signature:
             return list(known[1])
         try:
-            items, _ = _read(path)
+            items, _ = _read(self.documents, path)
         except StoreError as exc:
             log.warning("reminders_unreadable", reason=str(exc))
             return []
@@ -82,10 +91,10 @@ class ReminderStore:
         as they are now. `StoreError` when the file cannot be read (nothing is written)."""
         path = self.path(scope)
         async with self.locks.hold(path):
-            items, unreadable = await asyncio.to_thread(_read, path)
+            items, unreadable = await asyncio.to_thread(_read, self.documents, path)
             changed = change(list(items))
             if changed != items:
-                await asyncio.to_thread(_write, path, changed, unreadable)
+                await asyncio.to_thread(_write, self.documents, path, changed, unreadable)
         return changed
 
     async def add(self, scope: MemoryScope, item: Reminder) -> Reminder:
@@ -114,12 +123,13 @@ class ReminderStore:
         return None
 
 
-def _read(path: Path) -> tuple[list[Reminder], list[str]]:
+def _read(documents: Documents, path: Path) -> tuple[list[Reminder], list[str]]:
     """The file's items, and the lines that could not be read (kept on the next write)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    data = documents.read(path)
+    if data is None:
         return [], []
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise StoreError(f"{path} is not text ({exc.reason}); fix or move it") from exc
     items: list[Reminder] = []
@@ -138,8 +148,9 @@ def _read(path: Path) -> tuple[list[Reminder], list[str]]:
     return items, unreadable
 
 
-def _write(path: Path, items: list[Reminder], unreadable: list[str]) -> None:
+def _write(documents: Documents, path: Path, items: list[Reminder], unreadable: list[str]) -> None:
     lines = [
         json.dumps({"version": FORMAT_VERSION, **encode(i)}, ensure_ascii=False) for i in items
     ]
-    atomic_write_text(path, "".join(f"{line}\n" for line in [*lines, *unreadable]))
+    text = "".join(f"{line}\n" for line in [*lines, *unreadable])
+    documents.write(path, text.encode("utf-8"))

@@ -146,7 +146,8 @@ class PgDocuments:
         prefix = self.key(folder)
         prefix = f"{prefix}/" if prefix else ""
         names = (key[len(prefix) :] for key in self.keys(prefix))
-        found = (name for name in names if "/" not in name and fnmatchcase(name, pattern))
+        depth = pattern.count("/")  # a `*` matches no "/": a name as deep as the pattern
+        found = (n for n in names if n.count("/") == depth and fnmatchcase(n, pattern))
         return sorted(self.path_of(prefix + name) for name in found)
 
     def walk(self, folder: Path) -> list[Path]:

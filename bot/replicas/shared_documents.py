@@ -5,10 +5,13 @@ in the replica's own folder, as before.
 Shared today: the sessions and their archive (`sessions/…`), working memory
 (`memory/working/`), and in each scope's memory folder (`memory/`, `memory/chats/<chat>/`)
 MEMORY.md with its provenance and quoted material, the daily notes and their archive
-(`archive/`), and HISTORY. Not yet: the items, reminders and documents' text (`files/`), whose
-stores still read and write their files directly: a store reaching them through the workspace
-(/forget, an export) must find them where those stores keep them. A path moves to the shared
-side when its store reads and writes through `Workspace.documents` alone.
+(`archive/`), and HISTORY.
+Also shared: each scope's items (`items/…`, `bot.memory.items`) and reminders
+(`reminders.jsonl`), and the memory receipts (`state/receipts.json`).
+Not yet: the documents' text (`files/`), whose store still reads and writes its files
+directly: a store reaching them through the workspace (/forget, an export) must find them where
+that store keeps them. A path moves to the shared side when its store reads and writes through
+`Workspace.documents` alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ SHARED_NAMES = re.compile(
     rf"^(MEMORY\.md|{re.escape(SIDE_NAME)}|{re.escape(QUOTED_NAME)}|\d{{4}}-\d{{2}}-\d{{2}}\.md|"
     r"HISTORY(-\d{4}-\d{2})?\.md)$"
 )
+RECEIPTS = ("state", "receipts.json")  # `Workspace.receipts_path`
 
 
 class SplitDocuments:
@@ -39,9 +43,13 @@ class SplitDocuments:
             return False
         if parts[0] == "sessions":
             return True
+        if parts == RECEIPTS:
+            return True
         if parts[0] != "memory":
             return False
         folder = parts[1:-1]
+        if _is_scope_store(folder, parts[-1]):
+            return True
         if folder == ("working",):
             return parts[-1].endswith(".md")
         if folder and folder[-1] == "archive":  # a scope's archived notes
@@ -101,6 +109,15 @@ def _parts_under(path: Path, root: Path) -> tuple[str, ...] | None:
         if mine.is_relative_to(base):
             return mine.relative_to(base).parts
     return None
+
+
+def _is_scope_store(folder: tuple[str, ...], name: str) -> bool:
+    """Whether `folder/name` (under `memory/`) is a scope's items (at any depth below its
+    `items/`, the folders too: their listings are the shared side's) or its reminders."""
+    within = folder[2:] if folder[:1] == ("chats",) and len(folder) >= 2 else folder
+    if within[:1] == ("items",):
+        return True
+    return not within and name == "reminders.jsonl"
 
 
 def _is_scope(folder: tuple[str, ...]) -> bool:

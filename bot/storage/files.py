@@ -306,7 +306,8 @@ class Documents(Protocol):
         ...
 
     def listing(self, folder: Path, pattern: str) -> list[Path]:
-        """The documents right in `folder` whose names match `pattern` (a glob), sorted."""
+        """The documents in `folder` whose paths from it match `pattern` (a glob; each `/` a
+        folder deeper: `*/reminders.jsonl` is each subfolder's), sorted."""
         ...
 
     def walk(self, folder: Path) -> list[Path]:

@@ -160,8 +160,8 @@ class Workspace:
     def episodic_items_paths(self, scope: MemoryScope) -> list[Path]:
         """The scope's episodic item files, oldest first."""
         folder = self.items_dir(scope) / "episodic"
-        found = (p for p in folder.glob("????-??-??.jsonl") if _is_day(p.stem))
-        return sorted(found, key=lambda p: p.name)
+        found = self.documents.listing(folder, "????-??-??.jsonl")
+        return [path for path in found if _is_day(path.stem)]
 
     def semantic_items_path(self, scope: MemoryScope) -> Path:
         return self.items_dir(scope) / "semantic.jsonl"

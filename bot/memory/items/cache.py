@@ -3,8 +3,10 @@ reading that brings it up to date without parsing it all again.
 
 - A file is one item a line (`format.file_lines`); a blank line is skipped, a line that does
   not parse is kept verbatim.
-- A file whose stat signature (inode, size, mtime_ns, ctime_ns) is the one read last is not
-  read at all. A file that only grew — the same inode, more bytes, its last line complete and
+- A file is a document of the workspace (`Documents`: on this disk, or shared by the
+  replicas). One whose version (`Documents.version`: a file's inode, size, mtime_ns, ctime_ns)
+  is the one read last is not read at all. A file that only grew — the same inode, more bytes,
+  its last line complete and
   the last `TAIL` bytes before the old end unchanged — has only the new bytes read and parsed
   (an item appended each turn). Anything else (an atomic rewrite, a hand edit, a shrink) is
   read whole. The check of the old bytes is a cheap one: an edit of the same length far before
@@ -15,7 +17,6 @@ reading that brings it up to date without parsing it all again.
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ import structlog
 
 from bot.memory.items.format import ItemFormatError, decode, file_lines
 from bot.models import MemoryItem, MemoryScope
-from bot.storage.files import Signature, signature_of
+from bot.storage.files import Documents, Signature
 
 log = structlog.get_logger(__name__)
 CACHE_FILES = 1024
@@ -99,9 +100,11 @@ class Parsed:
         return self.tail.endswith(b"\n")
 
 
-def read_whole(path: Path, scope: MemoryScope, signature: Signature) -> Parsed:
+def read_whole(
+    documents: Documents, path: Path, scope: MemoryScope, signature: Signature
+) -> Parsed:
     """The whole file parsed (empty when it cannot be read, which is logged)."""
-    data = _read_bytes(path)
+    data = _read_bytes(documents, path)
     if data is None:
         return Parsed(ItemFile(path), signature)
     lines, count = parse_lines(path, data, scope, first=1)
@@ -109,16 +112,16 @@ def read_whole(path: Path, scope: MemoryScope, signature: Signature) -> Parsed:
 
 
 def read_grown(
-    path: Path, scope: MemoryScope, before: Parsed, stat: os.stat_result
+    documents: Documents, path: Path, scope: MemoryScope, before: Parsed, signature: Signature
 ) -> Parsed | None:
-    """`before` with the lines appended since parsed and added, or None when the file did not
-    only grow (then it must be read whole)."""
-    inode, _, _, _ = before.signature
-    if stat.st_ino != inode or stat.st_size <= before.size or not before.extensible:
+    """`before` with the lines appended since parsed and added, or None when the file (now at
+    version `signature`) did not only grow (then it must be read whole)."""
+    inode, size = signature[0], signature[1]
+    if inode != before.signature[0] or size <= before.size or not before.extensible:
         return None
     start = before.size - len(before.tail)
     try:
-        with path.open("rb") as handle:
+        with documents.open(path) as handle:
             handle.seek(start)
             data = handle.read()
     except OSError:
@@ -129,7 +132,7 @@ def read_grown(
     lines, count = parse_lines(path, new, scope, first=before.count + 1)
     file, size = before.file.extended(lines), start + len(data)
     kept = len(before.file.items)
-    return Parsed(file, signature_of(stat), size, data[-TAIL:], before.count + count, kept)
+    return Parsed(file, signature, size, data[-TAIL:], before.count + count, kept)
 
 
 def parse_lines(
@@ -153,11 +156,9 @@ def _line(path: Path, number: int, line: str, scope: MemoryScope) -> MemoryItem 
         return line
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(documents: Documents, path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+        return documents.read(path)
     except OSError as exc:
         log.warning("file_unreadable", path=str(path), error=type(exc).__name__)
         return None

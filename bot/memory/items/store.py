@@ -5,14 +5,17 @@ made), `semantic.jsonl`, `procedural.jsonl`. Privacy follows the folder: an item
 scope's folder belongs to that scope, whatever its line says, and a file that leads out of
 that folder (`bot.storage.confined`) is read as empty and never written.
 
+- The files are documents of the workspace (`Workspace.documents`: on this disk, or shared by
+  the replicas), read and written through it alone.
 - A line that does not parse is skipped with a warning and kept verbatim on every rewrite.
-- One lock per scope and layer (`lock`) covers appends and rewrites of that layer's files, so a
-  writer can read, decide and write without a race. An append is one O_APPEND write; an update
-  is an atomic rewrite of the one file that holds the item.
+- One lock per scope and layer (`lock`, the workspace's `Locks`: the replicas' own when they
+  share the files) covers appends and rewrites of that layer's files, so a writer can read,
+  decide and write without a race. An append is one append to the document; an update is a
+  rewrite, in one step, of the one file that holds the item.
 - Reads and the `*_locked` writes block: call them through `asyncio.to_thread`, the writes
-  while holding `lock`. Parsed files are kept in memory (`cache`: a file that only grew has
-  only its new lines parsed), and so is what a rewrite wrote; the list of episodic files is
-  kept by its folder's mtime.
+  while holding `lock`. Parsed files are kept in memory by their documents' versions (`cache`:
+  a file that only grew has only its new lines parsed), and so is what a rewrite wrote; the
+  list of episodic files is kept by its folder's version, where the folder has one (on disk).
 - Last-used marks (`touch`) wait in memory (`usage`): a read sees them at once, a rewrite of
   their file writes them, `save_marks` writes the rest (every few minutes and at stop, through
   `usage.UsageSaver`).
@@ -42,7 +45,7 @@ from bot.memory.items.format import encode
 from bot.memory.items.rules import episodic_day
 from bot.memory.items.usage import MAX_PENDING, Pending, UsageMarks
 from bot.models import MemoryItem, MemoryLayer, MemoryScope
-from bot.storage.files import Locks, append_text, atomic_write_bytes, signature_of
+from bot.storage.files import Documents, Locks, Signature
 from bot.storage.workspace import Workspace
 
 __all__ = ["ItemFile", "ItemStore"]
@@ -51,12 +54,13 @@ __all__ = ["ItemFile", "ItemStore"]
 class ItemStore:
     def __init__(self, workspace: Workspace, locks: Locks, *, max_marks: int = MAX_PENDING) -> None:
         self.workspace = workspace
+        self.documents: Documents = workspace.documents
         self.locks = locks
         self.max_marks = max_marks  # last-used marks waiting in memory at most (then saved)
         self._files = FileCache()
         self._marks = UsageMarks()
         self._lock = threading.Lock()  # the parsed files and the marks
-        self._listings: dict[Path, tuple[int, list[tuple[str, Path]]]] = {}
+        self._listings: dict[Path, tuple[Signature, list[tuple[str, Path]]]] = {}
         self._listings_lock = threading.Lock()
 
     # ------------------------------------------------------------------ paths and the lock
@@ -86,12 +90,12 @@ class ItemStore:
         return {"s": MemoryLayer.SEMANTIC, "p": MemoryLayer.PROCEDURAL}.get(prefix)
 
     def _episodic_paths(self, scope: MemoryScope) -> list[tuple[str, Path]]:
-        """The episodic files and their days, listed again only when the folder changed."""
+        """The episodic files and their days, listed again only when the folder changed (every
+        time where a folder has no version: the documents are rows the replicas share)."""
         folder = self.workspace.episodic_items_path(scope, date.min).parent
-        try:
-            changed = os.stat(folder).st_mtime_ns
-        except FileNotFoundError:
-            return []
+        changed = self.documents.version(folder)
+        if changed is None:
+            return [(p.stem, p) for p in self.workspace.episodic_items_paths(scope)]
         with self._listings_lock:
             listed = self._listings.get(folder)
         if listed is None or listed[0] != changed:
@@ -115,24 +119,24 @@ class ItemStore:
 
     def read(self, path: Path, scope: MemoryScope) -> ItemFile:
         """The file as it is now, with the last-used marks not written yet."""
-        try:
-            stat = os.stat(path)
-        except FileNotFoundError:
+        signature = self.documents.version(path)
+        if signature is None:
             return ItemFile(path)
         with self._lock:
             cached, version = self._files.get(path), self._marks.version
-        if cached is not None and cached.signature == signature_of(stat):
+        if cached is not None and cached.signature == signature:
             return cached.file
-        return self._keep(path, self._parse(path, scope, stat, cached), version=version)
+        return self._keep(path, self._parse(path, scope, signature, cached), version=version)
 
     def _parse(
-        self, path: Path, scope: MemoryScope, stat: os.stat_result, cached: Parsed | None
+        self, path: Path, scope: MemoryScope, signature: Signature, cached: Parsed | None
     ) -> Parsed:
         """The file parsed as far as it changed since `cached` was read."""
         if not self.workspace.inside_scope(path):
-            return Parsed(ItemFile(path), signature_of(stat))
-        grown = read_grown(path, scope, cached, stat) if cached is not None else None
-        return grown or read_whole(path, scope, signature_of(stat))
+            return Parsed(ItemFile(path), signature)
+        documents = self.documents
+        grown = read_grown(documents, path, scope, cached, signature) if cached else None
+        return grown or read_whole(documents, path, scope, signature)
 
     def _keep(self, path: Path, parsed: Parsed, *, version: int | None = None) -> ItemFile:
         """Cache the file as parsed, with its marks: on the new items only when the rest
@@ -161,7 +165,8 @@ class ItemStore:
     def append_locked(self, path: Path, item: MemoryItem) -> None:
         if not self.workspace.inside_scope(path):
             raise OutOfScopeError(f"{path.name} leads out of its scope's folder")
-        append_text(path, _line_break(path) + encode(item) + "\n", durable=False)  # derived
+        line = self._line_break(path) + encode(item) + "\n"
+        self.documents.append(path, line.encode("utf-8"), durable=False)  # derived
 
     def rewrite_locked(
         self, path: Path, scope: MemoryScope, changes: Mapping[str, MemoryItem]
@@ -181,7 +186,7 @@ class ItemStore:
     def _write_locked(self, path: Path, file: ItemFile) -> None:
         text = "".join((encode(x) if isinstance(x, MemoryItem) else x) + "\n" for x in file.lines)
         data = text.encode("utf-8")
-        atomic_write_bytes(path, data)
+        self.documents.write(path, data)
         with self._lock:
             self._marks.written(file)
         self._remember(path, file, data)
@@ -190,12 +195,29 @@ class ItemStore:
         """Keep what was just written as the file's parse, so the next read parses nothing
         (unless the file changed again meanwhile: then it is read as usual)."""
         try:
-            stat = os.stat(path)
+            signature = self.documents.version(path)
         except OSError:
             return
-        if stat.st_size == len(data):
+        if signature is not None and signature[1] == len(data):
             count = len(file.lines)
-            self._keep(path, Parsed(file, signature_of(stat), len(data), data[-TAIL:], count))
+            self._keep(path, Parsed(file, signature, len(data), data[-TAIL:], count))
+
+    def _line_break(self, path: Path) -> str:
+        """A newline first when the file does not end with one (a hand edit), so lines never
+        fuse: told by its parse when that is of its version, else by its last byte."""
+        signature = self.documents.version(path)
+        if signature is None or signature[1] == 0:
+            return ""
+        with self._lock:
+            cached = self._files.get(path)
+        if cached is not None and cached.signature == signature and cached.size == signature[1]:
+            return "" if not cached.tail or cached.extensible else "\n"
+        try:
+            with self.documents.open(path) as handle:
+                handle.seek(-1, os.SEEK_END)
+                return "" if handle.read(1) == b"\n" else "\n"
+        except OSError:  # missing or empty
+            return ""
 
     # ------------------------------------------------------------------ last used
 
@@ -237,13 +259,3 @@ def _changed(line: MemoryItem | str, changes: Mapping[str, MemoryItem]) -> Memor
     if isinstance(line, MemoryItem):
         return changes.get(line.id, line)
     return line
-
-
-def _line_break(path: Path) -> str:
-    """A newline first when the file does not end with one (a hand edit), so lines never fuse."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            return "" if handle.read(1) == b"\n" else "\n"
-    except OSError:  # missing or empty
-        return ""
