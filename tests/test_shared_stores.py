@@ -1,0 +1,230 @@
+"""The items, the reminders and the receipts over both kinds of workspace: one folder on this
+disk (two stores on it stand for two processes), and two replicas, each its own folder, sharing
+a database (`SplitDocuments` over `PgDocuments`, with `PgLocks`; skipped without
+`MNEMO_TEST_PG`). What one writes the other reads, no cache of either serves a version the
+other has changed since, and two changes made at once are both kept."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from bot.memory.items.rules import new_item
+from bot.memory.items.store import ItemStore
+from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
+from bot.receipts.store import ReceiptStore
+from bot.reminders.model import Reminder
+from bot.reminders.store import ReminderStore
+from bot.reminders.when import read_when
+from bot.storage.files import FileDocuments, FileLocks, Locks
+from bot.storage.workspace import Workspace
+from tests.pg import pg_database
+
+NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
+GROUP = MemoryScope(chat_key="telegram:-100123")
+SEMANTIC = MemoryLayer.SEMANTIC
+
+
+@dataclass
+class Replica:
+    workspace: Workspace
+    locks: Locks
+
+
+@pytest.fixture(params=["files", "replicas"])
+async def two(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[Replica]]:
+    if request.param == "files":
+        root = tmp_path / "ws"
+        yield [Replica(Workspace(root), FileLocks(root / "state" / "locks")) for _ in "ab"]
+        return
+    from bot.replicas.database import open_pool
+    from bot.replicas.documents import open_documents
+    from bot.replicas.locks import PgLocks
+    from bot.replicas.shared_documents import SplitDocuments
+
+    async with pg_database() as url, AsyncExitStack() as stack:
+        held: list[Replica] = []
+        for name in ("a", "b"):  # each replica its own folder, pools and caches
+            root = tmp_path / name
+            documents = open_documents(url, root)
+            documents.connect()
+            stack.callback(documents.close)
+            pool = open_pool(url)
+            await pool.open()
+            stack.push_async_callback(pool.close)
+            split = SplitDocuments(documents, FileDocuments(), root)
+            held.append(Replica(Workspace(root, split), PgLocks(pool, root=root)))
+        yield held
+
+
+# ---------------------------------------------------------------------- items
+
+
+def items_of(replica: Replica) -> ItemStore:
+    return ItemStore(replica.workspace, replica.locks)
+
+
+def fact(text: str, *, at: datetime = NOW, layer: MemoryLayer = SEMANTIC) -> MemoryItem:
+    return new_item(layer, "fact", text, scope=GROUP, at=at, confidence=0.7, salience=0.6)
+
+
+async def append(store: ItemStore, item: MemoryItem) -> Path:
+    path = store.home_path(GROUP, item.layer, item.created_at.date())
+    async with store.lock(GROUP, item.layer):
+        await asyncio.to_thread(store.append_locked, path, item)
+    return path
+
+
+async def change(store: ItemStore, item_id: str, edit: Callable[[MemoryItem], MemoryItem]) -> None:
+    """Rewrite one item, as the keeper does: read it and write it under the layer's lock."""
+    async with store.lock(GROUP, SEMANTIC):
+        found = await asyncio.to_thread(store.find, GROUP, item_id)
+        assert found is not None
+        path = store.home_path(GROUP, SEMANTIC, date.min)
+        await asyncio.to_thread(store.rewrite_locked, path, GROUP, {item_id: edit(found)})
+
+
+def texts(store: ItemStore, layer: MemoryLayer = SEMANTIC) -> list[str]:
+    return [item.text for item in store.items(GROUP, layer)]
+
+
+async def test_an_item_one_writes_the_other_reads_and_its_change_is_seen(
+    two: list[Replica],
+) -> None:
+    first, second = (items_of(r) for r in two)
+    tea = fact("Ann drinks tea")
+    await append(first, tea)
+    assert texts(second) == ["Ann drinks tea"]
+    await append(second, fact("Ann has a cat"))
+    assert texts(first) == ["Ann drinks tea", "Ann has a cat"]  # the grown file, read on
+    await change(second, tea.id, lambda i: replace(i, text="Ann drinks green tea"))
+    assert texts(first) == ["Ann drinks green tea", "Ann has a cat"]  # rewritten: read again
+
+
+async def test_an_episodic_file_one_makes_is_listed_by_the_other(two: list[Replica]) -> None:
+    first, second = (items_of(r) for r in two)
+    episodic = MemoryLayer.EPISODIC
+    await append(first, fact("we met", at=NOW - timedelta(days=1), layer=episodic))
+    assert texts(second, episodic) == ["we met"]  # the folder's listing, kept by the second
+    await append(first, fact("we talked", layer=episodic))
+    assert texts(second, episodic) == ["we met", "we talked"]
+    assert [p.name for p in second.layer_paths(GROUP, episodic)] == [
+        "2026-11-26.jsonl",
+        "2026-11-27.jsonl",
+    ]
+
+
+async def test_items_two_replicas_change_at_once_are_both_kept(two: list[Replica]) -> None:
+    first, second = (items_of(r) for r in two)
+    made = [fact(f"fact {n}") for n in range(6)]
+    for item in made:
+        await append(first, item)
+    assert len(texts(second)) == 6  # both have the file parsed, in their caches
+    await asyncio.gather(
+        *(change(first, item.id, lambda i: replace(i, salience=0.9)) for item in made[:3]),
+        *(change(second, item.id, lambda i: replace(i, salience=0.1)) for item in made[3:]),
+    )
+    for store in (first, second):
+        assert [i.salience for i in store.items(GROUP, SEMANTIC)] == [0.9] * 3 + [0.1] * 3
+
+
+async def test_a_last_used_mark_is_written_over_the_other_replica_s_change(
+    two: list[Replica],
+) -> None:
+    first, second = (items_of(r) for r in two)
+    tea, cat = fact("Ann drinks tea"), fact("Ann has a cat")
+    await append(first, tea)
+    await append(first, cat)
+    assert await first.touch(GROUP, first.items(GROUP, SEMANTIC)[:1], NOW) == 1
+    await change(second, cat.id, lambda i: replace(i, text="Ann has two cats"))
+    assert await first.save_marks() == 1
+    [used, cats] = second.items(GROUP, SEMANTIC)
+    assert (used.last_used_at, cats.text) == (NOW, "Ann has two cats")
+
+
+async def test_an_item_appended_after_a_hand_edit_starts_its_own_line(
+    two: list[Replica],
+) -> None:
+    first, second = (items_of(r) for r in two)
+    path = await append(first, fact("Ann drinks tea"))
+    documents = two[0].workspace.documents
+    documents.write(path, (documents.read(path) or b"") + b"my own note, no newline")
+    await append(second, fact("Ann has a cat"))
+    data = documents.read(path) or b""
+    assert data.count(b"\n") == 3 and b"no newline\n{" in data
+    assert texts(first) == ["Ann drinks tea", "Ann has a cat"]
+
+
+# ---------------------------------------------------------------------- reminders
+
+
+def reminder(item_id: str, scope: MemoryScope, text: str = "water the plants") -> Reminder:
+    chat = scope.chat_key or "telegram:1001"
+    return Reminder(
+        id=item_id,
+        chat=chat,
+        channel="telegram",
+        chat_id=int(chat.split(":")[1]),
+        chat_type="private" if scope.chat_key is None else "group",
+        user_id=1001,
+        zone="UTC",
+        text=text,
+        rule=read_when("in 20 minutes", NOW, ZoneInfo("UTC")),
+        next_at=None,
+        created_at=NOW,
+    ).advanced(NOW)
+
+
+async def test_a_reminder_one_adds_is_listed_and_removed_by_the_other(
+    two: list[Replica],
+) -> None:
+    first, second = (ReminderStore(r.workspace, r.locks) for r in two)
+    assert await second.everything() == []
+    await first.add(GROUP, reminder("r1", GROUP))
+    await first.add(GLOBAL_SCOPE, reminder("r2", GLOBAL_SCOPE))
+    listed = await second.everything()
+    assert [(scope, item.id) for scope, item in listed] == [(GLOBAL_SCOPE, "r2"), (GROUP, "r1")]
+    assert await second.remove(GROUP, "r1") is not None
+    assert [item.id for _, item in await first.everything()] == ["r2"]  # read again
+    assert await first.find("r1") is None
+
+
+async def test_reminders_two_replicas_add_at_once_are_all_kept(two: list[Replica]) -> None:
+    stores = [ReminderStore(r.workspace, r.locks) for r in two]
+    await asyncio.gather(*(stores[n % 2].add(GROUP, reminder(f"r{n}", GROUP)) for n in range(8)))
+    for store in stores:
+        assert sorted(item.id for item in await store.items(GROUP)) == [f"r{n}" for n in range(8)]
+
+
+# ---------------------------------------------------------------------- receipts
+
+
+def receipts_of(replica: Replica) -> ReceiptStore:
+    workspace = replica.workspace
+    return ReceiptStore(
+        workspace.receipts_path, replica.locks, now=lambda: NOW, documents=workspace.documents
+    )
+
+
+async def test_a_receipt_one_writes_the_other_finds_and_both_changes_are_kept(
+    two: list[Replica],
+) -> None:
+    first, second = (receipts_of(r) for r in two)
+    made = await first.add("telegram:1001", 1001, GLOBAL_SCOPE, "Likes tea", "in-1")
+    found = await second.get(made)
+    assert found is not None and found.text == "Likes tea"
+    await asyncio.gather(
+        second.mark_shown(found),
+        first.await_edit("telegram:1001", 1001, made),
+        *(first.add("telegram:1001", 1001, GLOBAL_SCOPE, f"fact {n}", "in-2") for n in range(4)),
+    )
+    assert await first.unshown("in-1") == []
+    assert await second.editing("telegram:1001", 1001) == made
+    assert len(await second.unshown("in-2")) == 4
