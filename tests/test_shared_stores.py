@@ -25,6 +25,8 @@ from bot.reminders.store import ReminderStore
 from bot.reminders.when import read_when
 from bot.storage.files import FileDocuments, FileLocks, Locks
 from bot.storage.workspace import Workspace
+from bot.tools.memory_get import MemoryGet
+from bot.tools.registry import ToolContext
 from tests.pg import pg_database
 
 NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
@@ -160,6 +162,18 @@ async def test_an_item_appended_after_a_hand_edit_starts_its_own_line(
     data = documents.read(path) or b""
     assert data.count(b"\n") == 3 and b"no newline\n{" in data
     assert texts(first) == ["Ann drinks tea", "Ann has a cat"]
+
+
+async def test_memory_get_reads_an_item_the_other_replica_wrote(two: list[Replica]) -> None:
+    first, second = two
+    tea = fact("Ann drinks tea")
+    await append(items_of(first), tea)
+    tool = MemoryGet(second.workspace.memory_root, second.workspace.documents)
+    context = ToolContext(session_key=GROUP.chat_key or "", scope=GROUP)
+    cited = f"chats/telegram%3A-100123/items/semantic.jsonl#{tea.id}"
+    said = await tool.run({"path": cited}, context)
+    assert said.startswith("chats/telegram%3A-100123/items/semantic.jsonl lines 1-1 of 1")
+    assert "Ann drinks tea" in said
 
 
 # ---------------------------------------------------------------------- reminders

@@ -161,7 +161,7 @@ def build_tools(
         [
             CurrentTime(now),
             *([search] if settings.rag.enabled else []),
-            MemoryGet(workspace.memory_root),
+            MemoryGet(workspace.memory_root, workspace.documents),
             MemoryAdd(writer),
             MemoryUpdate(writer),
             MemoryPromote(writer),

@@ -9,7 +9,8 @@ anywhere but into another scope's), a `sessions/…` citation (a past conversati
 file that is not text, and — privacy, `bot.memory.scopes` — any file outside the chat's visible
 scopes (`visible_scopes`): the owner's private chat reads global files and its own `chats/<key>/`,
 every other chat only its own `chats/<key>/`; working memory only the calling session's own. A file
-that does not exist reads as empty, not as an error.
+that does not exist reads as empty, not as an error. Files are read as the workspace's documents
+(`Workspace.documents`: on this disk, or shared by the replicas).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bot.errors import ToolError
 from bot.memory.scopes import visible_scopes
 from bot.models import MemoryScope, ToolSpec
 from bot.storage.confined import inside_scope
+from bot.storage.files import ON_DISK, Documents
 from bot.storage.lines import decode_text, without_controls
 from bot.storage.workspace import encode_key
 from bot.tools import arguments
@@ -125,21 +127,23 @@ class Slice:
     total: int  # lines in the file
 
 
-def read_slice(path: Path, start: int, count: int) -> Slice | None:
+def read_slice(path: Path, start: int, count: int, documents: Documents = ON_DISK) -> Slice | None:
     """Lines start..start+count-1 of a text file; None when there is no such file."""
-    return read_lines(path, lambda number, _: start <= number < start + count)
+    return read_lines(path, lambda number, _: start <= number < start + count, documents)
 
 
-def read_item(path: Path, item_id: str) -> Slice | None:
+def read_item(path: Path, item_id: str, documents: Documents = ON_DISK) -> Slice | None:
     """The line of an item file that holds the item with this id."""
     needle = f'"{item_id}"'.encode()
-    return read_lines(path, lambda _, raw: needle in raw)
+    return read_lines(path, lambda _, raw: needle in raw, documents)
 
 
-def read_lines(path: Path, pick: Callable[[int, bytes], bool]) -> Slice | None:
+def read_lines(
+    path: Path, pick: Callable[[int, bytes], bool], documents: Documents = ON_DISK
+) -> Slice | None:
     """The picked lines (at most MAX_LINES) of a text file; None when there is no such file."""
     try:
-        with path.open("rb") as handle:
+        with documents.open(path) as handle:
             if decode_text(handle.read(SNIFF_BYTES)) is None:
                 raise ToolError("refused: that file is not text")
             handle.seek(0)
@@ -212,8 +216,9 @@ class MemoryGet:
         },
     )
 
-    def __init__(self, memory_root: Path) -> None:
+    def __init__(self, memory_root: Path, documents: Documents = ON_DISK) -> None:
         self.memory_root = memory_root
+        self.documents = documents  # where the memory is kept (`Workspace.documents`)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments.only(args, ("path", "from_line", "lines"))
@@ -224,8 +229,8 @@ class MemoryGet:
     def _read(self, citation: Citation, start: int, count: int, ctx: ToolContext) -> str:
         path = resolve(self.memory_root, citation.path, ctx.scope, ctx.session_key)
         if citation.item is None:
-            return render_slice(citation.path, read_slice(path, start, count))
-        found = read_item(path, citation.item)
+            return render_slice(citation.path, read_slice(path, start, count, self.documents))
+        found = read_item(path, citation.item, self.documents)
         if found is not None and not found.lines:
             return f"(empty: no item {citation.item} in {citation.path})"
         return render_slice(citation.path, found)
