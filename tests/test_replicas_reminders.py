@@ -1,6 +1,7 @@
 """Reminders with replicas (skipped without `MNEMO_TEST_PG`): two replicas sharing a workspace
 folder and a database; one of them runs the reminders (`bot.replicas.once`), the reminder is
-sent once, and when that replica stops the other one takes the reminders over."""
+sent once, and when that replica stops the other one takes the reminders over. And with a
+folder each: a reminder one replica keeps (in the database) is fired by the other."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from pydantic import SecretStr
 
 from bot.app import App
+from bot.models import GLOBAL_SCOPE
+from bot.reminders.model import Reminder
 from bot.reminders.scheduler import Scheduler
+from bot.reminders.when import read_when
 from bot.replicas.once import OnceInCluster
 from bot.settings import StoreSettings
 from tests.clock import Clock
@@ -78,3 +83,43 @@ async def test_a_reminder_fires_once_from_the_replica_that_runs_them_then_from_t
 
     assert len(watered) == 1 and "reminders" not in ran_on_second
     assert len(sent("call the bank")) == 1
+
+
+async def test_a_reminder_one_replica_keeps_is_listed_and_fired_by_the_other(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    settings = reminder_settings(tmp_path / "a", fake_telegram, fake_openai)
+    settings = settings.model_copy(update={"store": StoreSettings(url=SecretStr(pg_url))})
+    other = settings.model_copy(update={"workspace": tmp_path / "b"})  # a folder of its own
+    clock = Clock(START)
+    item = Reminder(
+        id="r1a2b3c",
+        chat=f"telegram:{OWNER}",
+        channel="telegram",
+        chat_id=OWNER,
+        chat_type="private",
+        user_id=OWNER,
+        zone="UTC",
+        text="water the plants",
+        rule=read_when("in 20 minutes", START, ZoneInfo("UTC")),
+        next_at=None,
+        created_at=START,
+    ).advanced(START)
+
+    async with AsyncExitStack() as stack:
+        first = await stack.enter_async_context(running_bot(settings, fake_telegram, now=clock))
+        once, runs_them = scheduler_of(first)
+        await until(lambda: "reminders" in once.running())
+        second = await stack.enter_async_context(running_bot(other, fake_telegram, now=clock))
+        _, keeps_it = scheduler_of(second)
+        await keeps_it.store.add(GLOBAL_SCOPE, item)  # as the second's /remind would
+        listed = [found.id for _, found in await runs_them.store.everything()]
+        clock.at = START + timedelta(minutes=21)
+        runs_them.wake()
+        sent = fake_telegram.sent_messages
+        await until(lambda: any("water the plants" in m.text for m in sent(OWNER)))
+        after = await keeps_it.store.items(GLOBAL_SCOPE)
+
+    assert listed == ["r1a2b3c"]
+    assert after == []  # fired, so removed: the replica that keeps it reads that
+    assert not (tmp_path / "b" / "memory" / "reminders.jsonl").exists()  # in the database
