@@ -77,6 +77,7 @@ def embedded(root: Path) -> Path:
     write(root, f"{GROUP_DIR}/items/episodic/2026-11-20.jsonl", '{"id": "e20261120-1"}\n')
     write(root, f"{GROUP_DIR}/reminders.jsonl", '{"version": 1, "id": "r1a2b3c"}\n')
     write(root, "files/2026-11-20-091500-document-7-plan.txt.md", "# plan.txt\nthe plan\n")
+    write(root, "files/2026-11-20-091500-document-7-plan.txt", "the plan\n")
     write(root, "working/telegram%3A42.md", "planning the trip\n")
     return root
 
@@ -91,7 +92,7 @@ async def test_a_memory_moves_from_files_to_the_replicas_and_back_byte_for_byte(
     assert code == 0, said
     assert shared(replica, url) == files(source)
     assert not (replica / "memory" / "MEMORY.md").exists()  # in the database, not on disk
-    assert sorted(files(replica)) == ["files/2026-11-20-091500-document-7-plan.txt.md"]
+    assert sorted(files(replica)) == ["files/2026-11-20-091500-document-7-plan.txt"]
     code, found = cli(replica, url, "search", "boat moored pier")  # this replica's index
     assert code == 0 and "MEMORY.md#L1-L2" in found
     assert cli(replica, url, "export", str(tmp_path / "back"))[0] == 0
@@ -206,11 +207,13 @@ def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_wor
         "memory/reminders.jsonl",
         f"memory/{GROUP_DIR}/reminders.jsonl",
         "state/receipts.json",
+        "memory/files/2026-11-27.md",
+        f"memory/{GROUP_DIR}/files/MEMORY.md",
     ]
     local = [
-        "memory/files/2026-11-27.md",
+        "memory/files/2026-11-27-093000-photo-7.jpg",
+        "memory/files/old/2026-11-27.md",
         "memory/working/reminders.jsonl",
-        f"memory/{GROUP_DIR}/files/MEMORY.md",
         f"memory/{GROUP_DIR}/files/items/x.jsonl",
         "state/paired.json",
         "state/undo/x/manifest.json",

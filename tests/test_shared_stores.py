@@ -1,8 +1,8 @@
-"""The items, the reminders and the receipts over both kinds of workspace: one folder on this
-disk (two stores on it stand for two processes), and two replicas, each its own folder, sharing
-a database (`SplitDocuments` over `PgDocuments`, with `PgLocks`; skipped without
-`MNEMO_TEST_PG`). What one writes the other reads, no cache of either serves a version the
-other has changed since, and two changes made at once are both kept."""
+"""The items, the documents' text, the reminders and the receipts over both kinds of workspace:
+one folder on this disk (two stores on it stand for two processes), and two replicas, each its
+own folder, sharing a database (`SplitDocuments` over `PgDocuments`, with `PgLocks`; skipped
+without `MNEMO_TEST_PG`). What one writes the other reads, no cache of either serves a version
+the other has changed since, and two changes made at once are both kept."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.media.document import save_text
+from bot.media.extraction import Extracted, extract
+from bot.media.files import MB, LocalFiles, MessageFiles
 from bot.memory.items.rules import new_item
 from bot.memory.items.store import ItemStore
-from bot.models import GLOBAL_SCOPE, MemoryItem, MemoryLayer, MemoryScope
+from bot.models import GLOBAL_SCOPE, Attachment, Inbound, MemoryItem, MemoryLayer, MemoryScope
 from bot.receipts.store import ReceiptStore
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
@@ -174,6 +177,35 @@ async def test_memory_get_reads_an_item_the_other_replica_wrote(two: list[Replic
     said = await tool.run({"path": cited}, context)
     assert said.startswith("chats/telegram%3A-100123/items/semantic.jsonl lines 1-1 of 1")
     assert "Ann drinks tea" in said
+
+
+# ---------------------------------------------------------------------- documents' text
+
+
+async def test_a_document_s_text_one_replica_saved_is_the_other_s_and_written_once(
+    two: list[Replica], tmp_path: Path
+) -> None:
+    sent = tmp_path / "list.txt"
+    sent.write_bytes(b"oat milk\nrye bread\n")
+    inbound = Inbound("telegram:update:7", "telegram", -100123, 1001, "", NOW, "group", None, 7)
+    attachment = Attachment("document", str(sent), "list.txt", "text/plain")
+    first, second = (
+        MessageFiles(inbound, GROUP, fetcher=LocalFiles(), workspace=r.workspace, max_bytes=MB)
+        for r in two
+    )
+    kept = await first.keep(attachment)
+    saved = save_text(kept, "list.txt", extract(kept.data, "text"), two[0].workspace.documents)
+    theirs = two[1].workspace
+    [listed] = theirs.documents.listing(theirs.media_dir(GROUP), "*.md")
+    assert listed.name == saved.name == f"{kept.path.name}.md"
+    text = theirs.documents.read(listed) or b""
+    assert text.endswith(
+        b"kept as files/" + kept.path.name.encode() + b"; its text:\n\noat milk\nrye bread\n"
+    )
+    again = await second.keep(attachment)  # the message answered again, by the other
+    found = Extracted("oat milk, edited\n")
+    assert save_text(again, "list.txt", found, theirs.documents).name == listed.name
+    assert theirs.documents.read(listed) == text  # kept as it was: written once
 
 
 # ---------------------------------------------------------------------- reminders

@@ -23,7 +23,7 @@ from bot.media.files import Kept, MessageFiles
 from bot.media.reader import KindReader
 from bot.media.reading import Reading, Unreadable
 from bot.models import Attachment, Inbound
-from bot.storage.files import atomic_write_text
+from bot.storage.files import ON_DISK, Documents
 
 log = structlog.get_logger(__name__)
 
@@ -68,7 +68,8 @@ class DocumentReader:
         except NoText as exc:
             log.info("document_unread", kind=kind, reason=str(exc))
             raise Unreadable(NO_TEXT.format(name=name, reason=exc, kept=kept.name)) from None
-        saved = await asyncio.to_thread(save_text, kept, name, found)
+        documents = files.workspace.documents
+        saved = await asyncio.to_thread(save_text, kept, name, found, documents)
         cited = saved.relative_to(files.workspace.memory_root).as_posix()
         log.info("document_read", kind=kind, chars=len(found.text), path=cited)
         label = f"[document: {name}, {found.size}]"
@@ -111,13 +112,13 @@ def _cut(text: str, limit: int) -> str:
     return head[:line] if line > 0 else head
 
 
-def save_text(kept: Kept, name: str, found: Extracted) -> Path:
+def save_text(kept: Kept, name: str, found: Extracted, documents: Documents = ON_DISK) -> Path:
     """Where the document's text is, as markdown beside the file: written unless it is there
-    already (the message answered again after a restart), or the file is its own (`.md`)."""
+    already (the message answered again after a restart, perhaps by another replica), or the
+    file is its own (`.md`)."""
     if kept.path.suffix == ".md":
         return kept.path
     path = kept.path.with_name(f"{kept.path.name}.md")
-    if not path.exists():
-        header = f"# {name}\n\nA document ({found.size}) kept as {kept.name}; its text:\n\n"
-        atomic_write_text(path, header + found.text + "\n")
+    header = f"# {name}\n\nA document ({found.size}) kept as {kept.name}; its text:\n\n"
+    documents.write_if(path, (header + found.text + "\n").encode("utf-8"), None)
     return path

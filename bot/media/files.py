@@ -1,6 +1,8 @@
 """`Fetcher`, the channel's way to a file's bytes, and `MessageFiles`: a message's files fetched
 within the size limit (refused in one line before any download) and kept in the workspace, under
-the memory folder of the chat's scope (`Workspace.media_path`), written atomically.
+the memory folder of the chat's scope (`Workspace.media_path`), written in one step as the
+workspace's documents (`Workspace.documents`: on this disk; with replicas a document's text,
+`files/*.md`, is shared and the other files stay on the replica's disk).
 
 A file is named after the message (`2026-11-25-143012-voice-17.ogg`), so a message answered
 again after a restart finds its file kept and fetches nothing.
@@ -19,7 +21,6 @@ import structlog
 
 from bot.media.reading import Unreadable
 from bot.models import Attachment, Inbound, MemoryScope
-from bot.storage.files import atomic_write_bytes
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -103,10 +104,11 @@ class MessageFiles:
         is too large or cannot be fetched."""
         path = self.workspace.media_path(self.scope, file_name(self.inbound, attachment))
         mime = attachment.mime_type or mimetypes.guess_type(path.name)[0] or ""
-        if path.is_file():
-            return Kept(path, await asyncio.to_thread(path.read_bytes), mime)
+        documents = self.workspace.documents
+        if (known := await asyncio.to_thread(documents.read, path)) is not None:
+            return Kept(path, known, mime)
         data = await self._fetch(attachment)
-        await asyncio.to_thread(atomic_write_bytes, path, data)
+        await asyncio.to_thread(documents.write, path, data)
         log.info("media_kept", kind=attachment.kind, path=str(path), size=len(data))
         return Kept(path, data, mime)
 

@@ -6,12 +6,11 @@ Shared today: the sessions and their archive (`sessions/…`), working memory
 (`memory/working/`), and in each scope's memory folder (`memory/`, `memory/chats/<chat>/`)
 MEMORY.md with its provenance and quoted material, the daily notes and their archive
 (`archive/`), and HISTORY.
-Also shared: each scope's items (`items/…`, `bot.memory.items`) and reminders
-(`reminders.jsonl`), and the memory receipts (`state/receipts.json`).
-Not yet: the documents' text (`files/`), whose store still reads and writes its files
-directly: a store reaching them through the workspace (/forget, an export) must find them where
-that store keeps them. A path moves to the shared side when its store reads and writes through
-`Workspace.documents` alone.
+Also shared: each scope's items (`items/…`, `bot.memory.items`), reminders
+(`reminders.jsonl`) and documents' text (`files/*.md`, `bot.media`), and the memory receipts
+(`state/receipts.json`). The files a message came with (`files/`: a photo, a voice note, a PDF)
+stay on the disk of the replica that fetched them: their text is what the memory keeps. A path
+moves to the shared side when its store reads and writes through `Workspace.documents` alone.
 """
 
 from __future__ import annotations
@@ -113,10 +112,13 @@ def _parts_under(path: Path, root: Path) -> tuple[str, ...] | None:
 
 def _is_scope_store(folder: tuple[str, ...], name: str) -> bool:
     """Whether `folder/name` (under `memory/`) is a scope's items (at any depth below its
-    `items/`, the folders too: their listings are the shared side's) or its reminders."""
+    `items/`, the folders too: their listings are the shared side's), its reminders, or a
+    document's text."""
     within = folder[2:] if folder[:1] == ("chats",) and len(folder) >= 2 else folder
     if within[:1] == ("items",):
         return True
+    if within == ("files",):
+        return name.endswith(".md")
     return not within and name == "reminders.jsonl"
 
 
