@@ -1,19 +1,28 @@
 """The memory a person keeps in replicated mode (`python -m bot memory export | import | edit`
 over the documents the replicas share): moved between the modes byte for byte, and edited
-with a version check. Against a real PostgreSQL (`MNEMO_TEST_PG`; skipped without it)."""
+with a version check; `python -m bot reminders list` and the chats' scopes read from them too.
+Against a real PostgreSQL (`MNEMO_TEST_PG`; skipped without it)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from bot.app.store import stored_workspace
-from bot.cli import memory
+from bot.cli import memory, reminders
+from bot.models import MemoryScope
+from bot.reminders.model import Reminder
+from bot.reminders.store import ReminderStore
+from bot.reminders.when import read_when
 from bot.settings import Settings
+from bot.storage.files import FileLocks
 from tests.pg import pg_database
 from tests.talk import GROUP_DIR, write
 
@@ -180,6 +189,37 @@ async def test_an_edit_the_editor_gives_up_or_outside_memory_writes_nothing(
     code, said = cli(replica, url, "edit", "../sessions/telegram_1.json")
     assert code == 1 and "not a path under memory/" in said
     assert shared(replica, url) == {}
+
+
+async def test_reminders_list_and_the_chats_are_what_the_replicas_share(
+    url: str, tmp_path: Path
+) -> None:
+    group = MemoryScope(chat_key="telegram:-100555")
+    made = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    item = Reminder(
+        id="r1",
+        chat="telegram:-100555",
+        channel="telegram",
+        chat_id=-100555,
+        chat_type="group",
+        user_id=1001,
+        zone="UTC",
+        text="water the plants",
+        rule=read_when("2030-01-01 09:00", made, ZoneInfo("UTC")),
+        next_at=None,
+        created_at=made,
+    ).advanced(made)
+    with stored_workspace(settings(tmp_path / "a", url)) as workspace:
+        await ReminderStore(workspace, FileLocks(workspace.locks_dir)).add(group, item)
+    printed: list[str] = []
+    args = argparse.Namespace(reminders_command="list")
+    other = settings(tmp_path / "b", url)  # another replica's folder: empty
+    assert await asyncio.to_thread(reminders.run, other, args, printed.append) == 0
+    [line] = printed
+    assert line.startswith("telegram:-100555  [r1] Tue 2030-01-01 09:00 (UTC)")
+    assert line.endswith("(memory/chats/telegram%3A-100555/reminders.jsonl)")
+    with stored_workspace(other) as workspace:
+        assert workspace.chat_scopes() == [group]
 
 
 def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_workspace(

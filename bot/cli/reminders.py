@@ -1,5 +1,6 @@
 """`python -m bot reminders list`: every chat's reminders and tasks with their next time, from a
-shell (the settings and the workspace only: no token, no model)."""
+shell (the settings and the workspace only: no token, no model; with replicas, the reminders
+they share)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import argparse
 import asyncio
 from collections.abc import Callable
 
+from bot.app.store import stored_workspace
 from bot.reminders.store import ReminderStore
 from bot.settings import Settings
 from bot.storage.files import FileLocks
-from bot.storage.workspace import Workspace
 
 Print = Callable[[str], None]
 
@@ -22,9 +23,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
-    workspace = Workspace(settings.workspace)
-    store = ReminderStore(workspace, FileLocks(workspace.locks_dir))
-    found = asyncio.run(store.everything())
+    with stored_workspace(settings) as workspace:
+        store = ReminderStore(workspace, FileLocks(workspace.locks_dir))  # it only reads
+        found = asyncio.run(store.everything())
     if not found:
         out("No reminders.")
         return 0

@@ -177,11 +177,11 @@ class Workspace:
         return self.memory_root / "working" / f"{encode_key(session_key)}.md"
 
     def chat_scopes(self) -> list[MemoryScope]:
-        """Every chat that has a memory folder."""
+        """Every chat that has a memory folder, or documents in one (the replicas share them)."""
         folder = self.memory_root / "chats"
-        if not folder.is_dir():
-            return []
-        return [MemoryScope(chat_key=decode_key(p.name)) for p in sorted(folder.iterdir())]
+        names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+        names.update(p.relative_to(folder).parts[0] for p in self.documents.walk(folder))
+        return [MemoryScope(chat_key=decode_key(name)) for name in sorted(names)]
 
     @property
     def consolidation_dir(self) -> Path:
