@@ -247,6 +247,8 @@ def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_wor
         "memory/reminders.jsonl",
         f"memory/{GROUP_DIR}/reminders.jsonl",
         "state/receipts.json",
+        "state/timezones.json",
+        "state/task_tokens.json",
         "memory/files/2026-11-27.md",
         f"memory/{GROUP_DIR}/files/MEMORY.md",
     ]

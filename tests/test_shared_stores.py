@@ -1,8 +1,9 @@
-"""The items, the documents' text, the reminders and the receipts over both kinds of workspace:
-one folder on this disk (two stores on it stand for two processes), and two replicas, each its
-own folder, sharing a database (`SplitDocuments` over `PgDocuments`, with `PgLocks`; skipped
-without `MNEMO_TEST_PG`). What one writes the other reads, no cache of either serves a version
-the other has changed since, and two changes made at once are both kept."""
+"""The items, the documents' text, the reminders (with the time zones and the tasks' tokens)
+and the receipts over both kinds of workspace: one folder on this disk (two stores on it stand
+for two processes), and two replicas, each its own folder, sharing a database
+(`SplitDocuments` over `PgDocuments`, with `PgLocks`; skipped without `MNEMO_TEST_PG`). What
+one writes the other reads, no cache of either serves a version the other has changed since,
+and two changes made at once are both kept."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from bot.models import GLOBAL_SCOPE, Attachment, Inbound, MemoryItem, MemoryLaye
 from bot.receipts.store import ReceiptStore
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
+from bot.reminders.tasks import DailySpend
 from bot.reminders.when import read_when
+from bot.reminders.zones import Zones
 from bot.storage.files import FileDocuments, FileLocks, Locks
 from bot.storage.workspace import Workspace
 from bot.tools.memory_get import MemoryGet
@@ -247,6 +250,23 @@ async def test_reminders_two_replicas_add_at_once_are_all_kept(two: list[Replica
     await asyncio.gather(*(stores[n % 2].add(GROUP, reminder(f"r{n}", GROUP)) for n in range(8)))
     for store in stores:
         assert sorted(item.id for item in await store.items(GROUP)) == [f"r{n}" for n in range(8)]
+
+
+async def test_a_time_zone_and_the_tasks_tokens_are_the_cluster_s(two: list[Replica]) -> None:
+    first, second = (
+        Zones(r.workspace.timezones_path, r.locks, default="UTC", documents=r.workspace.documents)
+        for r in two
+    )
+    await first.set(1001, "Europe/Lisbon")
+    assert await second.of(1001) == "Europe/Lisbon"
+    spends = [
+        DailySpend(r.workspace.task_tokens_path, lambda: NOW, r.locks, r.workspace.documents)
+        for r in two
+    ]
+    await asyncio.gather(*(spends[n % 2].add(100) for n in range(8)))
+    assert await spends[0].today() == await spends[1].today() == 800
+    assert await spends[1].first_telling("r1")
+    assert not await spends[0].first_telling("r1")  # told once, whichever replica asks
 
 
 # ---------------------------------------------------------------------- receipts

@@ -53,7 +53,9 @@ def build_reminders(
 ) -> Reminders:
     """The store and the zones; the `remind` tool offered in `tools`."""
     store = ReminderStore(workspace, locks)
-    zones = Zones(workspace.state_dir / "timezones.json", locks, default=settings.timezone)
+    zones = Zones(
+        workspace.timezones_path, locks, default=settings.timezone, documents=workspace.documents
+    )
     reminders = Reminders(store, zones, settings, workspace, now)
     tools.add(RemindTool(store, zones, now=now, changed=reminders.wake))
     return reminders
@@ -89,7 +91,12 @@ def attach(
         router=router,
         sessions=sessions,
         caps=Caps(per_task=config.task_tokens, per_day=config.daily_task_tokens),
-        spend=DailySpend(reminders.workspace.state_dir / "task_tokens.json", now),
+        spend=DailySpend(
+            reminders.workspace.task_tokens_path,
+            now,
+            reminders.store.locks,
+            reminders.workspace.documents,
+        ),
         now=now,
         max_steps=reminders.settings.llm.max_tool_steps,
     )

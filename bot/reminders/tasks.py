@@ -27,7 +27,7 @@ from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.models import ChatMessage, Completion, Inbound, ToolSpec
 from bot.pipeline import Pipeline, System, TurnContext
-from bot.storage.files import atomic_write_text
+from bot.storage.files import ON_DISK, Documents, Locks
 from bot.storage.inbox import Journal
 from bot.storage.sessions import SessionStore
 from bot.systems.tool_loop import EMPTY_REPLY, ToolLoop
@@ -86,12 +86,21 @@ class CappedLLM:
 
 
 class DailySpend:
-    """Tokens the tasks used today (the bot's day), in `state/task_tokens.json`."""
+    """Tokens the tasks used today (the bot's day), in `state/task_tokens.json`: a document of
+    the workspace (`documents`; the replicas share it, so the day's cap is the cluster's),
+    changed under the path's lock."""
 
-    def __init__(self, path: Path, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        now: Callable[[], datetime],
+        locks: Locks,
+        documents: Documents = ON_DISK,
+    ) -> None:
         self.path = path
         self.now = now
-        self._lock = asyncio.Lock()
+        self.locks = locks
+        self.documents = documents
 
     async def add(self, tokens: int) -> None:
         await self._update(lambda spent, told: (spent + tokens, told))
@@ -108,12 +117,12 @@ class DailySpend:
         return first[0]
 
     async def _update(self, change: Callable[[int, list[str]], tuple[int, list[str]]]) -> None:
-        async with self._lock:
+        async with self.locks.hold(self.path):
             day, spent, told = await asyncio.to_thread(self._read)
             today = self.now().date().isoformat()
             spent, told = change(*((spent, told) if day == today else (0, [])))
-            document = {"version": 1, "day": today, "tokens": spent, "told": told}
-            await asyncio.to_thread(atomic_write_text, self.path, json.dumps(document))
+            document = json.dumps({"version": 1, "day": today, "tokens": spent, "told": told})
+            await asyncio.to_thread(self.documents.write, self.path, document.encode("utf-8"))
 
     async def today(self) -> int:
         day, spent, _ = await asyncio.to_thread(self._read)
@@ -121,7 +130,7 @@ class DailySpend:
 
     def _read(self) -> tuple[str, int, list[str]]:
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
+            document = json.loads((self.documents.read(self.path) or b"").decode("utf-8"))
             told = [str(t) for t in document.get("told", [])]
             return str(document["day"]), int(document["tokens"]), told
         except (OSError, ValueError, KeyError, TypeError, AttributeError):

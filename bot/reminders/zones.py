@@ -1,6 +1,7 @@
 """`Zones`: the time zone each person reads times in, set with `/timezone Europe/Lisbon` and
-kept in `state/timezones.json` ({"version": 1, "people": {"1001": "Europe/Lisbon"}}); anyone
-who set none has the bot's (`BOT_TIMEZONE`)."""
+kept in `state/timezones.json` ({"version": 1, "people": {"1001": "Europe/Lisbon"}}), a
+document of the workspace (`documents`: the replicas share it); anyone who set none has the
+bot's (`BOT_TIMEZONE`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import structlog
 
-from bot.storage.files import Locks, atomic_write_text
+from bot.storage.files import ON_DISK, Documents, Locks
 
 log = structlog.get_logger(__name__)
 FORMAT_VERSION = 1
@@ -26,10 +27,13 @@ def known_zone(name: str) -> ZoneInfo | None:
 
 
 class Zones:
-    def __init__(self, path: Path, locks: Locks, *, default: str) -> None:
+    def __init__(
+        self, path: Path, locks: Locks, *, default: str, documents: Documents = ON_DISK
+    ) -> None:
         self.path = path
         self.locks = locks
         self.default = default
+        self.documents = documents
 
     async def of(self, user_id: int) -> str:
         people = await asyncio.to_thread(self._read)
@@ -40,18 +44,18 @@ class Zones:
         async with self.locks.hold(self.path):
             people = await asyncio.to_thread(self._read, True)
             people[str(user_id)] = zone
-            document = {"version": FORMAT_VERSION, "people": people}
-            await asyncio.to_thread(atomic_write_text, self.path, json.dumps(document, indent=1))
+            document = json.dumps({"version": FORMAT_VERSION, "people": people}, indent=1)
+            await asyncio.to_thread(self.documents.write, self.path, document.encode("utf-8"))
 
     def _read(self, strict: bool = False) -> dict[str, str]:
         """Everyone's zone; a file that cannot be read is none (`strict`: `ValueError`, so
         nothing is written over a person's edit)."""
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
-            people = document["people"]
+            data = self.documents.read(self.path)
+            if data is None:
+                return {}
+            people = json.loads(data.decode("utf-8"))["people"]
             return {str(k): str(v) for k, v in people.items()}
-        except FileNotFoundError:
-            return {}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             if strict:
                 raise ValueError(f"{self.path} cannot be read ({exc}); fix or move it") from exc

@@ -7,10 +7,12 @@ Shared today: the sessions and their archive (`sessions/…`), working memory
 MEMORY.md with its provenance and quoted material, the daily notes and their archive
 (`archive/`), and HISTORY.
 Also shared: each scope's items (`items/…`, `bot.memory.items`), reminders
-(`reminders.jsonl`) and documents' text (`files/*.md`, `bot.media`), and the memory receipts
-(`state/receipts.json`). The files a message came with (`files/`: a photo, a voice note, a PDF)
-stay on the disk of the replica that fetched them: their text is what the memory keeps. A path
-moves to the shared side when its store reads and writes through `Workspace.documents` alone.
+(`reminders.jsonl`) and documents' text (`files/*.md`, `bot.media`); the memory receipts, the
+people's time zones and the scheduled tasks' tokens of the day (`state/receipts.json`,
+`timezones.json`, `task_tokens.json`). The files a message came with (`files/`: a photo, a
+voice note, a PDF) stay on the disk of the replica that fetched them: their text is what the
+memory keeps. A path moves to the shared side when its store reads and writes through
+`Workspace.documents` alone.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ SHARED_NAMES = re.compile(
     rf"^(MEMORY\.md|{re.escape(SIDE_NAME)}|{re.escape(QUOTED_NAME)}|\d{{4}}-\d{{2}}-\d{{2}}\.md|"
     r"HISTORY(-\d{4}-\d{2})?\.md)$"
 )
-RECEIPTS = ("state", "receipts.json")  # `Workspace.receipts_path`
+# `Workspace.receipts_path`, `.timezones_path`, `.task_tokens_path`
+SHARED_STATE = frozenset(
+    ("state", name) for name in ("receipts.json", "timezones.json", "task_tokens.json")
+)
 
 
 class SplitDocuments:
@@ -42,7 +47,7 @@ class SplitDocuments:
             return False
         if parts[0] == "sessions":
             return True
-        if parts == RECEIPTS:
+        if parts in SHARED_STATE:
             return True
         if parts[0] != "memory":
             return False

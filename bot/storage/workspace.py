@@ -221,6 +221,16 @@ class Workspace:
         return self.state_dir / "receipts.json"
 
     @property
+    def timezones_path(self) -> Path:
+        """The time zone each person set (`bot.reminders.zones`)."""
+        return self.state_dir / "timezones.json"
+
+    @property
+    def task_tokens_path(self) -> Path:
+        """The tokens the scheduled tasks used today (`bot.reminders.tasks.DailySpend`)."""
+        return self.state_dir / "task_tokens.json"
+
+    @property
     def usage_path(self) -> Path:
         """Tokens and model calls per day, chat and kind (`bot.usage`)."""
         return self.state_dir / "usage.json"
