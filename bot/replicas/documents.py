@@ -19,6 +19,7 @@ one.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -145,7 +146,8 @@ class PgDocuments:
     def listing(self, folder: Path, pattern: str) -> list[Path]:
         prefix = self.key(folder)
         prefix = f"{prefix}/" if prefix else ""
-        names = (key[len(prefix) :] for key in self.keys(prefix))
+        ending = re.split(r"[*?[\]]", pattern)[-1]  # what every match ends with: asked first
+        names = (key[len(prefix) :] for key in self.keys(prefix, ending))
         depth = pattern.count("/")  # a `*` matches no "/": a name as deep as the pattern
         found = (n for n in names if n.count("/") == depth and fnmatchcase(n, pattern))
         return sorted(self.path_of(prefix + name) for name in found)
@@ -154,12 +156,14 @@ class PgDocuments:
         prefix = self.key(folder)
         return sorted(self.path_of(key) for key in self.keys(f"{prefix}/" if prefix else ""))
 
-    def keys(self, prefix: str = "") -> Iterator[str]:
-        """Every document's key that starts with `prefix` (those under a folder: `memory/`)."""
+    def keys(self, prefix: str = "", ending: str = "") -> Iterator[str]:
+        """Every document's key that starts with `prefix` (those under a folder: `memory/`)
+        and ends with `ending`."""
         with self.pool.connection() as conn:
             rows = conn.execute(
-                "SELECT path FROM mnemo_documents WHERE starts_with(path, %s) ORDER BY path",
-                (prefix,),
+                "SELECT path FROM mnemo_documents WHERE starts_with(path, %s) "
+                "AND right(path, %s) = %s ORDER BY path",
+                (prefix, len(ending), ending),
             ).fetchall()
         return (str(row[0]) for row in rows)
 
