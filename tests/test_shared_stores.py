@@ -13,6 +13,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -29,7 +30,7 @@ from bot.reminders.store import ReminderStore
 from bot.reminders.tasks import DailySpend
 from bot.reminders.when import read_when
 from bot.reminders.zones import Zones
-from bot.storage.files import FileDocuments, FileLocks, Locks
+from bot.storage.files import Documents, FileDocuments, FileLocks, Locks, Signature
 from bot.storage.workspace import Workspace
 from bot.tools.memory_get import MemoryGet
 from bot.tools.registry import ToolContext
@@ -180,6 +181,41 @@ async def test_memory_get_reads_an_item_the_other_replica_wrote(two: list[Replic
     said = await tool.run({"path": cited}, context)
     assert said.startswith("chats/telegram%3A-100123/items/semantic.jsonl lines 1-1 of 1")
     assert "Ann drinks tea" in said
+
+
+class EditedMeanwhile:
+    """A workspace's documents where a person edits `path` (appends `line`: a person takes no
+    lock) right before the bot's first version-checked write of it."""
+
+    def __init__(self, documents: Documents, path: Path, line: bytes) -> None:
+        self.documents = documents
+        self.path = path
+        self.line = line
+
+    def write_if(self, path: Path, data: bytes, expected: Signature | None) -> bool:
+        if path == self.path and self.line:
+            self.documents.append(path, self.line)
+            self.line = b""
+        return self.documents.write_if(path, data, expected)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.documents, name)
+
+
+async def test_a_person_s_edit_made_during_a_rewrite_is_kept(two: list[Replica]) -> None:
+    replica = two[0]
+    tea = fact("Ann drinks tea")
+    path = await append(items_of(replica), tea)
+    edited = EditedMeanwhile(replica.workspace.documents, path, b"my own line\n")
+    workspace = Workspace(replica.workspace.root, edited)
+    await change(ItemStore(workspace, replica.locks), tea.id, lambda i: replace(i, salience=0.9))
+    data = replica.workspace.documents.read(path) or b""
+    assert data.endswith(b"\nmy own line\n") and b'"salience":0.9' in data
+    reminders = workspace.reminders_path(GROUP)
+    edited.path, edited.line = reminders, b"a line of my own\n"
+    await ReminderStore(workspace, replica.locks).add(GROUP, reminder("r1", GROUP))
+    kept = (replica.workspace.documents.read(reminders) or b"").splitlines()
+    assert kept[-1] == b"a line of my own" and b'"id": "r1"' in kept[0]
 
 
 # ---------------------------------------------------------------------- documents' text

@@ -6,7 +6,8 @@ removes the lines holding a text) and an export of the memory reach them:
 
 The file is a document of the workspace (`Workspace.documents`: on this disk, or shared by
 the replicas): every change holds the path's lock (`Locks`, the replicas' own when shared) and
-is written in one step; what was read is kept by the document's version, so a change made by
+is written in one step over the version it read (a person's edit made meanwhile is read and the
+change made on it); what was read is kept by the document's version, so a change made by
 another replica is read again. A person may edit the file: a line that cannot be read is kept
 as it is (never dropped by a later write) and skipped; a file that is not text is left alone
 and nothing is written over it (`StoreError` says where).
@@ -29,6 +30,7 @@ from bot.storage.workspace import Workspace, decode_key
 
 log = structlog.get_logger(__name__)
 FORMAT_VERSION = 1
+CHANGE_TRIES = 3  # reads of a file a person keeps changing before a change gives up
 
 Change = Callable[[list[Reminder]], list[Reminder]]
 
@@ -87,15 +89,26 @@ class ReminderStore:
         return items
 
     async def change(self, scope: MemoryScope, change: Change) -> list[Reminder]:
-        """Apply `change` to the scope's items under the lock, written atomically; the items
-        as they are now. `StoreError` when the file cannot be read (nothing is written)."""
+        """Apply `change` to the scope's items under the lock, written in one step over the
+        version read (a person's edit made meanwhile is read, and `change` applied to it
+        again); the items as they are now. `StoreError` when the file cannot be read, or keeps
+        changing (nothing is written)."""
         path = self.path(scope)
         async with self.locks.hold(path):
-            items, unreadable = await asyncio.to_thread(_read, self.documents, path)
-            changed = change(list(items))
-            if changed != items:
-                await asyncio.to_thread(_write, self.documents, path, changed, unreadable)
-        return changed
+            for _ in range(CHANGE_TRIES):
+                changed = await asyncio.to_thread(self._change, path, change)
+                if changed is not None:
+                    return changed
+        raise StoreError(f"{path} kept changing while it was written; try again")
+
+    def _change(self, path: Path, change: Change) -> list[Reminder] | None:
+        """`change` applied and written; None when the file changed since it was read."""
+        read_as = self.documents.version(path)
+        items, unreadable = _read(self.documents, path)
+        changed = change(list(items))
+        if changed == items or _write(self.documents, path, changed, unreadable, read_as):
+            return changed
+        return None
 
     async def add(self, scope: MemoryScope, item: Reminder) -> Reminder:
         await self.change(scope, lambda items: [*items, item])
@@ -110,7 +123,7 @@ class ReminderStore:
         removed: list[Reminder] = []
 
         def without(items: list[Reminder]) -> list[Reminder]:
-            removed.extend(i for i in items if i.id == item_id)
+            removed[:] = [i for i in items if i.id == item_id]  # of the last read: it may repeat
             return [i for i in items if i.id != item_id]
 
         await self.change(scope, without)
@@ -148,9 +161,16 @@ def _read(documents: Documents, path: Path) -> tuple[list[Reminder], list[str]]:
     return items, unreadable
 
 
-def _write(documents: Documents, path: Path, items: list[Reminder], unreadable: list[str]) -> None:
+def _write(
+    documents: Documents,
+    path: Path,
+    items: list[Reminder],
+    unreadable: list[str],
+    read_as: Signature | None,
+) -> bool:
+    """The items written over the version `read_as` (False, nothing written, when it changed)."""
     lines = [
         json.dumps({"version": FORMAT_VERSION, **encode(i)}, ensure_ascii=False) for i in items
     ]
     text = "".join(f"{line}\n" for line in [*lines, *unreadable])
-    documents.write(path, text.encode("utf-8"))
+    return documents.write_if(path, text.encode("utf-8"), read_as)

@@ -11,7 +11,9 @@ that folder (`bot.storage.confined`) is read as empty and never written.
 - One lock per scope and layer (`lock`, the workspace's `Locks`: the replicas' own when they
   share the files) covers appends and rewrites of that layer's files, so a writer can read,
   decide and write without a race. An append is one append to the document; an update is a
-  rewrite, in one step, of the one file that holds the item.
+  rewrite, in one step, of the one file that holds the item, written only over the version it
+  read (`Documents.write_if`): a person's edit made meanwhile (a person takes no lock) is read
+  and the update made again on it, never written over.
 - Reads and the `*_locked` writes block: call them through `asyncio.to_thread`, the writes
   while holding `lock`. Parsed files are kept in memory by their documents' versions (`cache`:
   a file that only grew has only its new lines parsed), and so is what a rewrite wrote; the
@@ -32,6 +34,8 @@ from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
+import structlog
+
 from bot.errors import OutOfScopeError
 from bot.memory.items.cache import (
     TAIL,
@@ -49,6 +53,8 @@ from bot.storage.files import Documents, Locks, Signature
 from bot.storage.workspace import Workspace
 
 __all__ = ["ItemFile", "ItemStore"]
+log = structlog.get_logger(__name__)
+REWRITE_TRIES = 3  # reads of a file a person keeps changing before a rewrite gives up
 
 
 class ItemStore:
@@ -173,23 +179,34 @@ class ItemStore:
     ) -> int:
         """Replace the items whose ids `changes` names; other lines stay as they are. The
         last-used marks waiting for the file are written with it (nothing is written when
-        neither changes anything)."""
-        current = self.read(path, scope)
-        lines = [_changed(line, changes) for line in current.lines]
-        changed = sum(1 for old, new in zip(current.lines, lines, strict=True) if old is not new)
-        with self._lock:
-            waiting = self._marks.waiting(current)
-        if changed or waiting:
-            self._write_locked(path, ItemFile.of(path, lines))
-        return changed
+        neither changes anything). A file changed between the read and the write is read again
+        (`REWRITE_TRIES` times; then left as it is, logged, and 0 returned)."""
+        for _ in range(REWRITE_TRIES):
+            read_as = self.documents.version(path)
+            current = self.read(path, scope)
+            lines = [_changed(line, changes) for line in current.lines]
+            changed = sum(
+                1 for old, new in zip(current.lines, lines, strict=True) if old is not new
+            )
+            with self._lock:
+                waiting = self._marks.waiting(current)
+            if not (changed or waiting):
+                return changed
+            if self._write_locked(path, ItemFile.of(path, lines), read_as):
+                return changed
+        log.warning("items_rewrite_refused", path=str(path), tries=REWRITE_TRIES)
+        return 0
 
-    def _write_locked(self, path: Path, file: ItemFile) -> None:
+    def _write_locked(self, path: Path, file: ItemFile, read_as: Signature | None) -> bool:
+        """Write `file` over the version `read_as` (False, nothing written, when it changed)."""
         text = "".join((encode(x) if isinstance(x, MemoryItem) else x) + "\n" for x in file.lines)
         data = text.encode("utf-8")
-        self.documents.write(path, data)
+        if not self.documents.write_if(path, data, read_as):
+            return False
         with self._lock:
             self._marks.written(file)
         self._remember(path, file, data)
+        return True
 
     def _remember(self, path: Path, file: ItemFile, data: bytes) -> None:
         """Keep what was just written as the file's parse, so the next read parses nothing
