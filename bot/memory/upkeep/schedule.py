@@ -62,7 +62,7 @@ class DailyOverScopes:
     async def _scopes(self) -> list[MemoryScope]:
         try:
             return [GLOBAL_SCOPE, *await asyncio.to_thread(self.workspace.chat_scopes)]
-        except OSError:
+        except Exception:  # the background boundary: a folder unreadable, the database away
             log.warning("daily_job_failed", job=self.name, scope="chats", exc_info=True)
             return [GLOBAL_SCOPE]
 
