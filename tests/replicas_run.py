@@ -17,7 +17,8 @@ Counted from outside (the fakes' records, the workspaces' files and the database
   sent (its turn started while the one before still ran);
 - recalled: a model call for a message whose reply was sent already (its saved answer must be
   sent, not made again);
-- broken files: a JSON or JSONL file in a workspace that does not parse;
+- broken files: a JSON or JSONL file in a workspace, or a shared document (`db:<path>`), that
+  does not parse;
 - left: journal rows not done, and queue jobs left, after the drain.
 """
 
@@ -219,6 +220,7 @@ async def replicas_run(
         figures = _count(run, replicas)
     figures.drain = round(drain, 1)
     figures.broken_files = [b for node in run.nodes for b in _broken_files(node.log.parent / "ws")]
+    figures.broken_files += await _broken_documents(pg_url)
     figures.left_open, figures.left_jobs = await _left(pg_url)
     figures.seconds = round(time.monotonic() - started, 1)
     return figures
@@ -384,6 +386,27 @@ async def _left(pg_url: str) -> tuple[int, int]:
         ).fetchone()
         jobs = await (await conn.execute("SELECT count(*) FROM procrastinate_jobs")).fetchone()
     return int(open_rows[0] if open_rows else -1), int(jobs[0] if jobs else -1)
+
+
+async def _broken_documents(pg_url: str) -> list[str]:
+    """The shared JSON and JSONL documents (sessions, items, reminders …) that do not parse."""
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        rows = await (
+            await conn.execute(
+                "SELECT path, body FROM mnemo_documents "
+                "WHERE right(path, 5) = '.json' OR right(path, 6) = '.jsonl' ORDER BY path"
+            )
+        ).fetchall()
+    broken: list[str] = []
+    for path, body in rows:
+        text = bytes(body).decode("utf-8", errors="replace")
+        try:
+            for document in text.splitlines() if path.endswith(".jsonl") else [text]:
+                if document.strip():
+                    json.loads(document)
+        except ValueError:
+            broken.append(f"db:{path}")
+    return broken
 
 
 def _free_port() -> int:
