@@ -18,9 +18,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.index import MemoryIndex
 from bot.media.document import save_text
 from bot.media.extraction import Extracted, extract
 from bot.media.files import MB, LocalFiles, MessageFiles
+from bot.memory.items.indexing import ItemSource
 from bot.memory.items.rules import new_item
 from bot.memory.items.store import ItemStore
 from bot.models import GLOBAL_SCOPE, Attachment, Inbound, MemoryItem, MemoryLayer, MemoryScope
@@ -169,6 +171,26 @@ async def test_an_item_appended_after_a_hand_edit_starts_its_own_line(
     data = documents.read(path) or b""
     assert data.count(b"\n") == 3 and b"no newline\n{" in data
     assert texts(first) == ["Ann drinks tea", "Ann has a cat"]
+
+
+async def test_the_other_replica_s_index_finds_an_item_one_wrote(
+    two: list[Replica], tmp_path: Path
+) -> None:
+    first, second = two
+    await append(items_of(first), fact("The kayak is moored at the northern jetty"))
+    memory = second.workspace.memory_root
+    index = MemoryIndex(
+        memory,
+        tmp_path / "index-of-the-second",
+        readers=(ItemSource(memory),),
+        documents=second.workspace.documents,
+    )
+    try:
+        index.sync_files()
+        [hit] = index.search("northern jetty", scopes=[GROUP.chat_key or ""], k=1, now=NOW)
+    finally:
+        index.close()
+    assert hit.path.startswith("chats/telegram%3A-100123/items/semantic.jsonl#s-")
 
 
 async def test_memory_get_reads_an_item_the_other_replica_wrote(two: list[Replica]) -> None:
