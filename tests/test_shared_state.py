@@ -100,8 +100,8 @@ async def test_forget_on_one_replica_is_undone_on_the_other(
 
     forgotten = await first.forget(GLOBAL_SCOPE, "telegram:7", "4321")
     assert forgotten.total == 1 and second.documents.read(memory) == b"- Likes tea\n"
-    undo = ["state/undo/telegram%3A7/0.orig", "state/undo/telegram%3A7/manifest.json"]
-    assert on_disk(tmp_path) == where(two, *undo)
+    kept = ["state/undo/telegram%3A7/0.orig", "state/undo/telegram%3A7/manifest.json"]
+    assert on_disk(tmp_path) == where(two, *kept)
     assert not await second.expired("telegram:7")
     undone = await second.restore("telegram:7")
 

@@ -1,0 +1,91 @@
+"""Consolidation jobs with replicas (skipped without `MNEMO_TEST_PG`): a job one replica kept and
+never ran (it died) is run by another, whose workspace folder is not the first one's: the job,
+the memory it folds into and the history it writes are all in the database they share."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bot.app import App, build_app
+from bot.app.store import stored_workspace
+from bot.memory.upkeep.consolidation import Consolidator
+from bot.memory.upkeep.left import LeftJobs
+from bot.models import GLOBAL_SCOPE, ChatMessage
+from bot.replicas.once import OnceInCluster
+from bot.settings import MemorySettings, Settings, StoreSettings
+from bot.storage.files import FileLocks
+from bot.storage.jobs import JobStore, new_job
+from tests.clock import Clock
+from tests.fakes.openai_api import FakeOpenAI, Reply
+from tests.harness import API_KEY, OWNER, make_settings
+
+START = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+ENTRY = "[2026-11-27 09:00] Ann moved to Lisbon."
+UPDATED = "# Memory\n- Ann lives in Lisbon\n"
+
+
+def replica(folder: Path, fake: FakeOpenAI, url: str) -> Settings:
+    settings = make_settings(folder, telegram=None, openai=fake, memory=MemorySettings())
+    return settings.model_copy(update={"store": StoreSettings(url=SecretStr(url))})
+
+
+@asynccontextmanager
+async def running(settings: Settings, clock: Clock) -> AsyncIterator[App]:
+    app = build_app(settings, api_key=API_KEY, now=clock)
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.aclose()
+
+
+def parts(app: App) -> tuple[Consolidator, OnceInCluster, LeftJobs]:
+    [consolidator] = [s for s in app.services if isinstance(s, Consolidator)]
+    [once] = [s for s in app.services if isinstance(s, OnceInCluster)]
+    [left] = [s for name, s in once.work if name == "consolidation-left"]
+    assert isinstance(left, LeftJobs)
+    return consolidator, once, left
+
+
+async def test_a_job_a_dead_replica_left_is_run_by_another_once(
+    tmp_path: Path, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    clock = Clock(START)
+    dead, alive = (replica(tmp_path / name, fake_openai, pg_url) for name in ("a", "b"))
+    messages = (ChatMessage(role="user", content="I moved to Lisbon", at=START),)
+    job = new_job(GLOBAL_SCOPE, f"telegram:{OWNER}", messages, at=START)
+    fake_openai.script(Reply(json.dumps({"history_entry": ENTRY, "memory_update": UPDATED})))
+
+    async with running(alive, clock) as app:
+        consolidator, once, left = parts(app)
+        with stored_workspace(dead) as theirs:  # kept by the replica that died before running it
+            jobs = JobStore(theirs.consolidation_dir, FileLocks(), theirs.documents)
+            await jobs.save(job)
+        for _ in range(200):
+            if "consolidation-left" in once.running():
+                break
+            await asyncio.sleep(0.05)
+        young = await left.run()  # it may still be running where it was made
+        clock.at = START + timedelta(minutes=20)
+        taken = await left.run()
+        again = await left.run()  # queued already: not twice
+        await asyncio.wait_for(consolidator.wait_idle(), timeout=10)
+        documents, memory = app.workspace.documents, app.workspace.memory_root
+
+        assert "consolidation-left" in once.running()
+        assert (young, taken, again) == (0, 1, 0)
+        assert ENTRY in (documents.read(memory / "HISTORY.md") or b"").decode()
+        assert documents.read(memory / "MEMORY.md") == UPDATED.encode()
+        assert await consolidator.jobs.pending() == []
+        assert await left.run() == 0
+    asked = [r for r in fake_openai.requests if "I moved to Lisbon" in json.dumps(r)]
+    assert len(asked) == 1
+    assert not (tmp_path / "b" / "state" / "consolidation").exists()
+    assert not (tmp_path / "b" / "memory" / "HISTORY.md").exists()
