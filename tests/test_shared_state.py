@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bot.memory.forgetting import Forgetting
+from bot.memory.transfer import documents_of, import_documents
 from bot.models import GLOBAL_SCOPE, ChatMessage, Said, Usage
 from bot.storage.chatter import ChatterStore
 from bot.storage.files import Documents, FileDocuments, FileLocks
@@ -198,3 +199,26 @@ async def test_usage_recorded_on_either_replica_counts_against_one_day(
     document = json.loads(two[0].read(first.path) or b"")
     assert document["days"]["2026-11-27"]["telegram:7"]["reply"]["m"]["in"] == 150
     assert on_disk(tmp_path) == where(two, "state/usage.json")
+
+
+async def test_an_export_and_an_import_leave_the_bot_s_state_alone(
+    two: list[Documents], tmp_path: Path
+) -> None:
+    """Chatter, undo, jobs and the ledger are the bot's, not the person's memory: an export
+    carries none of them (as without replicas), and an import over a memory keeps them."""
+    workspace = replicas(two, tmp_path)[0]
+    documents = workspace.documents
+    documents.write(workspace.long_term_path(GLOBAL_SCOPE), b"- Likes tea\n")
+    await chatter(workspace, tmp_path).keep(GROUP, Said("u:1", "Ann", "hi", NOW))
+    UndoStore(workspace.undo_dir, keep=FIVE_MINUTES, now=lambda: NOW, documents=documents).begin(
+        GROUP, "tea"
+    )
+    state = documents.walk(workspace.state_dir)
+    assert len(state) == 2
+
+    exported = documents_of(workspace)
+    import_documents(workspace, exported, force=True, now=NOW)
+
+    assert [d.path for d in exported] == ["MEMORY.md"]
+    assert documents.walk(workspace.state_dir) == state
+    assert documents.read(workspace.long_term_path(GLOBAL_SCOPE)) == b"- Likes tea\n"
