@@ -1,6 +1,7 @@
-"""Consolidation jobs with replicas (skipped without `MNEMO_TEST_PG`): a job one replica kept and
-never ran (it died) is run by another, whose workspace folder is not the first one's: the job,
-the memory it folds into and the history it writes are all in the database they share."""
+"""The bot's own state with replicas (skipped without `MNEMO_TEST_PG`), each replica with a
+workspace folder of its own: a group's chatter kept by one is in the next turn another runs,
+and a consolidation job one replica kept and never ran (it died) is run by another: the chatter,
+the job, the memory it folds into and the history it writes are all in the database."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,14 +19,16 @@ from bot.app import App, build_app
 from bot.app.store import stored_workspace
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.left import LeftJobs
-from bot.models import GLOBAL_SCOPE, ChatMessage
+from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound
 from bot.replicas.once import OnceInCluster
 from bot.settings import MemorySettings, Settings, StoreSettings
 from bot.storage.files import FileLocks
 from bot.storage.jobs import JobStore, new_job
 from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.harness import API_KEY, OWNER, make_settings
+from tests.harness import API_KEY, FRIEND, OWNER, make_settings
+from tests.talk import GROUP, handle, message
+from tests.talk import system_text as context_of
 
 START = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 ENTRY = "[2026-11-27 09:00] Ann moved to Lisbon."
@@ -52,6 +56,32 @@ def parts(app: App) -> tuple[Consolidator, OnceInCluster, LeftJobs]:
     [left] = [s for name, s in once.work if name == "consolidation-left"]
     assert isinstance(left, LeftJobs)
     return consolidator, once, left
+
+
+async def test_what_a_group_said_on_one_replica_is_in_the_turn_another_runs(
+    tmp_path: Path, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    clock = Clock(START)
+    one, other = (replica(tmp_path / name, fake_openai, pg_url) for name in ("a", "b"))
+
+    def said(text: str, user: int, name: str, *, to_bot: bool) -> Inbound:
+        inbound = message(text, at=clock(), user=user, chat=GROUP)
+        return replace(inbound, user_name=name, addressed=to_bot)
+
+    fake_openai.script(Reply("Noon, with pizza."))
+    async with running(one, clock) as first, running(other, clock) as second:
+        assert await handle(first, said("lunch at noon?", OWNER, "Ann", to_bot=False)) == []
+        pizza = said("I'll bring pizza", FRIEND, "Bob", to_bot=False)
+        assert await handle(second, pizza) == []
+        asked = said("so what's the plan?", OWNER, "Ann", to_bot=True)
+        assert await handle(second, asked) == ["Noon, with pizza."]
+        assert first.router.chatter is not None
+        left = await first.router.chatter.pending(f"telegram:{GROUP}")
+
+    [request] = fake_openai.requests
+    assert "\nAnn: lunch at noon?\nBob: I'll bring pizza\n" in context_of(request)
+    assert left == ()  # shown once: dropped for every replica
+    assert not (tmp_path / "a" / "state" / "chatter").exists()
 
 
 async def test_a_job_a_dead_replica_left_is_run_by_another_once(
