@@ -17,13 +17,16 @@ from pydantic import SecretStr
 
 from bot.app import App, build_app
 from bot.app.store import stored_workspace
+from bot.memory.forgetting import Forgetting
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.left import LeftJobs
 from bot.models import GLOBAL_SCOPE, ChatMessage, Inbound
 from bot.replicas.once import OnceInCluster
 from bot.settings import MemorySettings, Settings, StoreSettings
-from bot.storage.files import FileLocks
+from bot.storage.files import ON_DISK, FileLocks
 from bot.storage.jobs import JobStore, new_job
+from bot.storage.undo import UndoStore
+from bot.storage.workspace import Workspace
 from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.harness import API_KEY, FRIEND, OWNER, make_settings
@@ -119,3 +122,39 @@ async def test_a_job_a_dead_replica_left_is_run_by_another_once(
     assert len(asked) == 1
     assert not (tmp_path / "b" / "state" / "consolidation").exists()
     assert not (tmp_path / "b" / "memory" / "HISTORY.md").exists()
+
+
+async def test_a_forget_on_one_replica_is_undone_on_another_with_its_folder_elsewhere(
+    tmp_path: Path, pg_url: str
+) -> None:
+    from bot.replicas.documents import open_documents
+    from bot.replicas.shared_documents import SplitDocuments
+
+    clock, held, forgetting = Clock(START), [], []
+    for root in (tmp_path / "a", tmp_path / "b"):
+        shared = open_documents(pg_url, root)
+        shared.connect()
+        held.append(shared)
+        workspace = Workspace(root, SplitDocuments(shared, ON_DISK, root))
+        undo = UndoStore(
+            workspace.undo_dir,
+            keep=timedelta(minutes=5),
+            now=clock,
+            documents=workspace.documents,
+            root=root,
+        )
+        forgetting.append(Forgetting(workspace, FileLocks(root / "locks"), undo))
+    try:
+        first, second = forgetting
+        memory = Path("memory/MEMORY.md")
+        first.documents.write(tmp_path / "a" / memory, b"- Likes tea\n- Pin 4321\n")
+
+        assert (await first.forget(GLOBAL_SCOPE, "telegram:7", "4321")).total == 1
+        undone = await second.restore("telegram:7")
+
+        assert undone is not None and (undone.restored, undone.missing) == (1, ())
+        assert second.documents.read(tmp_path / "b" / memory) == b"- Likes tea\n- Pin 4321\n"
+        assert not (tmp_path / "b" / memory).exists() and not (tmp_path / "a" / memory).exists()
+    finally:
+        for shared in held:
+            shared.close()

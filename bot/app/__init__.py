@@ -208,8 +208,13 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     items_index = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
-    undo_minutes = minutes(settings.memory.undo_minutes)
-    undo = UndoStore(workspace.undo_dir, keep=undo_minutes, now=now, documents=workspace.documents)
+    undo = UndoStore(
+        workspace.undo_dir,
+        keep=minutes(settings.memory.undo_minutes),
+        now=now,
+        documents=workspace.documents,
+        root=workspace.root,
+    )
     chatter = _build_chatter(settings, workspace, memory.file_locks)
     receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
     writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)

@@ -1,13 +1,13 @@
 """Undo data: what a /forget rewrote, kept under `state/undo/` for a short while, then deleted.
 
 One folder per chat (`state/undo/<encoded chat key>/`) holds the last forget only: a manifest
-(versioned JSON: when, and for each file rewritten its path, kind, the digest of what forget
-wrote) and each file's original bytes beside it. Past `keep` it is expired: `load` finds
-nothing and `purge` deletes it — from then on the removed text is gone from disk. As a service
-it purges at start and then every minute. They are the workspace's documents
-(`Workspace.documents`): files (folders 0700, files 0600, every write atomic), or with replicas
-rows every replica shares, so /undo on one undoes a /forget made on another, and the one purge
-in the cluster sees them all.
+(versioned JSON: when, and for each file rewritten its path (relative to the workspace), kind,
+the digest of what forget wrote) and each file's original bytes beside it. Past `keep` it is
+expired: `load` finds nothing and `purge` deletes it — from then on the removed text is gone
+from disk. As a service it purges at start and then every minute. They are the workspace's
+documents (`Workspace.documents`): files (folders 0700, files 0600, every write atomic), or with
+replicas rows every replica shares, so /undo on one undoes a /forget made on another, and the
+one purge in the cluster sees them all.
 """
 
 from __future__ import annotations
@@ -62,8 +62,10 @@ class UndoStore:
         keep: timedelta,
         now: Callable[[], datetime],
         documents: Documents = ON_DISK,  # the workspace's (`Workspace.documents`)
+        root: Path | None = None,  # the workspace's: paths under it are kept relative to it
     ) -> None:
         self.folder = folder
+        self.root = root
         self.keep = keep
         self.now = now
         self.documents = documents
@@ -87,7 +89,7 @@ class UndoStore:
             return
         blob = f"{len(manifest['files'])}.orig"
         self.documents.write(folder / blob, original)
-        entry = {"path": str(path), "kind": kind, "blob": blob, "written": digest(written)}
+        entry = {"path": self._named(path), "kind": kind, "blob": blob, "written": digest(written)}
         manifest["files"].append(entry)
         self._save(folder, manifest)
 
@@ -116,7 +118,7 @@ class UndoStore:
             self.drop(chat)
             return None
         files = tuple(
-            Kept(Path(e["path"]), e["kind"], self._blob(folder / e["blob"]), e["written"])
+            Kept(self._path(e["path"]), e["kind"], self._blob(folder / e["blob"]), e["written"])
             for e in manifest["files"]
         )
         return Undo(at=at, needle=str(manifest["needle"]), files=files)
@@ -155,6 +157,17 @@ class UndoStore:
 
     def _folder(self, chat: str) -> Path:
         return self.folder / encode_key(chat)
+
+    def _named(self, path: Path) -> str:
+        """`path` as the manifest keeps it: relative to the workspace when under it, so another
+        replica, its workspace folder elsewhere, finds the same document."""
+        if self.root is not None and path.is_relative_to(self.root):
+            return path.relative_to(self.root).as_posix()
+        return str(path)
+
+    def _path(self, named: str) -> Path:
+        """The path a manifest names (one kept absolute is taken as it is)."""
+        return Path(named) if self.root is None else self.root / named
 
     def _blob(self, path: Path) -> bytes:
         data = self.documents.read(path)
