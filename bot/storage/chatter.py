@@ -16,6 +16,7 @@ parsed is set aside as `<name>.unreadable` (a warning) and the chat starts again
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
@@ -108,7 +109,8 @@ def _load(documents: Documents, path: Path) -> list[Said]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         aside = path.with_name(path.name + ".unreadable")
         documents.delete(aside)  # the one set aside before: a move needs its target free
-        documents.move(path, aside)
+        with contextlib.suppress(FileNotFoundError):  # set aside by another meanwhile
+            documents.move(path, aside)
         log.warning("chatter_unreadable", path=str(aside), reason=str(exc)[:200])
         return []
 

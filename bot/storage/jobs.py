@@ -15,6 +15,7 @@ run it meanwhile).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -91,7 +92,8 @@ class JobStore:
             except ValueError as exc:  # UnicodeDecodeError is one
                 aside = path.with_name(path.name + ".corrupt")
                 self.documents.delete(aside)  # the one set aside before: a move needs it free
-                self.documents.move(path, aside)
+                with contextlib.suppress(FileNotFoundError):  # set aside by another meanwhile
+                    self.documents.move(path, aside)
                 log.warning("consolidation_job_corrupt", path=str(path), reason=str(exc)[:200])
         return jobs
 
