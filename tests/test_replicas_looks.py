@@ -94,12 +94,10 @@ async def test_a_stopping_replica_keeps_beating_for_the_turn_it_lets_finish(
     settings = settings.model_copy(
         update={"telegram": settings.telegram.model_copy(update={"shutdown_grace": 5.0})}
     )
-    async with sweeping(pg_url) as swept:
-        async with running_bot(settings, fake_telegram):
-            fake_telegram.push_text(OWNER, OWNER, "a question")
-            while not fake_openai.requests:
-                await asyncio.sleep(0.02)
-        # the stop ran here: the turn finished in its grace, 2.5 s, while the sweep looked
+    async with sweeping(pg_url) as swept, running_bot(settings, fake_telegram):
+        fake_telegram.push_text(OWNER, OWNER, "a question")
+        await fake_openai.wait_for_requests(1)
+        # then the bot stops: the turn finishes in its grace, 2.5 s, while the sweep looks
 
     assert [m.text for m in fake_telegram.sent_messages(OWNER)] == ["the answer"]
     assert swept and sum(swept) == 0  # never put back while it ran in the stop's grace

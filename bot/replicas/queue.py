@@ -35,6 +35,7 @@ from psycopg import AsyncConnection
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from bot.errors import StoreAway
 from bot.models import Inbound
 from bot.replicas.database import prune, stop_if_cancelled, until
 from bot.replicas.jobs import FencedJobs
@@ -290,6 +291,9 @@ class QueueIntake:
                 await self.router.answer(entry, replier)
         except Fenced:
             log.warning("queue_turn_fenced", inbound=update)  # another replica has it now
+        except StoreAway as exc:  # the job fails: procrastinate runs it again (`RetryStrategy`)
+            log.warning("queue_turn_again", inbound=update, error=str(exc))
+            raise
         finally:
             self._running -= 1
 
