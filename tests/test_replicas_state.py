@@ -1,10 +1,12 @@
 """The bot's own state with replicas (skipped without `MNEMO_TEST_PG`), each replica with a
-workspace folder of its own: a group's chatter kept by one is in the next turn another runs,
-and a consolidation job one replica kept and never ran (it died) is run by another: the chatter,
-the job, the memory it folds into and the history it writes are all in the database."""
+workspace folder of its own: a group's chatter kept by one is in the next turn another runs, a
+/forget made on one is undone on another, a consolidation job one replica kept and never ran
+(it died) is run by another, and what one spent counts on another: the chatter, the undo, the
+job, the memory it folds into and the usage ledger are all in the database."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from collections.abc import AsyncIterator
@@ -17,6 +19,7 @@ from pydantic import SecretStr
 
 from bot.app import App, build_app
 from bot.app.store import stored_workspace
+from bot.cli import spending
 from bot.memory.forgetting import Forgetting
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.left import LeftJobs
@@ -158,3 +161,24 @@ async def test_a_forget_on_one_replica_is_undone_on_another_with_its_folder_else
     finally:
         for shared in held:
             shared.close()
+
+
+async def test_what_one_replica_spent_counts_on_another_and_in_the_report(
+    tmp_path: Path, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    clock = Clock(datetime.now(UTC))  # `python -m bot usage` reports the real today
+    one, other = (replica(tmp_path / name, fake_openai, pg_url) for name in ("a", "b"))
+    fake_openai.script(Reply("Hello", prompt_tokens=700))
+
+    async with running(one, clock) as first:
+        assert await handle(first, message("hi", at=clock())) == ["Hello"]
+    async with running(other, clock) as second:
+        assert second.spending is not None
+        ledger = second.spending.ledger
+        spent = await asyncio.to_thread(ledger.tokens, clock().date(), kinds=("reply",))
+    printed: list[str] = []
+    assert spending.run(other, argparse.Namespace(chat=None), out=printed.append) == 0
+
+    assert spent == 700 + fake_openai.usages[0]["completion_tokens"]
+    assert printed[0].startswith("Today") and "700 in" in printed[0]
+    assert not (tmp_path / "a" / "state" / "usage.json").exists()
