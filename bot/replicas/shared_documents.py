@@ -7,12 +7,16 @@ Shared today: the sessions and their archive (`sessions/…`), working memory
 MEMORY.md with its provenance and quoted material, the daily notes and their archive
 (`archive/`), and HISTORY.
 Also shared: each scope's items (`items/…`, `bot.memory.items`), reminders
-(`reminders.jsonl`) and documents' text (`files/*.md`, `bot.media`); the memory receipts, the
-people's time zones and the scheduled tasks' tokens of the day (`state/receipts.json`,
-`timezones.json`, `task_tokens.json`). The files a message came with (`files/`: a photo, a
-voice note, a PDF) stay on the disk of the replica that fetched them: their text is what the
-memory keeps. A path moves to the shared side when its store reads and writes through
-`Workspace.documents` alone.
+(`reminders.jsonl`) and documents' text (`files/*.md`, `bot.media`). The files a message came
+with (`files/`: a photo, a voice note, a PDF) stay on the disk of the replica that fetched
+them: their text is what the memory keeps. A path moves to the shared side when its store
+reads and writes through `Workspace.documents` alone.
+
+Shared from `state/` too: the groups' chatter (`state/chatter/`), the undo of /forget
+(`state/undo/`), the durable consolidation jobs (`state/consolidation/`), the usage ledger
+(`state/usage.json`), the memory receipts (`receipts.json`), the people's time zones
+(`timezones.json`) and the scheduled tasks' tokens of the day (`task_tokens.json`); the rest
+of it (the inbox, locks, the channel's offset) stays the replica's own.
 """
 
 from __future__ import annotations
@@ -29,10 +33,6 @@ SHARED_NAMES = re.compile(
     rf"^(MEMORY\.md|{re.escape(SIDE_NAME)}|{re.escape(QUOTED_NAME)}|\d{{4}}-\d{{2}}-\d{{2}}\.md|"
     r"HISTORY(-\d{4}-\d{2})?\.md)$"
 )
-# `Workspace.receipts_path`, `.timezones_path`, `.task_tokens_path`
-SHARED_STATE = frozenset(
-    ("state", name) for name in ("receipts.json", "timezones.json", "task_tokens.json")
-)
 
 
 class SplitDocuments:
@@ -47,8 +47,8 @@ class SplitDocuments:
             return False
         if parts[0] == "sessions":
             return True
-        if parts in SHARED_STATE:
-            return True
+        if parts[0] == "state":
+            return _is_shared_state(parts[1:])
         if parts[0] != "memory":
             return False
         folder = parts[1:-1]
@@ -130,3 +130,16 @@ def _is_scope_store(folder: tuple[str, ...], name: str) -> bool:
 def _is_scope(folder: tuple[str, ...]) -> bool:
     """Whether `folder` (under `memory/`) is a scope's own: the global one, or a chat's."""
     return not folder or (len(folder) == 2 and folder[0] == "chats")
+
+
+SHARED_STATE = ("chatter", "undo", "consolidation")  # folders under `state/` the replicas share
+# `Workspace.usage_path`, `.receipts_path`, `.timezones_path`, `.task_tokens_path`
+SHARED_STATE_FILES = frozenset(
+    (name,) for name in ("usage.json", "receipts.json", "timezones.json", "task_tokens.json")
+)
+
+
+def _is_shared_state(parts: tuple[str, ...]) -> bool:
+    """Whether `state/<parts>` is shared: a document in one of `SHARED_STATE`, or one of
+    `SHARED_STATE_FILES`."""
+    return parts in SHARED_STATE_FILES or (len(parts) > 1 and parts[0] in SHARED_STATE)
