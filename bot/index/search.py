@@ -26,7 +26,6 @@ RECENCY_WEIGHT = 0.0005  # at most ~ the gap between ranks 1 and 3 of one list
 RECENCY_HALF_LIFE_DAYS = 30.0
 SALIENCE_WEIGHT = 0.0005
 PER_PATH = 2
-VECTOR_EVERY = 0  # every n-th hit after the dated ones is a vector hit, while any; 0: fill only
 _DAY = 86400.0
 
 
@@ -171,35 +170,10 @@ def rank(
     keyword = [(p, *weigh(p.text, terms)) for p in first]
     dated = fused.dated
     keyword.sort(key=lambda found: (found[0].row.id not in dated, -found[1], -found[0].score))
-    first_hits = [(p, shown) for p, _, shown in keyword[:k]]
-    others = [(p, "") for p in itertools.islice((p for p in picked if not p.ahead), k)]
-    dated_count = sum(1 for p, _ in first_hits if p.row.id in dated)
-    merged = _interleaved(first_hits, others, k=k, skip=dated_count, every=VECTOR_EVERY)
-    return [_hit(p, shown or cut(p.text, terms).text) for p, shown in merged]
-
-
-def _interleaved(
-    first: list[tuple[_Picked, str]],
-    others: list[tuple[_Picked, str]],
-    *,
-    k: int,
-    skip: int,
-    every: int,
-) -> list[tuple[_Picked, str]]:
-    """The keyword hits in order, every `every`-th place after the first `skip` given to the
-    next vector hit while there is one; then whichever list is left, up to k."""
-    out: list[tuple[_Picked, str]] = []
-    i = j = 0
-    while len(out) < k and (i < len(first) or j < len(others)):
-        place = len(out) - skip + 1
-        vector_turn = every > 0 and place > 0 and place % every == 0
-        if j < len(others) and (vector_turn or i >= len(first)):
-            out.append(others[j])
-            j += 1
-        else:
-            out.append(first[i])
-            i += 1
-    return out
+    hits = [_hit(p, shown or cut(p.text, terms).text) for p, _, shown in keyword[:k]]
+    others = (p for p in picked if not p.ahead)  # as fused, cut only when shown
+    hits.extend(_hit(p, cut(p.text, terms).text) for p in itertools.islice(others, k - len(hits)))
+    return hits
 
 
 def _cut_all(text: str, terms: Terms) -> tuple[float, str]:
