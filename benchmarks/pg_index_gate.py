@@ -47,12 +47,13 @@ from bot.eval.report import Run, score, summary
 from bot.eval.retrieval import run_mnemo
 from bot.index import MemoryIndex
 from bot.llm.tokens import TokenCounter
-from bot.replicas.keywords import RANKINGS, PgChunks, PgSearch
+from bot.replicas.keywords import CONFIGURATIONS, RANKINGS, PgChunks, PgSearch
 from bot.settings import RagSettings
 from tests.pg import NO_PG_CTL, SERVER, pg_bin, pg_database, private_server
 
 DEFAULT_SETS = ("tests/data/evalset_months.json", "eval-data/realtalk.json")
 BEST = "ts_rank"
+BEST_CONFIG = "english"
 KS = (5, 10, 20)
 Figures = Mapping[str, object]
 
@@ -61,6 +62,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("datasets", type=Path, nargs="*", metavar="DATASET.json")
     parser.add_argument("--ranking", choices=sorted(RANKINGS), nargs="+", default=[BEST])
+    parser.add_argument("--config", choices=CONFIGURATIONS, nargs="+", default=[BEST_CONFIG])
     args = parser.parse_args()
     print(machine_line(), flush=True)
     paths = args.datasets or [REPOSITORY / name for name in DEFAULT_SETS]
@@ -70,7 +72,8 @@ def main() -> int:
     if not os.environ.get(SERVER) and pg_bin() is None:
         print(f"skipped: {SERVER} is unset and {NO_PG_CTL}")
         return 0
-    return asyncio.run(gate(paths, args.ranking))
+    variants = [(ranking, config) for config in args.config for ranking in args.ranking]
+    return asyncio.run(gate(paths, variants))
 
 
 @asynccontextmanager
@@ -84,7 +87,7 @@ async def database() -> AsyncIterator[str]:
             yield server.conninfo
 
 
-async def gate(paths: Sequence[Path], rankings: Sequence[str]) -> int:
+async def gate(paths: Sequence[Path], variants: Sequence[tuple[str, str]]) -> int:
     rag = RagSettings()
     passes = True
     async with database() as url:
@@ -99,18 +102,19 @@ async def gate(paths: Sequence[Path], rankings: Sequence[str]) -> int:
                     f"\n{name}: {len(dataset.questions)} questions, keyword only,"
                     f" {rag.relevant_k} hits within {rag.relevant_budget_tokens:,} tokens"
                 )
-                for ranking in rankings:
-                    made = partial(_copied, conn, ranking)
-                    pg = await asyncio.to_thread(ask, system=ranking, searcher=made)
+                for ranking, config in variants:
+                    made = partial(_copied, conn, ranking, config)
+                    system = f"{ranking}, {config}"
+                    pg = await asyncio.to_thread(ask, system=system, searcher=made)
                     passes &= report(dataset, fts5, pg, budget=rag.relevant_budget_tokens)
     print(f"\ngate: {'PostgreSQL index passes' if passes else 'keep per-replica SQLite'}")
     return 0
 
 
 def _copied(
-    conn: psycopg.Connection[tuple[object, ...]], ranking: str, index: MemoryIndex
+    conn: psycopg.Connection[tuple[object, ...]], ranking: str, config: str, index: MemoryIndex
 ) -> PgSearch:
-    chunks = PgChunks(conn, ranking=ranking)
+    chunks = PgChunks(conn, ranking=ranking, config=config)
     chunks.load(index.store.every_row())
     return PgSearch(chunks)
 

@@ -1,12 +1,12 @@
 """The index's keyword search on PostgreSQL full text, to weigh its ranking against SQLite FTS5
-(`benchmarks/pg_index_gate.py`). Not the product's index: replicated mode keeps a SQLite
-index of its own per replica, derived from the shared documents, because this one ranks worse
-(the figures are in benchmarks/README.md, "PostgreSQL full text against FTS5").
+(`benchmarks/pg_index_gate.py`). Not the product's index (yet): replicated mode keeps a
+SQLite index of its own per replica, derived from the shared documents; the figures that
+decide are in benchmarks/README.md, "PostgreSQL full text against FTS5".
 
 `PgChunks` holds the same chunks as an `IndexStore` (`load` copies them) in `mnemo_chunks`:
-a `tsvector` of each text (the `english` configuration: Snowball stemming, its stop words)
-under a GIN index, and answers what `bot.index.keyword.KeywordSearch` asks of a store. A MATCH
-is the OR of the query's words (`to_tsquery('english', 'a | b')`), ranked by one of
+a `tsvector` of each text (`CONFIGURATIONS`: English Snowball stemming, with or without its
+stop words) under a GIN index, and answers what `bot.index.keyword.KeywordSearch` asks of a
+store. A MATCH is the OR of the query's words (`to_tsquery(config, 'a | b')`), ranked by one of
 `RANKINGS` (PostgreSQL has no bm25: `ts_rank` counts how often the words occur, with no
 weight for how rare a word is; `ts_rank_cd` how close together they are). Everything else is
 the embedded index's own: which words are searched (`KeywordSearch`: the telling terms, the
@@ -34,8 +34,19 @@ from bot.index.sources import valid_scopes
 from bot.index.store import ChunkRow
 from bot.index.when import resolve
 
+# "english" is PostgreSQL's own; "mnemo_english" stems as it does but keeps its stop words
+# ("now", "before", "after", "up": a question's telling word; the query drops its own
+# stop words first, `bot.index.query`)
+CONFIGURATIONS = ("english", "mnemo_english")
 SCHEMA = """
 DROP TABLE IF EXISTS mnemo_chunks;
+DROP TEXT SEARCH CONFIGURATION IF EXISTS mnemo_english;
+DROP TEXT SEARCH DICTIONARY IF EXISTS mnemo_stem;
+CREATE TEXT SEARCH DICTIONARY mnemo_stem (TEMPLATE = snowball, LANGUAGE = english);
+CREATE TEXT SEARCH CONFIGURATION mnemo_english (COPY = english);
+ALTER TEXT SEARCH CONFIGURATION mnemo_english
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+    WITH mnemo_stem;
 CREATE TABLE mnemo_chunks (
     id         bigint PRIMARY KEY,
     path       text NOT NULL,
@@ -46,7 +57,7 @@ CREATE TABLE mnemo_chunks (
     at         double precision NOT NULL,
     salience   double precision NOT NULL,
     text       text NOT NULL,
-    words      tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+    words      tsvector GENERATED ALWAYS AS (to_tsvector('{config}', text)) STORED
 );
 """
 INDEXES = """
@@ -71,16 +82,21 @@ class PgChunks:
     """A `KeywordStore` (`bot.index.keyword`) on PostgreSQL: the chunks, matched and ranked
     there by `ranking` (a key of `RANKINGS`)."""
 
-    def __init__(self, conn: Connection, *, ranking: str = "ts_rank") -> None:
+    def __init__(
+        self, conn: Connection, *, ranking: str = "ts_rank", config: str = "english"
+    ) -> None:
+        if config not in CONFIGURATIONS:
+            raise ValueError(f"no text search configuration {config!r}: {CONFIGURATIONS}")
         self.conn = conn
         self.score = RANKINGS[ranking]
+        self.config = config
         self._scope_counts: Counter[str] = Counter()
 
     def load(self, rows: Iterable[ChunkRow]) -> None:
         """The table made anew holding `rows`, then indexed and analysed."""
         counts: Counter[str] = Counter()
         with self.conn.transaction():
-            self.conn.execute(SCHEMA)
+            self.conn.execute(SCHEMA.format(config=self.config))
             with self.conn.cursor().copy(f"COPY mnemo_chunks ({COLUMNS}, text) FROM STDIN") as copy:
                 for row in rows:
                     counts[row.scope] += 1
@@ -98,11 +114,12 @@ class PgChunks:
     def document_frequency(self, term: str, scopes: Sequence[str] | None = None) -> int:
         """How many chunks hold the word (as the `english` configuration stems it; none for
         one of its stop words)."""
-        sql = "SELECT count(*) FROM mnemo_chunks WHERE words @@ to_tsquery('english', %s)"
+        sql = "SELECT count(*) FROM mnemo_chunks WHERE words @@ to_tsquery(%s::regconfig, %s)"
         if scopes is None:
-            found = self.conn.execute(sql, (term,)).fetchone()
+            found = self.conn.execute(sql, (self.config, term)).fetchone()
         else:
-            found = self.conn.execute(sql + " AND scope = ANY(%s)", (term, list(scopes))).fetchone()
+            within = (self.config, term, list(scopes))
+            found = self.conn.execute(sql + " AND scope = ANY(%s)", within).fetchone()
         return int(found[0]) if found else 0
 
     def match(
@@ -121,12 +138,21 @@ class PgChunks:
         if not terms or not scopes:
             return []
         order = f"{self.score} DESC, id" if ranked else "id DESC"
-        window = " AND at >= %s AND at < %s" if between else ""
+        window = " AND at >= %(start)s AND at < %(end)s" if between else ""
         sql = (
-            "SELECT id FROM mnemo_chunks, to_tsquery('english', %s) AS q"
-            f" WHERE words @@ q AND scope = ANY(%s){window} ORDER BY {order} LIMIT %s"
+            f"SELECT id FROM mnemo_chunks, to_tsquery(%(config)s::regconfig, %(query)s) AS q"
+            f" WHERE words @@ q AND scope = ANY(%(scopes)s){window} ORDER BY {order}"
+            " LIMIT %(limit)s"
         )
-        params = (" | ".join(terms), list(scopes), *(between or ()), limit)
+        start, end = between or (0.0, 0.0)
+        params = {
+            "config": self.config,
+            "query": " | ".join(terms),
+            "scopes": list(scopes),
+            "start": start,
+            "end": end,
+            "limit": limit,
+        }
         return [int(row[0]) for row in self.conn.execute(sql, params)]
 
     def newest(
