@@ -6,6 +6,8 @@
     ├── StartupError           the bot cannot start or go on (token rejected, Telegram or the
     │                          model unreachable): one line that says what to fix, no secret
     ├── StorageError           a workspace file could not be read or written
+    ├── StoreAway              the replicas' shared database is unreachable (a restart): the
+    │                          turn that met it is tried again once it is back, not answered
     │   └── NotTextError       a memory file the bot may not change (not text, or not UTF-8
     │       │                  for a rewrite): left exactly as it is; the message says why,
     │       │                  for the user
@@ -61,6 +63,10 @@ class NotTextError(StorageError):
 
 
 class OutOfScopeError(NotTextError):
+    pass
+
+
+class StoreAway(MnemoError):
     pass
 
 

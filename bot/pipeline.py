@@ -16,7 +16,7 @@ from typing import Protocol
 
 import structlog
 
-from bot.errors import PipelineError
+from bot.errors import PipelineError, StoreAway
 from bot.models import (
     ChatMessage,
     Image,
@@ -116,7 +116,8 @@ class StopTurn(Exception):
 
 
 class BestEffort:
-    """Wraps a system whose failure must not cost the user the reply: log and go on."""
+    """Wraps a system whose failure must not cost the user the reply: log and go on (but for
+    `StoreAway`: the whole turn is tried again once the shared database is back, nothing lost)."""
 
     def __init__(self, inner: System) -> None:
         self.inner = inner
@@ -126,7 +127,7 @@ class BestEffort:
     async def process(self, ctx: TurnContext) -> None:
         try:
             await self.inner.process(ctx)
-        except StopTurn:
+        except (StopTurn, StoreAway):
             raise
         except Exception:
             log.warning("system_failed", system=self.name, order=self.order, exc_info=True)

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from telegram.ext import ExtBot
 
-from bot.channels.telegram.budget import BUDGET, TIGHT, AnswersFirst, answering, looking_first
+from bot.channels.telegram.budget import BUDGET, TIGHT, AnswersFirst, answering
 from bot.channels.telegram.drafts import DraftSupport, TelegramDraft
 from bot.channels.telegram.replies import TelegramReplier
+from bot.storage.inbox import looking_first
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER
 

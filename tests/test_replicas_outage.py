@@ -1,7 +1,8 @@
 """A database restart under a turn (`bot.replicas`), on a PostgreSQL server of the test's own
 (skipped only without `pg_ctl`): the turn's path lock and its journal writes wait for the
-server to come back instead of failing the turn, and a worker whose entry was taken by another
-sends nothing more (on the shared test server)."""
+server to come back instead of failing the turn, a document that cannot be read says so
+(`StoreAway`: the turn is made again once it is back, not answered with an apology), and a
+worker whose entry was taken by another sends nothing more (on the shared test server)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from pathlib import Path
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from bot.errors import StoreAway
 from bot.models import Inbound
 from bot.replicas.database import WAIT_FOR_CONNECTION, migrate, open_pool
+from bot.replicas.documents import open_documents
 from bot.replicas.journal import PgJournal
 from bot.replicas.locks import PgLocks
 from bot.replicas.queue import FencedReplier
@@ -79,6 +82,25 @@ async def test_a_lock_and_the_journal_s_writes_wait_through_a_database_restart()
         await asyncio.wait_for(running, 60)
 
         assert await journal.pending() == []
+
+
+@pytest.mark.timeout(120)
+async def test_documents_say_the_database_is_away_so_the_turn_is_made_again(
+    tmp_path: Path,
+) -> None:
+    async with private_server() as server:
+        documents = open_documents(server.url, tmp_path)
+        await asyncio.to_thread(documents.connect)
+        try:
+            note = tmp_path / "memory" / "MEMORY.md"
+            await asyncio.to_thread(documents.write, note, b"- likes tea\n")
+            await asyncio.to_thread(server.stop)
+            with pytest.raises(StoreAway):  # the queue's job fails and runs again (`queue`)
+                await asyncio.to_thread(documents.read, note)
+            await asyncio.to_thread(server.start)
+            assert await asyncio.to_thread(documents.read, note) == b"- likes tea\n"
+        finally:
+            await asyncio.to_thread(documents.close)
 
 
 async def test_a_worker_whose_entry_was_taken_since_sends_no_further_part(pg_url: str) -> None:

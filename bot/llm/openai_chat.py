@@ -28,6 +28,7 @@ from bot.llm.text_calls import calls_in_text
 from bot.llm.windows import ModelWindows
 from bot.logs import Scrubber
 from bot.models import ChatMessage, Completion, Image, ToolSpec
+from bot.storage.inbox import look_first
 
 log = structlog.get_logger(__name__)
 
@@ -128,6 +129,7 @@ class OpenAIChat:
             request["temperature"] = temp
         if (limit := max_tokens or self.max_tokens) is not None:
             request["max_tokens"] = limit
+        await look_first()  # a replica's turn given away meanwhile asks the model nothing
         try:
             completion = await self._stream(request, on_text)
         except openai.APIError as exc:

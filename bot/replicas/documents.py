@@ -11,6 +11,9 @@ change made meanwhile by another replica or by `python -m bot memory edit` is re
 overwritten. Read-modify-writes hold the shared path locks (`bot.replicas.locks`), as with
 files.
 
+A call that finds the database away raises `StoreAway`: a turn that meets it is tried again
+once the database is back (`bot.replicas.queue`), rather than answered with an apology.
+
 The stores call documents from worker threads (and, for a version, from the event loop), as they
 call file I/O: so this side speaks psycopg's blocking pool, its own, beside the replica's async
 one.
@@ -20,12 +23,15 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import BinaryIO
 
-from psycopg_pool import ConnectionPool
+from psycopg import Connection, OperationalError
+from psycopg_pool import ConnectionPool, PoolTimeout
 
+from bot.errors import StoreAway
 from bot.storage.files import Signature
 
 SCHEMA_LOCK = 0x6D6E656D6F64  # "mnemod": one replica makes the table at a time
@@ -70,6 +76,14 @@ class PgDocuments:
     def close(self) -> None:
         self.pool.close()
 
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (OperationalError, PoolTimeout) as exc:
+            raise StoreAway(f"the shared database is unreachable: {type(exc).__name__}") from exc
+
     def key(self, path: Path) -> str:
         """The document's key: its path relative to the workspace (as given, made absolute, or
         with its links resolved, as a caller may have made it)."""
@@ -86,7 +100,7 @@ class PgDocuments:
         return self.root / key
 
     def version(self, path: Path) -> Signature | None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             row = conn.execute(
                 "SELECT octet_length(body), "
                 "(extract(epoch FROM updated_at) * 1000000)::bigint * 1000, version "
@@ -96,7 +110,7 @@ class PgDocuments:
         return None if row is None else (0, row[0], row[1], row[2])
 
     def read(self, path: Path) -> bytes | None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             row = conn.execute(
                 "SELECT body FROM mnemo_documents WHERE path = %s", (self.key(path),)
             ).fetchone()
@@ -109,7 +123,7 @@ class PgDocuments:
         return io.BytesIO(data)
 
     def write(self, path: Path, data: bytes) -> None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute(
                 "INSERT INTO mnemo_documents (path, body) VALUES (%s, %s) ON CONFLICT (path) "
                 f"DO UPDATE SET body = EXCLUDED.body, version = {_NEXT}, updated_at = now()",
@@ -118,7 +132,7 @@ class PgDocuments:
 
     def write_if(self, path: Path, data: bytes, expected: Signature | None) -> bool:
         key = self.key(path)
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             if expected is None:
                 cursor = conn.execute(
                     "INSERT INTO mnemo_documents (path, body) VALUES (%s, %s) "
@@ -134,7 +148,7 @@ class PgDocuments:
             return cursor.rowcount == 1
 
     def append(self, path: Path, data: bytes, *, durable: bool = True) -> None:
-        with self.pool.connection() as conn:  # durable either way: the commit is
+        with self._connection() as conn:  # durable either way: the commit is
             conn.execute(
                 "INSERT INTO mnemo_documents (path, body) VALUES (%s, %s) ON CONFLICT (path) "
                 "DO UPDATE SET body = mnemo_documents.body || EXCLUDED.body, "
@@ -155,7 +169,7 @@ class PgDocuments:
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         """Every document's key that starts with `prefix` (those under a folder: `memory/`)."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             rows = conn.execute(
                 "SELECT path FROM mnemo_documents WHERE starts_with(path, %s) ORDER BY path",
                 (prefix,),
@@ -163,7 +177,7 @@ class PgDocuments:
         return (str(row[0]) for row in rows)
 
     def move(self, source: Path, target: Path) -> None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             cursor = conn.execute(
                 f"UPDATE mnemo_documents SET path = %s, version = {_NEXT}, updated_at = now() "
                 "WHERE path = %s",
@@ -173,5 +187,5 @@ class PgDocuments:
             raise FileNotFoundError(str(source))
 
     def delete(self, path: Path) -> None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute("DELETE FROM mnemo_documents WHERE path = %s", (self.key(path),))

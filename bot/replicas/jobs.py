@@ -10,6 +10,10 @@ such write first locks the job's row and checks that it is still `doing` with th
 writer fetched it with; otherwise nothing is written (`stale` logged). The lock keeps the sweep
 from putting the job back between the look and the write.
 
+A worker that stops gives its running jobs their grace only after procrastinate stopped its
+heartbeat: `beat` goes on beating for the replica's workers (`workers`, registered and not yet
+gone) meanwhile, or the sweep would give those jobs away while they are still running.
+
 A database restart does not stop the worker either (procrastinate stops it when its heartbeat,
 its listener or a fetch fails): while the database is away the heartbeat is skipped, a fetch
 finds nothing, the listener listens again, and a job's end waits for it to come back.
@@ -41,6 +45,21 @@ class FencedJobs(JobManager):
     def __init__(self, connector: BaseConnector, pool: AsyncConnectionPool) -> None:
         super().__init__(connector)
         self.pool = pool
+        self.workers: set[int] = set()  # this replica's, registered and not yet unregistered
+
+    async def register_worker(self) -> int:
+        worker = await super().register_worker()
+        self.workers.add(worker)
+        return worker
+
+    async def unregister_worker(self, worker_id: int) -> None:
+        self.workers.discard(worker_id)
+        await super().unregister_worker(worker_id)
+
+    async def beat(self) -> None:
+        """A heartbeat for each of this replica's workers."""
+        for worker in list(self.workers):
+            await self.update_heartbeat(worker)
 
     async def update_heartbeat(self, worker_id: int) -> None:
         try:

@@ -16,8 +16,9 @@ stale worker sends no more parts (`FencedReplier` looks before each), its ledger
 refused (`Fenced`), and its end of the job is not written (`bot.replicas.jobs.FencedJobs`):
 the successor's job stays its own. The sweep also drops old tombstones.
 
-`close` stops fetching, gives the running turns `grace` seconds and aborts the rest: an aborted
-job goes back in the queue (same id) for any replica, its entry still journaled.
+`close` stops fetching, gives the running turns `grace` seconds (beating for them meanwhile:
+`ChatQueue.beating`) and aborts the rest: an aborted job goes back in the queue (same id) for any
+replica, its entry still journaled.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ from psycopg import AsyncConnection
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bot.channels.telegram.budget import looking_first
+from bot.errors import StoreAway
 from bot.models import Inbound
 from bot.replicas.database import prune, stop_if_cancelled, until
 from bot.replicas.jobs import FencedJobs
 from bot.replicas.journal import PgJournal
 from bot.replicas.stop import StopAcross
-from bot.storage.inbox import Entry, Fenced
+from bot.storage.inbox import Entry, Fenced, looking_first
 from bot.turn.commands.handler import parse_command
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
@@ -73,7 +74,7 @@ class ChatQueue:
         self.heartbeat = heartbeat
         self.stalled_after = stalled_after
         self.app = App(connector=PsycopgConnector())
-        self.app.job_manager = FencedJobs(self.app.connector, pool)  # before the task below
+        self.jobs = self.app.job_manager = FencedJobs(self.app.connector, pool)  # before the task
         self.handler: Callable[[str], Awaitable[None]] | None = None
         self.closing = asyncio.Event()  # set by `QueueIntake.close`: the sweep ends
         retry = RetryStrategy(max_attempts=1000, wait=1)  # a database away, a stop: again
@@ -107,6 +108,18 @@ class ChatQueue:
                 stop_if_cancelled()
                 log.warning("queue_worker_restarting", error=type(exc).__name__)
                 await asyncio.sleep(self.heartbeat)
+
+    async def beating(self, stopped: asyncio.Event) -> None:
+        """Beat for this replica's worker while it stops (`FencedJobs.beat`), until `stopped`."""
+        while True:
+            await until(stopped, self.heartbeat)
+            if stopped.is_set():
+                return
+            try:
+                await self.jobs.beat()
+            except (PsycopgError, PoolTimeout, ConnectorException) as exc:  # next beat
+                stop_if_cancelled()
+                log.warning("queue_beat_failed", error=type(exc).__name__)
 
     async def sweep(self) -> int:
         """Put the jobs of stalled workers back in the queue, if no other replica is at it;
@@ -223,6 +236,8 @@ class QueueIntake:
         self.stops.close()
         if self._worker is not None:  # procrastinate's: a cancel starts its graceful stop
             self._worker.cancel()
+        stopped = asyncio.Event()
+        beats = asyncio.create_task(self.queue.beating(stopped), name="queue beats")  # the grace's
         ending = asyncio.gather(*self._tasks, *self._at_once, return_exceptions=True)
         try:
             async with asyncio.timeout(grace + CLOSE_SETTLE):
@@ -231,6 +246,9 @@ class QueueIntake:
             log.warning(
                 "intake_close_timeout", left=[t.get_name() for t in self._tasks if not t.done()]
             )
+        finally:
+            stopped.set()
+            await asyncio.wait([beats], timeout=CLOSE_SETTLE)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SEND_SETTLE):
                 await self.router.delivery.settle()
@@ -263,11 +281,19 @@ class QueueIntake:
         if entry is None:  # answered already: the job ran again after its end was lost
             return
         self._running += 1
+
+        async def holds() -> None:
+            await self.journal.holds(entry.inbound.id, entry.fence)
+
         try:
             replier = FencedReplier(self.replier_for(entry.inbound), self.journal, entry)
-            await self.router.answer(entry, replier)
+            with looking_first(holds):  # each model call, each Telegram request, right before
+                await self.router.answer(entry, replier)
         except Fenced:
             log.warning("queue_turn_fenced", inbound=update)  # another replica has it now
+        except StoreAway as exc:  # the job fails: procrastinate runs it again (`RetryStrategy`)
+            log.warning("queue_turn_again", inbound=update, error=str(exc))
+            raise
         finally:
             self._running -= 1
 
@@ -275,8 +301,9 @@ class QueueIntake:
 class FencedReplier:
     """The channel's replier for a queued turn, sending nothing once another worker took the
     entry (a replica frozen or cut from the database past its heartbeat, whose turn was given
-    away): each part is sent only after `PgJournal.holds` said it is still this turn's, looked
-    at again right before each of its requests goes out (after its wait for a send slot)."""
+    away): each part is sent only after `PgJournal.holds` said it is still this turn's (and the
+    turn's look, `QueueIntake._answer`, looks again right before each request goes out, after
+    its wait for a send slot, where the channel's requests look first)."""
 
     def __init__(self, inner: Replier, journal: PgJournal, entry: Entry) -> None:
         self.inner = inner
@@ -288,11 +315,7 @@ class FencedReplier:
 
     async def send_part(self, part: object) -> None:
         await self.journal.holds(self.inbound_id, self.fence)
-        with looking_first(self._holds):  # again after the shared pace's wait, just before
-            await self.inner.send_part(part)
-
-    async def _holds(self) -> None:
-        await self.journal.holds(self.inbound_id, self.fence)
+        await self.inner.send_part(part)
 
     def typing(self) -> contextlib.AbstractAsyncContextManager[None]:
         return self.inner.typing()

@@ -20,6 +20,11 @@ sync, a file read). A part the channel confirmed is recorded by one line appende
 becomes of the process), then fsynced in the journal's thread. A kill between the channel taking
 a part and that append can still make the part go out twice (a channel like Telegram cannot be
 asked what it received); the append keeps that window as short as it can be.
+
+A shared journal's entry is fenced to the worker that took it (`Entry.fence`, `Fenced`). Such a
+turn's effects outside the process look first that the entry is still theirs (`looking_first`
+sets the look for the task and the tasks it starts; `look_first` awaits it): each Telegram request
+right before it goes out, each model call before it is made.
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -60,6 +67,27 @@ class Entry:
 class Fenced(Exception):
     """A journal write refused: another worker took the entry since this one did (its turn was
     given up as stalled). The stale worker stops; nothing it would send goes out."""
+
+
+Look = Callable[[], Awaitable[None]]  # raises `Fenced` when the entry is another worker's now
+_LOOK: ContextVar[Look | None] = ContextVar("look", default=None)
+
+
+@contextmanager
+def looking_first(look: Look | None) -> Iterator[None]:
+    """Within the block, this task's effects outside the process (and those of the tasks it
+    starts) await `look` first; None: they look at nothing (what goes out once the turn ended)."""
+    token = _LOOK.set(look)
+    try:
+        yield
+    finally:
+        _LOOK.reset(token)
+
+
+async def look_first() -> None:
+    """The current task's look, if it has one (`looking_first`)."""
+    if (look := _LOOK.get()) is not None:
+        await look()
 
 
 class Journal(Protocol):

@@ -28,11 +28,12 @@ from typing import Literal
 import structlog
 
 from bot.conversation import speakers
+from bot.errors import StoreAway
 from bot.media.reader import MediaReader
 from bot.models import Inbound
 from bot.receipts import ReceiptDesk
 from bot.storage.chatter import ChatterStore
-from bot.storage.inbox import Entry, Journal
+from bot.storage.inbox import Entry, Fenced, Journal
 from bot.turn.access import AccessPolicy
 from bot.turn.commands.dispatch import Commands
 from bot.turn.commands.handler import Command, parse_command
@@ -171,7 +172,7 @@ class Router:
             if (command := parse_command(inbound.text)) is not None:
                 return await self._command(command, inbound, replier)
             return await self.turns.run(inbound, replier)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, Fenced, StoreAway):  # the turn is another's, or later
             raise
         except Exception:
             log.exception("turn_failed", inbound=inbound.id)

@@ -15,7 +15,7 @@ replica's: given a `Pace` (one shared by every replica, `bot.replicas.pace`), ea
 names a chat waits for its slots there, in place of the limiter's own overall and group limits
 (its retries after a 429 stay).
 
-A request may be told to look first (`looking_first`): a replica's turn checks that it still
+A request looks first (`bot.storage.inbox.look_first`): a replica's turn checks that it still
 holds its chat's message right before each request goes out, after any wait for its slots, so a
 turn given away meanwhile sends nothing more.
 """
@@ -27,30 +27,18 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from telegram import Bot
 from telegram.ext import AIORateLimiter
+
+from bot.storage.inbox import look_first
 
 WINDOW = 1.0  # seconds the recent requests are counted over
 TIGHT = 15  # requests in the window (or waiting): half of Telegram's ~30 a second
 BUDGET = 30  # Telegram's requests a second (AIORateLimiter's default): answers on their way first
 # waits for a request's slots: the bot's, and its group's when given the group's chat id
 Pace = Callable[[int | str | None], Awaitable[None]]
-# what the current task's requests look at right before going out (raises to send nothing)
-_LOOK: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("look", default=None)
-
-
-@contextmanager
-def looking_first(look: Callable[[], Awaitable[None]]) -> Iterator[None]:
-    """Within the block, each Telegram request of this task awaits `look` right before it goes
-    out (after its waits, before each attempt): `look` raises to stop it."""
-    token = _LOOK.set(look)
-    try:
-        yield
-    finally:
-        _LOOK.reset(token)
 
 
 class AnswersFirst(AIORateLimiter):
@@ -77,8 +65,7 @@ class AnswersFirst(AIORateLimiter):
         try:
             if self.pace is not None and (chat := data.get("chat_id")) is not None:
                 await self.pace(group_of(chat))
-            if (look := _LOOK.get()) is not None:
-                callback = _after(look, callback)
+            callback = _after_look(callback)
             call: Coroutine[Any, Any, Any] = super().process_request(
                 callback, args, kwargs, endpoint, data, rate_limit_args
             )
@@ -96,9 +83,9 @@ class AnswersFirst(AIORateLimiter):
         return max(recent, self._waiting) >= TIGHT or recent + self.coming >= BUDGET
 
 
-def _after(look: Callable[[], Awaitable[None]], callback: Any) -> Any:
+def _after_look(callback: Any) -> Any:
     async def looked(*args: Any, **kwargs: Any) -> Any:
-        await look()
+        await look_first()
         return await callback(*args, **kwargs)
 
     return looked

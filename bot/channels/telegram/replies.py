@@ -37,6 +37,7 @@ from bot.channels.telegram.buttons import keyboard
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
 from bot.models import Document, Keyed
+from bot.storage.inbox import looking_first
 
 log = structlog.get_logger(__name__)
 ACKNOWLEDGE_TIMEOUT = 3.0  # seconds a reaction may hold up the turn
@@ -119,14 +120,13 @@ class TelegramReplier:
             raise SendFailed(f"{type(exc).__name__}: {exc}", permanent=False) from None
         if self._reacted:  # the answer is here: the reaction has said what it had to
             self._reacted = False
-            await self._unreact()
+            self._unreact()
 
-    async def _unreact(self) -> None:
-        """Take the reaction away: at once, or with the budget tight, once it is not (answers
-        first), in the background, after UNREACT_WAIT seconds at most."""
-        if not tight(self.bot):
-            await self._react(None)
-            return
+    def _unreact(self) -> None:
+        """Take the reaction away in the background, so the part's record follows its sending
+        at once (a stop between the two sends the part again): at once, or with the budget tight,
+        once it is not (answers first), after UNREACT_WAIT seconds at most. It goes out once the
+        turn may have ended: it looks at nothing first (`looking_first`)."""
         task = asyncio.create_task(self._unreact_later())
         _later.add(task)
         task.add_done_callback(_later.discard)
@@ -137,7 +137,8 @@ class TelegramReplier:
             await asyncio.sleep(UNREACT_POLL)
             waited += UNREACT_POLL
         try:
-            await self._react(None)
+            with looking_first(None):
+                await self._react(None)
         except Exception as exc:  # the bot was closed meanwhile (a stop): the reaction stays
             log.debug("reaction_left", error=type(exc).__name__)
 
