@@ -72,7 +72,7 @@ async def test_a_chat_s_chunks_stay_in_their_chat(conn: Connection, index: Memor
 async def test_a_word_postgresql_calls_a_stop_word_is_searched(
     conn: Connection, index: MemoryIndex
 ) -> None:
-    """"now" is in PostgreSQL's English stop list, not in the index's own."""
+    """ "now" is in PostgreSQL's English stop list, not in the index's own."""
     kept = searched(conn, index, config="mnemo_english").search("now", scopes=[""], k=3)
     assert [hit.path for hit in kept] == ["2026-11-05.md"]
     dropped = searched(conn, index, config="english").search("now", scopes=[""], k=3)
