@@ -3,8 +3,8 @@ workspace and port, one PostgreSQL), the fake Bot API delivering round robin wit
 per-chat order, retries and 5% duplicate deliveries, and faults at given shares of the replies
 sent (`Faults`): a replica SIGKILLed, one SIGTERMed (each started again), one frozen (SIGSTOP)
 past its heartbeat then woken, the database stopped and started again. A flood from every chat
-at the start, bursts from three chats later. `tests/test_replicas_processes.py` asserts on
-its figures (one SIGKILL); `benchmarks/replicas_run.py` prints them for the whole fault run.
+at the start, bursts from three chats later. `tests/test_replicas_faults.py` asserts on
+its figures; `benchmarks/replicas_run.py` prints them, beside the embedded mode's.
 
 Counted from outside (the fakes' records, the workspaces' files and the database):
 - lost: a message never answered; twice: answered more than once, but for a reply one of whose
