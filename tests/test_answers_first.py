@@ -121,3 +121,23 @@ async def test_a_request_told_to_look_first_looks_after_its_wait_and_can_be_stop
     assert order == ["slot", "look", "slot", "look", "slot"]
     texts = [m.text for m in fake_telegram.sent_messages(OWNER)]
     assert texts == ["sent", "no look outside the block"]
+
+
+async def test_a_wait_for_the_shared_slots_makes_the_budget_tight_for_this_replica_too(
+    fake_telegram: FakeTelegram,
+) -> None:
+    async def busy_pace(_group: int | str | None) -> None:  # the other replicas took the slots
+        await asyncio.sleep(0.2)
+
+    limiter = AnswersFirst(max_retries=0, pace=busy_pace)
+    async with ExtBot(
+        fake_telegram.token, base_url=fake_telegram.base_url, rate_limiter=limiter
+    ) as bot:
+        replier = TelegramReplier(
+            bot, OWNER, None, typing_interval=4.0, message_id=1, reaction="👀"
+        )
+        assert not limiter.tight()  # this replica sent nothing yet
+        await bot.send_message(OWNER, "an answer")  # it waited for its slot
+        assert limiter.tight()
+        await replier.acknowledge()  # the reaction gives way
+        assert fake_telegram.calls_to("setMessageReaction") == []

@@ -197,14 +197,23 @@ def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_wor
         "memory/working/telegram%3A42.md",
         f"memory/{GROUP_DIR}/HISTORY-2026-11.md",
         f"memory/{GROUP_DIR}/MEMORY.md",
+        "state/chatter/telegram%3A-100123.json",
+        "state/undo/x/manifest.json",
+        "state/undo/x/0.orig",
+        "state/consolidation/20261127T093000000000-abc.json",
+        "state/usage.json",
     ]
     local = [
         "memory/items/semantic.jsonl",
         "memory/files/2026-11-27.md",
         "memory/reminders.jsonl",
         f"memory/{GROUP_DIR}/files/MEMORY.md",
-        "state/undo/x/manifest.json",
         "memory.before-import-20261127/MEMORY.md",
+        "state/inbox/1.json",
+        "state/paired.json",
+        "state/telegram.json",
+        "state/undo",
+        "state/usage.json.lock",
     ]
     assert [p for p in shared if not split.is_shared(tmp_path / p)] == []
     assert [p for p in local if split.is_shared(tmp_path / p)] == []

@@ -134,3 +134,15 @@ def test_an_import_that_answers_otherwise_is_not_verified(source: Path, tmp_path
     assert imported.returncode == 1
     assert "the source found MEMORY.md#L9-L9, this found MEMORY.md#L" in imported.stdout
     assert imported.stdout.splitlines()[-1].startswith("NOT verified: 3 of 4 searches")
+
+
+def test_an_export_says_when_consolidation_still_waits_to_run(source: Path, tmp_path: Path) -> None:
+    job = source / "state" / "consolidation" / "20261120T091500000000-abc.json"
+    job.parent.mkdir(parents=True)
+    job.write_text("{}")
+
+    exported = cli(source, "export", str(tmp_path / "bundle"))
+
+    assert exported.returncode == 0
+    assert "note: 1 consolidation job(s) still wait to run" in exported.stdout
+    assert files(tmp_path / "bundle") == files(source)  # memory/ alone, no state/

@@ -33,8 +33,9 @@ from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.upkeep.archiving import NoteArchive
-from bot.memory.upkeep.consolidation import Consolidator
+from bot.memory.upkeep.consolidation import WAIT_GRACE, Consolidator
 from bot.memory.upkeep.decay import ItemDecay
+from bot.memory.upkeep.left import LeftJobs
 from bot.memory.writer import MemoryWriter
 from bot.models import ToolSpec
 from bot.pipeline import Pipeline
@@ -135,6 +136,7 @@ def build_app(
     task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
     scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
     once = [*_build_upkeep(settings, workspace, writer, now), ("undo-purge", core.undo)]
+    once += _left_jobs(settings, core.consolidator, now)
     services: list[Service] = [
         *store.services,  # first: the shared database, before anything uses the journal
         items_index.index,  # first: opened and synced before anything else starts, stopped last
@@ -206,7 +208,13 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     items_index = build_items_and_index(
         settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
     )
-    undo = UndoStore(workspace.undo_dir, keep=minutes(settings.memory.undo_minutes), now=now)
+    undo = UndoStore(
+        workspace.undo_dir,
+        keep=minutes(settings.memory.undo_minutes),
+        now=now,
+        documents=workspace.documents,
+        root=workspace.root,
+    )
     chatter = _build_chatter(settings, workspace, memory.file_locks)
     receipts = ReceiptStore(workspace.receipts_path, memory.file_locks, now=now)
     writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
@@ -294,6 +302,16 @@ def _build_upkeep(
     ]
 
 
+def _left_jobs(
+    settings: Settings, consolidator: Consolidator, now: Callable[[], datetime]
+) -> list[tuple[str, Service]]:
+    """With replicas, the consolidation jobs a replica left behind, run by another (by name)."""
+    if settings.store.url is None:
+        return []
+    after = timedelta(seconds=settings.memory.consolidation_timeout + WAIT_GRACE)
+    return [("consolidation-left", LeftJobs(consolidator, after=after, now=now))]
+
+
 def _build_chatter(settings: Settings, workspace: Workspace, locks: Locks) -> ChatterStore | None:
     """Where groups' chatter waits for the bot's next turn there; None when none is kept."""
     telegram = settings.telegram
@@ -348,7 +366,7 @@ def _build_consolidator(
         llm=llm,
         model=model,
         memory=writer,
-        jobs=JobStore(workspace.consolidation_dir, writer.locks),
+        jobs=JobStore(workspace.consolidation_dir, writer.locks, workspace.documents),
         now=now,
         max_memory_size=settings.memory.max_memory_size,
         timeout=settings.memory.consolidation_timeout,

@@ -93,7 +93,7 @@ def build_spending(
     now: Callable[[], datetime],
 ) -> Spending:
     config = settings.usage
-    ledger = UsageLedger(workspace.usage_path, locks, now=now)
+    ledger = UsageLedger(workspace.usage_path, locks, now=now, documents=workspace.documents)
     line = OwnerLine(access.owners)
     limits = Limits(
         chat_daily_tokens=config.chat_daily_tokens,

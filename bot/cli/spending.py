@@ -1,6 +1,7 @@
 """`python -m bot usage [--chat KEY]`: what the model spent today and this month, per kind, per
-chat, with dollars for models with a price (`bot.usage`). It reads `state/usage.json` only, so
-it runs beside the bot, without a token or a model key."""
+chat, with dollars for models with a price (`bot.usage`). It reads `state/usage.json` only (with
+replicas, the one in the database they share), so it runs beside the bot, without a token or a
+model key."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import argparse
 from collections.abc import Callable
 
 from bot.app import clock
+from bot.app.store import stored_workspace
 from bot.settings import Settings
 from bot.storage.files import FileLocks
-from bot.storage.workspace import Workspace
 from bot.usage import Prices, UsageLedger
 from bot.usage.report import render
 
@@ -25,9 +26,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
-    workspace = Workspace(settings.workspace)
     now = clock(settings.timezone)
-    ledger = UsageLedger(workspace.usage_path, FileLocks(workspace.locks_dir), now=now)
+    with stored_workspace(settings) as workspace:
+        locks = FileLocks(workspace.locks_dir)  # it only reads
+        ledger = UsageLedger(workspace.usage_path, locks, now=now, documents=workspace.documents)
+        lines = ledger.lines()
     prices = Prices.load(settings.usage.prices_file)
-    out(render(ledger.lines(), prices, today=now().date(), chat=args.chat))
+    out(render(lines, prices, today=now().date(), chat=args.chat))
     return 0

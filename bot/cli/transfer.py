@@ -10,7 +10,10 @@ each one answered differently.
 In replicated mode (`store.url`) the memory is the documents the replicas share: export reads
 them and import writes them, the bundle the same as the embedded mode's, so a memory moves
 between the modes. Its searches are left out there: the index is not built from the shared
-documents yet.
+documents yet. The bot's own state (`state/`: a group's chatter, the undo of /forget, the
+consolidation jobs, the usage ledger) is not memory and is not exported in either mode; an
+export made while consolidation jobs still wait says so, as their messages are not in the
+memory yet.
 """
 
 from __future__ import annotations
@@ -96,6 +99,11 @@ def export(
     write_bundle(bundle, Path(target))
     size = sum(len(d.data) for d in documents)
     out(f"exported {len(documents)} files ({size:,} bytes) and {len(checks)} searches to {target}")
+    if waiting := len(workspace.documents.listing(workspace.consolidation_dir, "*.json")):
+        out(
+            f"note: {waiting} consolidation job(s) still wait to run: what they fold into "
+            "memory is not in this export; run the bot until they are done, then export again"
+        )
     return 0
 
 

@@ -9,6 +9,11 @@ MEMORY.md with its provenance and quoted material, the daily notes and their arc
 stores still read and write their files directly: a store reaching them through the workspace
 (/forget, an export) must find them where those stores keep them. A path moves to the shared
 side when its store reads and writes through `Workspace.documents` alone.
+
+Shared from `state/` too: the groups' chatter (`state/chatter/`), the undo of /forget
+(`state/undo/`), the durable consolidation jobs (`state/consolidation/`) and the usage ledger
+(`state/usage.json`); the rest of it (the inbox, locks, the channel's offset) stays the
+replica's own.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ class SplitDocuments:
             return False
         if parts[0] == "sessions":
             return True
+        if parts[0] == "state":
+            return _is_shared_state(parts[1:])
         if parts[0] != "memory":
             return False
         folder = parts[1:-1]
@@ -106,3 +113,11 @@ def _parts_under(path: Path, root: Path) -> tuple[str, ...] | None:
 def _is_scope(folder: tuple[str, ...]) -> bool:
     """Whether `folder` (under `memory/`) is a scope's own: the global one, or a chat's."""
     return not folder or (len(folder) == 2 and folder[0] == "chats")
+
+
+SHARED_STATE = ("chatter", "undo", "consolidation")  # folders under `state/` the replicas share
+
+
+def _is_shared_state(parts: tuple[str, ...]) -> bool:
+    """Whether `state/<parts>` is shared: a document in one of `SHARED_STATE`, or the ledger."""
+    return parts == ("usage.json",) or (len(parts) > 1 and parts[0] in SHARED_STATE)

@@ -6,14 +6,17 @@ last answered there, kept (bounded) for its next turn in that chat.
 
 Bounded on every write: the last `max_messages` messages within `max_chars` characters of text
 all told (the oldest go first; one longer message is cut to `max_chars`). A message is kept once
-(by its id, however often a restart replays it). Written atomically; every change is a
-read-modify-write under the file's lock. A file that cannot be parsed is set aside as
-`<name>.unreadable` (a warning) and the chat starts again with none.
+(by its id, however often a restart replays it). Read and written through the workspace's
+documents (`Workspace.documents`: the file, or the replicas' shared table, so a group's message
+kept by one replica is in the next turn another one runs); every change is a read-modify-write
+under the document's lock (`Locks`: shared by the replicas too). A document that cannot be
+parsed is set aside as `<name>.unreadable` (a warning) and the chat starts again with none.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
@@ -23,7 +26,7 @@ from typing import Any
 import structlog
 
 from bot.models import Said
-from bot.storage.files import Locks, atomic_write_text
+from bot.storage.files import Documents, Locks
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -46,7 +49,8 @@ class ChatterStore:
 
     async def pending(self, key: str) -> tuple[Said, ...]:
         """The chat's chatter, oldest first."""
-        return tuple(await asyncio.to_thread(_load, self.workspace.chatter_path(key)))
+        path = self.workspace.chatter_path(key)
+        return tuple(await asyncio.to_thread(_load, self.workspace.documents, path))
 
     async def drop(self, key: str, ids: Collection[str]) -> None:
         """Forget the messages a turn showed the model (any kept since stay)."""
@@ -70,7 +74,7 @@ class ChatterStore:
     async def _change(self, key: str, change: Callable[[list[Said]], list[Said]]) -> None:
         path = self.workspace.chatter_path(key)
         async with self.locks.hold(path):
-            await asyncio.to_thread(_rewrite, path, change)
+            await asyncio.to_thread(_rewrite, self.workspace.documents, path, change)
 
 
 def _bounded(kept: list[Said], said: Said, max_messages: int, max_chars: int) -> list[Said]:
@@ -83,27 +87,30 @@ def _bounded(kept: list[Said], said: Said, max_messages: int, max_chars: int) ->
     return kept
 
 
-def _rewrite(path: Path, change: Callable[[list[Said]], list[Said]]) -> None:
-    kept = _load(path)
+def _rewrite(documents: Documents, path: Path, change: Callable[[list[Said]], list[Said]]) -> None:
+    kept = _load(documents, path)
     changed = change(kept)
     if changed == kept:
         return
     if not changed:
-        path.unlink(missing_ok=True)
+        documents.delete(path)
         return
     document = {"version": VERSION, "said": [_encode(s) for s in changed]}
-    atomic_write_text(path, json.dumps(document, ensure_ascii=False))
+    documents.write(path, json.dumps(document, ensure_ascii=False).encode("utf-8"))
 
 
-def _load(path: Path) -> list[Said]:
+def _load(documents: Documents, path: Path) -> list[Said]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        data = documents.read(path)
+        if data is None:
+            return []
+        document = json.loads(data.decode("utf-8"))
         return [_decode(item) for item in document["said"]]
-    except FileNotFoundError:
-        return []
     except (OSError, ValueError, KeyError, TypeError) as exc:
         aside = path.with_name(path.name + ".unreadable")
-        path.replace(aside)
+        documents.delete(aside)  # the one set aside before: a move needs its target free
+        with contextlib.suppress(FileNotFoundError):  # set aside by another meanwhile
+            documents.move(path, aside)
         log.warning("chatter_unreadable", path=str(aside), reason=str(exc)[:200])
         return []
 

@@ -4,15 +4,18 @@ A job is written before the session it came from is trimmed and removed only onc
 so a crash in between loses nothing: the next start finds the file and runs the job again.
 File names start with the creation time, so listing them in name order is arrival order.
 
-Processes sharing the folder (replicas given one workspace folder) run each job once, and one
-job of a scope at a time: a job runs inside `taken`, which holds its scope's lock (`Locks`: a
-file lock, or PostgreSQL's across replicas) and says whether the job is still on disk (another
-process may have run it meanwhile).
+The jobs are the workspace's documents (`Workspace.documents`): files, or with replicas rows
+every replica shares, so a job one replica wrote and could not run (it died) is found by another
+(`Consolidator.resume`). Processes sharing them run each job once, and one job of a scope at a
+time: a job runs inside `taken`, which holds its scope's lock (`Locks`: a file lock, or
+PostgreSQL's across replicas) and says whether the job is still there (another process may have
+run it meanwhile).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -25,7 +28,7 @@ from typing import Any
 import structlog
 
 from bot.models import ChatMessage, MemoryScope, scope_key
-from bot.storage.files import Locks, atomic_write_text
+from bot.storage.files import ON_DISK, Documents, Locks
 from bot.storage.sessions import decode_message, encode_message, message_document
 
 FORMAT_VERSION = 1
@@ -56,35 +59,41 @@ def new_job(
 
 
 class JobStore:
-    def __init__(self, folder: Path, locks: Locks) -> None:
+    def __init__(self, folder: Path, locks: Locks, documents: Documents = ON_DISK) -> None:
         self.folder = folder
         self.locks = locks
+        self.documents = documents  # the workspace's (`Workspace.documents`)
 
     @asynccontextmanager
     async def taken(self, job: ConsolidationJob) -> AsyncIterator[bool]:
         """Hold the job's scope while the block runs; whether the job is still to do."""
         async with self.locks.hold(self.folder / f"scope-{scope_key(job.scope) or 'global'}"):
-            yield await asyncio.to_thread(self._path(job).exists)
+            yield await asyncio.to_thread(self.documents.version, self._path(job)) is not None
 
     async def save(self, job: ConsolidationJob) -> None:
-        await asyncio.to_thread(atomic_write_text, self._path(job), encode_job(job))
+        data = encode_job(job).encode("utf-8")
+        await asyncio.to_thread(self.documents.write, self._path(job), data)
 
     async def remove(self, job: ConsolidationJob) -> None:
-        await asyncio.to_thread(self._path(job).unlink, missing_ok=True)
+        await asyncio.to_thread(self.documents.delete, self._path(job))
 
     async def pending(self) -> list[ConsolidationJob]:
-        """Every job on disk, oldest first; an unreadable file is moved aside and logged."""
+        """Every job kept, oldest first; an unreadable one is moved aside and logged."""
         return await asyncio.to_thread(self._pending)
 
     def _pending(self) -> list[ConsolidationJob]:
         jobs = []
-        for path in sorted(self.folder.glob("*.json")):
-            try:
-                jobs.append(decode_job(path.read_text(encoding="utf-8")))
-            except FileNotFoundError:  # run and removed by another process meanwhile
+        for path in self.documents.listing(self.folder, "*.json"):
+            data = self.documents.read(path)
+            if data is None:  # run and removed by another process meanwhile
                 continue
-            except (ValueError, UnicodeDecodeError) as exc:
-                path.replace(path.with_name(path.name + ".corrupt"))
+            try:
+                jobs.append(decode_job(data.decode("utf-8")))
+            except ValueError as exc:  # UnicodeDecodeError is one
+                aside = path.with_name(path.name + ".corrupt")
+                self.documents.delete(aside)  # the one set aside before: a move needs it free
+                with contextlib.suppress(FileNotFoundError):  # set aside by another meanwhile
+                    self.documents.move(path, aside)
                 log.warning("consolidation_job_corrupt", path=str(path), reason=str(exc)[:200])
         return jobs
 

@@ -1,10 +1,13 @@
 """Undo data: what a /forget rewrote, kept under `state/undo/` for a short while, then deleted.
 
 One folder per chat (`state/undo/<encoded chat key>/`) holds the last forget only: a manifest
-(versioned JSON: when, and for each file rewritten its path, kind, the digest of what forget
-wrote) and each file's original bytes beside it. Past `keep` it is expired: `load` finds
-nothing and `purge` deletes it — from then on the removed text is gone from disk. As a service
-it purges at start and then every minute. Folders 0700, files 0600, every write atomic.
+(versioned JSON: when, and for each file rewritten its path (relative to the workspace), kind,
+the digest of what forget wrote) and each file's original bytes beside it. Past `keep` it is
+expired: `load` finds nothing and `purge` deletes it — from then on the removed text is gone
+from disk. As a service it purges at start and then every minute. They are the workspace's
+documents (`Workspace.documents`): files (folders 0700, files 0600, every write atomic), or with
+replicas rows every replica shares, so /undo on one undoes a /forget made on another, and the
+one purge in the cluster sees them all.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +24,7 @@ from typing import Any
 
 import structlog
 
-from bot.storage.files import atomic_write_bytes, atomic_write_text, ensure_dir
+from bot.storage.files import ON_DISK, Documents
 from bot.storage.workspace import encode_key
 
 log = structlog.get_logger(__name__)
@@ -53,10 +55,20 @@ class Undo:
 
 
 class UndoStore:
-    def __init__(self, folder: Path, *, keep: timedelta, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        keep: timedelta,
+        now: Callable[[], datetime],
+        documents: Documents = ON_DISK,  # the workspace's (`Workspace.documents`)
+        root: Path | None = None,  # the workspace's: paths under it are kept relative to it
+    ) -> None:
         self.folder = folder
+        self.root = root
         self.keep = keep
         self.now = now
+        self.documents = documents
         self._task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ writes (blocking)
@@ -64,8 +76,7 @@ class UndoStore:
     def begin(self, chat: str, needle: str) -> None:
         """Start a new undo for `chat`, replacing the one before."""
         folder = self._folder(chat)
-        shutil.rmtree(folder, ignore_errors=True)
-        ensure_dir(folder)
+        self._remove(folder)
         self._save(folder, {"at": self.now().isoformat(), "needle": needle, "files": []})
 
     def keep_file(
@@ -77,21 +88,21 @@ class UndoStore:
         if manifest is None:
             return
         blob = f"{len(manifest['files'])}.orig"
-        atomic_write_bytes(folder / blob, original)
-        entry = {"path": str(path), "kind": kind, "blob": blob, "written": digest(written)}
+        self.documents.write(folder / blob, original)
+        entry = {"path": self._named(path), "kind": kind, "blob": blob, "written": digest(written)}
         manifest["files"].append(entry)
         self._save(folder, manifest)
 
     def drop(self, chat: str) -> None:
-        shutil.rmtree(self._folder(chat), ignore_errors=True)
+        self._remove(self._folder(chat))
 
     def purge(self) -> int:
         """Delete every expired undo; how many."""
-        if not self.folder.is_dir():
-            return 0
-        expired = [f for f in self.folder.iterdir() if f.is_dir() and self._expired(f)]
+        kept = self.documents.walk(self.folder)
+        folders = {self.folder / p.relative_to(self.folder).parts[0] for p in kept}
+        expired = [folder for folder in sorted(folders - set(kept)) if self._expired(folder)]
         for folder in expired:
-            shutil.rmtree(folder, ignore_errors=True)
+            self._remove(folder)
         return len(expired)
 
     # ------------------------------------------------------------------ reads (blocking)
@@ -107,7 +118,7 @@ class UndoStore:
             self.drop(chat)
             return None
         files = tuple(
-            Kept(Path(e["path"]), e["kind"], (folder / e["blob"]).read_bytes(), e["written"])
+            Kept(self._path(e["path"]), e["kind"], self._blob(folder / e["blob"]), e["written"])
             for e in manifest["files"]
         )
         return Undo(at=at, needle=str(manifest["needle"]), files=files)
@@ -115,7 +126,7 @@ class UndoStore:
     def expired(self, chat: str) -> bool:
         """True when the chat had an undo that has expired (it is deleted now)."""
         folder = self._folder(chat)
-        if not folder.is_dir() or not self._expired(folder):
+        if not self.documents.walk(folder) or not self._expired(folder):
             return False
         self.drop(chat)
         return True
@@ -147,22 +158,46 @@ class UndoStore:
     def _folder(self, chat: str) -> Path:
         return self.folder / encode_key(chat)
 
+    def _named(self, path: Path) -> str:
+        """`path` as the manifest keeps it: relative to the workspace when under it, so another
+        replica, its workspace folder elsewhere, finds the same document."""
+        if self.root is not None and path.is_relative_to(self.root):
+            return path.relative_to(self.root).as_posix()
+        return str(path)
+
+    def _path(self, named: str) -> Path:
+        """The path a manifest names (one kept absolute is taken as it is)."""
+        return Path(named) if self.root is None else self.root / named
+
+    def _blob(self, path: Path) -> bytes:
+        data = self.documents.read(path)
+        if data is None:
+            raise FileNotFoundError(str(path))
+        return data
+
+    def _remove(self, folder: Path) -> None:
+        """Delete the undo in `folder`, each document of it (and, on disk, the folder left)."""
+        for path in self.documents.walk(folder):
+            self.documents.delete(path)
+        with contextlib.suppress(OSError):  # not empty (a writer's temporary file), or none
+            folder.rmdir()
+
     def _expired(self, folder: Path) -> bool:
         manifest = self._read(folder)
         if manifest is None:
             return True
         return self.now() - datetime.fromisoformat(manifest["at"]) > self.keep
 
-    @staticmethod
-    def _read(folder: Path) -> dict[str, Any] | None:
+    def _read(self, folder: Path) -> dict[str, Any] | None:
         try:
-            document = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+            data = self.documents.read(folder / MANIFEST)
+            document = json.loads(data.decode("utf-8")) if data is not None else None
         except (OSError, ValueError):
             return None
         return (
             document if isinstance(document, dict) and document.get("version") == VERSION else None
         )
 
-    @staticmethod
-    def _save(folder: Path, manifest: dict[str, Any]) -> None:
-        atomic_write_text(folder / MANIFEST, json.dumps({**manifest, "version": VERSION}))
+    def _save(self, folder: Path, manifest: dict[str, Any]) -> None:
+        text = json.dumps({**manifest, "version": VERSION})
+        self.documents.write(folder / MANIFEST, text.encode("utf-8"))

@@ -4,9 +4,11 @@
         {"in": 1200, "out": 80, "cached": 1024, "calls": 2}}}}}}
 
 Only this month's days and last month's are kept (older days are dropped at the next write), so
-the file stays small. Each record is a locked read-modify-write, written atomically. The parsed
-document is kept beside the file's signature: a record or a cap's check reads the file again only
-when something else changed it, not at every model call.
+the file stays small. It is one of the workspace's documents (`Workspace.documents`): a file, or
+with replicas a row they all share, so a daily cap counts every replica's calls. Each record is
+a read-modify-write under the document's lock (`Locks`: shared by the replicas too), written
+atomically. The parsed document is kept beside the document's version: a record or a cap's check
+reads it again only when something else changed it, not at every model call.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import structlog
 
 from bot.models import Usage
-from bot.storage.files import Locks, Signature, atomic_write_text, signature_of
+from bot.storage.files import ON_DISK, Documents, Locks, Signature
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -49,10 +51,18 @@ class Spent:
 
 
 class UsageLedger:
-    def __init__(self, path: Path, locks: Locks, *, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        locks: Locks,
+        *,
+        now: Callable[[], datetime],
+        documents: Documents = ON_DISK,  # the workspace's (`Workspace.documents`)
+    ) -> None:
         self.path = path
         self.locks = locks
         self.now = now
+        self.documents = documents
         self._known: tuple[Signature, dict[str, Any]] | None = None  # the file as last read
         self._waiting: list[tuple[date, str, str, str, Usage]] = []  # recorded, not yet written
 
@@ -76,13 +86,14 @@ class UsageLedger:
                 raise
 
     def _write(self, text: str, document: dict[str, Any]) -> None:
-        atomic_write_text(self.path, text)
-        self._known = (signature_of(self.path.stat()), document)
+        self.documents.write(self.path, text.encode("utf-8"))
+        signature = self.documents.version(self.path)  # the lock held: none changed it since
+        self._known = None if signature is None else (signature, document)
 
     def read(self) -> dict[str, Any]:
         """The document (blocking); an empty one when there is none or it cannot be read."""
         try:
-            signature = signature_of(self.path.stat())
+            signature = self.documents.version(self.path)
         except OSError:
             signature = None
         if self._known is not None and self._known[0] == signature:
@@ -95,9 +106,10 @@ class UsageLedger:
     def _parse(self) -> dict[str, Any]:
         empty: dict[str, Any] = {"version": VERSION, "days": {}}
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return empty
+            data = self.documents.read(self.path)
+            if data is None:
+                return empty
+            document = json.loads(data.decode("utf-8"))
         except (OSError, ValueError) as exc:
             log.warning("usage_unreadable", path=str(self.path), reason=str(exc)[:200])
             return empty

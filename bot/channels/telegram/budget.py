@@ -13,7 +13,8 @@ decoration spends a request their answers need.
 With replicas the 30 a second (and the 20 a minute into a group) are the bot's, not each
 replica's: given a `Pace` (one shared by every replica, `bot.replicas.pace`), each request that
 names a chat waits for its slots there, in place of the limiter's own overall and group limits
-(its retries after a 429 stay).
+(its retries after a 429 stay). A request that had to wait there (`PACED`) says the bot's budget
+is spent across the replicas: `tight` for the next `WINDOW`, though this replica sent little.
 
 A request looks first (`bot.storage.inbox.look_first`): a replica's turn checks that it still
 holds its chat's message right before each request goes out, after any wait for its slots, so a
@@ -37,6 +38,7 @@ from bot.storage.inbox import look_first
 WINDOW = 1.0  # seconds the recent requests are counted over
 TIGHT = 15  # requests in the window (or waiting): half of Telegram's ~30 a second
 BUDGET = 30  # Telegram's requests a second (AIORateLimiter's default): answers on their way first
+PACED = 0.05  # seconds a request waited for its shared slots, past which the budget is tight
 # waits for a request's slots: the bot's, and its group's when given the group's chat id
 Pace = Callable[[int | str | None], Awaitable[None]]
 
@@ -49,6 +51,7 @@ class AnswersFirst(AIORateLimiter):
         self._recent: deque[float] = deque()  # when each recent request started (monotonic)
         self._waiting = 0  # requests not answered yet (held by the limiter, or on the wire)
         self.coming = 0  # answers on their way: turns running (`answering`)
+        self._paced_until = 0.0  # a request waited for its shared slots: tight until then
 
     async def process_request(
         self,
@@ -64,7 +67,10 @@ class AnswersFirst(AIORateLimiter):
             self._waiting += 1
         try:
             if self.pace is not None and (chat := data.get("chat_id")) is not None:
+                asked = time.monotonic()
                 await self.pace(group_of(chat))
+                if (now := time.monotonic()) - asked > PACED:
+                    self._paced_until = now + WINDOW
             callback = _after_look(callback)
             call: Coroutine[Any, Any, Any] = super().process_request(
                 callback, args, kwargs, endpoint, data, rate_limit_args
@@ -80,7 +86,8 @@ class AnswersFirst(AIORateLimiter):
         while self._recent and self._recent[0] < edge:
             self._recent.popleft()
         recent = len(self._recent)
-        return max(recent, self._waiting) >= TIGHT or recent + self.coming >= BUDGET
+        paced = time.monotonic() < self._paced_until
+        return paced or max(recent, self._waiting) >= TIGHT or recent + self.coming >= BUDGET
 
 
 def _after_look(callback: Any) -> Any:

@@ -129,6 +129,7 @@ class Consolidator:
         self.room = request_tokens - self.memory_tokens - count(ROLE) - OVERHEAD_TOKENS
         self._queue: asyncio.Queue[ConsolidationJob] = asyncio.Queue()
         self._queued: set[str] = set()
+        self._failed: set[str] = set()  # left for the next start (not `resume`d before)
         self._waiters: dict[str, asyncio.Future[bool]] = {}
         self._worker: asyncio.Task[None] | None = None
 
@@ -136,11 +137,22 @@ class Consolidator:
 
     async def start(self) -> None:
         """Queue the jobs a previous run left on disk, then start the worker."""
-        for job in await self.jobs.pending():
-            self._enqueue(job)
-        if self._queue.qsize():
-            log.info("consolidation_resumed", jobs=self._queue.qsize())
+        self._failed.clear()  # tried again now
+        if resumed := await self.resume():
+            log.info("consolidation_resumed", jobs=resumed)
         self._worker = asyncio.create_task(self._work(), name="consolidation-worker")
+
+    async def resume(self, *, made_before: datetime | None = None) -> int:
+        """Queue the jobs kept (made before `made_before`, when given) that this process has
+        neither queued nor seen fail since it started: those another process left (a replica
+        that died); how many."""
+        left = [job for job in await self.jobs.pending() if job.id not in self._failed]
+        if made_before is not None:
+            left = [job for job in left if job.created_at < made_before]
+        fresh = [job for job in left if job.id not in self._queued]
+        for job in fresh:
+            self._enqueue(job)
+        return len(fresh)
 
     async def stop(self) -> None:
         """Stop the worker; an unfinished job stays on disk and runs at the next start."""
@@ -204,6 +216,7 @@ class Consolidator:
                     await self.jobs.remove(job)
             except Exception:
                 log.exception("consolidation_failed")  # the job file stays for the next start
+                self._failed.add(job.id)
                 return False
             log.info("consolidation_done", messages=len(job.messages), by_model=consolidated)
             return consolidated
