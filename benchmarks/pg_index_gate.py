@@ -1,7 +1,7 @@
 """The gate of replicated mode's index: PostgreSQL full text against SQLite FTS5 as the keyword
 search behind `# Relevant Memory`.
 
-    python benchmarks/pg_index_gate.py [DATASET.json …] [--ranking NAME …]
+    python benchmarks/pg_index_gate.py [DATASET.json …] [--ranking NAME …] [--config NAME …]
 
 Each dataset is asked as `python -m bot eval retrieval` asks it, keyword only (the shipped
 `rag.embedder`), with the shipped hits and budget: once with the bot's own index (FTS5), once
@@ -9,8 +9,9 @@ with the same index's chunks copied into PostgreSQL and searched there
 (`bot.replicas.keywords`: only the candidates and the words' counts come from PostgreSQL,
 the rest of the search and the section are the same code). Prints recall within the section
 with its 95% interval (`bot.eval.report`, as `--table` does), overall and per category, the
-paired difference with its interval, and query p50 for both. `--ranking` names the
-PostgreSQL ranking(s) (`RANKINGS`; default the best measured).
+paired difference with its interval, and query p50 for both. `--ranking` and `--config` name
+the PostgreSQL ranking(s) and text search configuration(s) to run (`RANKINGS`,
+`CONFIGURATIONS`; by default the best measured: benchmarks/README.md, "pg_index_gate").
 
 The gate: PostgreSQL's index fails when, on any dataset, its overall recall is below the low
 end of FTS5's 95% interval (it loses by more than the interval); replicated mode then keeps
