@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from bot.eval.retrieval import run_mnemo
 from bot.index import Hit
 from bot.index.snippets import GAP, snippet
 from bot.storage.workspace import Workspace
+from tests.fakes.openai_api import FakeOpenAI
 from tests.harness import REPO, SMALL_MODEL2VEC
 
 EVALSET = REPO / "tests" / "data" / "evalset.json"
@@ -30,13 +32,18 @@ RECALLS = ("recall@5", "recall@10", "recall@budget")
 
 
 def run_eval(
-    tmp_path: Path, *args: str, budget: int | None = None, hits: int | None = None
+    tmp_path: Path,
+    *args: str,
+    budget: int | None = None,
+    hits: int | None = None,
+    settings: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "PYTHONPATH": str(REPO),
         "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
+        **(settings or {}),
     }
     if budget is not None:  # a setting, as the bot reads it: the eval has no knob of its own
         env["BOT_RAG__RELEVANT_BUDGET_TOKENS"] = str(budget)
@@ -82,6 +89,29 @@ def test_on_the_shipped_evalset_mnemo_beats_bm25_on_recall_within_the_budget(
         assert 0 <= figures["query_ms"]["p50"] <= figures["query_ms"]["p95"]
     assert report["mnemo"]["indexed"].keys() == {"exchange", "note"}
     assert report["mnemo"]["overall"]["recall@budget"] > report["bm25"]["overall"]["recall@budget"]
+
+
+async def test_an_embeddings_endpoint_is_measured_only_when_the_command_asks_for_it(
+    tmp_path: Path,
+) -> None:
+    async with FakeOpenAI() as endpoint:
+        settings = {
+            "BOT_RAG__EMBEDDER": "openai",
+            "BOT_RAG__EMBEDDING_BASE_URL": endpoint.base_url,
+            "BOT_RAG__EMBEDDING_API_KEY": "a-local-server",
+        }
+        refused = await asyncio.to_thread(run_eval, tmp_path, str(EVALSET), settings=settings)
+        assert endpoint.embedding_requests == [], "the setting alone sends nothing"
+        asked = ("--embedder", "openai", "--baseline", "keyword")
+        done = await asyncio.to_thread(run_eval, tmp_path, str(EVALSET), *asked, settings=settings)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: rag.embedder is openai: pass --embedder openai")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["embedder"] == "openai:text-embedding-3-small"
+    assert len(endpoint.embedding_requests) > report["questions"]  # the chunks, then each question
+    for system in ("mnemo", "keyword"):
+        check_figures(report[system]["overall"])
 
 
 def test_a_bad_dataset_is_one_line_naming_the_field(

@@ -4,7 +4,9 @@ report; several: `{"slices": [each report]}`), or with `--table` the text tables
 `bot.eval.table`, one per dataset. The bot is measured as it ships: its `# Relevant Memory`
 section of `rag.relevant_k` hits within `rag.relevant_budget_tokens`, with the `rag.embedder`
 setting (or `--embedder`, to compare); change them as settings, for the bot and the eval
-alike."""
+alike. An `openai` embedder (an OpenAI-compatible `/v1/embeddings`, `rag.embedding_*`: a local
+server, for one) is used only when `--embedder openai` asks for it: the datasets' text is sent
+to it, which a setting alone must not do."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from bot.app.memory import embedder_loader
 from bot.errors import ConfigError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
@@ -20,6 +23,7 @@ from bot.eval.table import table
 from bot.index import Embedder, Model2VecEmbedder
 from bot.llm.tokens import TokenCounter
 from bot.settings import Settings
+from bot.storage.workspace import Workspace
 
 Print = Callable[[str], None]
 
@@ -41,7 +45,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="also run these: keyword (the index without the embedder), bm25",
     )
     retrieval.add_argument(
-        "--embedder", choices=["none", "model2vec"], help="default: the rag.embedder setting"
+        "--embedder",
+        choices=["none", "model2vec", "openai"],
+        help="default: the rag.embedder setting (openai: only when asked here)",
     )
     retrieval.add_argument("--model2vec-path", type=Path, help="default: rag.model2vec_path")
     retrieval.add_argument("--table", action="store_true", help="text tables instead of JSON")
@@ -75,16 +81,31 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
     return 0
 
 
-def _embedder(settings: Settings, choice: str | None, folder: Path | None) -> Embedder | None:
-    choice = choice or settings.rag.embedder
+def _embedder(settings: Settings, asked: str | None, folder: Path | None) -> Embedder | None:
+    choice = asked or settings.rag.embedder
     if choice == "none":
         return None
-    if choice != "model2vec":
-        raise ConfigError("the retrieval eval runs offline: pass --embedder none or model2vec")
+    if choice == "openai":
+        if asked != "openai":
+            raise ConfigError(
+                "rag.embedder is openai: pass --embedder openai to send the datasets' text to "
+                "its endpoint, or --embedder none or model2vec"
+            )
+        return _endpoint(settings)
     folder = folder or settings.rag.model2vec_path
     if folder is None:
         raise ConfigError("--embedder model2vec needs --model2vec-path (or rag.model2vec_path)")
     return Model2VecEmbedder(folder)
+
+
+def _endpoint(settings: Settings) -> Embedder | None:
+    """The `openai` embedder as the bot loads it (`rag.embedding_*`, else the model's URL and
+    key)."""
+    key = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
+    rag = settings.rag.model_copy(update={"embedder": "openai"})
+    models = Workspace(settings.workspace).models_dir  # not read: no model to fetch
+    load = embedder_loader(rag, llm_base_url=settings.llm.base_url, api_key=key, models_dir=models)
+    return load(settings.llm.timeout)
 
 
 def _positive(text: str) -> int:

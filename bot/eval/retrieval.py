@@ -20,7 +20,7 @@ import asyncio
 import functools
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -30,6 +30,7 @@ from bot.eval.corpus import Corpus, build_corpus
 from bot.eval.dataset import Dataset, Question
 from bot.eval.report import Answer, Count, Retrieved, Run, Section, summary
 from bot.index import Embedder, Hit, MemoryIndex
+from bot.index.search import Searcher
 from bot.memory.recall.overlap import Shown
 from bot.memory.recall.relevant import RelevantMemory, distinct
 from bot.storage.files import atomic_write_text
@@ -77,9 +78,12 @@ def run_mnemo(
     count: Count,
     embedder: Embedder | None,
     system: str = "mnemo",
+    searcher: Callable[[MemoryIndex], Searcher] | None = None,
 ) -> Run:
     """The bot's index over the dataset, in a temporary workspace deleted afterwards, asked
-    as a turn asks it: `# Relevant Memory` of at most `k` hits within `budget` tokens."""
+    as a turn asks it: `# Relevant Memory` of at most `k` hits within `budget` tokens. The
+    search is the index's own, or what `searcher` makes of the built index (another engine
+    over its chunks: `benchmarks/pg_index_gate.py`); its build time is counted."""
     with tempfile.TemporaryDirectory(prefix="mnemo-eval-") as folder:
         workspace = Workspace(Path(folder) / "workspace")
         corpus = build_corpus(dataset, workspace)
@@ -90,8 +94,9 @@ def run_mnemo(
             started = time.perf_counter()
             index.add_exchanges(corpus.exchanges)
             index.sync_files()
+            search = searcher(index) if searcher else _Synced(index)
             built = time.perf_counter() - started
-            relevant = RelevantMemory(_Synced(index), count, k=k, budget_tokens=budget)
+            relevant = RelevantMemory(search, count, k=k, budget_tokens=budget)
             answers = asyncio.run(_ask_all(relevant, corpus, dataset.questions))
             return Run(system, answers, built, index.stats().chunks)
         finally:

@@ -48,12 +48,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from bot.index.query import fts_expression, query_terms
+from bot.index.search import CANDIDATES
 from bot.index.snippets import Terms, best_line
-from bot.index.store import IndexStore
+from bot.index.store import ChunkRow
+from bot.index.when import Window
 
 POSTINGS_BUDGET = 4000
 MIN_POSTINGS = 1000
@@ -87,6 +90,48 @@ class Frequency:
         return math.log(1 + (self.chunks - self.within + 0.5) / (self.within + 0.5))
 
 
+class KeywordStore(Protocol):
+    """Where the keyword candidates come from: `IndexStore` (SQLite FTS5, the product), or
+    another full-text engine over the same chunks (`bot.replicas.keywords`, PostgreSQL, to
+    compare its ranking). An expression is `fts_expression`'s: the quoted words, ORed."""
+
+    @property
+    def size(self) -> int: ...
+
+    def chunks_in(self, scopes: Sequence[str]) -> int: ...
+
+    def document_frequency(self, term: str, scopes: Sequence[str] | None = None) -> int: ...
+
+    def match(
+        self,
+        expression: str,
+        scopes: Sequence[str],
+        *,
+        limit: int,
+        ranked: bool,
+        between: tuple[float, float] | None = None,
+    ) -> list[int]: ...
+
+    def newest(
+        self, scopes: Sequence[str], *, between: tuple[float, float], limit: int
+    ) -> list[int]: ...
+
+    def rows(
+        self, ids: Iterable[int], scopes: Sequence[str], *, text: bool
+    ) -> dict[int, ChunkRow]: ...
+
+
+@dataclass(frozen=True)
+class Found:
+    """A query's keyword side, as fusion takes it: the candidates (the second pass's after
+    the first's), those of the time it names, whether it was vague, its terms' weights."""
+
+    ranked: list[int]
+    dated: list[int]
+    vague: bool
+    weights: dict[str, float]
+
+
 @dataclass(frozen=True)
 class _Chosen:
     telling: list[str]  # (the common ones when none is; when vague, its rarest terms)
@@ -97,12 +142,34 @@ class _Chosen:
 class KeywordSearch:
     """Not thread-safe on its own: `MemoryIndex` holds its lock around every call."""
 
-    def __init__(self, store: IndexStore, *, budget: int | None = None) -> None:
+    def __init__(self, store: KeywordStore, *, budget: int | None = None) -> None:
         self.store = store
         self.fixed_budget = budget  # tests; else from the index's size
         self._frequency: dict[str, int] = {}
         self._counted_at = 0  # chunk count when the cache was started
         self._within: dict[tuple[frozenset[str], str], tuple[int, int]] = {}  # (count, at size)
+
+    def find(self, terms: Sequence[str], scopes: Sequence[str], window: Window | None) -> Found:
+        """Everything a query's keyword side gives fusion (`bot.index.search.fuse`): the
+        candidates, then the second pass's when the query is not vague; with a `window`
+        (the time the query names) the candidates of that time, and the query is never
+        vague for fusion (the date ranks)."""
+        found = self.candidates(terms, scopes, limit=CANDIDATES)
+        vague = self.vague(terms, scopes)
+        weights = self.weights(terms, scopes)
+        if not vague:  # the second pass: after the first, while there is room (see the module)
+            found += self.feedback(found, weights, scopes, limit=CANDIDATES)
+        dated = self._dated(window, terms, scopes) if window else []
+        return Found(found, dated, vague and window is None, weights)
+
+    def _dated(self, window: Window, terms: Sequence[str], scopes: Sequence[str]) -> list[int]:
+        """The keyword candidates of the window's time (those that hold only common terms
+        too: the date tells), or the newest chunks of that time when none matches the words
+        ("what happened yesterday?"). They come before the other candidates: a dated query
+        still finds what the date misses (a note's time is its file's)."""
+        between = (window.start.timestamp(), window.end.timestamp())
+        inside = self.candidates(terms, scopes, limit=CANDIDATES, between=between)
+        return inside or self.store.newest(scopes, between=between, limit=CANDIDATES)
 
     def candidates(
         self,

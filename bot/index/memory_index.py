@@ -23,7 +23,7 @@ from bot.index.chunking import DEFAULT_SALIENCE, Chunker
 from bot.index.embedding import Embedder, Vectors
 from bot.index.keyword import KeywordSearch
 from bot.index.query import query_terms
-from bot.index.search import CANDIDATES, Hit, fuse, rank, vector_candidates
+from bot.index.search import Hit, fuse, rank, vector_candidates
 from bot.index.sources import (
     Exchange,
     source_of_document,
@@ -40,7 +40,7 @@ from bot.index.sync import (
     source_files_at,
 )
 from bot.index.vectors import VectorCache
-from bot.index.when import Window, resolve
+from bot.index.when import resolve
 from bot.storage.files import ON_DISK, Documents
 
 log = structlog.get_logger(__name__)
@@ -288,26 +288,11 @@ class MemoryIndex:
                 if vectors is not None and query_vector is not None
                 else None
             )
-            terms = query_terms(dated.rest)
-            keyword = self._keywords.candidates(terms, allowed, limit=CANDIDATES)
-            vague = self._keywords.vague(terms, allowed)
-            weights = self._keywords.weights(terms, allowed)
-            if not vague:  # the second pass: after the first, while there is room (keyword.py)
-                keyword += self._keywords.feedback(keyword, weights, allowed, limit=CANDIDATES)
-            within = self._dated(dated.window, terms, allowed) if dated.window else []
-            vague = vague and dated.window is None
-            fused = fuse(keyword, nearest.result() if nearest else [], dated=within, vague=vague)
+            found = self._keywords.find(query_terms(dated.rest), allowed, dated.window)
+            vector = nearest.result() if nearest else []
+            fused = fuse(found.ranked, vector, dated=found.dated, vague=found.vague)
             rows = self.store.rows(fused.scores, allowed, text=True)
-        return rank(fused, rows, weights=weights, now=asked.timestamp(), k=k)
-
-    def _dated(self, window: Window, terms: Sequence[str], scopes: Sequence[str]) -> list[int]:
-        """The keyword candidates of the window's time (those that hold only common terms
-        too: the date tells), or the newest chunks of that time when none matches the words
-        ("what happened yesterday?"). They come before the other candidates: a dated query
-        still finds what the date misses (a note's time is its file's)."""
-        between = (window.start.timestamp(), window.end.timestamp())
-        inside = self._keywords.candidates(terms, scopes, limit=CANDIDATES, between=between)
-        return inside or self.store.newest(scopes, between=between, limit=CANDIDATES)
+        return rank(fused, rows, weights=found.weights, now=asked.timestamp(), k=k)
 
     def _query_vector(self, query: str) -> Vectors | None:
         """The query's embedding; None for a blank query or when the embedder fails (an

@@ -34,3 +34,8 @@ def query_terms(text: str) -> list[str]:
 def fts_expression(terms: Sequence[str]) -> str:
     """An FTS5 MATCH expression ORing the terms (words from `query_terms`), each quoted."""
     return " OR ".join(f'"{term}"' for term in terms)
+
+
+def expression_terms(expression: str) -> list[str]:
+    """The words of an `fts_expression`, in order: for an engine that is not FTS5."""
+    return expression.split('"')[1::2]

@@ -8,6 +8,8 @@ documents they share (`documents.PgDocuments`, the `mnemo_documents` table, and
 `shared_documents.SplitDocuments`: which of them are shared), the roster of owners, paired users
 and the claim code (`roster.PgRoster`), the background work one replica at a time runs
 (`once.OnceInCluster`), Telegram's send rate shared (`pace.SharedPace`), what `/status` reads of
-the queue (`look.JobsLook`) and the schema they need (`database`). Opt-in with
+the queue (`look.JobsLook`) and the schema they need (`database`). Besides, measured and not
+yet used: the index's keyword search on PostgreSQL full text (`keywords`, against SQLite FTS5
+in benchmarks/pg_index_gate.py). Opt-in with
 `BOT_STORE__URL=postgresql://…`; its packages are the `mnemo[replicas]` extra, imported only here.
 """

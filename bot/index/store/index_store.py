@@ -178,6 +178,12 @@ class IndexStore:
         with self._lock:
             return reads.rows(self._db, ids, scopes, text=text)
 
+    def every_row(self) -> list[ChunkRow]:
+        """Every chunk with its text, in id order: the index copied into another engine
+        (`bot.replicas.keywords`)."""
+        with self._lock:
+            return reads.every_row(self._db)
+
     def vectors(self, dim: int) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.float32]]:
         """Every stored vector: ids, their scopes, and the matrix (one row each)."""
         with self._lock:

@@ -126,6 +126,15 @@ def rows(
     return {int(row[0]): ChunkRow(*row) for row in found}
 
 
+def every_row(db: sqlite3.Connection) -> list[ChunkRow]:
+    """Every chunk, with its text, in id order."""
+    sql = (
+        "SELECT c.id, c.path, c.start_line, c.end_line, c.scope, c.kind, c.at, c.salience,"
+        " f.text FROM chunks AS c JOIN chunks_fts AS f ON f.rowid = c.id ORDER BY c.id"
+    )
+    return [ChunkRow(*row) for row in db.execute(sql)]
+
+
 def vectors(
     db: sqlite3.Connection, dim: int
 ) -> tuple[npt.NDArray[np.int64], list[str], npt.NDArray[np.float32]]:
