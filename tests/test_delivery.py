@@ -179,3 +179,23 @@ async def test_a_stop_during_a_send_still_records_the_part_that_went_out(tmp_pat
     assert chat.arrived == ["first"]
     [left] = await Inbox(tmp_path).pending()  # as the next start finds it
     assert left.sent == 1  # only "second" goes out then
+
+
+async def test_a_stopped_turn_ends_only_once_its_part_went_out_and_was_recorded(
+    tmp_path: Path,
+) -> None:
+    inbox = Inbox(tmp_path)
+    entry = await inbox.accept(message("hi", at=datetime.now(UTC)))
+    assert entry is not None
+    entry = await inbox.answered(entry, "first|second")
+    delivery, chat = Delivery(inbox), SlowChat()
+    task = asyncio.create_task(delivery.deliver(entry, chat))
+    await chat.sending.wait()
+
+    task.cancel()  # the stop: nothing may take the message up while "first" is on its way
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert chat.arrived == ["first"]  # no `settle` needed: the turn waited for it
+    [left] = await inbox.pending()
+    assert left.sent == 1

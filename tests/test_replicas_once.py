@@ -106,7 +106,7 @@ async def test_a_replica_whose_connection_is_cut_stops_its_work_and_another_take
     await asyncio.sleep(SETTLE)
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as admin:
         await admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
             "WHERE application_name = %s AND pid IN "
             "(SELECT pid FROM pg_locks WHERE locktype = 'advisory')",
             (APPLICATION,),

@@ -134,7 +134,7 @@ async def test_with_the_database_away_updates_get_500_and_come_again(
         async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
             await admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
             await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = %s",
                 (name,),
             )
             fake_telegram.push_text(OWNER, OWNER, "anyone there?")

@@ -8,7 +8,9 @@ bot) or after `UNEXPECTED_TRIES` failures nobody expected (a bug must not stall 
 
 One attempt and, when the channel took the part, its record in the ledger are shielded from a
 stop: a stop that cancels a chat never cuts between the two (the part would go out again after
-the restart); `settle` waits for such attempts before the bot exits.
+the restart), and the cancelled turn ends only once they are done, so nothing else takes its
+message up while its part is still on its way; `settle` waits for such attempts before the bot
+exits.
 """
 
 from __future__ import annotations
@@ -136,7 +138,11 @@ class Delivery:
         attempt = asyncio.ensure_future(send_and_record())
         self._attempts.add(attempt)
         attempt.add_done_callback(self._attempts.discard)
-        await asyncio.shield(attempt)
+        try:
+            await asyncio.shield(attempt)
+        except asyncio.CancelledError:  # a stop: the turn ends once the part went and is recorded
+            await asyncio.wait([attempt])  # (a queued job goes back for another replica then)
+            raise
 
     def _wait(self, failures: int) -> float:
         return self.backoff[min(failures, len(self.backoff) - 1)]
