@@ -16,7 +16,8 @@ Counted from outside (the fakes' records, the workspaces' files and the database
 - overlapping: in a chat, a message's model call made before the previous message's reply was
   sent (its turn started while the one before still ran);
 - recalled: a model call for a message whose reply was sent already (its saved answer must be
-  sent, not made again);
+  sent, not made again), but for one made in a freeze's window (the woken process sends the
+  request it was about to send as it froze, having looked just before: counted in `in_flight`);
 - broken files: a JSON or JSONL file in a workspace, or a shared document (`db:<path>`), that
   does not parse;
 - left: journal rows not done, and queue jobs left, after the drain.
@@ -332,7 +333,11 @@ def _count(run: Run, replicas: int) -> ReplicaFigures:
         firsts = list(dict.fromkeys(m.text for m in run.telegram.sent_messages(user)))
         figures.reordered += sum(1 for a, b in itertools.pairwise(firsts) if a > b)
     figures.overlapping = _overlapping(run, replied)
-    figures.recalled = len({text for text, at in run.asked if at > replied.get(text, at)})
+    again = [(text, at) for text, at in run.asked if at > replied.get(text, at)]
+    outside = {text for text, at in again if not _in_window(run, [at])}
+    figures.recalled = len(outside)
+    figures.in_flight += len({text for text, _ in again} - outside)
+    figures.examples += [f"{text} asked again" for text in sorted(outside)][:5]
     attempts = run.telegram.webhook.attempts
     figures.repeats_delivered = sum(1 for a in attempts if a.repeat)
     figures.retries = sum(1 for a in attempts if a.status != 200)

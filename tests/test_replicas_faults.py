@@ -2,8 +2,9 @@
 updates from 20 chats (a flood, then bursts from three chats), 5% delivered twice, while one
 replica is SIGKILLed, one SIGTERMed, one frozen past its heartbeat and woken, and the database
 restarted. Checked from outside (`tests/replicas_run.py`): nothing lost, reordered, run twice
-at once in a chat, sent twice outside a kill's or a freeze's window, asked of the model again
-once its answer was sent, left queued; every document parses. Skipped only without `pg_ctl`."""
+at once in a chat, sent twice or asked of the model again once its answer was sent (outside
+a kill's or a freeze's window), left queued; every document parses. Skipped only without
+`pg_ctl`."""
 
 from __future__ import annotations
 

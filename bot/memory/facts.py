@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot.errors import StoreAway
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import turn_reference
 from bot.memory.notes import quoted
@@ -205,9 +206,12 @@ class FactWriter:
 
 
 async def attempt(what: str, write: Awaitable[T], *, default: T) -> T:
-    """A best-effort boundary: a failed write is logged, never raised."""
+    """A best-effort boundary: a failed write is logged, never raised (but for `StoreAway`: the
+    turn is made again once the replicas' database is back, so no memory is dropped)."""
     try:
         return await write
+    except StoreAway:
+        raise
     except Exception:
         log.warning("memory_write_failed", what=what, exc_info=True)
         return default
