@@ -162,7 +162,10 @@ class SlowChat:
         pass
 
 
-async def test_a_stop_during_a_send_still_records_the_part_that_went_out(tmp_path: Path) -> None:
+async def _sending_first_of_two(
+    tmp_path: Path,
+) -> tuple[Inbox, Delivery, SlowChat, asyncio.Task[None]]:
+    """A reply of two parts being delivered, its first part under way (it takes 0.2 s)."""
     inbox = Inbox(tmp_path)
     entry = await inbox.accept(message("hi", at=datetime.now(UTC)))
     assert entry is not None
@@ -170,6 +173,11 @@ async def test_a_stop_during_a_send_still_records_the_part_that_went_out(tmp_pat
     delivery, chat = Delivery(inbox), SlowChat()
     task = asyncio.create_task(delivery.deliver(entry, chat))
     await chat.sending.wait()
+    return inbox, delivery, chat, task
+
+
+async def test_a_stop_during_a_send_still_records_the_part_that_went_out(tmp_path: Path) -> None:
+    _, delivery, chat, task = await _sending_first_of_two(tmp_path)
 
     task.cancel()  # the stop, while the first part is under way
     with contextlib.suppress(asyncio.CancelledError):
@@ -184,13 +192,7 @@ async def test_a_stop_during_a_send_still_records_the_part_that_went_out(tmp_pat
 async def test_a_stopped_turn_ends_only_once_its_part_went_out_and_was_recorded(
     tmp_path: Path,
 ) -> None:
-    inbox = Inbox(tmp_path)
-    entry = await inbox.accept(message("hi", at=datetime.now(UTC)))
-    assert entry is not None
-    entry = await inbox.answered(entry, "first|second")
-    delivery, chat = Delivery(inbox), SlowChat()
-    task = asyncio.create_task(delivery.deliver(entry, chat))
-    await chat.sending.wait()
+    inbox, _, chat, task = await _sending_first_of_two(tmp_path)
 
     task.cancel()  # the stop: nothing may take the message up while "first" is on its way
     with pytest.raises(asyncio.CancelledError):

@@ -83,6 +83,16 @@ def text_to_show(path: Path, memory_root: Path, documents: Documents = ON_DISK) 
     return TextFile(text=_lf(text), newline=newline_of(data), digest=digest_of(data))
 
 
+def read_shown(path: Path, documents: Documents = ON_DISK) -> str:
+    """The document's text as read (a stray bad byte replaced, line endings as they are); ""
+    when it is missing or unreadable."""
+    try:
+        data = documents.read(path)
+    except OSError:
+        return ""
+    return "" if data is None else data.decode("utf-8", errors="replace")
+
+
 def newline_of(data: bytes) -> str:
     """The file's line ending: "\\r\\n" when most of its lines end so, else "\\n"."""
     crlf = data.count(b"\r\n")

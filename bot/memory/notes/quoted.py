@@ -24,6 +24,7 @@ from typing import get_args
 from bot.memory.provenance import brief
 from bot.models import Provenance, Via
 from bot.storage.files import ON_DISK, Documents
+from bot.storage.textfile import read_shown
 
 QUOTED_NAME = "QUOTED.md"
 QUOTE_MARK = "quoted, not confirmed:"
@@ -86,7 +87,7 @@ def add(
 ) -> list[Quote]:
     """Append quotes of `texts` (blocking; the caller holds MEMORY.md's lock)."""
     path = path_of(memory_path)
-    current = _text(documents, path)
+    current = read_shown(path, documents)
     quotes = [Quote(f"q-{secrets.token_hex(4)}", text, origin) for text in texts if text.strip()]
     if quotes:
         lead = _HEAD if not current.strip() else ("" if current.endswith("\n") else "\n")
@@ -96,7 +97,7 @@ def add(
 
 
 def pending(memory_path: Path, documents: Documents = ON_DISK) -> list[Quote]:
-    text = _text(documents, path_of(memory_path))
+    text = read_shown(path_of(memory_path), documents)
     return [quote for line in text.splitlines() if (quote := parse(line)) is not None]
 
 
@@ -104,7 +105,7 @@ def take(memory_path: Path, quote_id: str, documents: Documents = ON_DISK) -> Qu
     """Remove the quote with this id from the file and return it (blocking, locked by the
     caller); None when there is none."""
     path = path_of(memory_path)
-    text = _text(documents, path)
+    text = read_shown(path, documents)
     lines = text.splitlines(keepends=True)
     for at, line in enumerate(lines):
         quote = parse(line)
@@ -112,12 +113,3 @@ def take(memory_path: Path, quote_id: str, documents: Documents = ON_DISK) -> Qu
             documents.write(path, "".join(lines[:at] + lines[at + 1 :]).encode("utf-8"))
             return quote
     return None
-
-
-def _text(documents: Documents, path: Path) -> str:
-    """The file's text (undecodable bytes replaced), "" when it is missing or unreadable."""
-    try:
-        data = documents.read(path)
-    except OSError:
-        return ""
-    return "" if data is None else data.decode("utf-8", errors="replace")

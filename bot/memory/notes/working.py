@@ -17,6 +17,7 @@ from pathlib import Path
 from bot.errors import OutOfScopeError
 from bot.storage.files import Documents, Locks
 from bot.storage.lines import without_controls
+from bot.storage.textfile import read_shown
 from bot.storage.workspace import Workspace
 
 
@@ -80,7 +81,7 @@ class WorkingMemory:
         age = max(moment - updated_at, timedelta(0))
         if age > self.stale_after:
             return None
-        text = _text(self.documents, path).strip()
+        text = read_shown(path, self.documents).strip()
         if not text:
             return None
         local = updated_at.astimezone(moment.tzinfo)
@@ -93,12 +94,3 @@ def _modified_at(documents: Documents, path: Path) -> datetime | None:
     except OSError:
         return None
     return None if version is None else datetime.fromtimestamp(version[2] / 1e9, tz=UTC)
-
-
-def _text(documents: Documents, path: Path) -> str:
-    """The note's text (undecodable bytes replaced), "" when it is missing or unreadable."""
-    try:
-        data = documents.read(path)
-    except OSError:
-        return ""
-    return "" if data is None else data.decode("utf-8", errors="replace")
