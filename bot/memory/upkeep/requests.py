@@ -23,7 +23,12 @@ OVERHEAD_TOKENS = 64  # headings, the compression sentence, the chat format's ow
 RAW_FALLBACK = "[raw-fallback]"
 MEMORY_HEADING = "## Current Long-term Memory"
 CONVERSATION_HEADING = "## Conversation to Process"
-PROMPT_HEADINGS = frozenset({MEMORY_HEADING, CONVERSATION_HEADING})  # a model may echo them
+NO_MEMORY = "(empty)"  # what the prompt shows for an empty MEMORY.md
+# Lines of the prompt a model may echo back as memory (casefolded): its headings, the empty
+# memory's mark with or without its brackets
+PROMPT_ECHOES = frozenset(
+    line.casefold() for line in (MEMORY_HEADING, CONVERSATION_HEADING, NO_MEMORY, NO_MEMORY[1:-1])
+)
 ROLE = (
     "You are a memory consolidation agent. Return JSON with history_entry (2-5 sentences "
     "starting with a [YYYY-MM-DD HH:MM] timestamp, one string) and memory_update (the full "
@@ -59,7 +64,7 @@ def consolidation_prompt(
     (or, with `partial` memory shown, a request for new facts only)."""
     parts = [
         MEMORY_HEADING,
-        memory.strip() or "(empty)",
+        memory.strip() or NO_MEMORY,
         "",
         CONVERSATION_HEADING,
         *conversation_lines(messages, zone=zone),
