@@ -3,14 +3,14 @@ awaits when it stops (no fire-and-forget), and `periodically`, the loop a servic
 
 A service starts its task in `start` and stops it in its own `stop`; a block (an async `with`)
 starts it on entry and stops it on exit. Stopping one never started, or stopping it twice, does
-nothing. The task's cancellation is swallowed; any other exception it ended with comes out of
+nothing. The task's cancellation is swallowed (not a cancellation of the one stopping it,
+which goes on up); any other exception it ended with comes out of
 `stop` (a periodic job catches and logs its own failures: the next run tries again).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -28,9 +28,13 @@ class OwnedTask:
         if self._task is None:
             return
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await self._task
-        self._task = None
+        except asyncio.CancelledError:
+            if (caller := asyncio.current_task()) is not None and caller.cancelling():
+                raise  # the one stopping was cancelled itself: that goes on up
+        finally:
+            self._task = None
 
 
 async def periodically(seconds: float, job: Callable[[], Awaitable[object]]) -> None:

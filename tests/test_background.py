@@ -1,6 +1,7 @@
 """An owned background task: stopping it cancels the work and waits until it ended; stopping
-one never started, or twice, does nothing; a failure of the work comes out of the stop; the
-periodic loop runs its job again and again, and never after the stop."""
+one never started, or twice, does nothing; the stopper's own cancellation is not swallowed; a
+failure of the work comes out of the stop; the periodic loop runs its job again and again, and
+never after the stop."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ async def test_stop_before_start_and_stop_twice_do_nothing() -> None:
     owned.start(asyncio.Event().wait())
     await owned.stop()
     await owned.stop()
+    assert "owned-test" not in {task.get_name() for task in asyncio.all_tasks()}
 
 
 async def test_a_failure_of_the_work_comes_out_of_stop() -> None:
@@ -68,3 +70,24 @@ async def test_the_periodic_job_runs_again_and_again_until_the_stop() -> None:
         await asyncio.sleep(0)
     assert after_stop >= 3
     assert len(runs) == after_stop
+
+
+async def test_a_cancellation_of_the_one_stopping_goes_on_up() -> None:
+    cleaning = asyncio.Event()
+
+    async def work() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaning.set()
+            await asyncio.sleep(3600)  # a slow cleanup: the stopper is cancelled meanwhile
+
+    owned = OwnedTask("owned-test")
+    owned.start(work())
+    await asyncio.sleep(0)
+    stopper = asyncio.create_task(owned.stop())
+    await cleaning.wait()
+    stopper.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopper
+    assert stopper.cancelled()
