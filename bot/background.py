@@ -27,12 +27,14 @@ class OwnedTask:
         """Cancel the task and wait until it ended."""
         if self._task is None:
             return
+        caller = asyncio.current_task()
+        before = caller.cancelling() if caller is not None else 0  # e.g. stopping in an unwind
         self._task.cancel()
         try:
             await self._task
         except asyncio.CancelledError:
-            if (caller := asyncio.current_task()) is not None and caller.cancelling():
-                raise  # the one stopping was cancelled itself: that goes on up
+            if caller is not None and caller.cancelling() > before:
+                raise  # the one stopping was cancelled while it waited: that goes on up
         finally:
             self._task = None
 

@@ -91,3 +91,23 @@ async def test_a_cancellation_of_the_one_stopping_goes_on_up() -> None:
     with pytest.raises(asyncio.CancelledError):
         await stopper
     assert stopper.cancelled()
+
+
+async def test_a_stop_in_a_cancelled_turns_cleanup_finishes_the_cleanup() -> None:
+    cleaned: list[str] = []
+
+    async def turn() -> None:
+        owned = OwnedTask("owned-test")
+        owned.start(asyncio.Event().wait())
+        try:
+            await asyncio.Event().wait()
+        finally:  # the turn was cancelled: its cleanup stops the task, then goes on
+            await owned.stop()
+            cleaned.append("after the stop")
+
+    running = asyncio.create_task(turn())
+    await asyncio.sleep(0)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert cleaned == ["after the stop"]
