@@ -177,7 +177,7 @@ def test_a_heading_of_the_request_echoed_back_is_dropped() -> None:
 
 
 @pytest.mark.parametrize(
-    "echo", ["(empty)", "empty", "Empty", "## Current Long-term Memory\n(empty)"]
+    "echo", ["(empty)", "empty", "Empty", "## Current Long-term Memory\n(empty)", "- [forgotten]"]
 )
 def test_the_empty_memorys_mark_echoed_back_is_no_memory(echo: str) -> None:
     text = json.dumps({"history_entry": ENTRY, "memory_update": echo})

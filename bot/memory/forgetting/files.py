@@ -28,6 +28,11 @@ MARKER = "[forgotten]"
 FORGET_MIN_CHARS = 3  # a shorter text would match too much
 
 
+def forgotten(message: ChatMessage) -> bool:
+    """Whether /forget emptied the message: it holds nothing to keep or to summarise."""
+    return (message.content or "").strip() == MARKER
+
+
 def without_lines(data: bytes, needle: str) -> tuple[bytes, list[str]] | None:
     if decode_text(data) is None:
         return None
