@@ -198,3 +198,18 @@ async def test_consolidation_is_never_shown_what_was_forgotten(
 
         assert len(fake_openai.requests) == 4  # the turn only: no consolidation asked
     assert MARKER not in (workspace / "memory" / "MEMORY.md").read_text()
+
+
+async def test_the_receipt_shows_a_forgotten_calls_arguments_not_a_blank(
+    told: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(
+        ToolCalls([("memory_add", {"text": "The spare key moved to the shed"})]), Reply("Saved.")
+    )
+    await say(told, "It is in the shed now.")
+
+    [receipt] = await say(told, "/forget spare key")
+
+    said = [line for line in receipt.splitlines() if line.startswith("sessions/")]
+    assert said and all(line.split(": ", 1)[1].strip() for line in said)
+    assert any('"text": "The spare key moved to the shed"' in line for line in said)

@@ -53,7 +53,7 @@ def without_messages(data: bytes, needle: str) -> tuple[bytes, list[str]] | None
     lowered, removed = needle.casefold(), []
     for message in document["messages"]:
         if isinstance(message, dict) and lowered in _said(message).casefold():
-            removed.append(str(message.get("content") or "")[:200])
+            removed.append(" ".join(_said(message).split())[:200])  # a call: its arguments
             message["content"] = MARKER
             for call in message.get("tool_calls") or ():
                 call["arguments"] = "{}"
