@@ -55,6 +55,7 @@ from bot.storage.workspace import Workspace
 __all__ = ["ItemFile", "ItemStore"]
 log = structlog.get_logger(__name__)
 REWRITE_TRIES = 3  # reads of a file a person keeps changing before a rewrite gives up
+REREADS = 3  # parses of a file the store keeps rewriting before a read keeps the last one
 
 
 class ItemStore:
@@ -65,7 +66,8 @@ class ItemStore:
         self.max_marks = max_marks  # last-used marks waiting in memory at most (then saved)
         self._files = FileCache()
         self._marks = UsageMarks()
-        self._lock = threading.Lock()  # the parsed files and the marks
+        self._lock = threading.Lock()  # the parsed files, the marks, the count of rewrites
+        self._rewrites: dict[Path, int] = {}  # by file: a read overtaken by one parses again
         self._listings: dict[Path, tuple[Signature, list[tuple[str, Path]]]] = {}
         self._listings_lock = threading.Lock()
 
@@ -124,15 +126,23 @@ class ItemStore:
     # ------------------------------------------------------------------ reads (blocking)
 
     def read(self, path: Path, scope: MemoryScope) -> ItemFile:
-        """The file as it is now, with the last-used marks not written yet."""
-        signature = self.documents.version(path)
-        if signature is None:
-            return ItemFile(path)
-        with self._lock:
-            cached, version = self._files.get(path), self._marks.version
-        if cached is not None and cached.signature == signature:
-            return cached.file
-        return self._keep(path, self._parse(path, scope, signature, cached), version=version)
+        """The file as it is now, with the last-used marks not written yet. A parse that a
+        rewrite of the file overtook is made again (`REREADS` times, then kept as it is): the
+        rewrite dropped the marks it wrote, which the older text it parsed lacks."""
+        file, tries = None, 0
+        while file is None:
+            signature = self.documents.version(path)
+            if signature is None:
+                return ItemFile(path)
+            tries += 1
+            with self._lock:
+                cached, version = self._files.get(path), self._marks.version
+                rewrites = self._rewrites.get(path, 0) if tries <= REREADS else None
+            if cached is not None and cached.signature == signature:
+                return cached.file
+            parsed = self._parse(path, scope, signature, cached)
+            file = self._keep(path, parsed, version=version, rewrites=rewrites)
+        return file
 
     def _parse(
         self, path: Path, scope: MemoryScope, signature: Signature, cached: Parsed | None
@@ -144,10 +154,15 @@ class ItemStore:
         grown = read_grown(documents, path, scope, cached, signature) if cached else None
         return grown or read_whole(documents, path, scope, signature)
 
-    def _keep(self, path: Path, parsed: Parsed, *, version: int | None = None) -> ItemFile:
+    def _keep(
+        self, path: Path, parsed: Parsed, *, version: int | None = None, rewrites: int | None = None
+    ) -> ItemFile | None:
         """Cache the file as parsed, with its marks: on the new items only when the rest
-        came from the cache and no mark was made since `version`."""
+        came from the cache and no mark was made since `version`. None, nothing kept, when the
+        store rewrote the file since its count of rewrites was `rewrites`."""
         with self._lock:
+            if rewrites is not None and self._rewrites.get(path, 0) != rewrites:
+                return None
             only = None
             if parsed.kept and version == self._marks.version:
                 only = [item.id for item in parsed.file.items[parsed.kept :]]
@@ -205,6 +220,7 @@ class ItemStore:
             return False
         with self._lock:
             self._marks.written(file)
+            self._rewrites[path] = self._rewrites.get(path, 0) + 1
         self._remember(path, file, data)
         return True
 
