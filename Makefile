@@ -95,8 +95,15 @@ doctor: $(RUN_STAMP)
 
 # --- checks ----------------------------------------------------------------
 
+# The tests on TEST_WORKERS processes (pytest-xdist), then those marked serial (timed around
+# kills and freezes) one at a time with nothing beside them; either failing fails the target.
+TEST_WORKERS ?= 2
+
 test: $(DEV_STAMP) lint typecheck
-	$(PY) -m pytest -q
+	@status=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not serial" || status=$$?; \
+	$(PY) -m pytest -q -m serial || status=$$?; \
+	exit $$status
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
