@@ -95,14 +95,16 @@ doctor: $(RUN_STAMP)
 
 # --- checks ----------------------------------------------------------------
 
-# The tests on TEST_WORKERS processes (pytest-xdist), then those marked serial (timed around
-# kills and freezes) one at a time with nothing beside them; either failing fails the target.
+# The tests on TEST_WORKERS processes (pytest-xdist; a worker that is free takes tests queued
+# for a busy one), then those marked serial (timed around kills and freezes) one at a time with
+# nothing beside them; either failing fails the target. PYTEST_ARGS go to both runs.
 TEST_WORKERS ?= 2
+PYTEST_ARGS ?=
 
 test: $(DEV_STAMP) lint typecheck
 	@status=0; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not serial" || status=$$?; \
-	$(PY) -m pytest -q -m serial || status=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not serial" $(PYTEST_ARGS) || status=$$?; \
+	$(PY) -m pytest -q -m serial $(PYTEST_ARGS) || status=$$?; \
 	exit $$status
 
 lint: $(DEV_STAMP)
