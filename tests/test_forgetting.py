@@ -165,3 +165,51 @@ def _job(workspace: Workspace, name: str, session_key: str) -> Path:
     }
     path.write_text(json.dumps(document))
     return path
+
+
+async def test_consolidation_is_never_shown_what_was_forgotten(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    """A small model shown `[forgotten]` copies it into MEMORY.md (Qwen2.5 1.5B did): the
+    emptied messages are left out of the request, and a conversation of nothing else asks no
+    model at /new."""
+    settings = make_settings(workspace, telegram=None, openai=fake_openai)
+    async with started_app(settings) as app:
+        fake_openai.script(Reply("Noted, the spare key."), Reply("Porto, lovely."))
+        await say(app, SAID)
+        await say(app, "My sister lives in Porto.")
+        await say(app, "/forget spare key")
+        fake_openai.script(consolidated("[2026-11-24 09:00] Sister in Porto.", "- Sister: Porto"))
+
+        closed = await say(app, "/new")
+
+        [request] = fake_openai.requests[2:]
+        shown = request["messages"][-1]["content"]
+        assert "Porto" in shown and MARKER not in shown
+        assert closed == [
+            "Started a new conversation. I saved what mattered from the last one (2 messages) "
+            "to memory."
+        ]
+        fake_openai.script(Reply("Noted, the spare key."))
+        await say(app, SAID)
+        await say(app, "/forget spare key")
+
+        assert await say(app, "/new") == ["Started a new conversation. Your memory files are kept."]
+
+        assert len(fake_openai.requests) == 4  # the turn only: no consolidation asked
+    assert MARKER not in (workspace / "memory" / "MEMORY.md").read_text()
+
+
+async def test_the_receipt_shows_a_forgotten_calls_arguments_not_a_blank(
+    told: App, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(
+        ToolCalls([("memory_add", {"text": "The spare key moved to the shed"})]), Reply("Saved.")
+    )
+    await say(told, "It is in the shed now.")
+
+    [receipt] = await say(told, "/forget spare key")
+
+    said = [line for line in receipt.splitlines() if line.startswith("sessions/")]
+    assert said and all(line.split(": ", 1)[1].strip() for line in said)
+    assert any('"text": "The spare key moved to the shed"' in line for line in said)

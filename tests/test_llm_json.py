@@ -174,3 +174,19 @@ def test_a_heading_of_the_request_echoed_back_is_dropped() -> None:
     text = json.dumps({"history_entry": ENTRY, "memory_update": update})
 
     assert parse_consolidation(text).memory_update == "# About me\n- My name is Dana."
+
+
+@pytest.mark.parametrize(
+    "echo", ["(empty)", "empty", "Empty", "## Current Long-term Memory\n(empty)", "- [forgotten]"]
+)
+def test_the_empty_memorys_mark_echoed_back_is_no_memory(echo: str) -> None:
+    text = json.dumps({"history_entry": ENTRY, "memory_update": echo})
+
+    assert parse_consolidation(text).memory_update is None
+
+
+def test_a_fact_that_says_empty_among_others_is_kept() -> None:
+    update = "- The fridge is empty on Sundays\n(empty)"
+    text = json.dumps({"history_entry": ENTRY, "memory_update": update})
+
+    assert parse_consolidation(text).memory_update == "- The fridge is empty on Sundays"

@@ -89,6 +89,24 @@ async def test_a_tag_in_the_models_own_words_is_stored_beside_an_echo(
     assert (workspace / GLOBAL_MEMORY).read_text() == "## Remembered\n- Ann prefers tea\n"
 
 
+async def test_a_tag_that_copies_the_instructions_placeholder_writes_nothing(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    # what Qwen2.5 1.5B wrote, asked a question, after reading `<memory>fact</memory>` in the prompt
+    fake_openai.script(
+        Reply("Porto. <memory>fact</memory><chat-memory> Fact. </chat-memory>"),
+        Reply("Noted. <working-memory>…</working-memory><memory>Mira lives in Porto</memory>"),
+    )
+
+    first = await say(app, "Where does my sister live?")
+    second = await say(app, "She moved there in May")
+
+    assert (first, second) == (["Porto."], ["Noted."])
+    assert (workspace / GLOBAL_MEMORY).read_text() == "## Remembered\n- Mira lives in Porto\n"
+    assert not (workspace / OWNER_CHAT_MEMORY).exists()
+    assert not (workspace / OWNER_WORKING).exists()
+
+
 async def test_only_the_final_reply_is_parsed_after_a_tool_call(
     app: App, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:

@@ -14,10 +14,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
+from bot.memory.forgetting import forgotten
 from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.models import ChatMessage, MemoryScope, Session
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
+
+
+def kept(session: Session) -> tuple[ChatMessage, ...]:
+    """The session's messages that hold something: those /forget emptied are not summarised."""
+    return tuple(m for m in session.messages if not forgotten(m))
 
 
 class WorkingReset(Protocol):
@@ -46,7 +52,7 @@ class ConversationClose:
 
     def consolidates(self, session: Session) -> bool:
         """Whether closing `session` folds its messages into memory."""
-        return bool(session.messages) and self.consolidator is not None
+        return bool(kept(session)) and self.consolidator is not None
 
     async def close(
         self,
@@ -58,8 +64,8 @@ class ConversationClose:
         opening: tuple[ChatMessage, ...] = (),
     ) -> Closed:
         consolidated: bool | None = None
-        if self.consolidator is not None and session.messages:
-            job = new_job(scope, session.key, session.messages, at=at)
+        if self.consolidator is not None and (messages := kept(session)):
+            job = new_job(scope, session.key, messages, at=at)
             if wait:
                 consolidated = await self.consolidator.consolidate_now(job)
             else:

@@ -48,15 +48,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.index.query import fts_expression, query_terms
-from bot.index.search import CANDIDATES
+from bot.index.search import CANDIDATES, Fused, Hit, fuse, rank
 from bot.index.snippets import Terms, best_line
+from bot.index.sources import valid_scopes
 from bot.index.store import ChunkRow
-from bot.index.when import Window
+from bot.index.when import Dated, Window, resolve
 
 POSTINGS_BUDGET = 4000
 MIN_POSTINGS = 1000
@@ -133,6 +135,45 @@ class Found:
 
 
 @dataclass(frozen=True)
+class Asked:
+    """A search as its keyword and vector sides read it: the scopes it may see, how many hits,
+    when it was asked (what a time it names is read against, and recency's now) and the query
+    read for time (`bot.index.when`)."""
+
+    scopes: tuple[str, ...]
+    k: int
+    at: datetime
+    dated: Dated
+
+    @classmethod
+    def read(
+        cls, query: str, *, scopes: Sequence[str], k: int, now: datetime | None
+    ) -> Asked | None:
+        """None when the search can find nothing (no scope, no hit wanted); `now` defaults
+        to the clock."""
+        allowed = valid_scopes(scopes)
+        if not allowed or k <= 0:
+            return None
+        at = now or datetime.now(UTC)
+        return cls(allowed, k, at, resolve(query, at))
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """A search's candidates fused, with their rows: `hits` ranks them (arithmetic alone: no
+    store, no lock)."""
+
+    asked: Asked
+    fused: Fused
+    rows: dict[int, ChunkRow]
+    weights: dict[str, float]
+
+    def hits(self) -> list[Hit]:
+        now = self.asked.at.timestamp()
+        return rank(self.fused, self.rows, weights=self.weights, now=now, k=self.asked.k)
+
+
+@dataclass(frozen=True)
 class _Chosen:
     telling: list[str]  # (the common ones when none is; when vague, its rarest terms)
     common: list[str]
@@ -148,6 +189,18 @@ class KeywordSearch:
         self._frequency: dict[str, int] = {}
         self._counted_at = 0  # chunk count when the cache was started
         self._within: dict[tuple[frozenset[str], str], tuple[int, int]] = {}  # (count, at size)
+
+    def gather(
+        self, asked: Asked, nearest: Callable[[], Sequence[int]] | None = None
+    ) -> Candidates:
+        """A search's candidates (`fuse`) with their rows: the keyword side's, then those
+        `nearest` gives, when there is a vector side (called once the keyword side ran: its
+        scan may run meanwhile)."""
+        found = self.find(query_terms(asked.dated.rest), asked.scopes, asked.dated.window)
+        vector = nearest() if nearest is not None else []
+        fused = fuse(found.ranked, vector, dated=found.dated, vague=found.vague)
+        rows = self.store.rows(fused.scores, asked.scopes, text=True)
+        return Candidates(asked, fused, rows, found.weights)
 
     def find(self, terms: Sequence[str], scopes: Sequence[str], window: Window | None) -> Found:
         """Everything a query's keyword side gives fusion (`bot.index.search.fuse`): the

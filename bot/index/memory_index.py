@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import structlog
@@ -21,15 +21,9 @@ import structlog
 from bot.errors import LLMError
 from bot.index.chunking import DEFAULT_SALIENCE, Chunker
 from bot.index.embedding import Embedder, Vectors
-from bot.index.keyword import KeywordSearch
-from bot.index.query import query_terms
-from bot.index.search import Hit, fuse, rank, vector_candidates
-from bot.index.sources import (
-    Exchange,
-    source_of_document,
-    source_of_exchange,
-    valid_scopes,
-)
+from bot.index.keyword import Asked, KeywordSearch
+from bot.index.search import Hit, vector_candidates
+from bot.index.sources import Exchange, source_of_document, source_of_exchange
 from bot.index.store import FileClaims, IndexStore, SourceUpdate, Written
 from bot.index.sync import (
     FileDelta,
@@ -40,7 +34,6 @@ from bot.index.sync import (
     source_files_at,
 )
 from bot.index.vectors import VectorCache
-from bot.index.when import resolve
 from bot.storage.files import ON_DISK, Documents
 
 log = structlog.get_logger(__name__)
@@ -267,11 +260,9 @@ class MemoryIndex:
         ("" is the owner's global memory). A time the query names ("last May", read against
         `now`, default the clock: `bot.index.when`) puts the chunks of that time first. Never
         raises on odd input."""
-        allowed = valid_scopes(scopes)
-        if not allowed or k <= 0:
+        asked = Asked.read(query, scopes=scopes, k=k, now=now)
+        if asked is None:
             return []
-        asked = now or datetime.now(UTC)
-        dated = resolve(query, asked)
         query_vector = self._query_vector(query)
         with self._lock:
             self._refresh()
@@ -281,18 +272,15 @@ class MemoryIndex:
                     _nearest,
                     vectors,
                     query_vector,
-                    allowed,
+                    asked.scopes,
                     vector_candidates(k),
                     self.min_similarity,
                 )
                 if vectors is not None and query_vector is not None
                 else None
             )
-            found = self._keywords.find(query_terms(dated.rest), allowed, dated.window)
-            vector = nearest.result() if nearest else []
-            fused = fuse(found.ranked, vector, dated=found.dated, vague=found.vague)
-            rows = self.store.rows(fused.scores, allowed, text=True)
-        return rank(fused, rows, weights=found.weights, now=asked.timestamp(), k=k)
+            candidates = self._keywords.gather(asked, nearest.result if nearest else None)
+        return candidates.hits()
 
     def _query_vector(self, query: str) -> Vectors | None:
         """The query's embedding; None for a blank query or when the embedder fails (an

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
+from bot.background import OwnedTask
 from bot.models import Inbound, MemoryScope
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
@@ -54,20 +55,16 @@ class Scheduler:
         self.late_after = late_after
         self._wake = asyncio.Event()
         self._ticking = asyncio.Lock()  # one look at a time: an item is journaled once
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("reminders")
         self._firing: asyncio.Future[int] | None = None  # the item being journaled
 
     async def start(self) -> None:
         await self.reconcile()
-        self._task = asyncio.create_task(self._loop(), name="reminders")
+        self._task.start(self._loop())
 
     async def stop(self) -> None:
         """Stop looking; an item being journaled is finished first (shielded)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._task.stop()
         if self._firing is not None:
             await asyncio.wait([self._firing])
 

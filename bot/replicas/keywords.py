@@ -10,8 +10,9 @@ store. A MATCH is the OR of the query's words (`to_tsquery(config, 'a | b')`), r
 `RANKINGS` (PostgreSQL has no bm25: `ts_rank` counts how often the words occur, with no
 weight for how rare a word is; `ts_rank_cd` how close together they are). Everything else is
 the embedded index's own: which words are searched (`KeywordSearch`: the telling terms, the
-second pass, a named time), fusion, tie-breaks, diversity and snippets (`bot.index.search`), so
-a search differs from `MemoryIndex.search` (keyword only) in its candidates alone.
+second pass, a named time), fusion, tie-breaks, diversity and snippets (`KeywordSearch.gather`
+and `bot.index.search`, as `MemoryIndex.search` calls them), so a search differs from
+`MemoryIndex.search` (keyword only) in its candidates alone.
 
 The chunk counts per scope are taken once, at `load`: the table is written only there.
 Blocking; one connection, which psycopg serialises.
@@ -22,17 +23,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import astuple
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from bot.index.keyword import KeywordSearch
-from bot.index.query import expression_terms, query_terms
-from bot.index.search import Hit, Wait, fuse, rank
-from bot.index.sources import valid_scopes
+from bot.index.keyword import Asked, KeywordSearch
+from bot.index.query import expression_terms
+from bot.index.search import Hit, Wait
 from bot.index.store import ChunkRow
-from bot.index.when import resolve
 
 # "english" is PostgreSQL's own; "mnemo_english" stems as it does but keeps its stop words
 # ("now", "before", "after", "up": a question's telling word; the query drops its own
@@ -191,12 +190,5 @@ class PgSearch:
         wait: Wait = "all",
         now: datetime | None = None,
     ) -> list[Hit]:
-        allowed = valid_scopes(scopes)
-        if not allowed or k <= 0:
-            return []
-        asked = now or datetime.now(UTC)
-        dated = resolve(query, asked)
-        found = self.keywords.find(query_terms(dated.rest), allowed, dated.window)
-        fused = fuse(found.ranked, dated=found.dated, vague=found.vague)
-        rows = self.chunks.rows(fused.scores, allowed, text=True)
-        return rank(fused, rows, weights=found.weights, now=asked.timestamp(), k=k)
+        asked = Asked.read(query, scopes=scopes, k=k, now=now)
+        return self.keywords.gather(asked).hits() if asked is not None else []

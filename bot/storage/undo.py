@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from bot.background import OwnedTask, periodically
 from bot.storage.files import ON_DISK, Documents
 from bot.storage.workspace import encode_key
 
@@ -69,7 +70,7 @@ class UndoStore:
         self.keep = keep
         self.now = now
         self.documents = documents
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("undo-purge")
 
     # ------------------------------------------------------------------ writes (blocking)
 
@@ -135,23 +136,16 @@ class UndoStore:
 
     async def start(self) -> None:
         await asyncio.to_thread(self.purge)
-        self._task = asyncio.create_task(self._every_minute(), name="undo-purge")
+        self._task.start(periodically(PURGE_EVERY, self._purge_logged))
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        await self._task.stop()
 
-    async def _every_minute(self) -> None:
-        while True:
-            await asyncio.sleep(PURGE_EVERY)
-            try:
-                await asyncio.to_thread(self.purge)
-            except OSError:  # the background boundary: tried again next minute
-                log.warning("undo_purge_failed", exc_info=True)
+    async def _purge_logged(self) -> None:
+        try:
+            await asyncio.to_thread(self.purge)
+        except OSError:  # the background boundary: tried again next minute
+            log.warning("undo_purge_failed", exc_info=True)
 
     # ------------------------------------------------------------------ files
 

@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 
 import structlog
 
+from bot.background import OwnedTask
 from bot.llm.text_calls import may_be_calls
 from bot.memory.notes.tags import shown_while_written
 
@@ -65,7 +66,7 @@ class LiveReply:
         self._calls_possible = False
         self._shown = ""
         self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("live-reply")
 
     def restart(self, *, calls_possible: bool) -> None:
         self._pieces.clear()
@@ -83,7 +84,7 @@ class LiveReply:
         return shown_while_written(text)
 
     async def __aenter__(self) -> LiveReply:
-        self._task = asyncio.create_task(self._show_changes())
+        self._task.start(self._show_changes())
         return self
 
     async def __aexit__(
@@ -92,10 +93,7 @@ class LiveReply:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._task.stop()
         if self._shown:
             try:
                 await self.draft.close()

@@ -32,6 +32,7 @@ from telegram.error import (
     TelegramError,
 )
 
+from bot.background import OwnedTask
 from bot.channels.telegram.budget import answering, tight
 from bot.channels.telegram.buttons import keyboard
 from bot.channels.telegram.format import Chunk, render
@@ -144,14 +145,13 @@ class TelegramReplier:
 
     @contextlib.asynccontextmanager
     async def typing(self) -> AsyncIterator[None]:
-        task = asyncio.create_task(self._keep_typing())
+        typing = OwnedTask("telegram-typing")
+        typing.start(self._keep_typing())
         try:
             with answering(self.bot):  # the turn runs: its answer is on its way
                 yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await typing.stop()
 
     async def _send_chunk(self, chunk: Chunk, *, reply_to: int | None = None) -> None:
         entities = [MessageEntity(**entity) for entity in chunk.entities]

@@ -28,7 +28,7 @@ change keeps the file as it is and adds the removed lines back at its end (and s
     receipts.py  what /forget and /undo answer
 """
 
-from bot.memory.forgetting.files import FORGET_MIN_CHARS, MARKER, unsaid
+from bot.memory.forgetting.files import FORGET_MIN_CHARS, MARKER, forgotten, unsaid
 from bot.memory.forgetting.forget import Forgetting, Forgotten, Target, Undone
 from bot.memory.forgetting.receipts import forget_receipt, undo_receipt
 
@@ -40,6 +40,7 @@ __all__ = [
     "Target",
     "Undone",
     "forget_receipt",
+    "forgotten",
     "undo_receipt",
     "unsaid",
 ]

@@ -28,6 +28,11 @@ MARKER = "[forgotten]"
 FORGET_MIN_CHARS = 3  # a shorter text would match too much
 
 
+def forgotten(message: ChatMessage) -> bool:
+    """Whether /forget emptied the message: it holds nothing to keep or to summarise."""
+    return (message.content or "").strip() == MARKER
+
+
 def without_lines(data: bytes, needle: str) -> tuple[bytes, list[str]] | None:
     if decode_text(data) is None:
         return None
@@ -48,7 +53,7 @@ def without_messages(data: bytes, needle: str) -> tuple[bytes, list[str]] | None
     lowered, removed = needle.casefold(), []
     for message in document["messages"]:
         if isinstance(message, dict) and lowered in _said(message).casefold():
-            removed.append(str(message.get("content") or "")[:200])
+            removed.append(" ".join(_said(message).split())[:200])  # a call: its arguments
             message["content"] = MARKER
             for call in message.get("tool_calls") or ():
                 call["arguments"] = "{}"

@@ -17,8 +17,6 @@ shown in those minutes).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -27,6 +25,7 @@ from typing import Protocol
 
 import structlog
 
+from bot.background import OwnedTask, periodically
 from bot.memory.items.cache import ItemFile
 from bot.models import MemoryLayer, MemoryScope
 
@@ -136,18 +135,14 @@ class UsageSaver:
     def __init__(self, store: MarkSaving, *, every: timedelta = SAVE_EVERY) -> None:
         self.store = store
         self.every = every
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("usage_save")
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._periodic(), name="usage_save")
+        self._task.start(periodically(self.every.total_seconds(), self.run))
 
     async def stop(self) -> None:
         """Stop the task, then write what waits (failures are logged: the app still stops)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._task.stop()
         await self.run()
 
     async def run(self) -> int:
@@ -156,8 +151,3 @@ class UsageSaver:
         except Exception:  # the background boundary: the marks wait for the next try
             log.warning("usage_save_failed", exc_info=True)
             return 0
-
-    async def _periodic(self) -> None:
-        while True:
-            await asyncio.sleep(self.every.total_seconds())
-            await self.run()

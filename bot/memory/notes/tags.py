@@ -10,7 +10,9 @@ A reply still being written (streamed) shows only `shown_while_written`: what th
 would show if it ended there, so no partial text ever shows a tag or the start of one.
 
 Echoes are not memory (`without_echoes`): a tag whose text the user or a tool supplied verbatim
-in the same turn — typed as a tag or not — is someone else's words repeated, and is not stored.
+in the same turn — typed as a tag or not — is someone else's words repeated, and is not stored;
+nor is a tag that holds only a placeholder of `TAG_INSTRUCTIONS` (a small model copies
+`<memory>fact</memory>` as it reads it).
 """
 
 from __future__ import annotations
@@ -33,16 +35,17 @@ _TAG = re.compile(
 _TRUNCATED = re.compile(r"<\s*/?\s*(?P<name>[A-Za-z_-]*)\Z")
 _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _BULLET = re.compile(r"^(?:[-*•]\s+)+")
+_FACT, _STATE = "fact", "…"  # the instructions' placeholders: a tag holding one saves nothing
 
-TAG_INSTRUCTIONS = """\
+TAG_INSTRUCTIONS = f"""\
 You can keep notes by adding tags to your reply. They are removed before the user sees it, \
 so never refer to them in the visible text.
-- <memory>fact</memory>: a lasting fact worth knowing in every future conversation \
+- <memory>{_FACT}</memory>: a lasting fact worth knowing in every future conversation \
 (a preference, a name, a date, a standing decision).
-- <chat-memory>fact</chat-memory>: a lasting fact about this chat only (its topic, its people, \
-its conventions).
-- <working-memory>…</working-memory>: your scratchpad for the current conversation. Each one \
-replaces the previous snapshot, so write the whole state, as short lines:
+- <chat-memory>{_FACT}</chat-memory>: a lasting fact about this chat only (its topic, its \
+people, its conventions).
+- <working-memory>{_STATE}</working-memory>: your scratchpad for the current conversation. \
+Each one replaces the previous snapshot, so write the whole state, as short lines:
   - Topic: what we are working on
   - Decisions: what has been settled
   - Pending: what is open or comes next
@@ -82,12 +85,13 @@ class _Block:
 
 def without_echoes(tags: ExtractedTags, supplied: Iterable[str]) -> tuple[ExtractedTags, int]:
     """The tags minus those whose text appears in `supplied` (the user's message and the tool
-    results of the turn), compared casefolded with spaces collapsed; and how many went."""
+    results of the turn), compared casefolded with spaces collapsed, or is one of the
+    instructions' placeholders; and how many went."""
     said = [_plain(text) for text in supplied if text]
 
     def echoed(fact: str) -> bool:
         plain = _plain(fact)
-        return bool(plain) and any(plain in text for text in said)
+        return plain in _PLACEHOLDERS or (bool(plain) and any(plain in text for text in said))
 
     kept = replace(
         tags,
@@ -104,6 +108,9 @@ def without_echoes(tags: ExtractedTags, supplied: Iterable[str]) -> tuple[Extrac
 
 def _plain(text: str) -> str:
     return " ".join(_BULLET.sub("", text).casefold().split()).strip(" .!?")
+
+
+_PLACEHOLDERS = frozenset({_plain(_FACT), _plain(_STATE)})
 
 
 def extract_tags(reply: str) -> ExtractedTags:

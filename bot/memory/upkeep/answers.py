@@ -7,8 +7,9 @@
 Real small models answer loosely, so the values are read loosely too, and always end as plain
 text: a list is its items one a line (as `- item` lines for `memory_update`), an object its keys
 as `## key` headings over their values, and fence lines (```` ```markdown ````) inside a value
-are dropped — a fence never reaches MEMORY.md or HISTORY; nor does a heading of the request
-echoed back (`## Current Long-term Memory`, as Qwen2.5 1.5B did), nor a line of only JSON
+are dropped — a fence never reaches MEMORY.md or HISTORY; nor does a line of the request echoed
+back (a heading, `## Current Long-term Memory`, the empty memory's `(empty)`, as Qwen2.5 1.5B
+did, or a forgotten message's mark), nor a line of only JSON
 punctuation (`{`, `- }`: what is left of an answer cut short). A number, `null` or an empty
 value is missing, so a malformed answer can never blank out `MEMORY.md`. `removed` (optional)
 lists the MEMORY.md lines the model means to drop, `replaced` (optional) those a newer fact of
@@ -25,11 +26,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bot.memory.upkeep.requests import PROMPT_HEADINGS
+from bot.memory.upkeep.requests import PROMPT_ECHOES
 
 FIELDS = ("history_entry", "memory_update")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _FENCE_LINE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_BULLET = re.compile(r"^[-*•]\s+")
 _PUNCTUATION_LINE = re.compile(r"^[\s\-*+]*[{}\[\],:\"]+[\s,]*$")
 _MARKED = ("#", "- ", "* ", "+ ")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
@@ -142,7 +144,7 @@ def _unfenced(text: str) -> str | None:
         for line in text.splitlines()
         if not _FENCE_LINE.match(line)
         and not _PUNCTUATION_LINE.match(line)
-        and line.strip() not in PROMPT_HEADINGS
+        and _BULLET.sub("", line.strip()).casefold() not in PROMPT_ECHOES
     ]
     return "\n".join(kept).strip() or None
 

@@ -8,13 +8,13 @@ once wherever it runs, under its scope's lock (`JobStore.taken`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
 import structlog
+
+from bot.background import OwnedTask, periodically
 
 log = structlog.get_logger(__name__)
 EVERY = 60.0  # seconds between two looks
@@ -37,18 +37,13 @@ class LeftJobs:
         self.after = after
         self.now = now
         self.every = every
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask("consolidation-left")
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._look(), name="consolidation-left")
+        self._task.start(periodically(self.every, self._look))
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        await self._task.stop()
 
     async def run(self) -> int:
         """One look: how many jobs left by others it queued."""
@@ -58,9 +53,7 @@ class LeftJobs:
         return queued
 
     async def _look(self) -> None:
-        while True:
-            await asyncio.sleep(self.every)
-            try:
-                await self.run()
-            except Exception:  # the background boundary: looked at again next time
-                log.warning("consolidation_left_failed", exc_info=True)
+        try:
+            await self.run()
+        except Exception:  # the background boundary: looked at again next time
+            log.warning("consolidation_left_failed", exc_info=True)

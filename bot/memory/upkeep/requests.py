@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date, tzinfo
 
+from bot.memory.forgetting import MARKER, forgotten
 from bot.memory.notes.long_term import bare_line, new_lines
 from bot.memory.notes.supersede import kept_marks, mark_replaced, superseded_by
 from bot.models import ChatMessage
@@ -23,7 +24,13 @@ OVERHEAD_TOKENS = 64  # headings, the compression sentence, the chat format's ow
 RAW_FALLBACK = "[raw-fallback]"
 MEMORY_HEADING = "## Current Long-term Memory"
 CONVERSATION_HEADING = "## Conversation to Process"
-PROMPT_HEADINGS = frozenset({MEMORY_HEADING, CONVERSATION_HEADING})  # a model may echo them
+NO_MEMORY = "(empty)"  # what the prompt shows for an empty MEMORY.md
+# Lines a model may echo back as memory (casefolded): the prompt's headings, the empty
+# memory's mark with or without its brackets, a forgotten message's mark
+PROMPT_ECHOES = frozenset(
+    line.casefold()
+    for line in (MEMORY_HEADING, CONVERSATION_HEADING, NO_MEMORY, NO_MEMORY[1:-1], MARKER)
+)
 ROLE = (
     "You are a memory consolidation agent. Return JSON with history_entry (2-5 sentences "
     "starting with a [YYYY-MM-DD HH:MM] timestamp, one string) and memory_update (the full "
@@ -59,7 +66,7 @@ def consolidation_prompt(
     (or, with `partial` memory shown, a request for new facts only)."""
     parts = [
         MEMORY_HEADING,
-        memory.strip() or "(empty)",
+        memory.strip() or NO_MEMORY,
         "",
         CONVERSATION_HEADING,
         *conversation_lines(messages, zone=zone),
@@ -90,11 +97,14 @@ def conversation_parts(
     messages: Sequence[ChatMessage], *, room: int, count: Count, zone: tzinfo | None = None
 ) -> list[tuple[ChatMessage, ...]]:
     """The messages in consecutive parts whose conversation lines fit `room` tokens each; a
-    message too long for a part alone is cut to fit."""
+    message too long for a part alone is cut to fit. A forgotten message is left out: it holds
+    nothing to keep, and a model shown its mark copies it into memory."""
     found: list[tuple[ChatMessage, ...]] = []
     part: list[ChatMessage] = []
     used = 0
     for message in messages:
+        if forgotten(message):
+            continue
         message = _fitted(message, room=room, count=count, zone=zone)
         cost = sum(count(line) + 1 for line in conversation_lines([message], zone=zone))
         if part and used + cost > room:

@@ -4,12 +4,12 @@ each chat's scope, once at start-up (before the first message) and then once a d
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import structlog
 
+from bot.background import OwnedTask, periodically
 from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.storage.workspace import Workspace
 
@@ -26,20 +26,15 @@ class DailyOverScopes:
         self.job = job
         self.workspace = workspace
         self.every = every
-        self._task: asyncio.Task[None] | None = None
+        self._task = OwnedTask(name)
 
     async def start(self) -> None:
         """Run once before the first message, then daily in an owned task."""
         await self.run()
-        self._task = asyncio.create_task(self._daily(), name=self.name)
+        self._task.start(periodically(self.every.total_seconds(), self.run))
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        await self._task.stop()
 
     async def run(self) -> int:
         """One pass over every scope; the sum of what the job changed."""
@@ -65,8 +60,3 @@ class DailyOverScopes:
         except Exception:  # the background boundary: a folder unreadable, the database away
             log.warning("daily_job_failed", job=self.name, scope="chats", exc_info=True)
             return [GLOBAL_SCOPE]
-
-    async def _daily(self) -> None:
-        while True:
-            await asyncio.sleep(self.every.total_seconds())
-            await self.run()

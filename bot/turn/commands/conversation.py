@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.conversation.closing import ConversationClose
+from bot.conversation.closing import ConversationClose, kept
 from bot.conversation.compaction import CompactionResult, Compactor
 from bot.models import Inbound
 from bot.storage.sessions import SessionStore
@@ -48,7 +48,7 @@ class NewConversation:
         key = inbound.session_key
         async with self.locks.hold(key):
             session = await self.sessions.load(key)
-            messages = plural(len(session.messages), "message")
+            messages = plural(len(kept(session)), "message")
             if self.closing.consolidates(session):
                 progress.doing(NEW_SAVING.format(messages=messages))
             scope = self.access.scope_for(inbound)
