@@ -96,9 +96,9 @@ doctor: $(RUN_STAMP)
 # --- checks ----------------------------------------------------------------
 
 # The tests on TEST_WORKERS processes (pytest-xdist; a worker that is free takes tests queued
-# for a busy one), then those marked serial (timed around kills and freezes) one at a time with
-# nothing beside them; either failing fails the target. PYTEST_ARGS go to both runs (the second
-# finding none of its tests among them is no failure: exit 5).
+# for a busy one), then those marked serial (timed: kills, freezes, threads racing) one at a
+# time with nothing beside them; either failing fails the target. PYTEST_ARGS go to both runs
+# (the second finding none of its tests among them is no failure: exit 5).
 TEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
