@@ -95,8 +95,18 @@ doctor: $(RUN_STAMP)
 
 # --- checks ----------------------------------------------------------------
 
+# The tests on TEST_WORKERS processes (pytest-xdist; a worker that is free takes tests queued
+# for a busy one), then those marked serial (timed: kills, freezes, threads racing) one at a
+# time with nothing beside them; either failing fails the target. PYTEST_ARGS go to both runs
+# (the second finding none of its tests among them is no failure: exit 5).
+TEST_WORKERS ?= 2
+PYTEST_ARGS ?=
+
 test: $(DEV_STAMP) lint typecheck
-	$(PY) -m pytest -q
+	@status=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not serial" $(PYTEST_ARGS) || status=$$?; \
+	$(PY) -m pytest -q -m serial $(PYTEST_ARGS) || { code=$$?; [ $$code -eq 5 ] || status=$$code; }; \
+	exit $$status
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .

@@ -11,6 +11,7 @@ import pytest
 from tests.crash import crash_run
 
 
+@pytest.mark.serial  # its kill windows are timed: `make test` runs it alone
 @pytest.mark.timeout(240)
 async def test_kills_and_terms_at_random_points_lose_nothing_and_repeat_nothing(
     tmp_path: Path,

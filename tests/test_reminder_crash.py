@@ -62,6 +62,7 @@ async def _all_sent(telegram: FakeTelegram, wanted: set[str], within: float) -> 
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.serial  # its kill windows are timed: `make test` runs it alone
 @pytest.mark.timeout(240)
 async def test_sigkill_around_due_times_loses_no_reminder_and_sends_none_twice(
     tmp_path: Path,

@@ -18,6 +18,7 @@ from tests.replicas_run import Faults, Load, replicas_run
 FAULTS = Faults(kill=0.15, term=0.35, freeze=0.55, restart_db=0.75)
 
 
+@pytest.mark.serial  # its kill windows are timed: `make test` runs it alone
 @pytest.mark.timeout(480)
 async def test_three_replicas_lose_nothing_through_kill_stop_freeze_and_a_database_restart(
     tmp_path: Path,
