@@ -153,7 +153,6 @@ async def test_a_rewrite_of_the_file_writes_its_marks_and_decay_sees_them(
     assert lowered is not None and lowered.salience < idle.salience
 
 
-@pytest.mark.serial  # two threads racing each other: `make test` runs it alone
 async def test_a_mark_made_while_its_file_is_rewritten_and_grows_is_read_and_written(
     store: ItemStore, writer: ItemKeeper
 ) -> None:
