@@ -9,14 +9,43 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from bot.app import App, build_app, build_telegram
+from bot.reminders.model import Reminder
 from bot.reminders.scheduler import Scheduler
+from bot.reminders.when import read_when
 from bot.settings import ReminderSettings, Settings
 from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI, Reply, ToolCalls
 from tests.fakes.telegram_api import FakeTelegram
-from tests.harness import API_KEY, make_settings
+from tests.harness import API_KEY, OWNER, make_settings
+
+
+def a_reminder(
+    at: datetime,
+    *,
+    item_id: str = "r1",
+    chat_id: int = OWNER,
+    when: str = "in 20 minutes",
+    zone: str = "UTC",
+    text: str = "water the plants",
+) -> Reminder:
+    """A reminder the owner made at `at` in a Telegram chat (a group when `chat_id` < 0), due
+    `when` says."""
+    return Reminder(
+        id=item_id,
+        chat=f"telegram:{chat_id}",
+        channel="telegram",
+        chat_id=chat_id,
+        chat_type="group" if chat_id < 0 else "private",
+        user_id=OWNER,
+        zone=zone,
+        text=text,
+        rule=read_when(when, at, ZoneInfo(zone)),
+        next_at=None,
+        created_at=at,
+    ).advanced(at)
 
 
 @dataclass

@@ -11,19 +11,17 @@ import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
 from bot.app.store import stored_workspace
 from bot.cli import memory, reminders
 from bot.models import MemoryScope
-from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
-from bot.reminders.when import read_when
 from bot.settings import Settings
 from bot.storage.files import FileLocks
 from tests.pg import pg_database
+from tests.reminding import a_reminder
 from tests.talk import GROUP_DIR, write
 
 EDITOR = """\
@@ -196,19 +194,7 @@ async def test_reminders_list_and_the_chats_are_what_the_replicas_share(
 ) -> None:
     group = MemoryScope(chat_key="telegram:-100555")
     made = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
-    item = Reminder(
-        id="r1",
-        chat="telegram:-100555",
-        channel="telegram",
-        chat_id=-100555,
-        chat_type="group",
-        user_id=1001,
-        zone="UTC",
-        text="water the plants",
-        rule=read_when("2030-01-01 09:00", made, ZoneInfo("UTC")),
-        next_at=None,
-        created_at=made,
-    ).advanced(made)
+    item = a_reminder(made, chat_id=-100555, when="2030-01-01 09:00")
     with stored_workspace(settings(tmp_path / "a", url)) as workspace:
         await ReminderStore(workspace, FileLocks(workspace.locks_dir)).add(group, item)
     printed: list[str] = []

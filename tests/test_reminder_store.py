@@ -24,26 +24,14 @@ from bot.storage.files import FileLocks
 from bot.storage.inbox import Entry, Inbox
 from bot.storage.workspace import Workspace
 from tests.clock import Clock
+from tests.reminding import a_reminder
 
 LISBON = ZoneInfo("Europe/Lisbon")
 NOW = datetime(2026, 3, 28, 6, 0, tzinfo=UTC)  # Lisbon springs forward on the 29th at 01:00
 
 
 def item(rule_text: str, *, item_id: str = "r1", at: datetime = NOW) -> Reminder:
-    rule = read_when(rule_text, at, LISBON)
-    return Reminder(
-        id=item_id,
-        chat="telegram:1001",
-        channel="telegram",
-        chat_id=1001,
-        chat_type="private",
-        user_id=1001,
-        zone="Europe/Lisbon",
-        text="water the plants",
-        rule=rule,
-        next_at=None,
-        created_at=at,
-    ).advanced(at)
+    return a_reminder(at, item_id=item_id, when=rule_text, zone="Europe/Lisbon")
 
 
 @pytest.fixture

@@ -10,22 +10,19 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 from pydantic import SecretStr
 
 from bot.app import App
 from bot.models import GLOBAL_SCOPE
-from bot.reminders.model import Reminder
 from bot.reminders.scheduler import Scheduler
-from bot.reminders.when import read_when
 from bot.replicas.once import OnceInCluster
 from bot.settings import StoreSettings
 from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, running_bot
-from tests.reminding import reminder_settings, schedule
+from tests.reminding import a_reminder, reminder_settings, schedule
 
 START = datetime(2026, 10, 20, 8, 0, tzinfo=UTC)
 
@@ -92,19 +89,7 @@ async def test_a_reminder_one_replica_keeps_is_listed_and_fired_by_the_other(
     settings = settings.model_copy(update={"store": StoreSettings(url=SecretStr(pg_url))})
     other = settings.model_copy(update={"workspace": tmp_path / "b"})  # a folder of its own
     clock = Clock(START)
-    item = Reminder(
-        id="r1a2b3c",
-        chat=f"telegram:{OWNER}",
-        channel="telegram",
-        chat_id=OWNER,
-        chat_type="private",
-        user_id=OWNER,
-        zone="UTC",
-        text="water the plants",
-        rule=read_when("in 20 minutes", START, ZoneInfo("UTC")),
-        next_at=None,
-        created_at=START,
-    ).advanced(START)
+    item = a_reminder(START, item_id="r1a2b3c")
 
     async with AsyncExitStack() as stack:
         first = await stack.enter_async_context(running_bot(settings, fake_telegram, now=clock))

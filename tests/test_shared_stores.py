@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -30,13 +29,14 @@ from bot.receipts.store import ReceiptStore
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
 from bot.reminders.tasks import DailySpend
-from bot.reminders.when import read_when
 from bot.reminders.zones import Zones
 from bot.storage.files import Documents, FileDocuments, FileLocks, Locks, Signature
 from bot.storage.workspace import Workspace
 from bot.tools.memory_get import MemoryGet
 from bot.tools.registry import ToolContext
+from tests.harness import OWNER
 from tests.pg import pg_database
+from tests.reminding import a_reminder
 
 NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
 GROUP = MemoryScope(chat_key="telegram:-100123")
@@ -273,20 +273,8 @@ async def test_a_document_s_text_one_replica_saved_is_the_other_s_and_written_on
 
 
 def reminder(item_id: str, scope: MemoryScope, text: str = "water the plants") -> Reminder:
-    chat = scope.chat_key or "telegram:1001"
-    return Reminder(
-        id=item_id,
-        chat=chat,
-        channel="telegram",
-        chat_id=int(chat.split(":")[1]),
-        chat_type="private" if scope.chat_key is None else "group",
-        user_id=1001,
-        zone="UTC",
-        text=text,
-        rule=read_when("in 20 minutes", NOW, ZoneInfo("UTC")),
-        next_at=None,
-        created_at=NOW,
-    ).advanced(NOW)
+    chat_id = int(scope.chat_key.split(":")[1]) if scope.chat_key else OWNER
+    return a_reminder(NOW, item_id=item_id, chat_id=chat_id, text=text)
 
 
 async def test_a_reminder_one_adds_is_listed_and_removed_by_the_other(
