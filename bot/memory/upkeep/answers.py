@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bot.memory.notes.long_term import bare_line
 from bot.memory.upkeep.requests import PROMPT_ECHOES
 
 FIELDS = ("history_entry", "memory_update")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _FENCE_LINE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
-_BULLET = re.compile(r"^[-*•]\s+")
 _PUNCTUATION_LINE = re.compile(r"^[\s\-*+]*[{}\[\],:\"]+[\s,]*$")
 _MARKED = ("#", "- ", "* ", "+ ")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
@@ -144,7 +144,7 @@ def _unfenced(text: str) -> str | None:
         for line in text.splitlines()
         if not _FENCE_LINE.match(line)
         and not _PUNCTUATION_LINE.match(line)
-        and _BULLET.sub("", line.strip()).casefold() not in PROMPT_ECHOES
+        and bare_line(line).casefold() not in PROMPT_ECHOES
     ]
     return "\n".join(kept).strip() or None
 
