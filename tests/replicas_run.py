@@ -9,7 +9,9 @@ its figures; `benchmarks/replicas_run.py` prints them, beside the embedded mode'
 Counted from outside (the fakes' records, the workspaces' files and the database):
 - lost: a message never answered; twice: answered more than once, but for a reply one of whose
   copies went out in a kill's or a freeze's window (counted apart, `in_flight`): the
-  `IN_FLIGHT` seconds before a SIGKILL or a SIGSTOP, and the `WAKE` seconds after a SIGCONT,
+  `IN_FLIGHT` + `RECORD_LAG` seconds before a SIGKILL or a SIGSTOP (a part Telegram took, its
+  record not yet written: three replicas, the database and the fakes on two cores may keep a
+  process from writing it for tens of milliseconds), and the `WAKE` seconds after a SIGCONT,
   when the woken process sends the part it was about to send as it froze (it had looked that
   the turn was its own just before);
 - reordered: in a chat, a reply whose message came after one answered later;
@@ -54,6 +56,7 @@ HEARTBEAT, STALLED_AFTER = 0.5, 2.0  # seconds (BOT_STORE__…)
 BURST_CHATS = 3
 DB_AWAY = 1.0  # seconds the database is stopped for
 SETTLE = 0.1  # seconds the fake gets to take what a frozen process had sent
+RECORD_LAG = 0.2  # seconds a part's record may follow Telegram taking it, on a loaded machine
 WAKE = 0.5  # seconds after SIGCONT in which the woken process sends what it was sending
 
 
@@ -158,8 +161,9 @@ class Run:
 
     async def signalled(self, node: Replica, signum: signal.Signals) -> None:
         """Send `signum`; its window (`windows`): from `IN_FLIGHT` before it until the fake
-        took what the process had sent (a killed one has ended, a frozen one sends nothing)."""
-        opened = time.monotonic()
+        took what the process had sent (a killed one has ended, a frozen one sends nothing),
+        opened `RECORD_LAG` earlier for a part sent then whose record the signal cut off."""
+        opened = time.monotonic() - RECORD_LAG
         await asyncio.sleep(IN_FLIGHT)
         assert node.process is not None
         node.process.send_signal(signum)
