@@ -31,7 +31,7 @@ Print = Callable[[str], None]
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     kinds = sub.add_parser("eval", help="measure the bot offline").add_subparsers(required=True)
     retrieval = kinds.add_parser(
-        "retrieval", help="recall of the memory index on datasets (README: Retrieval evaluation)"
+        "retrieval", help="recall of the memory index on datasets (benchmarks/README.md)"
     )
     retrieval.add_argument("datasets", type=Path, nargs="+", metavar="DATASET.json")
     retrieval.add_argument(

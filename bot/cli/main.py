@@ -45,7 +45,7 @@ WAITING = (
 log = structlog.get_logger(__name__)
 
 
-def _parser() -> argparse.ArgumentParser:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bot", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("setup", help="ask for the token, the model and the time zone; write .env")
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    parser = make_parser()
     args = parser.parse_args(argv)
     scrub = logs.Scrubber(())
     log_file: Path | None = None
