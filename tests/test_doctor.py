@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.cli.doctor import doctor, health
+from bot.cli.doctor import doctor
+from bot.cli.health import health
 from bot.settings import LLMSettings, RagSettings, Settings, TelegramSettings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace

@@ -1,4 +1,4 @@
-"""`python -m bot doctor` and `python -m bot health`: is everything the bot depends on there?
+"""`python -m bot doctor`: is everything the bot depends on there?
 
 `doctor` checks each part once, one line each, the fix on the line when something is wrong:
 
@@ -14,12 +14,12 @@
 Exit status 1 when any check FAILs (a warning does not). No line carries a secret: each goes
 through `bot.logs.Scrubber`.
 
-`health` (Docker's HEALTHCHECK) is cheap and local: the heartbeat the running bot beats after
-every poll (`bot.storage.heartbeat`) must be recent. Exit 0 or 1, one line.
+(`python -m bot health`, Docker's check that the running bot polls, is `bot.cli.health`.)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -39,7 +39,6 @@ from bot.errors import ConfigError, MnemoError, StartupError
 from bot.index.embedding import is_cached, model_folder
 from bot.models import ChatMessage
 from bot.settings import Settings, secret_values
-from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import PLACEHOLDER_OWNER, grouped, owners
 
@@ -47,7 +46,6 @@ TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
 TELEGRAM_TIMEOUT = 20.0
 MODEL_TIMEOUT = 60.0  # a local server may still be loading its model
-HEALTH_SLACK = 60.0  # seconds past one poll and the longest pause after a failed one
 FIND_YOUR_ID = (
     "run python -m bot pair list for the claim code and send it to your bot as /claim CODE; "
     "or set BOT_TELEGRAM__OWNER_IDS=[<your id>] (message @userinfobot to learn it)"
@@ -55,6 +53,11 @@ FIND_YOUR_ID = (
 
 
 Check = Callable[[Settings], Awaitable[Finding]]
+Print = Callable[[str], None]
+
+
+def command(settings: Settings, args: argparse.Namespace, out: Print) -> int:
+    return asyncio.run(doctor(settings))
 
 
 async def doctor(settings: Settings) -> int:
@@ -69,24 +72,6 @@ async def doctor(settings: Settings) -> int:
         failed += finding.level == "FAIL"
         print(f"{finding.level:<5} {name}: {scrub(finding.text)[:400]}")
     return 1 if failed else 0
-
-
-def health(settings: Settings) -> int:
-    """0 when the bot beat its heartbeat recently enough (one poll, a pause, slack)."""
-    heartbeat = Heartbeat(Workspace(settings.workspace).heartbeat_path)
-    age = heartbeat.age()
-    limit = settings.telegram.poll_timeout + HEALTH_SLACK
-    if (reason := heartbeat.reason()) is not None:
-        print(f"unhealthy: {reason}")
-        return 1
-    if age is None:
-        print(f"unhealthy: no heartbeat at {heartbeat.path}: the bot has not polled yet")
-        return 1
-    if age > limit:
-        print(f"unhealthy: the bot last polled {age:.0f} s ago (over {limit:g} s): see its log")
-        return 1
-    print(f"healthy: the bot polled {age:.0f} s ago")
-    return 0
 
 
 # ----------------------------------------------------------------------------- the checks

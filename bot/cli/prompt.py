@@ -11,6 +11,7 @@ message would find now; what it recalls depends on the message (`--message`).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable
 
@@ -22,15 +23,8 @@ Print = Callable[[str], None]
 NO_KEY = "unused"  # the model is never called: a key is needed only to build its client
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    prompt = sub.add_parser(
-        "prompt", help="the prompt the next message in a chat would get (no model call)"
-    )
-    prompt.add_argument("--chat", help="the chat's key, e.g. telegram:123 (left out: list them)")
-    prompt.add_argument(
-        "--message", default="", help="the next message (what it recalls depends on it)"
-    )
-    prompt.add_argument("--full", action="store_true", help="print the whole prompt too")
+def command(settings: Settings, args: argparse.Namespace, out: Print) -> int:
+    return asyncio.run(run(settings, args, out=out))
 
 
 def _stderr(line: str) -> None:

@@ -15,6 +15,7 @@ workspace (`bot.turn.pairing`), unless owners are configured.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import getpass
@@ -81,6 +82,10 @@ class Prompter:
     def say(self, line: str) -> None:
         self.out.write(line + "\n")
         self.out.flush()
+
+
+def command(settings: Settings, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    return run()
 
 
 def run(*, stdin: IO[str] = sys.stdin, out: TextIO = sys.stdout, env_file: Path = ENV_FILE) -> int:

@@ -1,6 +1,6 @@
 """`python -m bot memory search | reindex | stats | export | import | edit`: the search index
-and the items from a shell, the memory moved between workspaces (`bot.cli.transfer`) and one
-memory document edited with a version check (`bot.cli.editing`).
+and the items from a shell, the memory moved between workspaces (`bot.cli.memory.transfer`) and one
+memory document edited with a version check (`bot.cli.memory.editing`).
 
 They need the settings and the workspace only: no Telegram token, and a model key only when
 the embedder is "openai". The index is opened as the bot opens it (a delta sync with the memory
@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from bot.app import clock
 from bot.app.memory import ItemsAndIndex, build_items_and_index
 from bot.app.store import stored_workspace
-from bot.cli import editing, transfer
+from bot.cli.memory import editing, transfer
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import kind_of
 from bot.index.sync import MarkdownSource, source_files
@@ -40,22 +40,6 @@ from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 
 Print = Callable[[str], None]
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    memory = sub.add_parser("memory", help="search, rebuild or describe the memory index")
-    commands = memory.add_subparsers(dest="memory_command", required=True)
-    search = commands.add_parser("search", help="search memory, as the bot's tools do")
-    search.add_argument("query")
-    search.add_argument("--k", type=int, default=None, help="hits to show (rag.search_k)")
-    search.add_argument("--chat", default=None, help="a chat key: search only its memory")
-    commands.add_parser("reindex", help="rebuild the index from the memory files and items")
-    commands.add_parser("stats", help="what the index and the items hold")
-    transfer.add_commands(commands)
-    edit = commands.add_parser(
-        "edit", help="edit one memory document in $EDITOR (refused if it changed meanwhile)"
-    )
-    edit.add_argument("file", metavar="FILE", help="its path under memory/, like MEMORY.md")
 
 
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
