@@ -55,6 +55,9 @@ ENV BOT_WORKSPACE=/app/workspace
 # `docker compose ps` / `python -m bot health`: unhealthy, with the reason) and waits, rather
 # than exiting into `restart: unless-stopped`'s loop.
 ENV MNEMO_ON_FATAL=wait
+# How a person reaches the command line from the host: the hints the bot prints name it
+# (`bot.shell`; replicated mode's compose file names its own service).
+ENV MNEMO_SHELL="docker compose exec mnemo python -m bot"
 VOLUME ["/app/workspace"]
 
 # Numeric, so runtimes can verify it is not root.

@@ -51,7 +51,7 @@ def as_path(variable: str) -> str:
     return variable.removeprefix("BOT_").lower().replace("__", ".")
 
 
-@pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [README, *DOCS, REPO / ".env.example"], ids=lambda p: p.name)
 def test_every_setting_a_page_names_exists(page: Path) -> None:
     named = set(re.findall(r"\bBOT_[A-Z0-9_]*[A-Z0-9*]", text(page))) - NOT_SETTINGS
     assert named or page != README

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot import logs
+from bot import logs, shell
 from bot.app import build_llm, build_windows
 from bot.app.memory import embedder_loader
 from bot.app.pipeline import build_lightrag
@@ -46,10 +46,16 @@ TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
 TELEGRAM_TIMEOUT = 20.0
 MODEL_TIMEOUT = 60.0  # a local server may still be loading its model
-FIND_YOUR_ID = (
-    "run python -m bot pair list for the claim code and send it to your bot as /claim CODE; "
-    "or set BOT_TELEGRAM__OWNER_IDS=[<your id>] (message @userinfobot to learn it)"
-)
+NO_TOKEN = "no bot token yet (@BotFather gives you one)"
+NO_KEY = "no API key for the model yet (any text will do for a model on your own computer)"
+
+
+def find_your_id() -> str:
+    return (
+        f"run {shell.command('pair list')} for the claim code and send it to your bot as "
+        "/claim CODE; or set BOT_TELEGRAM__OWNER_IDS=[<your id>] (message @userinfobot to "
+        "learn it)"
+    )
 
 
 Check = Callable[[Settings], Awaitable[Finding]]
@@ -86,7 +92,7 @@ async def check_workspace(settings: Settings) -> Finding:
 
 
 async def check_telegram(settings: Settings) -> Finding:
-    token = _secret(settings.telegram.token, TOKEN_VAR, "get one from @BotFather")
+    token = _secret(settings.telegram.token, TOKEN_VAR, NO_TOKEN)
     base_url = settings.telegram.base_url
     try:
         async with asyncio.timeout(TELEGRAM_TIMEOUT):
@@ -111,7 +117,7 @@ async def check_owners(settings: Settings) -> Finding:
         return Finding(
             "warn",
             f"BOT_TELEGRAM__OWNER_IDS holds the example id {PLACEHOLDER_OWNER}, nobody's: "
-            f"{FIND_YOUR_ID}",
+            f"{find_your_id()}",
         )
     if found.claim_code:
         return Finding(
@@ -119,12 +125,12 @@ async def check_owners(settings: Settings) -> Finding:
             f"no owner yet: send /claim {grouped(found.claim_code)} to your bot in a private "
             "chat (the code is kept until used)",
         )
-    return Finding("warn", f"no owner set (BOT_TELEGRAM__OWNER_IDS is empty): {FIND_YOUR_ID}")
+    return Finding("warn", f"no owner set (BOT_TELEGRAM__OWNER_IDS is empty): {find_your_id()}")
 
 
 async def check_model(settings: Settings) -> Finding:
     """A one-token request; the window the bot will assume for the model, and from where."""
-    api_key = _secret(settings.llm.api_key, API_KEY_VAR, "any non-empty value for a local server")
+    api_key = _secret(settings.llm.api_key, API_KEY_VAR, NO_KEY)
     model = settings.llm.model
     if not model.strip():
         raise ConfigError("BOT_LLM__MODEL is empty: set the model's name, e.g. gpt-4o-mini")

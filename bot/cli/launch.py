@@ -47,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         scrub = _configure_logs(
             settings, to_file=log_file, errors_only=args.command in OWN_LINES_ONLY
         )
-        return handler(args.runs)(settings, args, lambda line: print(scrub(line)))
+        code = handler(args.runs)(settings, args, lambda line: print(scrub(line)))
+        sys.stdout.flush()  # a reader gone is met here, not by Python at exit
+        return code
     except ConfigError as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 2

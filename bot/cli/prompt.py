@@ -15,6 +15,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 
+from bot import shell
 from bot.app import build_app
 from bot.llm.inspection import full_text, summary
 from bot.settings import Settings
@@ -60,5 +61,5 @@ def _list(chats: list[str], asked: str | None, out: Print) -> int:
     if asked is not None:
         out(f"error: no conversation for the chat {asked!r} in this workspace")
     out("chats: " + (", ".join(chats) if chats else "none yet (no conversation saved)"))
-    out("usage: python -m bot prompt --chat KEY [--message TEXT] [--full]")
+    out("usage: " + shell.command("prompt --chat KEY [--message TEXT] [--full]"))
     return 1 if asked is not None else 0
