@@ -76,6 +76,7 @@ def test_every_command_says_what_it_does(command: object) -> None:
 
     assert usage.startswith(f"usage: python -m bot {name}")
     description = rest.split("\n\n")[0]
+    assert not description.startswith(("options:", "positional arguments:")), printed
     assert len(description.split()) >= 8, printed  # a sentence, not a bare usage line
     assert not re.search(r"\bbot\.\w", description)  # no module names
 

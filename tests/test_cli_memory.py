@@ -177,10 +177,12 @@ def test_search_reads_like_an_answer_and_nothing_else_reaches_the_terminal(
 
 
 def test_a_question_asked_before_comes_after_the_fact_even_with_what_was_answered(
-    workspace: Path,
+    tmp_path: Path,
 ) -> None:
+    workspace = tmp_path / "ws"
     write(workspace, "MEMORY.md", "# Home\n- Spare key: under the blue pot by the door.\n")
-    asked = "[08:00] User: where is the spare key? | Assistant: I do not know where the key is.\n"
+    said = "I do not know where the spare key is."
+    asked = f"[08:00] User: where is the spare key? | Assistant: {said}\n"
     write(workspace, "2026-11-22.md", asked)  # the index ranks this one first: more of its words
 
     found = bot(workspace, "memory", "search", "where is the spare key")
