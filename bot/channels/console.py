@@ -128,6 +128,10 @@ class ConsoleDraft:
             room = max(self.replier.console.width - 4, 8)  # the spinner goes before it
             status.update(Text(line if len(line) <= room else "…" + line[-room + 1 :]))
 
+    async def hand_over(self, reply: str) -> None:
+        """The reply is printed in full after: the spinner's line goes back to waiting."""
+        await self.close()
+
     async def close(self) -> None:
         if (status := self.replier.status) is not None:
             status.update(SPINNER)
