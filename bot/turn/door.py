@@ -188,7 +188,7 @@ class Door:
         if not inbound.is_private:
             return self._once("group", user_id, GROUP)
         asked, request = await self.pairing.ask(
-            user_id=user_id, chat_id=inbound.chat_id, name=_person(inbound)
+            user_id=user_id, chat_id=inbound.chat_id, name=inbound.person
         )
         ttl = _duration(self.pairing.ttl)
         code = grouped(request.code)
@@ -242,7 +242,7 @@ class Door:
             log.warning("claim_refused", user=inbound.user_id)
             return CLAIM_WRONG
         try:
-            claimed = await self.pairing.claim(user_id=inbound.user_id, name=_person(inbound))
+            claimed = await self.pairing.claim(user_id=inbound.user_id, name=inbound.person)
         except StorageError as exc:
             return f"I could not save that: {exc}"
         self.claim_code = None
@@ -316,11 +316,6 @@ class Door:
         else:
             lines.append("Nobody is paired yet.")
         return "\n".join(lines)
-
-
-def _person(inbound: Inbound) -> str | None:
-    """How the owner reads who someone is: their name and username when the channel says."""
-    return inbound.user_display_name or inbound.user_name
 
 
 def _is_start(inbound: Inbound) -> bool:
