@@ -65,6 +65,16 @@ class Inbound:
         nothing (a caller says "user 42")."""
         return self.user_display_name or self.user_name
 
+    def person_and_id(self) -> str:
+        """`person` with the sender's id, for a record of who said what: "Ann Lee (@ann, 42)",
+        "Ann (42)"; "user (42)" when the channel gave no name."""
+        name = self.person
+        if name is None:
+            return f"user ({self.user_id})"
+        if name.endswith(")") and " (@" in name:  # the username beside the name
+            return f"{name[:-1]}, {self.user_id})"
+        return f"{name} ({self.user_id})"
+
 
 def parse_session_key(key: str) -> tuple[str, int, int | None] | None:
     """`Inbound.session_key` read back: (channel, chat id, thread id); None when `key` is not
@@ -127,8 +137,8 @@ Via = Literal["message", "voice", "photo", "document", "forwarded", "inference",
 class Provenance:
     """Where a remembered fact came from (`bot.memory.provenance` owns its text and JSON)."""
 
-    by: str  # who said it: a person as people read them ("Ann (@ann)", `Inbound.person`; a
-    # nameless one "user (42)"; older items "ann (42)"), or "model"
+    by: str  # who said it: a person and their id ("Ann (@ann, 42)", `Inbound.person_and_id`;
+    # older items may hold a username, "ann (42)"), or "model"
     chat: str  # the session key of the chat it was said in
     at: datetime
     via: Via  # what it came as ("inference": the model's own, e.g. consolidation)

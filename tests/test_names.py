@@ -32,5 +32,5 @@ async def test_memory_says_who_said_a_fact_by_name(
             fake_telegram.push_text(OWNER, OWNER, text, first_name="Ann", username="annie")
         _, shown = await fake_telegram.wait_for_messages(OWNER, 2)
 
-    assert "The boiler code is 5521  (Ann (@annie), said, telegram:1001, " in shown.text
+    assert "The boiler code is 5521  (Ann (@annie, 1001), said, telegram:1001, " in shown.text
     assert "annie (1001)" not in shown.text
