@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import telegram_channel
@@ -23,6 +24,7 @@ from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
+from bot.app.web import WebParts, build_web
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
@@ -55,6 +57,9 @@ from bot.turn.chats import ChatLocks
 from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
+
+if TYPE_CHECKING:
+    from bot.web.pages.health import Checks
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
@@ -108,9 +113,14 @@ class _Core:
 
 
 def build_app(
-    settings: Settings, *, api_key: str, now: Callable[[], datetime] | None = None
+    settings: Settings,
+    *,
+    api_key: str,
+    now: Callable[[], datetime] | None = None,
+    checks: Checks | None = None,
 ) -> App:
-    """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
+    """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`;
+    `checks` are doctor's, for the memory page's Health (`bot.app.web`)."""
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
@@ -137,6 +147,7 @@ def build_app(
     scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
     once = [*_build_upkeep(settings, workspace, writer, now), ("undo-purge", core.undo)]
     once += _left_jobs(settings, core.consolidator, now)
+    pages = WebParts(parts, sessions, reminders, tools, core.spending, store.locks)
     services: list[Service] = [
         *store.services,  # first: the shared database, before anything uses the journal
         items_index.index,  # first: opened and synced before anything else starts, stopped last
@@ -145,6 +156,7 @@ def build_app(
         core.consolidator,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        *build_web(settings, pages, router, now, checks),
         *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
