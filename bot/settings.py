@@ -280,7 +280,7 @@ class WebSettings(_Section):
     enabled: bool = False
     host: str = "127.0.0.1"  # anything but loopback needs public_url (a reverse proxy's HTTPS)
     port: int = Field(default=8765, ge=0, le=65535)  # 0: a free port (tests)
-    public_url: str | None = Field(default=None, pattern="^https://")  # links carry it
+    public_url: str | None = Field(default=None, pattern=r"^(https://|http://127\.0\.0\.1:)")
     link_minutes: int = Field(default=10, ge=1, le=60)  # a sign-in link works once, this long
     session_hours: int = Field(default=12, ge=1, le=24 * 30)  # then the browser signs in again
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -21,9 +22,14 @@ import pytest_asyncio
 from aiohttp import web
 from playwright.async_api import Browser, Page
 
+from bot.models import GLOBAL_SCOPE
+from bot.reminders.store import ReminderStore
+from bot.storage.files import FileLocks
+from bot.storage.workspace import Workspace
 from tests.fakes.local_server import LocalServer
 from tests.fakes.openai_api import Reply
 from tests.harness import FRIEND, OWNER
+from tests.reminding import a_reminder
 from tests.talk import system_text
 from tests.web_browser import Bot, bot_with_page, chromium, form_token, post_from, signed_in
 
@@ -170,6 +176,8 @@ async def test_a_paired_user_sees_only_their_own_chat_memory(bot: Bot, browser: 
     assert status == 403, text
     await page.goto(f"{bot.base}/search?q=secret")
     assert "1234" not in await page.content()
+    other = await page.goto(f"{bot.base}/conversation?key=telegram%3A{OWNER}")
+    assert other is not None and other.status == 403
     assert "planted" not in bot.memory("MEMORY.md").read_text()
     assert "secret is 1234" in bot.memory("MEMORY.md").read_text()
 
@@ -226,6 +234,47 @@ async def test_a_fact_holding_a_script_is_shown_as_text(bot: Bot, browser: Brows
     assert await fact.inner_text() == hostile
     assert await fact.locator("b, script, img").count() == 0
     assert await page.evaluate("typeof window.pwned") == "undefined"
+
+    bot.model.script(Reply("<i>fine</i>"))
+    sent = len(bot.telegram.sent_messages(OWNER))
+    bot.telegram.push_text(OWNER, OWNER, hostile)
+    await bot.telegram.wait_for_messages(OWNER, sent + 1)
+    await page.goto(f"{bot.base}/conversation?key=telegram%3A{OWNER}")
+    said = page.locator(".message.user .text", has_text="window.pwned").last
+    assert await said.inner_text() == hostile
+    assert await page.locator(".message b, .message i, .message img, main script").count() == 0
+    assert await page.evaluate("typeof window.pwned") == "undefined"
+
+
+async def test_bad_input_is_told_and_loses_nothing(bot: Bot, browser: Browser) -> None:
+    bot.memory("MEMORY.md").write_bytes("# Memory\n- Café at nine\n".encode("latin-1"))
+    page = await signed_in(browser, bot, OWNER)
+    await page.click("text=Edit the file")
+    await page.fill("#memory-text", "- my careful edit\n")
+    await page.click("#save")
+    assert "not UTF-8" in await page.inner_text(".notice.error")
+    assert await page.input_value("#memory-text") == "- my careful edit\n"
+    assert bot.memory("MEMORY.md").read_bytes() == "# Memory\n- Café at nine\n".encode("latin-1")
+
+    store = ReminderStore(Workspace(bot.workspace), FileLocks(Workspace(bot.workspace).locks_dir))
+    await store.add(GLOBAL_SCOPE, a_reminder(bot.clock(), when="in 3 days", text="call the bank"))
+    await page.goto(f"{bot.base}/reminders")
+    await shot(page, "reminders")
+    when = page.locator(".reminder", has_text="call the bank").locator("input[name=when]")
+    await when.fill("when pigs fly")
+    await when.press("Enter")
+    await page.wait_for_selector(".notice.error")
+    kept = page.locator(".reminder", has_text="call the bank").locator("input[name=when]")
+    assert await kept.input_value() == "when pigs fly"
+    await kept.fill("2030-01-02 09:00")
+    await kept.press("Enter")
+    await page.wait_for_selector("text=Moved [r1]")
+    [(_, moved)] = await store.everything()
+    assert moved.next_at is not None and moved.next_at.year == 2030
+
+    for path in ("../../etc/passwd", "/etc/passwd", f"chats/telegram%3A{FRIEND}/MEMORY.md"):
+        answer = await page.goto(f"{bot.base}/source?path={quote(path)}")
+        assert answer is not None and answer.status == 403, path
 
 
 async def test_every_page_answers(bot: Bot, browser: Browser) -> None:

@@ -110,7 +110,7 @@ class WebServer:
             started.session,
             httponly=True,
             samesite="Strict",
-            secure=self.public_url is not None,
+            secure=(self.public_url or "").startswith("https://"),
             path="/",
             max_age=self.session_hours * 3600,
         )
