@@ -22,13 +22,14 @@ import pytest_asyncio
 from aiohttp import web
 from playwright.async_api import Browser, Page
 
-from bot.models import GLOBAL_SCOPE
+from bot.memory.provenance import FactOrigins
+from bot.models import GLOBAL_SCOPE, Provenance
 from bot.reminders.store import ReminderStore
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from tests.fakes.local_server import LocalServer
 from tests.fakes.openai_api import Reply
-from tests.harness import FRIEND, OWNER
+from tests.harness import API_KEY, FRIEND, OWNER
 from tests.reminding import a_reminder
 from tests.talk import system_text
 from tests.web_browser import Bot, bot_with_page, chromium, form_token, post_from, signed_in
@@ -98,7 +99,6 @@ async def test_an_expired_link_and_a_signed_out_session_are_refused(
 async def test_an_edit_in_the_page_is_in_the_next_prompt(bot: Bot, browser: Browser) -> None:
     write_memory(bot, "# Memory\n\n## Remembered\n- Ann lives in Oslo\n")
     page = await signed_in(browser, bot, OWNER)
-    await shot(page, "memory")
     await page.click("text=Edit the file")
     text = await page.input_value("#memory-text")
     await page.fill("#memory-text", text + "- Ann's dentist is Dr Lee\n")
@@ -136,7 +136,6 @@ async def test_undo_on_a_receipt_takes_the_fact_out(bot: Bot, browser: Browser) 
     assert "- Ann plays the cello" in bot.memory("MEMORY.md").read_text()
     page = await signed_in(browser, bot, OWNER)
     await page.goto(f"{bot.base}/learned")
-    await shot(page, "learned")
     receipt = page.locator(".receipt", has_text="Ann plays the cello")
     await receipt.get_by_role("button", name="Undo").click()
     await page.wait_for_selector("text=Undone")
@@ -145,10 +144,10 @@ async def test_undo_on_a_receipt_takes_the_fact_out(bot: Bot, browser: Browser) 
 
 async def test_a_search_hit_opens_its_source(bot: Bot, browser: Browser) -> None:
     write_memory(bot, "# Memory\n\n## Remembered\n- Ann lives in Oslo\n- The boat is blue\n")
-    await bot.app.items_index.index.sync() if bot.app.items_index else None
+    if bot.app.items_index is not None:
+        await bot.app.items_index.index.sync()
     page = await signed_in(browser, bot, OWNER)
     await page.goto(f"{bot.base}/search?q=boat")
-    await shot(page, "search")
     hit = page.locator(".hit", has_text="The boat is blue").first
     await hit.locator(".cite a").click()
     await page.wait_for_url("**/source?**")
@@ -259,7 +258,6 @@ async def test_bad_input_is_told_and_loses_nothing(bot: Bot, browser: Browser) -
     store = ReminderStore(Workspace(bot.workspace), FileLocks(Workspace(bot.workspace).locks_dir))
     await store.add(GLOBAL_SCOPE, a_reminder(bot.clock(), when="in 3 days", text="call the bank"))
     await page.goto(f"{bot.base}/reminders")
-    await shot(page, "reminders")
     when = page.locator(".reminder", has_text="call the bank").locator("input[name=when]")
     await when.fill("when pigs fly")
     await when.press("Enter")
@@ -277,9 +275,49 @@ async def test_bad_input_is_told_and_loses_nothing(bot: Bot, browser: Browser) -
         assert answer is not None and answer.status == 403, path
 
 
+SCENE = """# Memory
+
+## About Ann
+- Ann lives in Lyon _(was, until 2026-11-20)_
+- Ann lives in Bergen
+- Ann's dentist is Dr Lee
+- Prefers tea with milk, no sugar
+
+## Remembered
+- Bo's birthday is on 4 May
+"""
+
+
 async def test_every_page_answers(bot: Bot, browser: Browser) -> None:
+    write_memory(bot, SCENE)
+    said = Provenance(by="Ann (1001)", chat=f"telegram:{OWNER}", at=bot.clock(), via="voice")
+    FactOrigins(bot.memory("MEMORY.md")).add(
+        ["Ann lives in Bergen", "Ann's dentist is Dr Lee"], said
+    )
+    tags = "<memory>The boat is moored at pier 4</memory><memory>Ann's sister is Kari</memory>"
+    bot.model.script(Reply(f"Noted both.{tags}"))
+    sent = len(bot.telegram.sent_messages(OWNER))
+    bot.telegram.push_text(OWNER, OWNER, "the boat is at pier 4 now, and my sister is Kari")
+    await bot.telegram.wait_for_messages(OWNER, sent + 3)  # the reply, two receipts
+    if bot.app.items_index is not None:
+        await bot.app.items_index.index.sync()
     page = await signed_in(browser, bot, OWNER)
-    for name in ("conversations", "reminders", "usage", "health"):
+    assert "superseded: Ann lives in Lyon (until 2026-11-20)" in await page.inner_text("main")
+    assert "Ann (1001) · said by voice" in await page.inner_text("main")
+    await shot(page, "memory")
+    boat = page.locator(".fact", has_text="The boat is moored at pier 4")
+    await boat.get_by_role("link", name="the message").click()
+    await page.wait_for_url("**/conversation?**")
+    assert "the boat is at pier 4 now" in await page.inner_text(".message.user.hit")
+    pages = ("learned", f"conversation?key=telegram%3A{OWNER}", "conversations", "reminders")
+    for name in (*pages, "search?q=dentist", "usage", "health"):
         answer = await page.goto(f"{bot.base}/{name}")
         assert answer is not None and answer.status == 200, name
-        await shot(page, name)
+        await shot(page, name.split("?")[0])
+    bot.model.script(Reply("ok"))  # doctor asks the model a short question
+    bot.model.transcribe("hello")
+    await page.click("#run-checks")
+    checks = await page.inner_text("table.checks")
+    assert "ok\tworkspace" in checks and "ok\tmodel" in checks
+    assert API_KEY not in await page.content()
+    await shot(page, "health")

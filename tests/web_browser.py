@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from playwright.async_api import Browser, Page, async_playwright
 
 from bot.app import App
+from bot.cli.doctor import findings
 from bot.settings import MemorySettings, WebSettings
 from bot.web.server import WebServer
 from tests.fakes.openai_api import FakeOpenAI
@@ -87,7 +89,8 @@ async def bot_with_page(workspace: Path) -> AsyncIterator[Bot]:
             memory=MemorySettings(receipts=True),
             web=WebSettings(enabled=True, port=0),
         )
-        async with running_bot(settings, telegram, now=clock) as app:
+        checks = partial(findings, settings)
+        async with running_bot(settings, telegram, now=clock, checks=checks) as app:
             yield Bot(app, telegram, model, workspace, clock)
         model.assert_done()
 

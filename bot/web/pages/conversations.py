@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from aiohttp import web
@@ -23,6 +24,7 @@ from bot.web.site import Site, viewer
 
 NEEDLE_CHARS = 120  # a message is forgotten by its first line, up to this (notes cut it too)
 CURRENT = "current"
+NEAR = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,11 @@ class ConversationsPage:
         turn = request.query.get("turn", "")
         wanted = request.query.get("part", CURRENT)
         part = next((p for p in parts if p.name == wanted), parts[0])
+        moment = _moment(request.query.get("at", ""))
         messages, problem = await asyncio.to_thread(self._messages, part.path)
-        if turn and not any(m.turn == turn for m in messages):
-            part, messages, problem = await asyncio.to_thread(self._with_turn, parts, turn)
+        if (turn or moment) and not any(_wanted(m, turn, moment) for m in messages):
+            found = await asyncio.to_thread(self._finding, parts, turn, moment)
+            part, messages, problem = found
         return self.site.render(
             request,
             "conversation.html",
@@ -80,7 +84,7 @@ class ConversationsPage:
             part=part.name,
             messages=messages,
             problem=problem,
-            turn=turn,
+            wanted=[_wanted(m, turn, moment) for m in messages],
         )
 
     async def forget(self, request: web.Request) -> web.StreamResponse:
@@ -117,10 +121,29 @@ class ConversationsPage:
             return [], "This conversation's file cannot be read; it is left as it is."
         return [m for m in session.messages if m.role in ("user", "assistant")], ""
 
-    def _with_turn(self, parts: list[Part], turn: str) -> tuple[Part, list[ChatMessage], str]:
-        """The part holding `turn` (a search hit's exchange), else the current one."""
+    def _finding(
+        self, parts: list[Part], turn: str, moment: datetime | None
+    ) -> tuple[Part, list[ChatMessage], str]:
+        """The part holding the message wanted (a search hit's turn, a fact's moment), else
+        the current one."""
         for part in parts:
             messages, problem = self._messages(part.path)
-            if any(m.turn == turn for m in messages):
+            if any(_wanted(m, turn, moment) for m in messages):
                 return part, messages, problem
         return parts[0], *self._messages(parts[0].path)
+
+
+def _moment(raw: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _wanted(message: ChatMessage, turn: str, moment: datetime | None) -> bool:
+    """The message a link points at: its turn, or said within a minute of the moment a fact
+    was kept (provenance keeps the moment, not the message)."""
+    if turn:
+        return message.turn == turn
+    at = message.at
+    return moment is not None and at is not None and abs(at - moment) <= NEAR

@@ -38,7 +38,7 @@ class Row:
     origin: Provenance | None = None
     said: str = ""  # how it came: "said by voice" …
     until: str = ""  # superseded: the day it stopped being true
-    replaced: tuple[str, ...] = ()  # the lines it superseded
+    replaced: tuple[tuple[str, str], ...] = ()  # the facts it superseded, and their last day
     receipt: str = ""  # the receipt whose Undo takes it out again
 
 
@@ -186,9 +186,14 @@ def _row(
         origin=origin,
         said=said_as(origin) if origin else "",
         until=until.isoformat() if until else "",
-        replaced=tuple(lines[i] for i in replaced.get(at, [])),
+        replaced=tuple(_superseded(lines[i]) for i in replaced.get(at, [])),
         receipt=kept.get(fact.casefold(), ""),
     )
+
+
+def _superseded(line: str) -> tuple[str, str]:
+    until = until_of(line)
+    return unmarked(bare_line(line)).strip(), until.isoformat() if until else ""
 
 
 def _title(scope: MemoryScope) -> str:

@@ -1,7 +1,8 @@
-"""Usage: what the model cost, from the ledger `/usage` reads (`bot.usage`): tokens a day this
-month as a chart by kind of work, then by day, chat and model with dollars where a price is
-known (`usage.report.summary`), what background work cost, and the caps with today's use. An
-owner sees every chat's; anyone else their own chat's, as /usage in their chat."""
+"""Usage: what the model cost, from the ledger `/usage` reads (`bot.usage`, which keeps this
+month and last): tokens a day as a chart by kind of work, each month's total, then by day, chat
+and model with dollars where a price is known (`usage.report.summary`), what background work
+cost, and the caps with today's use. An owner sees every chat's; anyone else their own chat's,
+as /usage in their chat."""
 
 from __future__ import annotations
 
@@ -49,16 +50,16 @@ class UsagePage:
     async def show(self, request: web.Request) -> web.Response:
         who = viewer(request)
         today = self.now().date()
-        month = today.isoformat()[:7]
-        lines = await asyncio.to_thread(self.ledger.lines)
-        mine = [s for s in lines if s.day.startswith(month) and who.sees_chat(s.chat or who.chat)]
         days = _days(today)
+        lines = await asyncio.to_thread(self.ledger.lines)
+        mine = [s for s in lines if s.day >= days[0] and who.sees_chat(s.chat or who.chat)]
         per_day = {day: _by_kind([s for s in mine if s.day == day]) for day in days}
         prices = self.report.prices
         return self.site.render(
             request,
             "usage.html",
-            month=month,
+            since=days[0],
+            months=_grouped(mine, lambda s: s.day[:7], prices, newest=True),
             chart=stacked(days, per_day, KINDS),
             kinds=[k for k in KINDS if any(s.kind == k for s in mine)],
             total=summary(mine, prices) if mine else "",
@@ -73,7 +74,8 @@ class UsagePage:
 
 
 def _days(today: date) -> list[str]:
-    first = today.replace(day=1)
+    """Every day from the first of last month (what the ledger keeps) to today."""
+    first = (today.replace(day=1) - timedelta(days=1)).replace(day=1)
     return [(first + timedelta(days=n)).isoformat() for n in range((today - first).days + 1)]
 
 
