@@ -42,17 +42,24 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
 from benchmarks.common import (
-    Quiet,
     machine_line,
     print_missed,
     scratch,
     serving,
     skip_sdk_transform,
 )
-from benchmarks.turn_cost import OWNER, Model, Talk, seed_year, settings_for, timed_model
+from benchmarks.turn_cost import (
+    OWNER,
+    Model,
+    Talk,
+    one_turn,
+    seed_year,
+    settings_for,
+    timed_model,
+)
 from bot.app import App, build_app
 from bot.logs import configure
-from bot.models import GLOBAL_SCOPE, Inbound
+from bot.models import GLOBAL_SCOPE
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
 from bot.reminders.when import read_when
@@ -191,7 +198,7 @@ async def converse(app: App, talk: Talk, turns: int, browse: list[str]) -> dict[
             state = "idle" if block // BLOCK % 2 == 0 else "in use"
             browsing = asyncio.create_task(_browse(client, browse)) if state != "idle" else None
             for turn in range(block, min(turns, block + BLOCK)):
-                found[state].append(await _turn(app, talk, turn, spent))
+                found[state].append((await one_turn(app, talk, turn, spent))[0])
             if browsing is not None:
                 browsing.cancel()
                 with suppress(asyncio.CancelledError):
@@ -204,21 +211,6 @@ async def _browse(client: aiohttp.ClientSession, paths: list[str]) -> None:
         for path in paths:
             await load(client, path)
             await asyncio.sleep(0.2)
-
-
-async def _turn(app: App, talk: Talk, turn: int, spent: list[float]) -> float:
-    inbound = Inbound(
-        id=f"bench:{turn}",
-        channel="bench",
-        chat_id=OWNER,
-        user_id=OWNER,
-        text=f"Turn {turn}: what about {talk.words(8, 24)}?",
-        received_at=datetime.now(UTC),
-    )
-    spent.clear()
-    begun = time.perf_counter()
-    await app.router.handle(inbound, Quiet())
-    return (time.perf_counter() - begun - sum(spent)) * 1000
 
 
 async def measure(turns: int, loads: int) -> int:

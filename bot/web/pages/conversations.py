@@ -84,7 +84,7 @@ class ConversationsPage:
             part=part.name,
             messages=messages,
             problem=problem,
-            wanted=[_wanted(m, turn, moment) for m in messages],
+            wanted=_marked(messages, turn, moment),
         )
 
     async def forget(self, request: web.Request) -> web.StreamResponse:
@@ -141,9 +141,22 @@ def _moment(raw: str) -> datetime | None:
 
 
 def _wanted(message: ChatMessage, turn: str, moment: datetime | None) -> bool:
-    """The message a link points at: its turn, or said within a minute of the moment a fact
-    was kept (provenance keeps the moment, not the message)."""
+    """A message a link may point at: its turn, or one said within a minute of the moment a
+    fact was kept (provenance keeps the moment, not the message)."""
     if turn:
         return message.turn == turn
     at = message.at
     return moment is not None and at is not None and abs(at - moment) <= NEAR
+
+
+def _marked(messages: list[ChatMessage], turn: str, moment: datetime | None) -> list[bool]:
+    """The message the link points at: the turn's, or the person's nearest the moment."""
+    if turn or moment is None:
+        return [_wanted(m, turn, moment) for m in messages]
+    near = [i for i, m in enumerate(messages) if m.role == "user" and _wanted(m, "", moment)]
+    best = min(near, key=lambda i: _distance(messages[i], moment), default=None)
+    return [i == best for i in range(len(messages))]
+
+
+def _distance(message: ChatMessage, moment: datetime) -> timedelta:
+    return abs(message.at - moment) if message.at else NEAR
