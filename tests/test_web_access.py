@@ -5,14 +5,20 @@ says where it is served, and is refused with the replicas' store."""
 
 from __future__ import annotations
 
+import socket
+from argparse import Namespace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from bot.settings import Settings, StoreSettings, WebSettings
+from bot.cli import web as cli_web
+from bot.errors import StartupError
+from bot.settings import Settings, StoreSettings, TelegramSettings, WebSettings
 from bot.storage.files import FileLocks
+from bot.turn.access import AccessPolicy
+from bot.web.server import WebServer
 from bot.web.signin import SignIns, Visitor, csrf_token
 from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI
@@ -91,9 +97,7 @@ async def test_a_shell_s_link_is_the_first_owner_s_and_redeems_once(
     workspace = tmp_path / "ws"
     env = quiet_env(bot_env(workspace, fake_telegram, fake_openai)) | {"BOT_WEB__ENABLED": "1"}
 
-    code, said = await run_bot_command(env, tmp_path, "web", "link")
-    refused, stranger = await run_bot_command(env, tmp_path, "web", "link", "--user", "3003")
-    off, told = await run_bot_command(env | {"BOT_WEB__ENABLED": "0"}, tmp_path, "web", "link")
+    code, said = await run_bot_command(env, tmp_path, "web", "link", within=40)
 
     assert code == 0, said
     link, note = said.strip().splitlines()
@@ -102,9 +106,40 @@ async def test_a_shell_s_link_is_the_first_owner_s_and_redeems_once(
     store = signins(workspace, Clock(datetime.now(UTC)))
     started = await store.redeem(link.rsplit("=", 1)[1])
     assert started is not None and started.visitor == Visitor(OWNER, f"telegram:{OWNER}")
-    assert (refused, off) == (1, 2)
-    assert f"does not let user {STRANGER} in" in stranger
-    assert "the memory page is off" in told
+
+
+def test_a_shell_link_for_a_stranger_or_with_the_page_off_is_refused(tmp_path: Path) -> None:
+    on = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        workspace=tmp_path,
+        telegram=TelegramSettings(owner_ids=(OWNER,)),
+        web=WebSettings(enabled=True),
+    )
+    off = on.model_copy(update={"web": WebSettings()})
+    told: list[str] = []
+
+    refused = cli_web.run(on, Namespace(user=STRANGER), out=told.append)
+    stopped = cli_web.run(off, Namespace(user=None), out=told.append)
+
+    assert (refused, stopped) == (1, 2)
+    assert f"does not let user {STRANGER} in" in told[0]
+    assert "the memory page is off" in told[1]
+    assert not (tmp_path / "state" / "web.json").exists()
+
+
+async def test_a_port_in_use_stops_the_start_with_what_to_change(tmp_path: Path) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    store = signins(tmp_path, Clock(datetime(2026, 11, 27, 9, 0, tzinfo=UTC)))
+    people = AccessPolicy(owner_ids=(OWNER,), allowed_user_ids=())
+    server = WebServer(store, people, host="127.0.0.1", port=port, public_url=None, session_hours=1)
+    try:
+        with pytest.raises(StartupError, match=f"cannot listen on 127.0.0.1:{port}.*BOT_WEB__PORT"):
+            await server.start()
+    finally:
+        taken.close()
 
 
 def test_the_page_stays_on_loopback_unless_told_where_it_is_served() -> None:

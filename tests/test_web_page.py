@@ -26,7 +26,7 @@ from bot.memory.provenance import FactOrigins
 from bot.models import GLOBAL_SCOPE, Provenance
 from bot.reminders.store import ReminderStore
 from bot.storage.files import FileLocks
-from bot.storage.workspace import Workspace
+from bot.storage.workspace import Workspace, encode_key
 from tests.fakes.local_server import LocalServer
 from tests.fakes.openai_api import Reply
 from tests.harness import API_KEY, FRIEND, OWNER
@@ -228,7 +228,11 @@ async def test_a_cross_site_write_is_refused(bot: Bot, browser: Browser) -> None
 async def test_a_fact_holding_a_script_is_shown_as_text(bot: Bot, browser: Browser) -> None:
     hostile = "<script>window.pwned = 1</script><b>bold</b> <img src=x onerror=alert(1)>"
     write_memory(bot, f"# Memory\n- {hostile}\n")
+    named = bot.memory("chats", encode_key("<b>a chat</b>"))
+    named.mkdir(parents=True, exist_ok=True)
+    (named / "MEMORY.md").write_text("- fine\n")
     page = await signed_in(browser, bot, OWNER)
+    assert "<b>a chat</b>'s memory" in await page.inner_text("nav.scopes")
     fact = page.locator(".fact .text").first
     assert await fact.inner_text() == hostile
     assert await fact.locator("b, script, img").count() == 0

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import structlog
 from aiohttp import web
 
+from bot.errors import StartupError
 from bot.web.guard import COOKIE, Guard, Refused
 from bot.web.signin import SignIns
 from bot.web.site import SESSION, STATIC, Site
@@ -80,7 +81,14 @@ class WebServer:
         )
         self._runner = web.AppRunner(app, access_log=None)  # URLs carry link tokens: no log
         await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port).start()
+        try:
+            await web.TCPSite(self._runner, self.host, self.port).start()
+        except OSError as exc:
+            await self.stop()
+            raise StartupError(
+                f"the memory page cannot listen on {self.host}:{self.port} ({exc.strerror}): "
+                "set BOT_WEB__PORT to a free port, or BOT_WEB__ENABLED=false"
+            ) from exc
         self.port = int(self._runner.addresses[0][1])
         log.info("web_listening", url=self.base_url)
 
