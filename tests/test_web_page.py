@@ -314,7 +314,7 @@ async def test_every_page_answers(bot: Bot, browser: Browser) -> None:
     await page.wait_for_url("**/conversation?**")
     assert "the boat is at pier 4 now" in await page.inner_text(".message.user.hit")
     pages = ("learned", f"conversation?key=telegram%3A{OWNER}", "conversations", "reminders")
-    for name in (*pages, "search?q=dentist", "usage", "health"):
+    for name in (*pages, "search?q=dentist", "usage?by=chat", "usage?by=model", "usage", "health"):
         answer = await page.goto(f"{bot.base}/{name}")
         assert answer is not None and answer.status == 200, name
         await shot(page, name.split("?")[0])

@@ -1,5 +1,6 @@
 """A bar chart drawn on the server, as numbers for an inline SVG (`usage.html` draws it): one bar
-a day, stacked by a key (kind of work), each part with its own title (shown on hover)."""
+a day, stacked by a key (a kind of work, a chat, a model), each part with its own title (shown
+on hover)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 WIDTH, HEIGHT = 720, 220
 LEFT, BOTTOM, TOP = 56, 24, 8  # room for the scale and the days
+TONES = 8  # colours in the style sheet (.t0 … .t7)
 
 
 @dataclass(frozen=True)
@@ -16,7 +18,8 @@ class Block:
     y: float
     width: float
     height: float
-    key: str  # its CSS class: which kind of work
+    key: str  # what it counts: a kind of work, a chat, a model
+    tone: int  # its colour: the key's place in the legend
     title: str
 
 
@@ -40,14 +43,15 @@ def stacked(
     blocks: list[Block] = []
     for index, day in enumerate(days):
         base = float(HEIGHT - BOTTOM)
-        for key in keys:
+        for tone, key in enumerate(keys):
             value = values.get(day, {}).get(key, 0)
             if value <= 0 or top <= 0:
                 continue
             height = plot_h * value / top
             base -= height
             x = LEFT + index * step + step * 0.1
-            blocks.append(Block(x, base, step * 0.8, height, key, f"{day} {key}: {value:,}"))
+            title = f"{day} {key}: {value:,} tokens"
+            blocks.append(Block(x, base, step * 0.8, height, key, tone % TONES, title))
     scale = tuple(
         (HEIGHT - BOTTOM - plot_h * share, f"{round(top * share):,}") for share in (0, 0.5, 1)
     )

@@ -36,6 +36,11 @@ HEADERS = {
     "Referrer-Policy": "same-origin",  # an Origin header on our own forms, none elsewhere
     "Cache-Control": "no-store",
 }
+ERRORS = {
+    404: "No such page.",
+    405: "Not here.",
+    413: "That is more than the page takes (2 MB): nothing was saved.",
+}
 SIGNED_OUT = "You are signed out. Send /web to the bot in your private chat for a new link."
 CROSS_SITE = "Refused: this form was not sent from the memory page itself."
 
@@ -73,10 +78,11 @@ class Guard:
             response = await handler(request)
         except Refused as exc:
             response = self.site.render(request, "error.html", status=exc.status, text=exc.text)
-        except web.HTTPNotFound:
-            response = self.site.render(request, "error.html", status=404, text="No such page.")
-        except web.HTTPMethodNotAllowed:
-            response = self.site.render(request, "error.html", status=405, text="Not here.")
+        except web.HTTPException as exc:  # aiohttp's own: no such page, a body too large …
+            if exc.status < 400:
+                raise
+            text = ERRORS.get(exc.status, f"That did not work ({exc.reason}).")
+            response = self.site.render(request, "error.html", status=exc.status, text=text)
         response.headers.update(HEADERS)
         return response
 

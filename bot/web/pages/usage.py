@@ -19,6 +19,13 @@ from bot.usage.prices import Prices
 from bot.usage.report import summary
 from bot.web.chart import stacked
 from bot.web.site import Site, viewer
+from bot.web.viewer import Viewer
+
+BY: dict[str, Callable[[Spent], str]] = {
+    "kind": lambda s: s.kind,
+    "chat": lambda s: s.chat or "(no chat)",
+    "model": lambda s: s.model,
+}
 
 
 @dataclass(frozen=True)
@@ -52,25 +59,34 @@ class UsagePage:
         today = self.now().date()
         days = _days(today)
         lines = await asyncio.to_thread(self.ledger.lines)
-        mine = [s for s in lines if s.day >= days[0] and who.sees_chat(s.chat or who.chat)]
-        per_day = {day: _by_kind([s for s in mine if s.day == day]) for day in days}
+        mine = [s for s in lines if s.day >= days[0] and _theirs(who, s)]
+        by = request.query.get("by", "kind")
+        key = BY.get(by, BY["kind"])
+        keys = _keys(mine, key, kind_order=by not in BY or by == "kind")
+        per_day = {day: _summed([s for s in mine if s.day == day], key) for day in days}
         prices = self.report.prices
         return self.site.render(
             request,
             "usage.html",
             since=days[0],
             months=_grouped(mine, lambda s: s.day[:7], prices, newest=True),
-            chart=stacked(days, per_day, KINDS),
-            kinds=[k for k in KINDS if any(s.kind == k for s in mine)],
+            chart=stacked(days, per_day, keys),
+            keys=keys,
+            by=by if by in BY else "kind",
             total=summary(mine, prices) if mine else "",
             by_day=_grouped(mine, lambda s: s.day, prices, newest=True),
-            by_chat=_grouped(mine, lambda s: s.chat or "(no chat)", prices),
-            by_model=_grouped(mine, lambda s: s.model, prices),
-            background=_grouped([s for s in mine if s.kind in BACKGROUND], _kind, prices),
+            by_chat=_grouped(mine, BY["chat"], prices),
+            by_model=_grouped(mine, BY["model"], prices),
+            background=_grouped([s for s in mine if s.kind in BACKGROUND], BY["kind"], prices),
             caps=self.caps,
             background_today=_background(mine, today),
             unpriced=sorted({s.model for s in mine if prices.of(s.model) is None}),
         )
+
+
+def _theirs(who: Viewer, spent: Spent) -> bool:
+    """A chat's figures for whoever sees that chat; work of no chat for owners only."""
+    return who.sees_chat(spent.chat) if spent.chat else who.owner
 
 
 def _days(today: date) -> list[str]:
@@ -79,20 +95,19 @@ def _days(today: date) -> list[str]:
     return [(first + timedelta(days=n)).isoformat() for n in range((today - first).days + 1)]
 
 
-def _by_kind(lines: Sequence[Spent]) -> dict[str, int]:
+def _keys(lines: Sequence[Spent], key: Callable[[Spent], str], *, kind_order: bool) -> list[str]:
+    """The chart's keys: the kinds in their order, or the chats or models by tokens."""
+    if kind_order:
+        return [k for k in KINDS if any(s.kind == k for s in lines)]
+    totals = _summed(lines, key)
+    return sorted(totals, key=lambda name: -totals[name])
+
+
+def _summed(lines: Sequence[Spent], key: Callable[[Spent], str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for spent in lines:
-        found[spent.kind] = found.get(spent.kind, 0) + spent.tokens
+        found[key(spent)] = found.get(key(spent), 0) + spent.tokens
     return found
-
-
-def _background(lines: Sequence[Spent], today: date) -> int:
-    day = today.isoformat()
-    return sum(s.tokens for s in lines if s.day == day and s.kind in BACKGROUND)
-
-
-def _kind(spent: Spent) -> str:
-    return spent.kind
 
 
 def _grouped(
@@ -104,3 +119,8 @@ def _grouped(
 ) -> list[tuple[str, str]]:
     names = sorted({key(s) for s in lines}, reverse=newest)
     return [(name, summary([s for s in lines if key(s) == name], prices)) for name in names]
+
+
+def _background(lines: Sequence[Spent], today: date) -> int:
+    day = today.isoformat()
+    return sum(s.tokens for s in lines if s.day == day and s.kind in BACKGROUND)
