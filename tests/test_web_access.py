@@ -97,7 +97,7 @@ async def test_a_shell_s_link_is_the_first_owner_s_and_redeems_once(
     workspace = tmp_path / "ws"
     env = quiet_env(bot_env(workspace, fake_telegram, fake_openai)) | {"BOT_WEB__ENABLED": "1"}
 
-    code, said = await run_bot_command(env, tmp_path, "web", "link", within=40)
+    code, said = await run_bot_command(env, tmp_path, "web", "link", within=50)
 
     assert code == 0, said
     link, note = said.strip().splitlines()

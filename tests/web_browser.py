@@ -1,7 +1,8 @@
 """The memory page's browser tests' shell: Debian's chromium (`/usr/bin/chromium`, installed by
 `.ci/run` where missing) driven by Playwright for Python — no browser download — and the whole
 bot (fake Telegram, fake model) with its page on a free port of 127.0.0.1, one of each per test
-module. Each test gets a fresh browser context (no cookies)."""
+module. Each test gets a fresh browser context (no cookies); Playwright starts the browser with
+a new empty profile of its own (the `--user-data-dir` it passes), headless."""
 
 from __future__ import annotations
 
