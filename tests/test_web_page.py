@@ -10,6 +10,7 @@ committed ones: `MNEMO_WEB_SCREENSHOTS=docs/web make test PYTEST_ARGS=tests/test
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -292,6 +293,24 @@ SCENE = """# Memory
 """
 
 
+def seed_usage(bot: Bot) -> None:
+    """Three weeks of the ledger (`bot.usage.ledger`'s document) for the owner and a group."""
+    today = bot.clock().date()
+    days = {
+        (today - timedelta(days=back)).isoformat(): {
+            chat: {
+                kind: {"gpt-4o-mini": {"in": 900 * (back % 4 + 1), "out": 80, "cached": 300,
+                                       "calls": 2}}
+                for kind in ("reply", "consolidation")
+            }
+            for chat in (f"telegram:{OWNER}", "telegram:-500")
+        }
+        for back in range(1, 21)
+    }  # fmt: skip
+    path = bot.workspace / "state" / "usage.json"
+    path.write_text(json.dumps({"version": 1, "days": days}), encoding="utf-8")
+
+
 async def test_every_page_answers(bot: Bot, browser: Browser) -> None:
     write_memory(bot, SCENE)
     said = Provenance(by="Ann (1001)", chat=f"telegram:{OWNER}", at=bot.clock(), via="voice")
@@ -314,10 +333,15 @@ async def test_every_page_answers(bot: Bot, browser: Browser) -> None:
     await page.wait_for_url("**/conversation?**")
     assert "the boat is at pier 4 now" in await page.inner_text(".message.user.hit")
     pages = ("learned", f"conversation?key=telegram%3A{OWNER}", "conversations", "reminders")
+    seed_usage(bot)
     for name in (*pages, "search?q=dentist", "usage?by=chat", "usage?by=model", "usage", "health"):
         answer = await page.goto(f"{bot.base}/{name}")
         assert answer is not None and answer.status == 200, name
         await shot(page, name.split("?")[0])
+    await page.goto(f"{bot.base}/usage")
+    assert "$" in await page.inner_text("table.figures")  # a priced model's dollars
+    assert await page.locator("svg rect").count() >= 20
+    await page.goto(f"{bot.base}/health")
     bot.model.script(Reply("ok"))  # doctor asks the model a short question
     bot.model.transcribe("hello")
     await page.click("#run-checks")
