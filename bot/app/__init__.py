@@ -135,10 +135,7 @@ def build_app(
     turn = _TurnPieces(context, compaction, tools, sent, lightrag)
     pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
-    parts = TurnParts(
-        memory, writer, core.consolidator, compaction, pipeline, sent, store.journal, core.steering
-    )
-    parts = replace(parts, queue=store.queue)
+    parts = _turn_parts(core, turn, pipeline, now)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
@@ -159,8 +156,7 @@ def build_app(
         *build_web(settings, pages, router, now, checks),
         *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
-    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    app = App(router, core.llm, workspace, now, preview, services, items_index, store.intake)
+    app = App(router, core.llm, workspace, now, parts.preview, services, items_index, store.intake)
     return replace(app, spending=core.spending, pace=store.pace)
 
 
@@ -279,6 +275,29 @@ def _open_workspace(settings: Settings) -> Workspace:
         raise StartupError(problem)
     workspace.ensure()
     return workspace
+
+
+def _turn_parts(
+    core: _Core, turn: _TurnPieces, pipeline: Pipeline, now: Callable[[], datetime]
+) -> TurnParts:
+    """What the router is built on: the core's memory and journal, the pipeline and its
+    accounting, and the preview of a chat's next prompt (how full it is: /status, /compact)."""
+    access, compaction = core.steering.gate.access, turn.compaction
+    preview = _build_preview(
+        turn.context, core.sessions, access, turn.tools.specs, compaction.meter, now
+    )
+    return TurnParts(
+        core.memory,
+        core.writer,
+        core.consolidator,
+        compaction,
+        pipeline,
+        turn.sent,
+        core.store.journal,
+        core.steering,
+        preview,
+        queue=core.store.queue,
+    )
 
 
 def _build_preview(
