@@ -23,7 +23,7 @@ from bot.settings import (
     Settings,
     TelegramSettings,
 )
-from bot.web.pages.health import Checks
+from bot.web.checks import Checks
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import telegram_channel
@@ -24,7 +23,7 @@ from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
-from bot.app.web import WebParts, build_web
+from bot.app.web import Checks, Clock, WebParts, build_web
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
@@ -57,9 +56,6 @@ from bot.turn.chats import ChatLocks
 from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
-
-if TYPE_CHECKING:
-    from bot.web.pages.health import Checks
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
@@ -113,14 +109,9 @@ class _Core:
 
 
 def build_app(
-    settings: Settings,
-    *,
-    api_key: str,
-    now: Callable[[], datetime] | None = None,
-    checks: Checks | None = None,
+    settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
-    """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`;
-    `checks` are doctor's, for the memory page's Health (`bot.app.web`)."""
+    """The app over `settings`; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
@@ -144,7 +135,6 @@ def build_app(
     scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
     once = [*_build_upkeep(settings, workspace, writer, now), ("undo-purge", core.undo)]
     once += _left_jobs(settings, core.consolidator, now)
-    pages = WebParts(parts, sessions, reminders, tools, core.spending, store.locks)
     services: list[Service] = [
         *store.services,  # first: the shared database, before anything uses the journal
         items_index.index,  # first: opened and synced before anything else starts, stopped last
@@ -153,7 +143,7 @@ def build_app(
         core.consolidator,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
-        *build_web(settings, pages, router, now, checks),
+        *build_web(settings, WebParts(parts, sessions, reminders, tools), router, now, checks),
         *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
     app = App(router, core.llm, workspace, now, parts.preview, services, items_index, store.intake)

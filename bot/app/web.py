@@ -12,22 +12,24 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot.app.reminders import Reminders
-from bot.app.steering import Spending
 from bot.app.turn import TurnParts
 from bot.reminders.commands import ReminderCommands
 from bot.settings import Settings
-from bot.storage.files import Locks
 from bot.storage.sessions import SessionStore
 from bot.tools.memory_search import MemorySearch
 from bot.tools.registry import ToolRegistry
 from bot.turn.router import Router
+from bot.web.checks import Checks
 from bot.web.command import WebCommand
 from bot.web.signin import SignIns
 
 if TYPE_CHECKING:
-    from bot.web.pages.health import Checks
     from bot.web.server import WebServer
     from bot.web.site import Page
+
+
+Clock = Callable[[], datetime]
+__all__ = ["Checks", "Clock", "WebParts", "build_web"]
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,6 @@ class WebParts:
     sessions: SessionStore
     reminders: Reminders
     tools: ToolRegistry
-    spending: Spending
-    locks: Locks  # the workspace's path locks (the sign-ins' file)
 
 
 def build_web(
@@ -59,7 +59,7 @@ def build_web(
     workspace = parts.reminders.workspace
     signins = SignIns(
         workspace.web_path,
-        parts.locks,
+        parts.turn.writer.locks,  # the workspace's path locks
         now=now,
         link_minutes=config.link_minutes,
         session_hours=config.session_hours,
@@ -106,6 +106,6 @@ def _pages(
         search.SearchPage(site, workspace, tool if isinstance(tool, MemorySearch) else None),
         talk.ConversationsPage(site, workspace, parts.sessions, writer, locks, undo_minutes=undo),
         reminders.RemindersPage(site, kept.store, commands, now=now),
-        usage.UsagePage(site, parts.spending.ledger, parts.spending.report, caps, now=now),
+        usage.UsagePage(site, steering.usage.ledger, steering.usage, caps, now=now),
         health.HealthPage(site, checks, now=now),
     ]

@@ -19,6 +19,7 @@ for now (`Settings` refuses it with `store.url`).
     server.py   the aiohttp server, a service of the app; signing in and out
     command.py  `/web`: a link in the person's private chat
     chart.py    the usage chart as an inline SVG's numbers
+    checks.py   what Health runs: doctor's checks, as the command line hands them over
     pages/      one module per page
 
 Nothing is imported here: `bot.app` and the command line import `command` and `signin` at

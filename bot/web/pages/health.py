@@ -5,29 +5,16 @@ line as doctor prints them, secrets scrubbed. Owners only: it tells the bot's co
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol
 
 from aiohttp import web
 
+from bot.web.checks import Checks
 from bot.web.guard import Refused
 from bot.web.site import Site, viewer
 
 OWNERS_ONLY = "Only an owner sees the bot's health checks."
-
-
-class Checked(Protocol):
-    """One check's finding (`bot.cli.findings.Finding`)."""
-
-    @property
-    def level(self) -> str: ...
-
-    @property
-    def text(self) -> str: ...
-
-
-Checks = Callable[[], AsyncIterator[tuple[str, Checked]]]
 
 
 class HealthPage:
