@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 from dotenv import dotenv_values
 
-from bot.cli.envfile import updated
-from bot.cli.setup import API_KEY, BASE_URL, MODEL, TIMEZONE, TOKEN
+from bot.cli.setup import API_KEY, BASE_URL, MODEL, TIMEZONE, TOKEN, updated
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import REPO

@@ -23,6 +23,7 @@ from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
+from bot.app.web import Checks, Clock, WebParts, build_web
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
@@ -108,9 +109,9 @@ class _Core:
 
 
 def build_app(
-    settings: Settings, *, api_key: str, now: Callable[[], datetime] | None = None
+    settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
-    """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
+    """The app over `settings`; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
@@ -142,6 +143,7 @@ def build_app(
         core.consolidator,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        *build_web(settings, WebParts(parts, sessions, reminders, tools), router, now, checks),
         *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
     app = App(router, core.llm, workspace, now, parts.preview, services, items_index, store.intake)

@@ -15,6 +15,7 @@ prompt.py    prompt --chat KEY: the next prompt of a chat
 reminders.py reminders list
 evaluate.py  eval retrieval: the recall evaluation (`bot.eval`)
 spending.py  usage: tokens and model calls, today and this month (`bot.usage`)
+web.py       web link: a one-time sign-in link to the memory page (`bot.web`)
 """
 
 from bot.cli.main import main

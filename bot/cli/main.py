@@ -122,6 +122,12 @@ def _reminders(parser: argparse.ArgumentParser) -> None:
     commands.add_parser("list", help="every chat's reminders and tasks with their next time")
 
 
+def _web(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="web_command", required=True, metavar="ACTION")
+    link = commands.add_parser("link", help="print a one-time link that signs you in")
+    link.add_argument("--user", type=int, help="whose page (default: the first owner)")
+
+
 def _usage(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chat", metavar="KEY", help="one chat's only, e.g. telegram:42")
 
@@ -197,6 +203,14 @@ COMMANDS = (
         "The tokens and model calls of today and this month, by kind of work and by chat, with "
         "the cost in dollars for the models config/prices.json lists. Runs beside the bot.",
         _usage,
+    ),
+    Command(
+        "web",
+        "web:run",
+        "the memory page in your browser: a one-time sign-in link",
+        "Prints a one-time link that signs you in to the memory page the bot serves (when "
+        "BOT_WEB__ENABLED=true), as /web gives one in your private chat.",
+        _web,
     ),
     Command(
         "prompt",

@@ -23,6 +23,7 @@ from bot.app import build_app, build_telegram
 from bot.background import OwnedTask
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram.errors import is_rejected_token, startup_error
+from bot.cli.doctor import findings
 from bot.errors import LLMError
 from bot.llm.openai_chat import OpenAIChat
 from bot.settings import Settings, require_secret
@@ -55,7 +56,7 @@ def console(settings: Settings, args: argparse.Namespace, out: Print) -> int:
 async def run_telegram(settings: Settings) -> int:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    app = build_app(settings, api_key=api_key)
+    app = build_app(settings, api_key=api_key, checks=lambda: findings(settings))
     heartbeat = Heartbeat(app.workspace.heartbeat_path)
     await asyncio.to_thread(heartbeat.reset)
     channel = build_telegram(app, settings, token=token, heartbeat=heartbeat)

@@ -13,9 +13,10 @@ is dropped: a rejected key keeps the endpoint typed). A model server that does n
 Answers are read a line at a time from stdin (piped answers work: no terminal needed); a secret
 typed at a terminal is not echoed. The questions are asked outside any event loop, so Ctrl-C
 at a prompt (or during a check) stops setup at once; it, or the end of input, leaves `.env` as
-it was. `.env` is written by `bot.cli.envfile`, with Docker's user ids beside the answers. Last,
-setup says how to claim the bot: `/claim CODE`, the code kept in the workspace
-(`bot.turn.pairing`), unless owners are configured.
+it was. `.env` is written in place (its other lines kept, odd values quoted, atomically, mode
+0600; a new one starts from `.env.example`), with Docker's user ids (`MNEMO_UID`, `MNEMO_GID`)
+beside the answers. Last, setup says how to claim the bot: `/claim CODE`, the code kept in the
+workspace (`bot.turn.pairing`), unless owners are configured.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ import asyncio
 import contextlib
 import getpass
 import os
+import re
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from dotenv import dotenv_values
 from pydantic import SecretStr
 
 from bot import shell
@@ -39,13 +42,16 @@ from bot.app import clock
 from bot.app.store import roster_only
 from bot.app.turn import build_door
 from bot.channels.telegram.errors import is_rejected_token
-from bot.cli import envfile
 from bot.cli.doctor import check_model, check_telegram, what_failed
 from bot.errors import ConfigError, LLMCause, LLMError, LLMUnavailable, MnemoError, StartupError
 from bot.settings import Settings, load_settings
+from bot.storage.files import atomic_write_text
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import grouped
 
+ENV_FILE = Path(".env")
+EXAMPLE_FILE = Path(".env.example")
+_PLAIN = re.compile(r"[^\s#'\"\\$`]*")  # written as is; anything else in double quotes
 TOKEN = "BOT_TELEGRAM__TOKEN"
 BASE_URL = "BOT_LLM__BASE_URL"
 API_KEY = "BOT_LLM__API_KEY"
@@ -106,12 +112,10 @@ def command(settings: Settings, args: argparse.Namespace, out: Callable[[str], N
     return run()
 
 
-def run(
-    *, stdin: IO[str] = sys.stdin, out: TextIO = sys.stdout, env_file: Path = envfile.ENV_FILE
-) -> int:
+def run(*, stdin: IO[str] = sys.stdin, out: TextIO = sys.stdout, env_file: Path = ENV_FILE) -> int:
     """Ask, check, write `env_file`; 0 when written, 1 when input ended first, 130 on Ctrl-C."""
     ask = Prompter(stdin, out)
-    current = envfile.current(env_file, (TOKEN, BASE_URL, API_KEY, MODEL, TIMEZONE), DEFAULTS)
+    current = _in_env(env_file, (TOKEN, BASE_URL, API_KEY, MODEL, TIMEZONE), DEFAULTS)
     base = load_settings(env_file if env_file.exists() else None)
     ask.say(f"Mnemo setup: writes {env_file}. Enter keeps the value in [brackets].\n")
     try:
@@ -119,7 +123,7 @@ def run(
     except (Stopped, KeyboardInterrupt) as stop:
         ask.say(f"\nSetup stopped: {env_file} was not changed.")
         return 130 if isinstance(stop, KeyboardInterrupt) else 1
-    envfile.write(env_file, answers | envfile.docker_ids())
+    _write(env_file, answers | docker_ids())
     ask.say(f"\nSaved {env_file} (only you can read it).")
     _next_steps(ask, load_settings(env_file))
     return 0
@@ -236,6 +240,52 @@ def local_zone() -> str | None:
     if "zoneinfo/" in target:
         candidates.append(target.split("zoneinfo/", 1)[1])
     return next((name for name in candidates if name and _known_zone(name)), None)
+
+
+# ----------------------------------------------------------------------------- .env
+
+
+def _in_env(env_file: Path, keys: Iterable[str], defaults: dict[str, str]) -> dict[str, str]:
+    """The values of `keys` now in `env_file`, else in the environment, else the defaults."""
+    written = {k: v for k, v in dotenv_values(env_file).items() if v} if env_file.exists() else {}
+    return {k: v for k in keys if (v := written.get(k) or os.environ.get(k) or defaults.get(k))}
+
+
+def docker_ids() -> dict[str, str]:
+    """The user and group Docker's container should run as: this one's (none on Windows)."""
+    if not hasattr(os, "getuid"):
+        return {}
+    return {"MNEMO_UID": str(os.getuid()), "MNEMO_GID": str(os.getgid())}
+
+
+def _write(env_file: Path, values: dict[str, str]) -> None:
+    """`env_file` with `values` set in place (other lines kept), atomically, mode 0600."""
+    if env_file.exists():
+        text = env_file.read_text(encoding="utf-8")
+        os.chmod(env_file, 0o600)  # the atomic write keeps an existing file's mode
+    else:
+        text = EXAMPLE_FILE.read_text(encoding="utf-8") if EXAMPLE_FILE.exists() else ""
+    atomic_write_text(env_file, updated(text, values))
+    os.chmod(env_file, 0o600)
+
+
+def updated(text: str, values: dict[str, str]) -> str:
+    """Dotenv `text` with each `KEY=value` line of `values` replaced, or added at the end."""
+    lines = text.splitlines()
+    left = dict(values)
+    for number, line in enumerate(lines):
+        key = line.split("=", 1)[0].strip().removeprefix("export ").strip()
+        if "=" in line and key in left:
+            lines[number] = f"{key}={_quoted(left.pop(key))}"
+    lines += [f"{key}={_quoted(value)}" for key, value in left.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _quoted(value: str) -> str:
+    if _PLAIN.fullmatch(value):
+        return value
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 # ----------------------------------------------------------------------------- what next

@@ -53,6 +53,11 @@ def brief(origin: Provenance | None) -> str:
     return f"{origin.by}, {_SAID[origin.via]}, {origin.chat}, {origin.at:%Y-%m-%d}"
 
 
+def said_as(origin: Provenance) -> str:
+    """How it came: "said", "said by voice", "from a document" …"""
+    return _SAID[origin.via]
+
+
 def to_json(origin: Provenance) -> dict[str, str]:
     return {"by": origin.by, "chat": origin.chat, "at": origin.at.isoformat(), "via": origin.via}
 
