@@ -55,15 +55,20 @@ ENV BOT_WORKSPACE=/app/workspace
 # `docker compose ps` / `python -m bot health`: unhealthy, with the reason) and waits, rather
 # than exiting into `restart: unless-stopped`'s loop.
 ENV MNEMO_ON_FATAL=wait
+# How a person reaches the command line from the host: the hints the bot prints name it
+# (`bot.shell`; replicated mode's compose file names its own service).
+ENV MNEMO_SHELL="docker compose exec mnemo python -m bot"
 VOLUME ["/app/workspace"]
 
 # Numeric, so runtimes can verify it is not root.
 USER ${UID}:${GID}
 
 # Alive and polling: the bot touches state/heartbeat after every poll (no network call here).
-# Every 5 s while starting (the first 60 s; Docker >= 25), so "healthy" comes with the first
-# poll rather than a minute later; then every 60 s (each check starts a Python process).
-HEALTHCHECK --interval=60s --timeout=15s --start-period=60s --start-interval=5s --retries=3 \
+# Every 60 s (each check starts a Python process). Docker 25 and newer also check every 5 s in
+# the start period (their default start interval), so "healthy" comes with the first poll;
+# the flag that would say so, --start-interval, is left out: Docker before 25 (and BuildKit's
+# Dockerfile frontend before 1.6) refuses to build a Dockerfile that has it.
+HEALTHCHECK --interval=60s --timeout=15s --start-period=60s --retries=3 \
     CMD ["python", "-m", "bot", "health"]
 
 CMD ["python", "-m", "bot", "run"]

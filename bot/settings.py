@@ -162,7 +162,7 @@ class MemorySettings(_Section):
     memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
     keep_messages: int = Field(default=10, ge=2)
     max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
-    consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see README
+    consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see docs/settings.md
     raw_fallback_messages: int = Field(default=10, gt=0)
     raw_fallback_chars: int = Field(default=200, gt=0)
     # Tags and working memory

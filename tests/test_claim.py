@@ -7,6 +7,9 @@ import asyncio
 import json
 import os
 import re
+import shlex
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,15 @@ from bot.cli.doctor import check_owners
 from bot.storage.files import FileLocks
 from bot.storage.roster import Roster, RosterFile
 from bot.storage.workspace import Workspace
-from bot.turn.door import CLAIM_PRIVATE, CLAIM_WRONG, CLAIMED, OWNED, PLACEHOLDER_LOG, UNCLAIMED
+from bot.turn.door import (
+    CLAIM_PRIVATE,
+    CLAIM_WRONG,
+    CLAIMED,
+    OWNED,
+    PAIR_LIST,
+    PLACEHOLDER_LOG,
+    UNCLAIMED,
+)
 from bot.turn.pairing import ALPHABET, PLACEHOLDER_OWNER, Owners, owners
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
@@ -82,6 +93,42 @@ async def say(app: App, text: str, *, user: int, chat: int | None = None) -> lis
     return replier.sent
 
 
+async def test_the_command_the_notice_names_works_where_the_bot_runs(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    """Someone who writes to a bot with no owner is told a command that shows the claim code;
+    typed where the bot runs (its folder, its environment), it does."""
+    workspace, log_path = tmp_path / "ws", tmp_path / "bot.log"
+    env = bot_env(workspace, fake_telegram, fake_openai) | {
+        "BOT_TELEGRAM__OWNER_IDS": "[]",
+        "BOT_TELEGRAM__ALLOWED_USER_IDS": "[]",
+    }
+    process = start_bot_process(env, tmp_path, log_path)
+    try:
+        code = await claim_code_in(log_path)
+        await fake_telegram.wait_for_poll(timeout=30)
+        fake_telegram.push_text(STRANGER, STRANGER, "hello?")
+        await fake_telegram.wait_for_messages(STRANGER, 1, timeout=30)
+    finally:
+        assert await stop_process(process) == 0
+    [notice] = [m.text for m in fake_telegram.sent_messages(STRANGER)]
+    named = re.search(r"claim code: run (.+?) where it runs", notice)
+    assert named, notice
+
+    shown = await asyncio.to_thread(
+        subprocess.run,
+        shlex.split(named.group(1)),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert shown.returncode == 0, shown.stderr
+    assert code in shown.stdout
+
+
 async def test_a_bot_without_an_owner_is_claimed_from_the_code_in_its_log(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
 ) -> None:
@@ -111,9 +158,10 @@ async def test_a_bot_without_an_owner_is_claimed_from_the_code_in_its_log(
         assert await stop_process(process) == 0
 
     [unclaimed] = [m.text for m in fake_telegram.sent_messages(STRANGER)]
-    assert unclaimed == UNCLAIMED.format(user_id=STRANGER)
+    pair_list = f"{sys.executable} -m bot pair list"  # as typed where the bot runs (tmp_path)
+    assert unclaimed == UNCLAIMED.format(user_id=STRANGER, pair_list=pair_list)
     owner = [m.text for m in fake_telegram.sent_messages(OWNER)]
-    assert owner[:2] == [CLAIM_WRONG, CLAIMED.format(user_id=OWNER)]
+    assert owner[:2] == [CLAIM_WRONG.format(pair_list=pair_list), CLAIMED.format(user_id=OWNER)]
     assert "hello, owner" in owner[2:]
     assert any(f"(Telegram id {FRIEND}) asks to talk to me" in text for text in owner[2:])
     [friend] = fake_telegram.sent_messages(FRIEND)
@@ -152,7 +200,7 @@ async def test_a_claim_in_a_group_or_with_a_wrong_code_is_refused(
     in_group = await say(app, f"/claim {code}", user=OWNER, chat=-100500)
     wrong = await say(app, "/claim", user=OWNER)
 
-    assert (in_group, wrong) == ([CLAIM_PRIVATE], [CLAIM_WRONG])
+    assert (in_group, wrong) == ([CLAIM_PRIVATE], [CLAIM_WRONG.format(pair_list=PAIR_LIST)])
     stored = json.loads((workspace / "state" / "paired.json").read_text())
     assert stored["owners"] == [] and stored["claim_code"] == code.replace("-", "")
     assert not app.router.access.is_owner(OWNER)
@@ -273,7 +321,7 @@ async def test_the_message_sent_before_claiming_is_answered_once_claimed(
     again = await say(app, "hello?", user=OWNER)
     claimed = await say(app, f"/claim {code}", user=OWNER)
 
-    assert before == [UNCLAIMED.format(user_id=OWNER)] and again == []
+    assert before == [UNCLAIMED.format(user_id=OWNER, pair_list=PAIR_LIST)] and again == []
     assert claimed == [CLAIMED.format(user_id=OWNER), "It is sunny."]
     assert fake_openai.calls == 1
     assert fake_openai.requests[-1]["messages"][-1]["content"] == "hello?"  # the last one sent

@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import quote
 
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
-from tests.harness import bot_env, quiet_env, run_bot_command, start_bot_process
+from tests.harness import REPO, bot_env, quiet_env, run_bot_command, start_bot_process
 from tests.test_e2e_process import stop_process
 
 REVOKED = "123456:revoked-Secret-42"  # not the fake's token, and too short to look like one
@@ -44,7 +46,7 @@ async def test_a_rejected_token_stops_at_once_with_one_line(
     assert code == 1
     assert_one_line_error(
         output,
-        "Telegram rejected the bot token: get one from @BotFather and set BOT_TELEGRAM__TOKEN",
+        "Telegram rejected the bot token: get a new one from @BotFather, then run make setup",
     )
     assert REVOKED not in output and REVOKED.split(":")[1] not in output
 
@@ -65,8 +67,8 @@ async def test_in_docker_a_rejected_token_waits_says_why_and_is_unhealthy(
 
     assert health == 1
     assert said.startswith(
-        "unhealthy: Telegram rejected the bot token: get one from @BotFather and set "
-        "BOT_TELEGRAM__TOKEN. Not restarting: waiting until stopped."
+        "unhealthy: Telegram rejected the bot token: get a new one from @BotFather, then run "
+        "make setup. Not restarting: waiting until stopped."
     ), said
     output = log_path.read_text()
     assert "error: Telegram rejected the bot token" in output and "Traceback" not in output
@@ -103,8 +105,8 @@ async def test_doctor_says_what_to_fix_and_never_prints_an_echoed_key(
     assert code == 1
     lines = output.splitlines()
     assert (
-        "FAIL  telegram: Telegram rejected the bot token: get one from @BotFather and set "
-        "BOT_TELEGRAM__TOKEN"
+        "FAIL  telegram: Telegram rejected the bot token: get a new one from @BotFather, then "
+        "run make setup"
     ) in lines
     assert (
         f"FAIL  model: the model at {strict.base_url} rejected the API key (HTTP 401): "
@@ -144,3 +146,23 @@ async def test_a_bot_api_outage_is_logged_without_tracebacks(
     assert "Traceback" not in text
     assert len(text.splitlines()) < 15, text
     assert process.returncode == 0
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`python -m bot usage | head`: head has its lines and goes; the command ends without a
+    word (no "error: stopped on an unexpected error", no complaint at exit)."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "BOT_WORKSPACE": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "usage"],
+        cwd=tmp_path,
+        env=env | {"BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml")},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # gone before the command printed a line
+    with process.stderr:
+        said = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 0, said
+    assert said == ""

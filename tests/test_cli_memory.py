@@ -9,12 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.harness import REPO, SMALL_MODEL2VEC
-from tests.talk import GROUP, GROUP_DIR, write
+from tests.harness import OWNER, REPO, SMALL_MODEL2VEC
+from tests.talk import GROUP, GROUP_DIR, write, write_session
 
 MODEL2VEC = SMALL_MODEL2VEC
 CHAT = f"telegram:{GROUP}"
@@ -78,9 +79,9 @@ def test_search_shows_global_memory_by_default_and_one_chat_with_chat(workspace:
     }
     assert "   [09:15] User: buy oat milk | Assistant: Noted, oat milk." in owner.stdout
     assert "pier nine" not in owner.stdout and "oat bars" not in owner.stdout
-    assert set(hits(group.stdout)) == {
-        f"{GROUP_DIR}/MEMORY.md#L1-L1",
-        f"{GROUP_DIR}/items/semantic.jsonl#s-00000000b2#L1-L1",
+    assert set(hits(group.stdout)) == {  # the chat as a person reads it, not its file name
+        f"chats/{CHAT}/MEMORY.md#L1-L1",
+        f"chats/{CHAT}/items/semantic.jsonl#s-00000000b2#L1-L1",
     }
     assert "pier seven" not in group.stdout and "Ann" not in group.stdout
 
@@ -173,3 +174,42 @@ def test_search_reads_like_an_answer_and_nothing_else_reaches_the_terminal(
     assert "\n   The spare key is under the blue pot.\n" in found.stdout
     assert "score" not in found.stdout
     assert not re.search(r"\b0\.\d{3,}", found.stdout)  # no fused scores
+
+
+def test_a_question_asked_before_comes_after_the_fact_even_with_what_was_answered(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    write(workspace, "MEMORY.md", "# Home\n- Spare key: under the blue pot by the door.\n")
+    said = "I do not know where the spare key is."
+    asked = f"[08:00] User: where is the spare key? | Assistant: {said}\n"
+    write(workspace, "2026-11-22.md", asked)  # the index ranks this one first: more of its words
+
+    found = bot(workspace, "memory", "search", "where is the spare key")
+
+    assert hits(found.stdout) == ["MEMORY.md#L1-L2", "2026-11-22.md#L1-L1"], found.stdout
+
+
+def test_a_conversation_names_its_chat_as_a_person_reads_it(workspace: Path) -> None:
+    at = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+    said = [
+        {"role": "user", "content": "The kayak is in the blue shed.", "timestamp": at.isoformat()},
+        {"role": "assistant", "content": "Noted.", "timestamp": at.isoformat()},
+    ]
+    write_session(workspace, said, updated_at=at)  # a chat's own (no global scope marked)
+
+    found = bot(workspace, "memory", "search", "kayak shed", "--chat", f"telegram:{OWNER}")
+
+    assert found.returncode == 0, found.stderr
+    [conversation] = [c for c in hits(found.stdout) if c.startswith("sessions/")]
+    assert conversation.startswith(f"sessions/telegram:{OWNER}#"), found.stdout
+    assert "%3A" not in found.stdout
+
+
+def test_a_chat_with_no_match_says_where_else_to_look(workspace: Path) -> None:
+    found = bot(workspace, "memory", "search", "kayak", "--chat", f"telegram:{OWNER}")
+
+    assert found.stdout == (
+        f"no matches in telegram:{OWNER}'s memory (the memory of your own private chats is "
+        "searched without --chat)\n"
+    )

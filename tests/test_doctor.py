@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.cli.doctor import doctor, health
+from bot.cli.doctor import doctor
+from bot.cli.health import health
 from bot.settings import LLMSettings, RagSettings, Settings, TelegramSettings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
@@ -117,8 +118,8 @@ async def test_a_rejected_token_says_where_to_get_one_and_never_shows_it(
 
     assert found["exit"] == "1"
     assert found["telegram"] == (
-        "FAIL  telegram: Telegram rejected the bot token: get one from @BotFather and set "
-        "BOT_TELEGRAM__TOKEN"
+        "FAIL  telegram: Telegram rejected the bot token: get a new one from @BotFather, then "
+        "run make setup"
     )
     assert found["model"].startswith("ok")
     assert REVOKED.split(":")[1] not in str(found)
@@ -135,9 +136,34 @@ async def test_a_missing_token_says_where_to_get_one(
     found = await run_doctor(settings, capsys)
 
     assert found["telegram"] == (
-        "FAIL  telegram: BOT_TELEGRAM__TOKEN is not set (get one from @BotFather): put it in .env"
+        "FAIL  telegram: no bot token yet (@BotFather gives you one): run make setup (or set "
+        "BOT_TELEGRAM__TOKEN in .env)"
     )
     assert found["exit"] == "1"
+
+
+async def test_one_missing_key_is_one_failure_that_says_to_run_setup(
+    workspace: Path,
+    fake_telegram: FakeTelegram,
+    strict_openai: FakeOpenAI,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    seeing = settings_for(workspace, fake_telegram, strict_openai, llm={"api_key": None})
+    settings = seeing.model_copy(
+        update={"media": seeing.media.model_copy(update={"vision": True})}
+    )  # voice notes and photos would use the model's key too
+
+    found = await run_doctor(settings, capsys)
+
+    failed = [line for line in found.values() if line.startswith("FAIL")]
+    assert failed == [
+        "FAIL  model: no API key for the model yet (any text will do for a model on your own "
+        "computer): run make setup (or set BOT_LLM__API_KEY in .env)"
+    ]
+    not_checked = "not checked: {} use the model's API key, which is missing (see model)"
+    assert found["transcription"] == "warn  transcription: " + not_checked.format("voice notes")
+    assert found["vision"] == "warn  vision: " + not_checked.format("photos")
+    assert "put it in .env" not in str(found)
 
 
 @pytest.mark.parametrize(

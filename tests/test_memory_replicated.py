@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from bot.app.store import stored_workspace
-from bot.cli import memory, reminders
+from bot.cli import reminders
+from bot.cli.main import make_parser
+from bot.cli.memory import commands as memory
 from bot.models import MemoryScope
 from bot.reminders.store import ReminderStore
 from bot.settings import Settings
@@ -54,8 +56,7 @@ def settings(root: Path, url: str | None) -> Settings:
 
 
 def cli(root: Path, url: str | None, *args: str) -> tuple[int, str]:
-    parser = argparse.ArgumentParser()
-    memory.add_parser(parser.add_subparsers(dest="command"))
+    parser = make_parser()
     printed: list[str] = []
     namespace = parser.parse_args(["memory", *args])
     code = memory.run(settings(root, url), namespace, out=printed.append)

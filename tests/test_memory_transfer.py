@@ -4,7 +4,6 @@ refused when it would overwrite a memory or when the bundle is not what it says.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -13,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import memory
+from bot.cli.main import make_parser
+from bot.cli.memory import commands as memory
 from bot.settings import Settings
 from tests.talk import GROUP_DIR, write
 from tests.test_cli_memory import CHAT, bot, hits, item
@@ -21,8 +21,7 @@ from tests.test_cli_memory import CHAT, bot, hits, item
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m bot memory <args>` over `root`, in this process (as `bot` runs it)."""
-    parser = argparse.ArgumentParser()
-    memory.add_parser(parser.add_subparsers(dest="command"))
+    parser = make_parser()
     printed: list[str] = []
     settings = Settings(_env_file=None, workspace=root)  # type: ignore[call-arg]
     code = memory.run(settings, parser.parse_args(["memory", *args]), out=printed.append)

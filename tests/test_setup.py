@@ -5,20 +5,26 @@ the screen, Enter keeping what is set, and the claim code at the end."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import pty
 import re
+import select
 import shutil
+import signal
+import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from dotenv import dotenv_values
 
-from bot.cli.setup import updated
+from bot.cli.setup import API_KEY, BASE_URL, MODEL, TIMEZONE, TOKEN, updated
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import REPO
@@ -69,6 +75,12 @@ async def setup(
     output, _ = await asyncio.wait_for(process.communicate(text), 60)
     assert process.returncode is not None
     return process.returncode, output.decode()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # closed again at once: connection refused
 
 
 @pytest.fixture
@@ -191,3 +203,175 @@ async def test_the_machines_time_zone_is_offered_first(
     assert code == 0, said
     assert "Time zone [Europe/Berlin]: " in said
     assert dotenv_values(folder / ".env")["BOT_TIMEZONE"] == "Europe/Berlin"
+
+
+# ----------------------------------------------------------------------------- a person at it
+
+
+def wizard_env(folder: Path, telegram: FakeTelegram) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(folder),
+        "PYTHONPATH": str(REPO),
+        "BOT_CONFIG_FILE": str(REPO / "config" / "settings.toml"),
+        "BOT_TELEGRAM__BASE_URL": telegram.base_url,
+        "BOT_WORKSPACE": str(folder / "workspace"),
+        "TZ": "UTC",
+    }
+
+
+class Terminal:
+    """`python -m bot setup` on a terminal of its own (a pty), as a person runs it: what it
+    shows, keys typed, its exit status."""
+
+    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the pty is its terminal
+            os.chdir(folder)
+            os.execve(sys.executable, [sys.executable, "-m", "bot", "setup"], env)
+        self.shown = ""
+
+    def wait_for(self, text: str, *, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while text not in self.shown:
+            assert time.monotonic() < deadline, f"{text!r} never shown: {self.shown!r}"
+            if select.select([self.fd], [], [], 0.2)[0]:
+                self.shown += os.read(self.fd, 4096).decode(errors="replace")
+
+    def type(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def status(self, *, seconds: float = 30) -> int:
+        """The exit status, once it ended by itself (no more keys typed), reading what it shows
+        meanwhile; `AssertionError` (and the process killed) if it is still asking."""
+        deadline = time.monotonic() + seconds
+        while (ended := os.waitpid(self.pid, os.WNOHANG))[0] == 0:
+            if time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                raise AssertionError(f"still running after Ctrl-C: {self.shown!r}")
+            with contextlib.suppress(OSError):  # EIO once the child closed its end
+                if select.select([self.fd], [], [], 0.2)[0]:
+                    self.shown += os.read(self.fd, 4096).decode(errors="replace")
+        with contextlib.suppress(OSError):
+            while select.select([self.fd], [], [], 0)[0] and (chunk := os.read(self.fd, 4096)):
+                self.shown += chunk.decode(errors="replace")
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(ended[1])
+
+
+@pytest.mark.parametrize("at", ["the token", "the endpoint"])
+async def test_ctrl_c_at_a_prompt_stops_at_once_leaving_env_as_it_was(
+    folder: Path, fake_telegram: FakeTelegram, at: str
+) -> None:
+    before = "BOT_LLM__MODEL=mine\n# my own notes\n"
+    (folder / ".env").write_text(before)
+    terminal = Terminal(folder, wizard_env(folder, fake_telegram))
+
+    await asyncio.to_thread(terminal.wait_for, "Bot token")
+    if at == "the endpoint":
+        terminal.type(fake_telegram.token + "\r")
+        await asyncio.to_thread(terminal.wait_for, "Endpoint (base URL)")
+    terminal.type("\x03")  # Ctrl-C, and nothing more
+    status = await asyncio.to_thread(terminal.status)
+
+    assert status == 130, terminal.shown
+    assert "Setup stopped: .env was not changed." in terminal.shown
+    assert (folder / ".env").read_text() == before
+    assert fake_telegram.token not in terminal.shown
+
+
+async def test_a_failed_value_is_never_offered_back(
+    folder: Path, fake_telegram: FakeTelegram, strict_openai: FakeOpenAI
+) -> None:
+    (folder / ".env").write_text(f"BOT_TELEGRAM__TOKEN=123456:{'R' * 35}\n")  # revoked since
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    answers = [
+        "",  # Enter: the token in .env, which Telegram rejects
+        fake_telegram.token,
+        dead,  # nothing listens there
+        KEY,
+        "fake-model",
+        "n",  # not saved unchecked: asked again
+        strict_openai.base_url,
+        "",  # the key typed did not fail: Enter keeps it
+        "",  # and the model name
+        "UTC",
+    ]
+
+    code, said = await setup(folder, fake_telegram, answers)
+
+    assert code == 0, said
+    prompts = [line for line in said.splitlines() if line.startswith(("Bot token", "Endpoint"))]
+    assert prompts[:2] == ["Bot token [set: Enter keeps it]: ", "Bot token: "], said
+    assert prompts[2:] == [
+        "Endpoint (base URL) [https://api.openai.com/v1]: ",
+        "Endpoint (base URL) [https://api.openai.com/v1]: ",  # not the dead one typed
+    ], said
+    assert f"[{dead}]" not in said
+    assert "API key (any text for a local server) [set: Enter keeps it]: " in said
+    assert dotenv_values(folder / ".env")["BOT_LLM__BASE_URL"] == strict_openai.base_url
+
+
+async def test_a_rejected_token_says_what_to_type_here(
+    folder: Path, fake_telegram: FakeTelegram, strict_openai: FakeOpenAI
+) -> None:
+    answers = ["123456:not-a-real-token-at-all", fake_telegram.token]
+    answers += [strict_openai.base_url, KEY, "fake-model", "UTC"]
+
+    code, said = await setup(folder, fake_telegram, answers)
+
+    assert code == 0, said
+    [told] = [line for line in said.splitlines() if "That did not work" in line]
+    assert "copy it again from @BotFather" in told and "paste it here" in told
+    assert "BOT_TELEGRAM__TOKEN" not in told and "set " not in told
+
+
+async def test_a_model_not_up_yet_can_be_saved_unchecked(
+    folder: Path, fake_telegram: FakeTelegram
+) -> None:
+    later = f"http://127.0.0.1:{free_port()}/v1"  # a local Ollama not started yet
+    answers = [fake_telegram.token, later, "anything", "llama3.2", "y", "UTC"]
+
+    code, said = await setup(folder, fake_telegram, answers)
+
+    assert code == 0, said
+    assert "Save these anyway, unchecked" in said
+    assert "Saved unchecked: when the bot starts, it says in one line" in said
+    written = dotenv_values(folder / ".env")
+    assert (written["BOT_LLM__BASE_URL"], written["BOT_LLM__MODEL"]) == (later, "llama3.2")
+
+
+async def test_a_rejected_key_is_not_offered_to_be_saved_unchecked(
+    folder: Path, fake_telegram: FakeTelegram, strict_openai: FakeOpenAI
+) -> None:
+    answers = [fake_telegram.token, strict_openai.base_url, WRONG_KEY, "fake-model"]
+    answers += ["", KEY, "", "UTC"]  # asked again at once: no "save anyway" for a wrong key
+
+    code, said = await setup(folder, fake_telegram, answers)
+
+    assert code == 0, said
+    assert "Save these anyway" not in said
+    assert dotenv_values(folder / ".env")["BOT_LLM__API_KEY"] == KEY
+
+
+async def test_docker_s_user_ids_are_written_too(
+    folder: Path, fake_telegram: FakeTelegram, strict_openai: FakeOpenAI
+) -> None:
+    answers = [fake_telegram.token, strict_openai.base_url, KEY, "fake-model", "UTC"]
+
+    code, said = await setup(folder, fake_telegram, answers)
+
+    assert code == 0, said
+    written = dotenv_values(folder / ".env")
+    assert (written["MNEMO_UID"], written["MNEMO_GID"]) == (str(os.getuid()), str(os.getgid()))
+    text = (folder / ".env").read_text()
+    assert text.count("MNEMO_UID=") == 1  # the example's line, changed in place
+
+
+def test_the_example_holds_every_line_setup_writes() -> None:
+    """`.env.example` (what a person copies by hand, and what a new `.env` starts from) has a
+    line, under its comment, for each answer setup writes: none is added at the end."""
+    example = (REPO / ".env.example").read_text()
+    for key in (TOKEN, BASE_URL, API_KEY, MODEL, TIMEZONE, "MNEMO_UID", "MNEMO_GID"):
+        assert re.search(rf"^#.*\n{key}=", example, re.M), key

@@ -1,5 +1,6 @@
-"""A stop while a reply is being made says so (a person pressed Ctrl-C on `make run`): how many
-replies it finishes and how long it waits at most, then what it left for the next start."""
+"""A stop while a reply is being made says so (a person pressed Ctrl-C on `make run`), in
+sentences: how many replies it finishes and how long it waits at most, then what it left for
+the next start."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ async def test_a_stop_during_a_reply_says_it_is_finishing_it(
             await fake_openai.wait_until_hanging()
 
     events = [e["event"] for e in logs]
-    [stopping] = [e for e in logs if e["event"] == "stopping_finishing_replies"]
+    [stopping] = [e for e in logs if e["event"].startswith("Stopping:")]
     assert stopping["log_level"] == "warning"
     assert (stopping["replies"], stopping["waiting_at_most"]) == (1, "0.5 s")
-    assert events.index("stopping_finishing_replies") < events.index("intake_closed")
+    # said as a sentence, not as log keys
+    assert stopping["event"] == "Stopping: finishing 1 reply being written (0.5 s at most)"
+    [stopped] = [e for e in events if e.startswith("Stopped:")]
+    assert events.index(stopping["event"]) < events.index(stopped)
+    assert stopped == "Stopped: 1 message left to answer at the next start"

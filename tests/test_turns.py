@@ -15,7 +15,7 @@ from bot.app import App, build_app
 from bot.conversation.overflow import MESSAGE_TOO_LONG
 from bot.storage.inbox import Inbox
 from bot.systems.tool_loop import EMPTY_REPLY
-from bot.turn.door import UNCLAIMED
+from bot.turn.door import PAIR_LIST, UNCLAIMED
 from tests.fakes import openai_api as fake
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
@@ -188,7 +188,7 @@ async def test_the_console_user_is_an_owner_even_when_no_owners_are_configured(
     assert console.sent == ["hello, owner"]
     assert "The owner's secret plan." in system_text(fake_openai.requests[0])
     # empty lists mean the owners only, never everybody: the bot waits to be claimed
-    assert telegram.sent == [UNCLAIMED.format(user_id=OWNER)]
+    assert telegram.sent == [UNCLAIMED.format(user_id=OWNER, pair_list=PAIR_LIST)]
 
 
 async def test_typing_is_shown_for_a_model_turn_but_not_for_a_command(

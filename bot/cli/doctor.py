@@ -1,4 +1,4 @@
-"""`python -m bot doctor` and `python -m bot health`: is everything the bot depends on there?
+"""`python -m bot doctor`: is everything the bot depends on there?
 
 `doctor` checks each part once, one line each, the fix on the line when something is wrong:
 
@@ -14,18 +14,18 @@
 Exit status 1 when any check FAILs (a warning does not). No line carries a secret: each goes
 through `bot.logs.Scrubber`.
 
-`health` (Docker's HEALTHCHECK) is cheap and local: the heartbeat the running bot beats after
-every poll (`bot.storage.heartbeat`) must be recent. Exit 0 or 1, one line.
+(`python -m bot health`, Docker's check that the running bot polls, is `bot.cli.health`.)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot import logs
+from bot import logs, shell
 from bot.app import build_llm, build_windows
 from bot.app.memory import embedder_loader
 from bot.app.pipeline import build_lightrag
@@ -39,7 +39,6 @@ from bot.errors import ConfigError, MnemoError, StartupError
 from bot.index.embedding import is_cached, model_folder
 from bot.models import ChatMessage
 from bot.settings import Settings, secret_values
-from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import PLACEHOLDER_OWNER, grouped, owners
 
@@ -47,14 +46,24 @@ TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
 TELEGRAM_TIMEOUT = 20.0
 MODEL_TIMEOUT = 60.0  # a local server may still be loading its model
-HEALTH_SLACK = 60.0  # seconds past one poll and the longest pause after a failed one
-FIND_YOUR_ID = (
-    "run python -m bot pair list for the claim code and send it to your bot as /claim CODE; "
-    "or set BOT_TELEGRAM__OWNER_IDS=[<your id>] (message @userinfobot to learn it)"
-)
+NO_TOKEN = "no bot token yet (@BotFather gives you one)"
+NO_KEY = "no API key for the model yet (any text will do for a model on your own computer)"
+
+
+def find_your_id() -> str:
+    return (
+        f"run {shell.command('pair list')} for the claim code and send it to your bot as "
+        "/claim CODE; or set BOT_TELEGRAM__OWNER_IDS=[<your id>] (message @userinfobot to "
+        "learn it)"
+    )
 
 
 Check = Callable[[Settings], Awaitable[Finding]]
+Print = Callable[[str], None]
+
+
+def command(settings: Settings, args: argparse.Namespace, out: Print) -> int:
+    return asyncio.run(doctor(settings))
 
 
 async def doctor(settings: Settings) -> int:
@@ -78,24 +87,6 @@ async def findings(settings: Settings) -> AsyncIterator[tuple[str, Finding]]:
         yield name, Finding(finding.level, scrub(finding.text)[:400])
 
 
-def health(settings: Settings) -> int:
-    """0 when the bot beat its heartbeat recently enough (one poll, a pause, slack)."""
-    heartbeat = Heartbeat(Workspace(settings.workspace).heartbeat_path)
-    age = heartbeat.age()
-    limit = settings.telegram.poll_timeout + HEALTH_SLACK
-    if (reason := heartbeat.reason()) is not None:
-        print(f"unhealthy: {reason}")
-        return 1
-    if age is None:
-        print(f"unhealthy: no heartbeat at {heartbeat.path}: the bot has not polled yet")
-        return 1
-    if age > limit:
-        print(f"unhealthy: the bot last polled {age:.0f} s ago (over {limit:g} s): see its log")
-        return 1
-    print(f"healthy: the bot polled {age:.0f} s ago")
-    return 0
-
-
 # ----------------------------------------------------------------------------- the checks
 
 
@@ -108,7 +99,7 @@ async def check_workspace(settings: Settings) -> Finding:
 
 
 async def check_telegram(settings: Settings) -> Finding:
-    token = _secret(settings.telegram.token, TOKEN_VAR, "get one from @BotFather")
+    token = _secret(settings.telegram.token, TOKEN_VAR, NO_TOKEN)
     base_url = settings.telegram.base_url
     try:
         async with asyncio.timeout(TELEGRAM_TIMEOUT):
@@ -133,7 +124,7 @@ async def check_owners(settings: Settings) -> Finding:
         return Finding(
             "warn",
             f"BOT_TELEGRAM__OWNER_IDS holds the example id {PLACEHOLDER_OWNER}, nobody's: "
-            f"{FIND_YOUR_ID}",
+            f"{find_your_id()}",
         )
     if found.claim_code:
         return Finding(
@@ -141,12 +132,12 @@ async def check_owners(settings: Settings) -> Finding:
             f"no owner yet: send /claim {grouped(found.claim_code)} to your bot in a private "
             "chat (the code is kept until used)",
         )
-    return Finding("warn", f"no owner set (BOT_TELEGRAM__OWNER_IDS is empty): {FIND_YOUR_ID}")
+    return Finding("warn", f"no owner set (BOT_TELEGRAM__OWNER_IDS is empty): {find_your_id()}")
 
 
 async def check_model(settings: Settings) -> Finding:
     """A one-token request; the window the bot will assume for the model, and from where."""
-    api_key = _secret(settings.llm.api_key, API_KEY_VAR, "any non-empty value for a local server")
+    api_key = _secret(settings.llm.api_key, API_KEY_VAR, NO_KEY)
     model = settings.llm.model
     if not model.strip():
         raise ConfigError("BOT_LLM__MODEL is empty: set the model's name, e.g. gpt-4o-mini")

@@ -23,6 +23,9 @@ from bot.storage.workspace import Workspace
 API_KEY_VAR = "BOT_LLM__API_KEY"
 TIMEOUT = 60.0
 TURN_OFF_VOICE = "BOT_MEDIA__TRANSCRIPTION_MODEL= (empty) turns voice notes off"
+NO_KEY = "no API key for the model yet"
+# one missing key is one FAIL (the model's): what needs the same key is not checked without it
+NOT_CHECKED = "not checked: {what} use the model's API key, which is missing (see model)"
 
 
 def silence_wav(seconds: float = 0.2, rate: int = 16_000) -> bytes:
@@ -54,8 +57,9 @@ async def check_transcription(settings: Settings) -> Finding:
     media = settings.media
     if not media.transcription_model.strip():
         return Finding("ok", "off (BOT_MEDIA__TRANSCRIPTION_MODEL is empty): voice notes are kept")
-    key = media.transcription_api_key or settings.llm.api_key
-    api_key = secret(key, API_KEY_VAR, "or BOT_MEDIA__TRANSCRIPTION_API_KEY")
+    if media.transcription_api_key is None and settings.llm.api_key is None:
+        return Finding("warn", NOT_CHECKED.format(what="voice notes"))
+    api_key = secret(media.transcription_api_key or settings.llm.api_key, API_KEY_VAR, NO_KEY)
     transcriber = build_transcriber(settings, api_key)
     assert transcriber is not None  # a model is set
     where = media.transcription_base_url or settings.llm.base_url
@@ -88,7 +92,9 @@ async def check_vision(settings: Settings) -> Finding:
             f"off: {model} is not said to read images ({source}); photos are kept, and "
             "BOT_MEDIA__VISION=true shows them to the model",
         )
-    api_key = secret(settings.llm.api_key, API_KEY_VAR, "any non-empty value for a local server")
+    if settings.llm.api_key is None:
+        return Finding("warn", NOT_CHECKED.format(what="photos"))
+    api_key = secret(settings.llm.api_key, API_KEY_VAR, NO_KEY)
     llm = build_llm(settings, api_key, windows)
     picture = ChatMessage(
         role="user", content="What colour is this?", images=(Image("image/png", pixel_png()),)

@@ -28,31 +28,6 @@ from bot.storage.workspace import Workspace
 Print = Callable[[str], None]
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    kinds = sub.add_parser("eval", help="measure the bot offline").add_subparsers(required=True)
-    retrieval = kinds.add_parser(
-        "retrieval", help="recall of the memory index on datasets (README: Retrieval evaluation)"
-    )
-    retrieval.add_argument("datasets", type=Path, nargs="+", metavar="DATASET.json")
-    retrieval.add_argument(
-        "--k", type=_positive, nargs="+", default=[5, 10, 20], help="recall@k for each (5 10 20)"
-    )
-    retrieval.add_argument(
-        "--baseline",
-        choices=["keyword", "bm25"],
-        nargs="+",
-        default=[],
-        help="also run these: keyword (the index without the embedder), bm25",
-    )
-    retrieval.add_argument(
-        "--embedder",
-        choices=["none", "model2vec", "openai"],
-        help="default: the rag.embedder setting (openai: only when asked here)",
-    )
-    retrieval.add_argument("--model2vec-path", type=Path, help="default: rag.model2vec_path")
-    retrieval.add_argument("--table", action="store_true", help="text tables instead of JSON")
-
-
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     """Print the report of every dataset (each loaded first: a bad one stops before any run)."""
     datasets = [(path, load_dataset(path)) for path in args.datasets]
@@ -106,10 +81,3 @@ def _endpoint(settings: Settings) -> Embedder | None:
     models = Workspace(settings.workspace).models_dir  # not read: no model to fetch
     load = embedder_loader(rag, llm_base_url=settings.llm.base_url, api_key=key, models_dir=models)
     return load(settings.llm.timeout)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value

@@ -17,9 +17,10 @@ class Finding:
     text: str
 
 
-def secret(value: SecretStr | None, variable: str, hint: str) -> str:
-    """The secret's value, or a `ConfigError` naming the variable and how to fill it."""
+def secret(value: SecretStr | None, variable: str, missing: str) -> str:
+    """The secret's value, or a `ConfigError` saying what is `missing` (in a person's words)
+    and how to give it: `make setup`, the step they came from, or the variable in .env."""
     try:
         return require_secret(value, variable)
     except ConfigError:
-        raise ConfigError(f"{variable} is not set ({hint}): put it in .env") from None
+        raise ConfigError(f"{missing}: run make setup (or set {variable} in .env)") from None

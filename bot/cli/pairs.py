@@ -24,16 +24,6 @@ from bot.turn.door import Door
 Print = Callable[[str], None]
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    pair = sub.add_parser("pair", help="list, approve or remove pairing requests and users")
-    commands = pair.add_subparsers(dest="pair_command", required=True)
-    commands.add_parser("list", help="the requests waiting and the users paired")
-    approve = commands.add_parser("approve", help="let in the user whose request has CODE")
-    approve.add_argument("code")
-    unpair = commands.add_parser("unpair", help="shut a paired user out again")
-    unpair.add_argument("user_id", metavar="ID")
-
-
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     workspace = Workspace(settings.workspace)
     workspace.ensure()

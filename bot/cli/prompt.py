@@ -11,9 +11,11 @@ message would find now; what it recalls depends on the message (`--message`).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable
 
+from bot import shell
 from bot.app import build_app
 from bot.llm.inspection import full_text, summary
 from bot.settings import Settings
@@ -22,15 +24,8 @@ Print = Callable[[str], None]
 NO_KEY = "unused"  # the model is never called: a key is needed only to build its client
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    prompt = sub.add_parser(
-        "prompt", help="the prompt the next message in a chat would get (no model call)"
-    )
-    prompt.add_argument("--chat", help="the chat's key, e.g. telegram:123 (left out: list them)")
-    prompt.add_argument(
-        "--message", default="", help="the next message (what it recalls depends on it)"
-    )
-    prompt.add_argument("--full", action="store_true", help="print the whole prompt too")
+def command(settings: Settings, args: argparse.Namespace, out: Print) -> int:
+    return asyncio.run(run(settings, args, out=out))
 
 
 def _stderr(line: str) -> None:
@@ -66,5 +61,5 @@ def _list(chats: list[str], asked: str | None, out: Print) -> int:
     if asked is not None:
         out(f"error: no conversation for the chat {asked!r} in this workspace")
     out("chats: " + (", ".join(chats) if chats else "none yet (no conversation saved)"))
-    out("usage: python -m bot prompt --chat KEY [--message TEXT] [--full]")
+    out("usage: " + shell.command("prompt --chat KEY [--message TEXT] [--full]"))
     return 1 if asked is not None else 0

@@ -16,12 +16,6 @@ from bot.storage.files import FileLocks
 Print = Callable[[str], None]
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    reminders = sub.add_parser("reminders", help="the chats' reminders and scheduled tasks")
-    commands = reminders.add_subparsers(dest="reminders_command", required=True)
-    commands.add_parser("list", help="every chat's items with their next time")
-
-
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     with stored_workspace(settings) as workspace:
         store = ReminderStore(workspace, FileLocks(workspace.locks_dir))  # it only reads

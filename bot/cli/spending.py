@@ -18,13 +18,6 @@ from bot.usage.report import render
 Print = Callable[[str], None]
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    usage = sub.add_parser(
-        "usage", help="tokens in and out, cached share and model calls, today and this month"
-    )
-    usage.add_argument("--chat", metavar="KEY", help="one chat's only (e.g. telegram:42)")
-
-
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     now = clock(settings.timezone)
     with stored_workspace(settings) as workspace:

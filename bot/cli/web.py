@@ -10,6 +10,7 @@ import argparse
 import asyncio
 from collections.abc import Callable
 
+from bot import shell
 from bot.app import clock
 from bot.app.store import roster_only
 from bot.settings import Settings
@@ -22,13 +23,6 @@ Print = Callable[[str], None]
 OFF = "the memory page is off: set BOT_WEB__ENABLED=true (or web.enabled) and restart the bot"
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    web = sub.add_parser("web", help="the memory page: a one-time sign-in link")
-    commands = web.add_subparsers(dest="web_command", required=True)
-    link = commands.add_parser("link", help="print a one-time link that signs you in")
-    link.add_argument("--user", type=int, help="whose page (default: the first owner)")
-
-
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
     if not settings.web.enabled:
         out(f"error: {OFF}")
@@ -37,7 +31,7 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
     workspace.ensure()
     visitor = asyncio.run(_visitor(settings, workspace, args.user))
     if visitor is None:
-        out(f"error: the bot does not let user {args.user} in (python -m bot pair list)")
+        out(f"error: the bot does not let user {args.user} in ({shell.command('pair list')})")
         return 1
     token = asyncio.run(_link(settings, workspace, visitor))
     config = settings.web

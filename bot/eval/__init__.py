@@ -12,7 +12,7 @@ BM25 baseline. The evalsets it is measured on are made outside the product
     table.py       a report as text, with the targets of issue 13 against it
     realtalk.py    REALTALK and LoCoMo chats (`Chat_*.json`) converted to the dataset format
 
-The format and how to read the figures are in README.md ("Retrieval evaluation"); the figures
-measured on `tests/data/evalset_months.json` and `tests/data/evalset.json` are in
-benchmarks/README.md. The command line is `bot/cli/evaluate.py`.
+The format, how to read the figures, and the figures measured on `tests/data/evalset_months.json`
+and `tests/data/evalset.json` are in benchmarks/README.md ("eval retrieval — how to run it").
+The command line is `bot/cli/evaluate.py`.
 """

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from bot import shell
 from bot.errors import LLMCause, LLMError
 
 KEY = "BOT_LLM__API_KEY"
@@ -127,7 +128,8 @@ _FOR_OWNER: dict[LLMCause, str] = {
 }
 _OWNER_FAILED = (
     "The model ({where}) gave no usable answer.{said} Try again; if it keeps happening, run "
-    "`python -m bot doctor`."
+    + shell.in_template("doctor")
+    + " where the bot runs."
 )
 _LINES: dict[LLMCause, str] = {
     LLMCause.KEY_REJECTED: f"{{at}} rejected the API key{{http}}: check {KEY}",

@@ -188,6 +188,18 @@ class OpenAIChat:
             "need a larger BOT_LLM__FIRST_TOKEN_TIMEOUT"
         )
 
+    async def reachable(self) -> None:
+        """Raise the `LLMError` a request would meet — a server that is down, a wrong address, a
+        rejected key — by asking for the list of models (`GET /models`): no token spent, nothing
+        asked of the model. A provider whose list is public (OpenRouter) cannot tell a wrong key
+        this way; its first answer will."""
+        try:
+            await self._client.get("/models", cast_to=object, options={"max_retries": 0})
+        except openai.APIError as exc:
+            raise _translate(  # the caller says it, in one line of its own
+                exc, base_url=self.base_url, model=self.model, scrub=self._scrub, logged=False
+            ) from exc
+
     async def close(self) -> None:
         await self._client.close()
 
@@ -281,13 +293,17 @@ def stated_limit(text: str) -> int | None:
     return None
 
 
-def _translate(exc: openai.APIError, *, base_url: str, model: str, scrub: Scrubber) -> LLMError:
+def _translate(
+    exc: openai.APIError, *, base_url: str, model: str, scrub: Scrubber, logged: bool = True
+) -> LLMError:
     """The SDK's error as ours, with its cause (`_cause`) and what `bot.llm.failures` needs to
     word it. The provider's words (`detail`) are scrubbed of the key it may echo (in full or
-    masked); the log line is cut the same way (`bot.logs.Scrubber`)."""
+    masked); the log line (unless the caller says it in its own, `logged=False`) is cut the
+    same way (`bot.logs.Scrubber`)."""
     status = getattr(exc, "status_code", None)
     text = f"{exc.code or ''} {exc.type or ''} {exc.message}".lower()
-    log.warning("llm_error", status=status, error=type(exc).__name__, detail=exc.message[:300])
+    if logged:
+        log.warning("llm_error", status=status, error=type(exc).__name__, detail=exc.message[:300])
     if status in (400, 413) and any(marker in text for marker in _OVERFLOW_MARKERS):
         return ContextOverflow(exc.message, limit=stated_limit(f"{text} {exc.body}"), model=model)
     cause = _cause(exc, status, text)

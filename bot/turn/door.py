@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
+from bot import shell
 from bot.errors import StorageError
 from bot.models import Inbound
 from bot.storage.roster import Member, Request
@@ -67,9 +68,10 @@ GROUP = "I only talk with people my owner has let in. To ask for access, write t
 REFUSAL = (
     "Sorry, this is a private assistant. Ask its owner for access (your Telegram id: {user_id})."
 )
+# {pair_list}: how to run `pair list` where the bot runs (`bot.shell`)
 UNCLAIMED = (
     "This bot has no owner yet. If it's yours, send /claim with its claim code: run "
-    "python -m bot pair list where it runs, or find the log line that starts with "
+    "{pair_list} where it runs, or find the log line that starts with "
     '"No owner yet". I\'ll answer your message once you have. Your Telegram id: {user_id}'
 )
 WELCOME = "You're in: my owner approved your request. Write to me any time."
@@ -78,11 +80,12 @@ CLAIMED = (
     "When someone else writes to me, I'll send you their pairing code: /pair CODE lets them in."
 )
 CLAIM_WRONG = (
-    "That is not the claim code. Run python -m bot pair list where the bot runs, or copy it "
-    'from the bot\'s log, the line that starts with "No owner yet: send /claim …".'
+    "That is not the claim code. Run {pair_list} where the bot runs, or copy it from the "
+    'bot\'s log, the line that starts with "No owner yet: send /claim …".'
 )
 CLAIM_PRIVATE = "Send /claim in a private chat with me, not in a group."
 OWNED = "I already have an owner."
+PAIR_LIST = shell.command("pair list")
 OWNERS_ONLY = "Only my owner can use /{command}."
 PRIVATE_ONLY = "Use /{command} in our private chat."
 PAIRING_OFF = "Pairing is off (BOT_TELEGRAM__PAIRING=false); /unpair still works."
@@ -182,7 +185,9 @@ class Door:
         if not self.access.owners():
             await self._claimable()  # an owner removed by hand from state/paired.json meanwhile
             self._hold(inbound)
-            return self._once("unclaimed", user_id, UNCLAIMED.format(user_id=user_id))
+            return self._once(
+                "unclaimed", user_id, UNCLAIMED.format(user_id=user_id, pair_list=PAIR_LIST)
+            )
         if not self.enabled:
             return self._once("off", user_id, REFUSAL.format(user_id=user_id))
         if not inbound.is_private:
@@ -240,7 +245,7 @@ class Door:
             return CLAIM_PRIVATE
         if not secrets.compare_digest(normalized(args).encode(), code.encode()):
             log.warning("claim_refused", user=inbound.user_id)
-            return CLAIM_WRONG
+            return CLAIM_WRONG.format(pair_list=PAIR_LIST)
         try:
             claimed = await self.pairing.claim(user_id=inbound.user_id, name=inbound.person)
         except StorageError as exc:

@@ -123,11 +123,12 @@ class MemoryIntake:
         tasks = [*self._workers.values(), *self._at_once]
         if not tasks:
             return
+        later = self.backlog() - len(self._workers)
         log.warning(  # a person pressed Ctrl-C: say why the bot does not stop at once
-            "stopping_finishing_replies",
+            stopping_line(len(tasks), grace=grace, later=later),
             replies=len(tasks),
             waiting_at_most=f"{grace:g} s",
-            left_for_next_start=self.backlog() - len(self._workers),
+            left_for_next_start=later,
         )
         _, running = await asyncio.wait(tasks, timeout=grace)
         for task in running:
@@ -136,7 +137,7 @@ class MemoryIntake:
         with contextlib.suppress(TimeoutError):  # a part under way finishes, and is recorded
             async with asyncio.timeout(SEND_SETTLE):
                 await self.router.delivery.settle()
-        log.info("intake_closed", cancelled=len(running), left=self.backlog())
+        log.info(stopped_line(self.backlog()), cancelled=len(running), left=self.backlog())
 
     def _queue(self, entry: Entry) -> None:
         key = entry.inbound.session_key
@@ -166,6 +167,26 @@ class MemoryIntake:
         task = asyncio.create_task(_logged(work))
         self._at_once.add(task)
         task.add_done_callback(self._at_once.discard)
+
+
+def stopping_line(replies: int, *, grace: float, later: int) -> str:
+    """What a stop says while it lets the replies being written finish."""
+    line = f"Stopping: finishing {_count(replies, 'reply', 'replies')} being written "
+    line += f"({grace:g} s at most)"
+    if later:
+        line += f"; {_count(later, 'message')} more will be answered at the next start"
+    return line
+
+
+def stopped_line(left: int) -> str:
+    """What a stop says once it is done."""
+    if not left:
+        return "Stopped: every message received was answered"
+    return f"Stopped: {_count(left, 'message')} left to answer at the next start"
+
+
+def _count(number: int, one: str, many: str = "") -> str:
+    return f"{number} {one if number == 1 else many or one + 's'}"
 
 
 async def _logged(work: Coroutine[Any, Any, None]) -> None:

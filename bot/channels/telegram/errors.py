@@ -13,7 +13,7 @@ from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, Tim
 from bot.errors import StartupError, TokenRejected
 
 TOKEN_REJECTED = (
-    "Telegram rejected the bot token: get one from @BotFather and set BOT_TELEGRAM__TOKEN"
+    "Telegram rejected the bot token: get a new one from @BotFather, then run make setup"
 )
 
 

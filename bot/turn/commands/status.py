@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from bot import shell
 from bot.llm.inspection import LastRequests, breakdown, full_text, summary
 from bot.llm.meter import PromptEstimate, how_counted, how_full
 from bot.memory.notes.history import HistoryLog
@@ -43,7 +44,7 @@ CONTEXT_USAGE = (
 )
 CONTEXT_NONE = (
     "No prompt was sent in this chat since the bot started. Send a message, then /context again "
-    "(or, in a shell: python -m bot prompt --chat {key})."
+    "(or, where the bot runs: " + shell.in_template("prompt --chat") + " {key})."
 )
 CONTEXT_FULL_HINT = "/context full sends the whole prompt as a file."
 

@@ -1,6 +1,6 @@
 """`python -m bot memory search | reindex | stats | export | import | edit`: the search index
-and the items from a shell, the memory moved between workspaces (`bot.cli.transfer`) and one
-memory document edited with a version check (`bot.cli.editing`).
+and the items from a shell, the memory moved between workspaces (`bot.cli.memory.transfer`)
+and one memory document edited with a version check (`bot.cli.memory.editing`).
 
 They need the settings and the workspace only: no Telegram token, and a model key only when
 the embedder is "openai". The index is opened as the bot opens it (a delta sync with the memory
@@ -10,8 +10,9 @@ ago. A running bot follows the CLI's writes (the index notices another process's
     search "text" [--k N] [--chat KEY]   what memory says, best first: where (the citation the
                                          bot's tools read), what kind, which day, and the
                                          matching lines; the owner's global memory by default,
-                                         only that chat's with --chat. A hit that only repeats
-                                         the question (a message asking it) comes last.
+                                         only that chat's with --chat. A hit that is only the
+                                         question asked before (whatever was answered then)
+                                         comes last; chats are named as people read their keys.
     reindex                              rebuild from the files: memory, sessions and items
     stats                                the index (chunks per kind, files, vectors), the items
                                          per scope and layer, the markdown files by kind
@@ -29,7 +30,7 @@ from contextlib import contextmanager
 from bot.app import clock
 from bot.app.memory import ItemsAndIndex, build_items_and_index
 from bot.app.store import stored_workspace
-from bot.cli import editing, transfer
+from bot.cli.memory import editing, transfer
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import kind_of
 from bot.index.sync import MarkdownSource, source_files
@@ -37,25 +38,9 @@ from bot.llm.tokens import TokenCounter
 from bot.models import GLOBAL_KEY, GLOBAL_SCOPE, MemoryLayer
 from bot.settings import Settings
 from bot.storage.files import FileLocks
-from bot.storage.workspace import Workspace
+from bot.storage.workspace import Workspace, decode_key
 
 Print = Callable[[str], None]
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    memory = sub.add_parser("memory", help="search, rebuild or describe the memory index")
-    commands = memory.add_subparsers(dest="memory_command", required=True)
-    search = commands.add_parser("search", help="search memory, as the bot's tools do")
-    search.add_argument("query")
-    search.add_argument("--k", type=int, default=None, help="hits to show (rag.search_k)")
-    search.add_argument("--chat", default=None, help="a chat key: search only its memory")
-    commands.add_parser("reindex", help="rebuild the index from the memory files and items")
-    commands.add_parser("stats", help="what the index and the items hold")
-    transfer.add_commands(commands)
-    edit = commands.add_parser(
-        "edit", help="edit one memory document in $EDITOR (refused if it changed meanwhile)"
-    )
-    edit.add_argument("file", metavar="FILE", help="its path under memory/, like MEMORY.md")
 
 
 def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int:
@@ -111,14 +96,19 @@ _SHOWN_LINES = 6
 _LINE_CHARS = 200
 _WORD = re.compile(r"\w+")
 _SPEAKERS = frozenset({"user", "assistant"})
+# a message of the person: `User: …` (after a note line's `[HH:MM]`, before ` | Assistant:`),
+# a group's with the speaker's name first
+_USER_SIDE = re.compile(r"(?:^|\n)(?:\[\d\d:\d\d\] )?User: (?:[^:|\n]{1,40}: )?([^|\n]*)")
+_KEYED = re.compile(r"(?<=^sessions/)[^#/]+|(?<=^chats/)[^/#]+")  # the encoded chat key
+NOT_YOURS = "the memory of your own private chats is searched without --chat"
 
 
 def search(index: MemoryIndex, query: str, *, k: int, chat: str | None, out: Print) -> int:
     scopes = [chat] if chat else [GLOBAL_KEY]
     hits = index.search(query, scopes=scopes, k=max(1, k))
     if not hits:
-        out("no matches")
-    ordered = sorted(hits, key=lambda hit: _repeats(hit.text, query))  # stable: rank kept
+        out(f"no matches in {chat}'s memory ({NOT_YOURS})" if chat else "no matches")
+    ordered = sorted(hits, key=lambda hit: _asks_again(hit.text, query))  # stable: rank kept
     for number, hit in enumerate(ordered, start=1):
         out(_hit(number, hit))
     return 0
@@ -132,16 +122,29 @@ def _hit(number: int, hit: Hit) -> str:
     if len(lines) > _SHOWN_LINES:
         shown.append("…")
     body = "".join(f"\n   {line}" for line in shown)
-    return f"{number}. {hit.citation} · {kind} · {hit.at:%Y-%m-%d}{body}"
+    return f"{number}. {readable(hit.citation)} · {kind} · {hit.at:%Y-%m-%d}{body}"
 
 
 def _cut(line: str) -> str:
     return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
 
 
-def _repeats(text: str, query: str) -> bool:
-    """Whether the text says nothing but the question's own words (a message that asked it)."""
+def readable(citation: str) -> str:
+    """The citation with the chat in it as a person reads it: `sessions/telegram:1001#…`, not
+    the file name's `telegram%3A1001`."""
+    return _KEYED.sub(lambda found: decode_key(found.group(0)), citation)
+
+
+def _asks_again(text: str, query: str) -> bool:
+    """Whether the hit is only the question asked before: every message of the person in it
+    (`User: …`, a group's `User: Ann: …`) says nothing but the question's words, whatever was
+    answered then; a text without messages, when it says nothing else."""
     asked = set(_WORD.findall(query.lower()))
+    sides = _USER_SIDE.findall(text)
+    return all(_only(side, asked) for side in sides) if sides else _only(text, asked)
+
+
+def _only(text: str, asked: set[str]) -> bool:
     said = {w for w in _WORD.findall(text.lower()) if not w.isdigit()} - _SPEAKERS
     return bool(said) and said <= asked
 

@@ -50,16 +50,6 @@ QUERY_WORDS = 12
 K = 5
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    export = commands.add_parser("export", help="write this workspace's memory to a bundle")
-    export.add_argument("target", metavar="DIR|FILE", help="a new folder, or a new FILE.tar.gz")
-    imported = commands.add_parser("import", help="read a bundle into this workspace's memory")
-    imported.add_argument("source", metavar="DIR|FILE")
-    imported.add_argument(
-        "--force", action="store_true", help="move a memory that is not empty aside first"
-    )
-
-
 def run(
     settings: Settings,
     args: argparse.Namespace,
