@@ -4,6 +4,8 @@
 
     ok    workspace: /srv/mnemo/workspace (writable)
     ok    telegram: @my_mnemo_bot (getMe at https://api.telegram.org/bot)
+    ok    database: not used (one process, files: BOT_STORE__URL is unset)   (`doctor_replicas`)
+    ok    webhook: not used (polling: BOT_TELEGRAM__MODE is not webhook)
     warn  owners: BOT_TELEGRAM__OWNER_IDS holds the example id 123456789: …how to find yours
     ok    model: gpt-4o-mini answered; context window 128,000 tokens (from config/models.json)
     ok    transcription: whisper-1 heard a test recording at https://api.openai.com/v1
@@ -33,6 +35,7 @@ from bot.app.store import roster_only
 from bot.channels.telegram import check_token
 from bot.channels.telegram.errors import startup_error
 from bot.cli.doctor_media import check_transcription, check_vision
+from bot.cli.doctor_replicas import check_database, check_webhook
 from bot.cli.findings import Finding
 from bot.cli.findings import secret as _secret
 from bot.errors import ConfigError, MnemoError, StartupError
@@ -204,6 +207,8 @@ async def check_lightrag(settings: Settings) -> Finding:
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("workspace", check_workspace),
     ("telegram", check_telegram),
+    ("database", check_database),
+    ("webhook", check_webhook),
     ("owners", check_owners),
     ("model", check_model),
     ("transcription", check_transcription),

@@ -3,7 +3,9 @@ with the files by one background syncer, searched (blocking).
 
 The index is opened in a worker thread at start (an embedder and the vector cache take a moment
 to load) and brought up to date with the source files (`sync_files`, the walk: a deleted
-`index/` folder is rebuilt right here, from the memory files, the session files and the items).
+`index/` folder is rebuilt right here, from the memory files, the session files and the items);
+with `catch_up_at_start` off (replicas: a replica answers before it walks the shared documents)
+that first walk is the syncer's first batch, run after `start` returned.
 Until then, after a failed open and after stop, `current` is None and `search` finds nothing:
 recall is best-effort, and the bot answers without it. A `ConfigError` (a model folder that is
 not one) is the exception: it stops the start, with its one line.
@@ -66,9 +68,11 @@ class IndexService:
         *,
         catch_up_seconds: float = CATCH_UP_SECONDS,
         gather_seconds: float = GATHER_SECONDS,
+        catch_up_at_start: bool = True,  # False: the first walk runs after `start` returned
     ) -> None:
         """`open_index` None: recall is off (`rag.enabled = false`), nothing is ever opened."""
         self._open_index = open_index
+        self.catch_up_at_start = catch_up_at_start
         self.catch_up_seconds = catch_up_seconds
         self.gather_seconds = gather_seconds
         self._index: MemoryIndex | None = None
@@ -91,7 +95,7 @@ class IndexService:
         if self._open_index is None:
             return
         try:
-            self._index = await asyncio.to_thread(self.open)
+            self._index = await asyncio.to_thread(self.open, sync=self.catch_up_at_start)
         except ConfigError:
             raise
         except Exception:  # the service boundary: the bot runs on without recall
@@ -183,7 +187,8 @@ class IndexService:
     # ------------------------------------------------------------------ the syncer
 
     async def _sync_loop(self, index: MemoryIndex) -> None:
-        walked = time.monotonic()  # `open` just walked
+        # `open` just walked, or the first walk is due now
+        walked = time.monotonic() if self.catch_up_at_start else -self.catch_up_seconds
         while (batch := await self._next(walked)) is not None:
             self._running = batch
             try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import openai
 import structlog
 
 from bot.errors import TranscriptionFailed
@@ -39,6 +38,8 @@ class OpenAITranscriber:
         spent: Callable[[str, Usage], Awaitable[None]] | None = None,  # (model, tokens)
         proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
     ) -> None:
+        import openai
+
         self.model = model
         self.spent = spent
         self._client = openai.AsyncOpenAI(
@@ -52,6 +53,8 @@ class OpenAITranscriber:
     async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str:
         """The words spoken in `audio` ("" when none); `TranscriptionFailed` when the service
         cannot say."""
+        import openai
+
         try:
             result = await self._client.audio.transcriptions.create(
                 model=self.model, file=(file_name, audio, mime_type or "application/octet-stream")
