@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import structlog
+
 from bot.app.channel import telegram_channel
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
@@ -56,6 +58,7 @@ from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
+log = structlog.get_logger(__name__)
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
 
@@ -71,12 +74,32 @@ class App:
     intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
     spending: Spending | None = None  # what the model spends; its caps' line to the owners
     pace: Pace | None = None  # Telegram's send rate shared by the replicas (bot.app.store)
+    # what a start leaves for later (the model's SDK, the token counter's encoding): loaded in
+    # a thread once the channel serves (`warm_when`), or by the first turn that needs it
+    warmups: tuple[Callable[[], None], ...] = ()
+    _warming: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         for service in self.services:
             await service.start()
 
+    def warm_when(self, serving: asyncio.Event) -> None:
+        """Load what the start left for later once `serving` is set (a replica's /healthz
+        answers first)."""
+        self._warming = asyncio.create_task(self._warm(serving), name="warm-up")
+
+    async def _warm(self, serving: asyncio.Event) -> None:
+        await serving.wait()
+        for warm in self.warmups:
+            try:
+                await asyncio.to_thread(warm)
+            except Exception:  # the first use tries again and says what failed
+                log.warning("warm_up_failed", exc_info=True)
+
     async def aclose(self) -> None:
+        if self._warming is not None:
+            self._warming.cancel()
+            await asyncio.wait([self._warming])
         for service in reversed(self.services):
             await service.stop()
         await self.llm.close()
@@ -149,7 +172,8 @@ def build_app(
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     app = App(router, core.llm, workspace, now, preview, services, items_index, store.intake)
-    return replace(app, spending=core.spending, pace=store.pace)
+    warmups = (core.llm.warm, memory.tokens.warm)
+    return replace(app, spending=core.spending, pace=store.pace, warmups=warmups)
 
 
 def _build_tools(

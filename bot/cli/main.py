@@ -119,6 +119,7 @@ async def run_telegram(settings: Settings) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         await app.start()
+        app.warm_when(channel.serving)
         await channel.run(stop)
     except Exception as exc:  # PTB's errors at start, as the line that says what to fix
         stopped = startup_error(exc, base_url=settings.telegram.base_url)

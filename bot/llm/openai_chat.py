@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
+LAPSES = 3  # looks again after a request stopped at the wire, before the turn gives up
 CONNECT_TIMEOUT = 15.0  # seconds to open a connection: a host that is away is told at once
 _REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
 _PASSING = frozenset(  # causes that pass by themselves: `LLMUnavailable`; the rest `LLMRejected`
@@ -148,11 +149,10 @@ class OpenAIChat:
             request["temperature"] = temp
         if (limit := max_tokens or self.max_tokens) is not None:
             request["max_tokens"] = limit
-        await look_first()  # a replica's turn given away meanwhile asks the model nothing
         import openai
 
         try:
-            completion = await self._stream(request, on_text)
+            completion = await self._asked(request, on_text)
         except openai.APIError as exc:
             if isinstance(lapsed := exc.__cause__, LeaseLapsed):  # stopped at the wire
                 raise lapsed from None
@@ -171,6 +171,23 @@ class OpenAIChat:
                 host=failures.host_of(self.base_url),
             )
         return _calls_in_text(completion, tools)
+
+    async def _asked(
+        self, request: dict[str, Any], on_text: Callable[[str], None] | None
+    ) -> Completion | None:
+        """The request streamed after the turn's look (a replica's turn given away meanwhile
+        asks the model nothing); one stopped at the wire (its hold lapsed while this process
+        did not run) is looked at again and made, up to `LAPSES` times."""
+        import openai
+
+        for tries in range(1, LAPSES + 1):
+            await look_first()
+            try:
+                return await self._stream(request, on_text)
+            except openai.APIConnectionError as exc:
+                if not isinstance(exc.__cause__, LeaseLapsed) or tries == LAPSES:
+                    raise
+        raise AssertionError("unreachable: the last try returns or raises")
 
     async def _stream(
         self, request: dict[str, Any], on_text: Callable[[str], None] | None

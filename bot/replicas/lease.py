@@ -80,9 +80,12 @@ class Lease:
     until: float  # monotonic: the turn may act before then
     lost: bool = False  # a renewal found the message another take's
 
+    def valid(self) -> bool:
+        return not self.lost and time.monotonic() < self.until
+
     def check(self) -> None:
         """Raise `LeaseLapsed` unless the hold is still sure (run at the wire)."""
-        if self.lost or time.monotonic() >= self.until:
+        if not self.valid():
             raise LeaseLapsed(self.inbound_id)
 
 

@@ -58,6 +58,7 @@ from bot.turn.router import Router
 log = structlog.get_logger(__name__)
 TASK = "mnemo.answer"
 FETCH_INTERVAL = 0.2  # seconds between fetches when no notification came (procrastinate: 5)
+LOOKS = 3  # tries of a turn's look before its hold is taken for lapsed
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 CLOSE_SETTLE = 5.0  # seconds past `grace` the worker, the sweep and the /stop listener get to end
 PRUNE_EVERY = 600  # sweeps between two prunes of the tombstones
@@ -317,10 +318,13 @@ class QueueIntake:
         update = entry.inbound.id
 
         async def look() -> None:
-            since = time.monotonic()
-            await self.journal.holds(update, entry.fence)
-            self.leases.renewed(lease, since)
-            lease.check()  # the look itself may have been frozen past the hold
+            for _ in range(LOOKS):  # a look slower than the hold is made again
+                since = time.monotonic()
+                await self.journal.holds(update, entry.fence)
+                self.leases.renewed(lease, since)
+                if lease.valid():
+                    return
+            lease.check()  # the looks themselves took longer than the hold: `LeaseLapsed`
 
         try:
             replier = FencedReplier(self.replier_for(entry.inbound), look)

@@ -93,6 +93,7 @@ class TelegramChannel:
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
         self.heartbeat = heartbeat
+        self.serving = asyncio.Event()  # set once updates are taken (the start is over)
         showing = showing or Showing()
         self.stream = showing.stream
         self.stream_interval = showing.interval
@@ -117,6 +118,7 @@ class TelegramChannel:
             intake = self._intake(bot)
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
+            self.serving.set()
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
             receipts = self.router.receipts
             presses = Presses(bot, receipts.press if receipts is not None else None)

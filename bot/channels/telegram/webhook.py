@@ -109,6 +109,7 @@ class TelegramWebhook(TelegramChannel):
             await web.TCPSite(server, self.hook.host, self.hook.port).start()
             await self._set_webhook(bot)
             log.info("telegram_webhook_started", bot=bot.username, port=self.hook.port)
+            self.serving.set()
             await stop.wait()
         finally:
             log.info("telegram_stopping", running=intake.backlog())
