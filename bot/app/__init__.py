@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -55,6 +57,7 @@ from bot.tools.registry import ToolRegistry
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.intake import IntakeFactory, MemoryIntake
+from bot.turn.notices import ToldNotices
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
@@ -90,11 +93,19 @@ class App:
 
     async def _warm(self, serving: asyncio.Event) -> None:
         await serving.wait()
-        for warm in self.warmups:
-            try:
-                await asyncio.to_thread(warm)
-            except Exception:  # the first use tries again and says what failed
-                log.warning("warm_up_failed", exc_info=True)
+        loop, done = asyncio.get_running_loop(), asyncio.Event()
+
+        def warm_all() -> None:  # a daemon thread: a stop never waits for it
+            for warm in self.warmups:
+                try:
+                    warm()
+                except Exception:  # the first use tries again and says what failed
+                    log.warning("warm_up_failed", exc_info=True)
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(done.set)
+
+        threading.Thread(target=warm_all, name="warm-up", daemon=True).start()
+        await done.wait()
 
     async def aclose(self) -> None:
         if self._warming is not None:
@@ -244,7 +255,8 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
         workspace.receipts_path, memory.file_locks, now=now, documents=workspace.documents
     )
     writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
-    gate = Gate(*build_door(settings, store.roster, now), ChatLocks())
+    told = ToldNotices(workspace.door_told_path, store.locks, documents=workspace.documents)
+    gate = Gate(*build_door(settings, store.roster, now, told=told), ChatLocks())
     steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
     consolidating = spending.llm("consolidation")
     consolidator = _build_consolidator(

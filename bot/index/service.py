@@ -19,7 +19,9 @@ Then one task, the syncer, runs every sync, one at a time, in its own thread:
   the next turn's own work. Anything that waits for a batch (`sync`, `settle`, `stop`)
   starts it at once.
 - `sync()`: a walk, awaited (after a write outside a turn: a command, a tool, consolidation).
-- a walk of its own every `catch_up_seconds`, so a hand edit anywhere is indexed within that.
+- a walk of its own every `catch_up_seconds`, so a hand edit anywhere is indexed within that
+  (a turn's search does not wait for it: it may take a while over many files, and over the
+  shared documents of replicas).
 - `settle()`: wait until everything asked for so far is synced. `search`, called from a thread,
   settles first, so a search sees every write asked for before it (on the event loop's own
   thread it cannot wait: `await settle()` there first).
@@ -58,6 +60,7 @@ class _Batch:
 
     paths: set[Path] = field(default_factory=set)
     walk: bool = False
+    own: bool = False  # the walk is the syncer's own catch-up: no search waits for it
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -156,14 +159,15 @@ class IndexService:
         outside a turn: a tool, a command, consolidation); best-effort, as recall is."""
         batch = self._batch()
         if batch is not None:
-            batch.walk = True
+            batch.walk, batch.own = True, False
             self._hurry.set()
             await batch.done.wait()
 
     async def settle(self, *, walks_only: bool = False) -> None:
-        """Wait until every sync asked for so far has run (or every walk)."""
+        """Wait until every sync asked for so far has run (or every walk asked for: not the
+        syncer's own catch-up, which a search need not wait for)."""
         for batch in [b for b in (self._running, self._pending) if b is not None]:
-            if batch.walk or not walks_only:
+            if (batch.walk and not batch.own) or not walks_only:
                 self._hurry.set()
                 await batch.done.wait()
 
@@ -207,7 +211,7 @@ class IndexService:
             if self._stopping:
                 return None
             if due <= 0:
-                return _Batch(walk=True)
+                return _Batch(walk=True, own=True)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), due)
@@ -216,7 +220,8 @@ class IndexService:
                 await asyncio.wait_for(self._hurry.wait(), self.gather_seconds)
         self._hurry.clear()
         batch, self._pending = self._pending, None
-        batch.walk |= not self._stopping and time.monotonic() - walked >= self.catch_up_seconds
+        if not batch.walk and not self._stopping:
+            batch.walk = batch.own = time.monotonic() - walked >= self.catch_up_seconds
         batch.paths |= self._carried
         self._carried = set()
         return batch

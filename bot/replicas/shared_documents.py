@@ -15,8 +15,9 @@ moves to the shared side when its store reads and writes through `Workspace.docu
 Shared from `state/` too: the groups' chatter (`state/chatter/`), the undo of /forget
 (`state/undo/`), the durable consolidation jobs (`state/consolidation/`), the usage ledger
 (`state/usage.json`), the memory receipts (`receipts.json`), the people's time zones
-(`timezones.json`) and the scheduled tasks' tokens of the day (`task_tokens.json`); the rest
-of it (the inbox, locks, the channel's offset) stays the replica's own.
+(`timezones.json`), the door's one-time notices each stranger heard (`door_told.json`) and
+the scheduled tasks' tokens of the day (`task_tokens.json`); the rest of it (the inbox, locks,
+the channel's offset) stays the replica's own.
 """
 
 from __future__ import annotations
@@ -131,9 +132,17 @@ def _is_scope(folder: tuple[str, ...]) -> bool:
 
 
 SHARED_STATE = ("chatter", "undo", "consolidation")  # folders under `state/` the replicas share
-# `Workspace.usage_path`, `.receipts_path`, `.timezones_path`, `.task_tokens_path`
+# `Workspace.usage_path`, `.receipts_path`, `.timezones_path`, `.task_tokens_path`,
+# `.door_told_path`
 SHARED_STATE_FILES = frozenset(
-    (name,) for name in ("usage.json", "receipts.json", "timezones.json", "task_tokens.json")
+    (name,)
+    for name in (
+        "usage.json",
+        "receipts.json",
+        "timezones.json",
+        "task_tokens.json",
+        "door_told.json",
+    )
 )
 
 

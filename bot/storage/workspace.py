@@ -221,6 +221,11 @@ class Workspace:
         return self.state_dir / "receipts.json"
 
     @property
+    def door_told_path(self) -> Path:
+        """The one-time notices each stranger heard (`bot.turn.notices`)."""
+        return self.state_dir / "door_told.json"
+
+    @property
     def timezones_path(self) -> Path:
         """The time zone each person set (`bot.reminders.zones`)."""
         return self.state_dir / "timezones.json"
