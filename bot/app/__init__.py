@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
-
-import structlog
 
 from bot.app.channel import telegram_channel
 from bot.app.media import build_media, build_transcriber
@@ -27,6 +23,7 @@ from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
+from bot.background import WarmUp
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
@@ -61,7 +58,6 @@ from bot.turn.notices import ToldNotices
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
-log = structlog.get_logger(__name__)
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
 
@@ -77,40 +73,20 @@ class App:
     intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
     spending: Spending | None = None  # what the model spends; its caps' line to the owners
     pace: Pace | None = None  # Telegram's send rate shared by the replicas (bot.app.store)
-    # what a start leaves for later (the model's SDK, the token counter's encoding): loaded in
-    # a thread once the channel serves (`warm_when`), or by the first turn that needs it
-    warmups: tuple[Callable[[], None], ...] = ()
-    _warming: asyncio.Task[None] | None = None
+    # the model's SDK, the token counter's encoding: loaded at the start (one process), or once
+    # the channel serves (`warm_when`: a replica answers /healthz first)
+    warm: WarmUp = field(default_factory=WarmUp)
 
     async def start(self) -> None:
         for service in self.services:
             await service.start()
+        await self.warm.start()
 
     def warm_when(self, serving: asyncio.Event) -> None:
-        """Load what the start left for later once `serving` is set (a replica's /healthz
-        answers first)."""
-        self._warming = asyncio.create_task(self._warm(serving), name="warm-up")
-
-    async def _warm(self, serving: asyncio.Event) -> None:
-        await serving.wait()
-        loop, done = asyncio.get_running_loop(), asyncio.Event()
-
-        def warm_all() -> None:  # a daemon thread: a stop never waits for it
-            for warm in self.warmups:
-                try:
-                    warm()
-                except Exception:  # the first use tries again and says what failed
-                    log.warning("warm_up_failed", exc_info=True)
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-                loop.call_soon_threadsafe(done.set)
-
-        threading.Thread(target=warm_all, name="warm-up", daemon=True).start()
-        await done.wait()
+        self.warm.after(serving)
 
     async def aclose(self) -> None:
-        if self._warming is not None:
-            self._warming.cancel()
-            await asyncio.wait([self._warming])
+        await self.warm.stop()
         for service in reversed(self.services):
             await service.stop()
         await self.llm.close()
@@ -183,8 +159,9 @@ def build_app(
     ]
     preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
     app = App(router, core.llm, workspace, now, preview, services, items_index, store.intake)
-    warmups = (core.llm.warm, memory.tokens.warm)
-    return replace(app, spending=core.spending, pace=store.pace, warmups=warmups)
+    one_process = settings.store.url is None  # a replica is ready before it loads them
+    warm = WarmUp((core.llm.warm, memory.tokens.warm), at_start=one_process)
+    return replace(app, spending=core.spending, pace=store.pace, warm=warm)
 
 
 def _build_tools(

@@ -103,12 +103,16 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
         return [OnceInCluster(pool, work)]
 
     shared = shared_documents(url, workspace, stalled_after=store.stalled_after)
-    telegram = settings.telegram
-    secret = telegram.webhook_secret.get_secret_value() if telegram.webhook_secret else None
-    replica = Replica(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
-    services: list[Service] = [Shared(pool, queue, shared, replica), roster]
+    services: list[Service] = [Shared(pool, queue, shared, _replica(settings)), roster]
     look, documents = JobsLook(pool, alive_within=store.stalled_after), split(shared, workspace)
     return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once, documents)
+
+
+def _replica(settings: Settings) -> Replica:
+    """This replica as `mnemo_replicas` records it: the host and port, and its secret."""
+    telegram = settings.telegram
+    secret = telegram.webhook_secret.get_secret_value() if telegram.webhook_secret else None
+    return Replica(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
 
 
 @contextmanager
