@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -23,6 +23,7 @@ from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
+from bot.app.web import Checks, Clock, WebParts, build_web
 from bot.background import WarmUp
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
@@ -30,7 +31,6 @@ from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
-from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.upkeep.archiving import NoteArchive
@@ -38,7 +38,6 @@ from bot.memory.upkeep.consolidation import WAIT_GRACE, Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.upkeep.left import LeftJobs
 from bot.memory.writer import MemoryWriter
-from bot.models import ToolSpec
 from bot.pipeline import Pipeline
 from bot.receipts import ReceiptStore
 from bot.settings import Settings
@@ -51,7 +50,6 @@ from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from bot.tools.registry import ToolRegistry
-from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.intake import IntakeFactory, MemoryIntake
 from bot.turn.notices import ToldNotices
@@ -118,9 +116,9 @@ class _Core:
 
 
 def build_app(
-    settings: Settings, *, api_key: str, now: Callable[[], datetime] | None = None
+    settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
-    """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
+    """The app over `settings`; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
@@ -135,10 +133,7 @@ def build_app(
     turn = _TurnPieces(context, compaction, tools, sent, lightrag)
     pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
-    parts = TurnParts(
-        memory, writer, core.consolidator, compaction, pipeline, sent, store.journal, core.steering
-    )
-    parts = replace(parts, queue=store.queue)
+    parts = _turn_parts(core, turn, pipeline, now)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
@@ -155,10 +150,10 @@ def build_app(
         core.consolidator,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        *build_web(settings, WebParts(parts, sessions, reminders, tools), router, now, checks),
         *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
-    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    app = App(router, core.llm, workspace, now, preview, services, items_index, store.intake)
+    app = App(router, core.llm, workspace, now, parts.preview, services, items_index, store.intake)
     one_process = settings.store.url is None  # a replica is ready before it loads them
     warm = WarmUp((core.llm.warm, memory.tokens.warm), at_start=one_process)
     return replace(app, spending=core.spending, pace=store.pace, warm=warm)
@@ -282,22 +277,31 @@ def _open_workspace(settings: Settings) -> Workspace:
     return workspace
 
 
-def _build_preview(
-    context: ContextBuilding,
-    sessions: SessionStore,
-    access: AccessPolicy,
-    tools: Sequence[ToolSpec],
-    meter: PromptMeter,
-    now: Callable[[], datetime],
-) -> PromptPreview:
-    """`python -m bot prompt`: system 20 over a chat's session, as a turn would run it."""
-    return PromptPreview(
-        context=context,
-        sessions=sessions,
+def _turn_parts(
+    core: _Core, turn: _TurnPieces, pipeline: Pipeline, now: Callable[[], datetime]
+) -> TurnParts:
+    """What the router is built on: the core's memory and journal, the pipeline and its
+    accounting, and the preview of a chat's next prompt (how full it is: /status, /compact)."""
+    access, compaction = core.steering.gate.access, turn.compaction
+    preview = PromptPreview(  # `python -m bot prompt`: system 20, as a turn would run it
+        context=turn.context,
+        sessions=core.sessions,
         access=access,
-        tools=tools,
-        meter=meter,
+        tools=turn.tools.specs,
+        meter=compaction.meter,
         now=now,
+    )
+    return TurnParts(
+        core.memory,
+        core.writer,
+        core.consolidator,
+        compaction,
+        pipeline,
+        turn.sent,
+        core.store.journal,
+        core.steering,
+        preview,
+        queue=core.store.queue,
     )
 
 

@@ -5,7 +5,8 @@ plain text a person reads and edits: a fact's provenance is kept beside it, in `
 the same folder, one JSON line per fact written, keyed by the fact's fingerprint (the item
 rule's: case and bullets do not count), the last line for a fingerprint winning:
 
-    {"fingerprint": "1a2b…", "by": "Ann (42)", "chat": "telegram:42", "at": "…", "via": "voice"}
+    {"fingerprint": "1a2b…", "by": "Ann (@ann, 42)", "chat": "telegram:42", "at": "…",
+     "via": "voice"}
 
 A line a person edits by hand has a new fingerprint, so no provenance: it reads as "written by
 hand". Old files without a side file read the same way. The side file holds no fact text, so
@@ -46,10 +47,15 @@ _SAID = {
 
 
 def brief(origin: Provenance | None) -> str:
-    """`Ann (42), said by voice, telegram:42, 2026-11-20` (or "written by hand")."""
+    """`Ann (@ann, 42), said by voice, telegram:42, 2026-11-20` (or "written by hand")."""
     if origin is None:
         return "written by hand"
     return f"{origin.by}, {_SAID[origin.via]}, {origin.chat}, {origin.at:%Y-%m-%d}"
+
+
+def said_as(origin: Provenance) -> str:
+    """How it came: "said", "said by voice", "from a document" …"""
+    return _SAID[origin.via]
 
 
 def to_json(origin: Provenance) -> dict[str, str]:

@@ -147,3 +147,18 @@ def kept_marks(update: str, before: str) -> str:
 
 def _bare(line: str) -> str:
     return " ".join(unmarked(_BULLET.sub("", line.strip(), count=1)).casefold().split())
+
+
+def replaced_of(lines: Sequence[str]) -> dict[int, list[int]]:
+    """For each current line the rule gives a topic, the marked lines of that topic: what it
+    superseded (the memory page shows them under it)."""
+    marked_lines: dict[tuple[str, str], list[int]] = {}
+    for index, line in enumerate(lines):
+        if MARK.search(line) and (topic := topic_of(line)) is not None:
+            marked_lines.setdefault(topic, []).append(index)
+    found: dict[int, list[int]] = {}
+    for index, line in enumerate(lines):
+        topic = None if MARK.search(line) else topic_of(line)
+        if topic is not None and topic in marked_lines:
+            found[index] = marked_lines[topic]
+    return found
