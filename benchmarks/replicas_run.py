@@ -52,7 +52,7 @@ from tests.replicas_run import (
 )
 
 SEQUENTIAL = 30
-FAULTS = Faults(kill=0.15, term=0.35, freeze=0.55, restart_db=0.75)
+FAULTS = Faults(kill=0.15, term=0.35, freeze=(0.45, 0.55, 0.65), restart_db=0.75)
 STEADY = f"{'mode':<12}{'turn overhead p50':>19}{'drain':>9}"
 COLUMNS = (
     f"{'replicas':>8}{'lost':>6}{'reordered':>11}{'overlapping':>13}{'twice':>7}"

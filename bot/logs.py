@@ -206,3 +206,6 @@ def _route_stdlib(handler: logging.Handler, level: str) -> None:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     # a damaged PDF is told to its sender in one line (`bot.media.extraction`), not per object
     logging.getLogger("pypdf").setLevel(max(logging.ERROR, root.level))
+    # a database outage is told once by the replica (`bot.replicas.database.OUTAGES`), not per
+    # connection the pool tries again
+    logging.getLogger("psycopg.pool").setLevel(max(logging.ERROR, root.level))

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,12 @@ async def private_server() -> AsyncIterator[PrivateServer]:
         with contextlib.suppress(subprocess.SubprocessError, OSError):
             await asyncio.to_thread(server.stop)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+async def given_away(pool: Any, inbound_id: str) -> None:
+    """What the stall sweep does to a message whose lease ran out (`bot.replicas.lease`): the
+    take holding it is fenced off, the next take need not wait."""
+    from bot.replicas.lease import fence_off
+
+    async with pool.connection() as conn:
+        await fence_off(conn, inbound_id)

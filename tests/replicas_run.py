@@ -11,18 +11,22 @@ Counted from outside (the fakes' records, the workspaces' files and the database
   copies went out in a kill's or a freeze's window (counted apart, `in_flight`): the
   `IN_FLIGHT` + `RECORD_LAG` seconds before a SIGKILL or a SIGSTOP (a part Telegram took, its
   record not yet written: three replicas, the database and the fakes on two cores may keep a
-  process from writing it for tens of milliseconds), and the `WAKE` seconds after a SIGCONT,
-  when the woken process sends the part it was about to send as it froze (it had looked that
-  the turn was its own just before);
+  process from writing it for tens of milliseconds). Nothing is excused after a SIGCONT: a
+  woken replica must send nothing its successor sends (`bot.replicas.lease`);
 - reordered: in a chat, a reply whose message came after one answered later;
 - overlapping: in a chat, a message's model call made before the previous message's reply was
   sent (its turn started while the one before still ran);
 - recalled: a model call for a message whose reply was sent already (its saved answer must be
-  sent, not made again), but for one made in a freeze's window (the woken process sends the
-  request it was about to send as it froze, having looked just before: counted in `in_flight`);
+  sent, not made again), but for one made in a kill's or a freeze's window;
+- stuck: a message whose turn was running (on any replica) as a replica froze, not answered
+  by the time it woke: each freeze lasts `FREEZE_FOR` times the stall limit, so a chat of the
+  frozen replica that waits for it to wake is counted, however slow the machine;
+- freezes: how many, and how many came while the frozen replica's session was in the middle of
+  a transaction (`pg_stat_activity`: idle in transaction; `FREEZE_STATES`);
 - broken files: a JSON or JSONL file in a workspace, or a shared document (`db:<path>`), that
   does not parse;
-- left: journal rows not done, and queue jobs left, after the drain.
+- left: journal rows not done, and queue jobs left, after the drain (which waits for as long
+  as replies keep coming: `QUIET` seconds without one end it).
 """
 
 from __future__ import annotations
@@ -52,12 +56,17 @@ from tests.pg import PrivateServer
 SECRET = "replicas-run-secret"
 STARTED = '"telegram_webhook_started"'
 STARTED_POLLING = '"telegram_started"'  # the embedded mode's
-HEARTBEAT, STALLED_AFTER = 0.5, 2.0  # seconds (BOT_STORE__…)
+HEARTBEAT, STALLED_AFTER = 0.5, 4.0  # seconds (BOT_STORE__…)
 BURST_CHATS = 3
 DB_AWAY = 1.0  # seconds the database is stopped for
 SETTLE = 0.1  # seconds the fake gets to take what a frozen process had sent
 RECORD_LAG = 0.2  # seconds a part's record may follow Telegram taking it, on a loaded machine
-WAKE = 0.5  # seconds after SIGCONT in which the woken process sends what it was sending
+STALL_LIMIT = STALLED_AFTER + HEARTBEAT  # a stopped replica's chats move on within it
+FREEZE_FOR = 3  # stall limits a freeze lasts
+IN_TRANSACTION = 5.0  # seconds a freeze waits for its replica to be mid-transaction
+QUIET = 60.0  # seconds without a reply after which the drain ends
+# where the freezes come, in turn: mid-transaction, mid-statement, anywhere
+FREEZE_STATES: tuple[str | None, ...] = ("idle in transaction", "active", None)
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,9 @@ class Faults:
 
     kill: float | None = 0.3  # SIGKILL the first replica, start it again 1 s later
     term: float | None = None  # SIGTERM the second, start it again once it ended
-    freeze: float | None = None  # SIGSTOP the third past its heartbeat, then SIGCONT
+    # SIGSTOP the third past its lease, then SIGCONT: at each share, the first time as soon as
+    # one of its sessions is mid-transaction, then at any point
+    freeze: tuple[float, ...] = ()
     restart_db: float | None = None  # stop the database for `DB_AWAY` s (needs `server`)
 
 
@@ -89,6 +100,10 @@ class ReplicaFigures:
     term_exit_codes: list[int] = field(default_factory=list)
     left_open: int = 0
     left_jobs: int = 0
+    stuck: int = 0  # running as a replica froze, not answered by the time it woke
+    freezes: int = 0
+    freezes_mid_transaction: int = 0
+    moved_on: float = 0.0  # seconds: the longest from a freeze to a held message's reply
     examples: list[str] = field(default_factory=list)
     drain: float = 0.0  # seconds from the first update to the last reply
     seconds: float = 0.0
@@ -131,6 +146,9 @@ class Run:
         self.windows: list[tuple[float, float]] = []  # (from, to): a kill's or a freeze's
         self.nodes: list[Replica] = []
         self.term_exit_codes: list[int] = []
+        self.held: list[tuple[float, float, set[str]]] = []  # a freeze's (from, to, running)
+        self.mid_transaction = 0
+        self.pg_url = ""
         self.pushed = 0
         model.answer_all(self._answer)
 
@@ -159,12 +177,16 @@ class Run:
         wanted = int(share * len(self.texts))
         await until(lambda: self.answered() >= wanted, within=120)
 
-    async def signalled(self, node: Replica, signum: signal.Signals) -> None:
-        """Send `signum`; its window (`windows`): from `IN_FLIGHT` before it until the fake
-        took what the process had sent (a killed one has ended, a frozen one sends nothing),
-        opened `RECORD_LAG` earlier for a part sent then whose record the signal cut off."""
+    async def signalled(
+        self, node: Replica, signum: signal.Signals, *, at_once: bool = False
+    ) -> None:
+        """Send `signum` (`IN_FLIGHT` s from now, or `at_once`); its window (`windows`): from
+        then until the fake took what the process had sent (a killed one has ended, a frozen
+        one sends nothing), opened `RECORD_LAG` earlier for a part sent then whose record the
+        signal cut off."""
         opened = time.monotonic() - RECORD_LAG
-        await asyncio.sleep(IN_FLIGHT)
+        if not at_once:
+            await asyncio.sleep(IN_FLIGHT)
         assert node.process is not None
         node.process.send_signal(signum)
         if signum == signal.SIGKILL:
@@ -184,13 +206,46 @@ class Run:
         self.term_exit_codes.append(await asyncio.to_thread(node.process.wait, 30))
         await start_node(node)
 
-    async def freeze(self, node: Replica) -> None:
-        await self.signalled(node, signal.SIGSTOP)
-        await asyncio.sleep(STALLED_AFTER + 4 * HEARTBEAT)  # the sweep gives its jobs away
+    async def freeze(self, node: Replica, *, state: str | None) -> None:
+        """Freeze the replica (as soon as one of its sessions is in `state`, when given, if it
+        gets there in time) for `FREEZE_FOR` stall limits, noting what was running then, and
+        wake it."""
+        caught = state is not None and await _in_state(self.pg_url, node.name, state)
+        self.mid_transaction += caught and state == "idle in transaction"
+        frozen = time.monotonic()
+        await self.signalled(node, signal.SIGSTOP, at_once=caught)
+        running = await _running(self.pg_url)
+        await asyncio.sleep(FREEZE_FOR * STALL_LIMIT)
         assert node.process is not None
-        woken = time.monotonic()
         node.process.send_signal(signal.SIGCONT)
-        self.windows.append((woken, woken + WAKE))
+        self.held.append((frozen, time.monotonic(), running))
+
+
+async def _in_state(pg_url: str, name: str, state: str) -> bool:
+    """Wait (up to `IN_TRANSACTION` s) until a session of the replica `name` is in `state`
+    ('idle in transaction': between two statements of a transaction; 'active': in one);
+    whether one was."""
+    deadline = time.monotonic() + IN_TRANSACTION
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            cursor = await conn.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = %s AND state = %s",
+                (name, state),
+            )
+            if await cursor.fetchone() is not None:
+                return True
+            await asyncio.sleep(0.002)
+    return False
+
+
+async def _running(pg_url: str) -> set[str]:
+    """The texts of the messages whose turns run now."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT m.inbound->>'text' FROM procrastinate_jobs AS j"
+            " JOIN mnemo_inbox AS m ON m.id = j.args->>'update' WHERE j.status = 'doing'"
+        )
+        return {str(row[0]) for row in await cursor.fetchall()}
 
 
 async def replicas_run(
@@ -207,6 +262,7 @@ async def replicas_run(
     started = time.monotonic()
     async with FakeTelegram() as telegram, FakeOpenAI() as model:
         run = Run(telegram, model, load, seed)
+        run.pg_url = pg_url
         telegram.webhook.duplicate_every = 20  # 5% delivered twice
         run.nodes = [replica_node(tmp, f"r{n}", run, pg_url) for n in range(replicas)]
         try:
@@ -216,8 +272,7 @@ async def replicas_run(
             for share, fault in _schedule(run, faults, server):
                 await run.until_share(share)
                 await fault()
-            wanted = {f"re: {text}" for text in run.texts}
-            await until(lambda: wanted <= set(run.sent()), within=180)
+            await drained(run)
             drain = time.monotonic() - pushed_at
             await asyncio.sleep(0.5)  # a duplicate would come now
         finally:
@@ -251,8 +306,12 @@ def _schedule(
         steps.append((faults.kill, lambda: run.kill(nodes[0])))
     if faults.term is not None:
         steps.append((faults.term, lambda: run.term(nodes[1 % len(nodes)])))
-    if faults.freeze is not None:
-        steps.append((faults.freeze, lambda: run.freeze(nodes[2 % len(nodes)])))
+    for n, share in enumerate(faults.freeze):
+
+        async def freeze(state: str | None = FREEZE_STATES[n % len(FREEZE_STATES)]) -> None:
+            await run.freeze(nodes[2 % len(nodes)], state=state)
+
+        steps.append((share, freeze))
     if faults.restart_db is not None:
         assert server is not None, "a database restart needs a server of the test's own"
         steps.append((faults.restart_db, lambda: _restart(server)))
@@ -295,7 +354,7 @@ def replica_node(tmp: Path, name: str, run: Run, pg_url: str | None) -> Replica:
         "BOT_TELEGRAM__WEBHOOK_HOST": "127.0.0.1",
         "BOT_TELEGRAM__WEBHOOK_PORT": str(port),
         "BOT_TELEGRAM__WEBHOOK_SECRET": SECRET,
-        "BOT_STORE__URL": pg_url,
+        "BOT_STORE__URL": f"{pg_url}&application_name={name}",
         "BOT_STORE__HEARTBEAT": str(HEARTBEAT),
         "BOT_STORE__STALLED_AFTER": str(STALLED_AFTER),
     }
@@ -313,6 +372,16 @@ def _starts(node: Replica) -> int:
     if not node.log.exists():
         return 0
     return node.log.read_text(encoding="utf-8", errors="replace").count(node.started)
+
+
+async def drained(run: Run) -> None:
+    """Wait until every message is answered, as long as replies keep coming (`QUIET`)."""
+    wanted = {f"re: {text}" for text in run.texts}
+    answered, quiet_since = -1, time.monotonic()
+    while not wanted <= set(sent := run.sent()) and time.monotonic() - quiet_since < QUIET:
+        if (now := sum(sent.values())) != answered:
+            answered, quiet_since = now, time.monotonic()
+        await asyncio.sleep(0.2)
 
 
 async def until(predicate: Callable[[], bool], *, within: float) -> None:
@@ -349,7 +418,18 @@ def _count(run: Run, replicas: int) -> ReplicaFigures:
     taken = Counter(a.url.split(":")[-1] for a in attempts if a.status == 200 and not a.repeat)
     figures.per_replica = dict(taken)
     figures.term_exit_codes = run.term_exit_codes
+    _count_freezes(run, figures, replied)
     return figures
+
+
+def _count_freezes(run: Run, figures: ReplicaFigures, replied: dict[str, float]) -> None:
+    figures.freezes, figures.freezes_mid_transaction = len(run.held), run.mid_transaction
+    for frozen, woken, running in run.held:
+        late = [text for text in running if replied.get(text, float("inf")) > woken]
+        figures.stuck += len(late)
+        figures.examples += [f"{text} waited for the frozen replica" for text in late][:5]
+        moved = [replied[text] - frozen for text in running if text not in late]
+        figures.moved_on = round(max([figures.moved_on, *moved]), 2)
 
 
 def _sent_times(run: Run) -> dict[str, list[float]]:

@@ -38,7 +38,8 @@ def test_postgresql_three_replicas_and_a_load_balancer(compose: dict[str, Any]) 
         assert environment["BOT_STORE__URL"].startswith("postgresql://mnemo:")
         assert environment["BOT_STORE__URL"].endswith("@db/mnemo")
         assert environment["BOT_TELEGRAM__WEBHOOK_URL"].startswith("https://")
-        assert replica["volumes"] == ["./workspace:/app/workspace"]  # one folder for now
+        assert replica["volumes"] == [f"{name}:/app/workspace"]  # its own: nothing shared
+        assert name in compose["volumes"]
     for name, service in services.items():
         assert service["logging"]["options"]["max-size"] == "10m", name
         assert service["restart"] == "unless-stopped", name

@@ -63,7 +63,7 @@ async def run_doctor(settings: Settings, capsys: pytest.CaptureFixture[str]) -> 
     said = capsys.readouterr().out.splitlines()
     lines = [line for line in said if line[:6] in ("ok    ", "warn  ", "FAIL  ")]  # no log lines
     found = {line[6:].split(":", 1)[0]: line for line in lines}
-    assert len(found) == len(lines) == 8, lines
+    assert len(found) == len(lines) == 10, lines
     return found | {"exit": str(code)}
 
 
@@ -87,6 +87,8 @@ async def test_all_good_is_ok_on_every_line(
     )
     assert found["embedder"].startswith("ok    embedder: none")
     assert found["lightrag"].startswith("ok    lightrag: not used")
+    assert found["database"].startswith("ok    database: not used")
+    assert found["webhook"].startswith("ok    webhook: not used")
     assert strict_openai.last_request["max_tokens"] == 1  # a one-token request
     assert not await asyncio.to_thread(workspace.exists)  # doctor creates nothing
 
@@ -354,7 +356,7 @@ async def test_the_command_exits_non_zero_on_a_failure_only(
     for output in (said, told):  # doctor's own lines only: no log line (llm_error …) among them
         assert [line[:6] in ("ok    ", "warn  ", "FAIL  ") for line in output.splitlines()] == [
             True
-        ] * 8, output
+        ] * 10, output
 
 
 # ----------------------------------------------------------------------------- health

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.storage.inbox import Entry, Fenced, Inbox, Journal
-from tests.pg import pg_database
+from tests.pg import given_away, pg_database
 from tests.test_inbox import inbound
 
 Opener = Callable[[], AbstractAsyncContextManager[Journal]]  # the journal, opened (again)
@@ -157,9 +157,14 @@ async def test_a_done_message_delivered_again_is_still_refused(pg: Any) -> None:
 
 
 async def test_a_worker_whose_entry_was_taken_since_writes_nothing(pg: Any) -> None:
+    from bot.replicas.journal import Held
+
     await pg.accept(inbound(1))
     stale = await pg.take("telegram:update:1")
-    fresh = await pg.take("telegram:update:1")  # the stale worker was given up as stalled
+    with pytest.raises(Held):  # its lease still runs
+        await pg.take("telegram:update:1")
+    await given_away(pg.pool, "telegram:update:1")  # the stale worker was given up as stalled
+    fresh = await pg.take("telegram:update:1")
 
     with pytest.raises(Fenced):
         await pg.answered(stale, "from the stale worker")

@@ -24,6 +24,7 @@ from bot.storage.inbox import Fenced, looking_first
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, make_settings, running_bot
+from tests.pg import given_away
 from tests.test_replicas_queue import rows
 
 
@@ -40,8 +41,9 @@ async def test_a_turn_given_away_asks_the_model_nothing(
         await migrate(pool)
         journal = PgJournal(pool)
         await journal.accept(Inbound("u1", "telegram", 1, 1, "hello", datetime.now(UTC)))
-        stale = await journal.take("u1")  # a worker took it, then froze past its heartbeat
-        successor = await journal.take("u1")  # the sweep gave it away, another worker took it
+        stale = await journal.take("u1")  # a worker took it, then froze past its lease
+        await given_away(pool, "u1")  # the sweep gave it away …
+        successor = await journal.take("u1")  # … another worker took it
         assert stale is not None and successor is not None
         asked = [ChatMessage(role="user", content="hello")]
 

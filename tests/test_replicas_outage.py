@@ -23,7 +23,7 @@ from bot.replicas.journal import PgJournal
 from bot.replicas.locks import PgLocks
 from bot.replicas.queue import FencedReplier
 from bot.storage.inbox import Fenced
-from tests.pg import private_server
+from tests.pg import given_away, private_server
 
 
 def inbound(n: int) -> Inbound:
@@ -120,10 +120,11 @@ async def test_a_worker_whose_entry_was_taken_since_sends_no_further_part(pg_url
         stale = await journal.take("u2")
         assert stale is not None
         channel = Parts()
-        replier = FencedReplier(channel, journal, stale)
+        replier = FencedReplier(channel, lambda: journal.holds("u2", stale.fence))
         await replier.send_part("first")
 
-        await journal.take("u2")  # the sweep gave it to another replica, which took it
+        await given_away(journal.pool, "u2")  # the sweep gave it to another replica …
+        await journal.take("u2")  # … which took it
         with pytest.raises(Fenced):
             await replier.send_part("second")
 

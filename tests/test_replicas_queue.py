@@ -1,7 +1,7 @@
 """Replicated mode's queue (`bot.replicas.queue`) under the whole bot, on a real PostgreSQL
 (skipped without `MNEMO_TEST_PG`): each chat's messages answered in order through procrastinate
-jobs, a stop leaving the unanswered ones queued for the next replica, the one sweep putting a
-stalled worker's jobs back."""
+jobs, a stop leaving the unanswered ones queued for the next replica, the sweep putting back a
+job whose lease ran out, once however many replicas sweep."""
 
 from __future__ import annotations
 
@@ -76,7 +76,10 @@ async def test_a_turn_cut_by_a_stop_is_answered_by_the_next_replica(
     assert await rows(pg_url, "SELECT count(done_at) FROM mnemo_inbox") == [(1,)]
 
 
-async def test_one_sweep_puts_a_stalled_worker_s_job_back(pg_url: str) -> None:
+AGED = "UPDATE procrastinate_events SET at = now() - interval '1 minute' WHERE job_id = %s"
+
+
+async def test_two_sweeps_at_once_put_a_lapsed_job_back_once(pg_url: str) -> None:
     from bot.replicas.database import migrate, open_pool
     from bot.replicas.queue import TASK, ChatQueue
 
@@ -92,10 +95,8 @@ async def test_one_sweep_puts_a_stalled_worker_s_job_back(pg_url: str) -> None:
         worker = await manager.register_worker()
         job = await manager.fetch_job(queues=None, worker_id=worker)
         assert job is not None
-        async with pool.connection() as conn:  # the worker froze: its last beat long ago
-            await conn.execute(
-                "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 minute'"
-            )
+        async with pool.connection() as conn:  # the worker froze: it took nothing since
+            await conn.execute(AGED, (job.id,))
 
         swept = await asyncio.gather(*(queue.sweep() for queue in queues))
 
@@ -125,12 +126,8 @@ async def test_a_frozen_worker_that_wakes_cannot_end_the_job_its_successor_runs(
         frozen, successor = await manager.register_worker(), await manager.register_worker()
         job = await manager.fetch_job(queues=None, worker_id=frozen)
         assert job is not None
-        async with pool.connection() as conn:  # the frozen worker's last beat, long ago
-            await conn.execute(
-                "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 minute'"
-                " WHERE id = %s",
-                (frozen,),
-            )
+        async with pool.connection() as conn:  # the frozen worker started it long ago
+            await conn.execute(AGED, (job.id,))
         assert await queue.sweep() == 1
         taken = await manager.fetch_job(queues=None, worker_id=successor)
         assert taken is not None and taken.id == job.id

@@ -32,7 +32,7 @@ from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from tests.clock import Clock
 from tests.fakes.openai_api import FakeOpenAI, Reply
-from tests.harness import API_KEY, FRIEND, OWNER, make_settings
+from tests.harness import API_KEY, FRIEND, OWNER, STRANGER, make_settings
 from tests.talk import GROUP, handle, message
 from tests.talk import system_text as context_of
 
@@ -182,3 +182,18 @@ async def test_what_one_replica_spent_counts_on_another_and_in_the_report(
     assert spent == 700 + fake_openai.usages[0]["completion_tokens"]
     assert printed[0].startswith("Today") and "700 in" in printed[0]
     assert not (tmp_path / "a" / "state" / "usage.json").exists()
+
+
+async def test_a_stranger_in_a_group_is_told_once_by_the_cluster(
+    tmp_path: Path, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    """Each replica has a door of its own; the notices it told are the cluster's."""
+    clock = Clock(START)
+    told = []
+    for name in ("r1", "r2", "r1"):  # the same stranger, each time through another replica
+        async with running(replica(tmp_path / name, fake_openai, pg_url), clock) as app:
+            said = replace(message("let me in", at=clock(), user=STRANGER, chat=GROUP))
+            told.append(await handle(app, replace(said, user_name="Eve", addressed=True)))
+
+    assert [len(notices) for notices in told] == [1, 0, 0]
+    assert "write to me in private" in told[0][0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -24,13 +24,13 @@ from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
 from bot.app.web import Checks, Clock, WebParts, build_web
+from bot.background import WarmUp
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
-from bot.llm.meter import PromptMeter
 from bot.llm.openai_chat import OpenAIChat
 from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.upkeep.archiving import NoteArchive
@@ -38,7 +38,6 @@ from bot.memory.upkeep.consolidation import WAIT_GRACE, Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.upkeep.left import LeftJobs
 from bot.memory.writer import MemoryWriter
-from bot.models import ToolSpec
 from bot.pipeline import Pipeline
 from bot.receipts import ReceiptStore
 from bot.settings import Settings
@@ -51,9 +50,9 @@ from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
 from bot.systems.context import ContextBuilding
 from bot.tools.registry import ToolRegistry
-from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.intake import IntakeFactory, MemoryIntake
+from bot.turn.notices import ToldNotices
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
@@ -72,12 +71,20 @@ class App:
     intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
     spending: Spending | None = None  # what the model spends; its caps' line to the owners
     pace: Pace | None = None  # Telegram's send rate shared by the replicas (bot.app.store)
+    # the model's SDK, the token counter's encoding: loaded at the start (one process), or once
+    # the channel serves (`warm_when`: a replica answers /healthz first)
+    warm: WarmUp = field(default_factory=WarmUp)
 
     async def start(self) -> None:
         for service in self.services:
             await service.start()
+        await self.warm.start()
+
+    def warm_when(self, serving: asyncio.Event) -> None:
+        self.warm.after(serving)
 
     async def aclose(self) -> None:
+        await self.warm.stop()
         for service in reversed(self.services):
             await service.stop()
         await self.llm.close()
@@ -147,7 +154,9 @@ def build_app(
         *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
     app = App(router, core.llm, workspace, now, parts.preview, services, items_index, store.intake)
-    return replace(app, spending=core.spending, pace=store.pace)
+    one_process = settings.store.url is None  # a replica is ready before it loads them
+    warm = WarmUp((core.llm.warm, memory.tokens.warm), at_start=one_process)
+    return replace(app, spending=core.spending, pace=store.pace, warm=warm)
 
 
 def _build_tools(
@@ -218,7 +227,8 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
         workspace.receipts_path, memory.file_locks, now=now, documents=workspace.documents
     )
     writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
-    gate = Gate(*build_door(settings, store.roster, now), ChatLocks())
+    told = ToldNotices(workspace.door_told_path, store.locks, documents=workspace.documents)
+    gate = Gate(*build_door(settings, store.roster, now, told=told), ChatLocks())
     steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
     consolidating = spending.llm("consolidation")
     consolidator = _build_consolidator(
@@ -273,8 +283,13 @@ def _turn_parts(
     """What the router is built on: the core's memory and journal, the pipeline and its
     accounting, and the preview of a chat's next prompt (how full it is: /status, /compact)."""
     access, compaction = core.steering.gate.access, turn.compaction
-    preview = _build_preview(
-        turn.context, core.sessions, access, turn.tools.specs, compaction.meter, now
+    preview = PromptPreview(  # `python -m bot prompt`: system 20, as a turn would run it
+        context=turn.context,
+        sessions=core.sessions,
+        access=access,
+        tools=turn.tools.specs,
+        meter=compaction.meter,
+        now=now,
     )
     return TurnParts(
         core.memory,
@@ -287,25 +302,6 @@ def _turn_parts(
         core.steering,
         preview,
         queue=core.store.queue,
-    )
-
-
-def _build_preview(
-    context: ContextBuilding,
-    sessions: SessionStore,
-    access: AccessPolicy,
-    tools: Sequence[ToolSpec],
-    meter: PromptMeter,
-    now: Callable[[], datetime],
-) -> PromptPreview:
-    """`python -m bot prompt`: system 20 over a chat's session, as a turn would run it."""
-    return PromptPreview(
-        context=context,
-        sessions=sessions,
-        access=access,
-        tools=tools,
-        meter=meter,
-        now=now,
     )
 
 

@@ -166,7 +166,11 @@ def build_items_and_index(
     store = ItemStore(workspace, locks)
     config = settings.memory.items
     writer = _build_writer(settings, store, now)
-    index = IndexService(_index_opener(settings, workspace, api_key=api_key))
+    # with replicas, the index (this replica's own) catches up after the start: a replica
+    # answers before its first walk over the shared documents
+    replicated = settings.store.url is not None
+    opener = _index_opener(settings, workspace, api_key=api_key)
+    index = IndexService(opener, catch_up_at_start=not replicated)
     return ItemsAndIndex(
         index=index,
         items=store,

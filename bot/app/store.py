@@ -6,6 +6,7 @@ its packages)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     from bot.replicas.roster import PgRoster
 
     store = settings.store
-    pool = open_pool(url, max_size=store.worker_concurrency + 4)
+    pool = open_pool(url, max_size=store.worker_concurrency + 4, stalled_after=store.stalled_after)
     queue = ChatQueue(
         pool,
         concurrency=store.worker_concurrency,
@@ -73,7 +74,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
         stalled_after=store.stalled_after,
         grace=settings.telegram.shutdown_grace,
     )
-    journal = PgJournal(pool, enqueue=queue.enqueue)
+    journal = PgJournal(pool, enqueue=queue.enqueue, lease=store.stalled_after)
 
     def intake(
         router: Router,
@@ -93,7 +94,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
             journal=journal,
         )
 
-    locks = PgLocks(pool, root=workspace.root)
+    locks = PgLocks(pool, root=workspace.root, alive_every=store.stalled_after / 3)
     roster = PgRoster(pool)
 
     def once(work: Sequence[tuple[str, Service]]) -> list[Service]:
@@ -101,10 +102,17 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
 
         return [OnceInCluster(pool, work)]
 
-    shared = shared_documents(url, workspace)
-    services: list[Service] = [Shared(pool, queue, shared), roster]
+    shared = shared_documents(url, workspace, stalled_after=store.stalled_after)
+    services: list[Service] = [Shared(pool, queue, shared, _replica(settings)), roster]
     look, documents = JobsLook(pool, alive_within=store.stalled_after), split(shared, workspace)
     return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once, documents)
+
+
+def _replica(settings: Settings) -> Replica:
+    """This replica as `mnemo_replicas` records it: the host and port, and its secret."""
+    telegram = settings.telegram
+    secret = telegram.webhook_secret.get_secret_value() if telegram.webhook_secret else None
+    return Replica(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
 
 
 @contextmanager
@@ -129,12 +137,14 @@ def split(shared: PgDocuments, workspace: Workspace) -> Documents:
     return SplitDocuments(shared, ON_DISK, workspace.root)
 
 
-def shared_documents(url: str, workspace: Workspace) -> PgDocuments:
+def shared_documents(
+    url: str, workspace: Workspace, *, stalled_after: float | None = None
+) -> PgDocuments:
     """The documents every replica shares, connected now (blocking): stores read them as they
     are built, before the services start."""
     from bot.replicas.documents import open_documents
 
-    documents = open_documents(url, workspace.root)
+    documents = open_documents(url, workspace.root, stalled_after=stalled_after)
     documents.connect()
     return documents
 
@@ -166,23 +176,38 @@ class Service(Protocol):
     async def stop(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Replica:
+    """Who this replica is in `mnemo_replicas` (`python -m bot doctor` compares secrets)."""
+
+    name: str  # the host and the webhook port
+    secret: str | None  # the webhook secret (only its digest is recorded)
+
+
 class Shared:
     """The replica's connection to the shared database: opened (and the schema made) before
     anything else starts, closed after everything stopped."""
 
     def __init__(
-        self, pool: AsyncConnectionPool, queue: ChatQueue, documents: PgDocuments | None = None
+        self,
+        pool: AsyncConnectionPool,
+        queue: ChatQueue,
+        documents: PgDocuments | None = None,
+        replica: Replica | None = None,
     ) -> None:
         self.pool = pool
         self.queue = queue
         self.documents = documents
+        self.replica = replica
 
     async def start(self) -> None:
-        from bot.replicas.database import migrate
+        from bot.replicas.database import migrate, record_replica
 
         await self.pool.open(wait=True)
         await migrate(self.pool)
         await self.queue.open()
+        if self.replica is not None:
+            await record_replica(self.pool, self.replica.name, self.replica.secret)
 
     async def stop(self) -> None:
         await self.pool.close()

@@ -35,6 +35,7 @@ from bot.turn.commands.keep import KeepQuoted
 from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Delivery
 from bot.turn.door import Door
+from bot.turn.notices import ToldNotices
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
@@ -196,7 +197,11 @@ def _status_commands(settings: Settings, chats: Chats, parts: TurnParts) -> list
 
 
 def build_door(
-    settings: Settings, roster: RosterStore, now: Callable[[], datetime]
+    settings: Settings,
+    roster: RosterStore,
+    now: Callable[[], datetime],
+    *,
+    told: ToldNotices | None = None,
 ) -> tuple[AccessPolicy, Door]:
     """Who may talk (the settings and the roster), and the door for everyone else."""
     telegram = settings.telegram
@@ -211,5 +216,6 @@ def build_door(
         now=now,
         enabled=telegram.pairing,
         placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
+        told=told,
     )
     return access, door

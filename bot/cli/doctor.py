@@ -4,6 +4,8 @@
 
     ok    workspace: /srv/mnemo/workspace (writable)
     ok    telegram: @my_mnemo_bot (getMe at https://api.telegram.org/bot)
+    ok    database: PostgreSQL 15.18, database mnemo as mnemo (tables there; 3 replicas recorded, …)
+    ok    webhook: Telegram posts to https://bot.example.org/telegram (0 updates waiting)
     warn  owners: BOT_TELEGRAM__OWNER_IDS holds the example id 123456789: …how to find yours
     ok    model: gpt-4o-mini answered; context window 128,000 tokens (from config/models.json)
     ok    transcription: whisper-1 heard a test recording at https://api.openai.com/v1
@@ -21,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import logs, shell
 from bot.app import build_llm, build_windows
@@ -35,12 +39,15 @@ from bot.channels.telegram.errors import startup_error
 from bot.cli.doctor_media import check_transcription, check_vision
 from bot.cli.findings import Finding
 from bot.cli.findings import secret as _secret
-from bot.errors import ConfigError, MnemoError, StartupError
+from bot.errors import ConfigError, MnemoError, StartupError, StoreAway
 from bot.index.embedding import is_cached, model_folder
 from bot.models import ChatMessage
 from bot.settings import Settings, secret_values
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import PLACEHOLDER_OWNER, grouped, owners
+
+if TYPE_CHECKING:
+    from bot.channels.telegram.webhook import HookState
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
 API_KEY_VAR = "BOT_LLM__API_KEY"
@@ -199,9 +206,110 @@ async def check_lightrag(settings: Settings) -> Finding:
     return Finding("ok", f"{status} at {settings.rag.lightrag_url}")
 
 
+# ----------------------------------------------------------------------------- replicated mode
+# The database and the webhook (`bot.replicas`); without `BOT_STORE__URL` and with polling each
+# says it is not used. The replicas' secrets are compared through `mnemo_replicas`, where each
+# replica records a digest of its own at start (`bot.replicas.database.record_replica`): a
+# secret typed on each machine is a secret per machine, and Telegram sends one, so the others
+# answer its updates 403.
+
+DATABASE_TIMEOUT = 10.0  # seconds to connect and ask
+RECENT_ERROR = 3600  # seconds: a delivery error older than this is history, not a warning
+
+
+async def check_database(settings: Settings) -> Finding:
+    if settings.store.url is None:
+        return Finding("ok", "not used (one process, files: BOT_STORE__URL is unset)")
+    from bot.replicas.database import about
+
+    try:
+        async with asyncio.timeout(DATABASE_TIMEOUT):
+            found = await about(settings.store.url.get_secret_value())
+    except (StoreAway, TimeoutError) as exc:
+        return Finding("FAIL", f"cannot reach the database of BOT_STORE__URL: {exc or 'timeout'}")
+    where = f"PostgreSQL {found.version}, database {found.database} as {found.user}"
+    if not found.made and not found.can_make_tables:
+        user, database = found.user, found.database
+        return Finding(
+            "FAIL",
+            f"{where} may not create tables in schema public, and they are not made yet: "
+            f"make {user} the owner (ALTER DATABASE {database} OWNER TO {user}; "
+            f"ALTER SCHEMA public OWNER TO {user})",
+        )
+    return _agreeing(settings, where, found.secrets, made=found.made)
+
+
+def _agreeing(
+    settings: Settings, where: str, secrets: dict[str, str | None], *, made: bool
+) -> Finding:
+    """The database's line: FAIL when the replicas recorded different webhook secrets (or
+    another one than this shell's settings)."""
+    from bot.replicas.database import secret_digest
+
+    mine = settings.telegram.webhook_secret
+    digests = {digest for digest in secrets.values() if digest is not None}
+    if mine is not None:
+        digests.add(secret_digest(mine.get_secret_value()))
+    if len(digests) > 1:
+        here = secret_digest(mine.get_secret_value()) if mine is not None else None
+        others = [name for name, digest in secrets.items() if digest != here] or list(secrets)
+        return Finding(
+            "FAIL",
+            f"the replicas do not share one webhook secret: {', '.join(others)} started with "
+            "another than BOT_TELEGRAM__WEBHOOK_SECRET here (Telegram sends one secret: "
+            "updates reaching them are refused with 403). Put the same secret on every "
+            "replica (docs/replicas.md) and restart them",
+        )
+    state = "tables there" if made else "tables made by the first replica to start"
+    replicas = f"; {len(secrets)} replica{'s' * (len(secrets) != 1)} recorded" if made else ""
+    agreed = ", one secret" if secrets and digests else ""
+    return Finding("ok", f"{where} ({state}{replicas}{agreed})")
+
+
+async def check_webhook(settings: Settings) -> Finding:
+    telegram = settings.telegram
+    if telegram.mode != "webhook":
+        return Finding("ok", "not used (polling: BOT_TELEGRAM__MODE is not webhook)")
+    from bot.channels.telegram.webhook import webhook_info
+
+    token = _secret(telegram.token, TOKEN_VAR, "get one from @BotFather")
+    async with asyncio.timeout(TELEGRAM_TIMEOUT):
+        info = await webhook_info(token, telegram.base_url, telegram.proxy)
+    return _webhook_finding(telegram.webhook_url or "", info)
+
+
+def _webhook_finding(wanted: str, info: HookState) -> Finding:
+    waiting = f"{info.pending} update{'s' * (info.pending != 1)} waiting"
+    if not info.url:
+        return Finding("warn", f"no webhook set yet ({waiting}): a replica sets it when it starts")
+    if info.url != wanted:
+        return Finding(
+            "warn",
+            f"Telegram posts to {info.url}, not BOT_TELEGRAM__WEBHOOK_URL {wanted} ({waiting}): "
+            "a replica sets it again when it starts",
+        )
+    error = _recent_error(info)
+    if error is not None:
+        return Finding("warn", f"Telegram posts to {info.url} ({waiting}); {error}")
+    https = "" if wanted.startswith("https://") else " (Telegram posts only to https://)"
+    return Finding("warn" if https else "ok", f"Telegram posts to {info.url} ({waiting}){https}")
+
+
+def _recent_error(info: HookState) -> str | None:
+    when, message = info.last_error_at, info.last_error
+    if when is None or not message:
+        return None
+    ago = time.time() - when
+    if ago > RECENT_ERROR:
+        return None
+    return f'its last delivery failed {ago / 60:.0f} min ago: "{message}"'
+
+
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("workspace", check_workspace),
     ("telegram", check_telegram),
+    ("database", check_database),
+    ("webhook", check_webhook),
     ("owners", check_owners),
     ("model", check_model),
     ("transcription", check_transcription),

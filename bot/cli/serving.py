@@ -67,6 +67,7 @@ async def run_telegram(settings: Settings) -> int:
     model_check = OwnedTask("model-check")
     try:
         await app.start()
+        app.warm_when(channel.serving)
         model_check.start(say_if_the_model_fails(app.llm))
         await channel.run(stop)
     except Exception as exc:  # PTB's errors at start, as the line that says what to fix

@@ -3,7 +3,9 @@ with the files by one background syncer, searched (blocking).
 
 The index is opened in a worker thread at start (an embedder and the vector cache take a moment
 to load) and brought up to date with the source files (`sync_files`, the walk: a deleted
-`index/` folder is rebuilt right here, from the memory files, the session files and the items).
+`index/` folder is rebuilt right here, from the memory files, the session files and the items);
+with `catch_up_at_start` off (replicas: a replica answers before it walks the shared documents)
+that first walk is the syncer's first batch, run after `start` returned.
 Until then, after a failed open and after stop, `current` is None and `search` finds nothing:
 recall is best-effort, and the bot answers without it. A `ConfigError` (a model folder that is
 not one) is the exception: it stops the start, with its one line.
@@ -17,7 +19,9 @@ Then one task, the syncer, runs every sync, one at a time, in its own thread:
   the next turn's own work. Anything that waits for a batch (`sync`, `settle`, `stop`)
   starts it at once.
 - `sync()`: a walk, awaited (after a write outside a turn: a command, a tool, consolidation).
-- a walk of its own every `catch_up_seconds`, so a hand edit anywhere is indexed within that.
+- a walk of its own every `catch_up_seconds`, so a hand edit anywhere is indexed within that
+  (a turn's search does not wait for it: it may take a while over many files, and over the
+  shared documents of replicas).
 - `settle()`: wait until everything asked for so far is synced. `search`, called from a thread,
   settles first, so a search sees every write asked for before it (on the event loop's own
   thread it cannot wait: `await settle()` there first).
@@ -56,6 +60,7 @@ class _Batch:
 
     paths: set[Path] = field(default_factory=set)
     walk: bool = False
+    own: bool = False  # the walk is the syncer's own catch-up: no search waits for it
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -66,9 +71,11 @@ class IndexService:
         *,
         catch_up_seconds: float = CATCH_UP_SECONDS,
         gather_seconds: float = GATHER_SECONDS,
+        catch_up_at_start: bool = True,  # False: the first walk runs after `start` returned
     ) -> None:
         """`open_index` None: recall is off (`rag.enabled = false`), nothing is ever opened."""
         self._open_index = open_index
+        self.catch_up_at_start = catch_up_at_start
         self.catch_up_seconds = catch_up_seconds
         self.gather_seconds = gather_seconds
         self._index: MemoryIndex | None = None
@@ -91,7 +98,7 @@ class IndexService:
         if self._open_index is None:
             return
         try:
-            self._index = await asyncio.to_thread(self.open)
+            self._index = await asyncio.to_thread(self.open, sync=self.catch_up_at_start)
         except ConfigError:
             raise
         except Exception:  # the service boundary: the bot runs on without recall
@@ -152,14 +159,15 @@ class IndexService:
         outside a turn: a tool, a command, consolidation); best-effort, as recall is."""
         batch = self._batch()
         if batch is not None:
-            batch.walk = True
+            batch.walk, batch.own = True, False
             self._hurry.set()
             await batch.done.wait()
 
     async def settle(self, *, walks_only: bool = False) -> None:
-        """Wait until every sync asked for so far has run (or every walk)."""
+        """Wait until every sync asked for so far has run (or every walk asked for: not the
+        syncer's own catch-up, which a search need not wait for)."""
         for batch in [b for b in (self._running, self._pending) if b is not None]:
-            if batch.walk or not walks_only:
+            if (batch.walk and not batch.own) or not walks_only:
                 self._hurry.set()
                 await batch.done.wait()
 
@@ -183,7 +191,8 @@ class IndexService:
     # ------------------------------------------------------------------ the syncer
 
     async def _sync_loop(self, index: MemoryIndex) -> None:
-        walked = time.monotonic()  # `open` just walked
+        # `open` just walked, or the first walk is due now
+        walked = time.monotonic() if self.catch_up_at_start else -self.catch_up_seconds
         while (batch := await self._next(walked)) is not None:
             self._running = batch
             try:
@@ -202,7 +211,7 @@ class IndexService:
             if self._stopping:
                 return None
             if due <= 0:
-                return _Batch(walk=True)
+                return _Batch(walk=True, own=True)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), due)
@@ -211,7 +220,8 @@ class IndexService:
                 await asyncio.wait_for(self._hurry.wait(), self.gather_seconds)
         self._hurry.clear()
         batch, self._pending = self._pending, None
-        batch.walk |= not self._stopping and time.monotonic() - walked >= self.catch_up_seconds
+        if not batch.walk and not self._stopping:
+            batch.walk = batch.own = time.monotonic() - walked >= self.catch_up_seconds
         batch.paths |= self._carried
         self._carried = set()
         return batch

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import openai
 
 from bot.errors import LLMRejected, LLMUnavailable
 from bot.index.embedding import Vectors, normalised
@@ -30,6 +29,8 @@ class OpenAIEmbedder:
         timeout: float = 30.0,
         max_retries: int = 2,
     ) -> None:
+        import openai
+
         self.model = model
         self._dim: int | None = None
         self._client = openai.OpenAI(
@@ -53,6 +54,8 @@ class OpenAIEmbedder:
         return normalised(np.concatenate(rows))
 
     def _batch(self, texts: Sequence[str]) -> Vectors:
+        import openai
+
         inputs = [text if text.strip() else " " for text in texts]  # "" is refused
         try:
             response = self._client.embeddings.create(

@@ -6,6 +6,9 @@ found, rate-limited, timed out, overloaded, …), worded by `bot.llm.failures`. 
 SDK's own loop (it honours `Retry-After`). Every answer is streamed, so that the timeouts
 measure progress rather than the whole answer (`bot.llm.stream`): `first_token_timeout` for the
 first piece, `timeout` for each silence after it; `on_text` sees the text as it comes.
+
+The SDK is imported, and the client made, at the first request (or `warm`): the SDK is most of
+what a start imports, and a replica answers `/healthz` before it needs a model.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-import openai
 import structlog
 
 from bot.errors import ContextOverflow, LLMCause, LLMError, LLMRejected, LLMUnavailable
@@ -28,10 +31,14 @@ from bot.llm.text_calls import calls_in_text
 from bot.llm.windows import ModelWindows
 from bot.logs import Scrubber
 from bot.models import ChatMessage, Completion, Image, ToolSpec
-from bot.storage.inbox import look_first
+from bot.storage.inbox import LeaseLapsed, look_first, wire_hook
+
+if TYPE_CHECKING:
+    import openai
 
 log = structlog.get_logger(__name__)
 
+LAPSES = 3  # looks again after a request stopped at the wire, before the turn gives up
 CONNECT_TIMEOUT = 15.0  # seconds to open a connection: a host that is away is told at once
 _REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
 _PASSING = frozenset(  # causes that pass by themselves: `LLMUnavailable`; the rest `LLMRejected`
@@ -100,14 +107,27 @@ class OpenAIChat:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.first_token_timeout = first_token_timeout or timeout
-        longest = max(timeout, self.first_token_timeout)
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key,
+        self._api_key, self._max_retries, self._proxy = api_key, max_retries, proxy
+
+    @cached_property
+    def _client(self) -> openai.AsyncOpenAI:
+        import openai
+
+        longest = max(self.timeout, self.first_token_timeout)
+        return openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self._api_key,
             timeout=openai.Timeout(longest, connect=min(CONNECT_TIMEOUT, longest)),
-            max_retries=max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(proxy=proxy) if proxy else None,
+            max_retries=self._max_retries,
+            # a replica's turn checks its hold as the request goes out (`wire_hook`)
+            http_client=openai.DefaultAsyncHttpxClient(
+                proxy=self._proxy, event_hooks={"request": [wire_hook]}
+            ),
         )
+
+    def warm(self) -> None:
+        """Import the SDK and make the client now (blocking: in a thread, after the start)."""
+        assert self._client is not None
 
     async def complete(
         self,
@@ -129,10 +149,13 @@ class OpenAIChat:
             request["temperature"] = temp
         if (limit := max_tokens or self.max_tokens) is not None:
             request["max_tokens"] = limit
-        await look_first()  # a replica's turn given away meanwhile asks the model nothing
+        import openai
+
         try:
-            completion = await self._stream(request, on_text)
+            completion = await self._asked(request, on_text)
         except openai.APIError as exc:
+            if isinstance(lapsed := exc.__cause__, LeaseLapsed):  # stopped at the wire
+                raise lapsed from None
             error = _translate(
                 exc, base_url=self.base_url, model=request["model"], scrub=self._scrub
             )
@@ -149,12 +172,31 @@ class OpenAIChat:
             )
         return _calls_in_text(completion, tools)
 
+    async def _asked(
+        self, request: dict[str, Any], on_text: Callable[[str], None] | None
+    ) -> Completion | None:
+        """The request streamed after the turn's look (a replica's turn given away meanwhile
+        asks the model nothing); one stopped at the wire (its hold lapsed while this process
+        did not run) is looked at again and made, up to `LAPSES` times."""
+        import openai
+
+        for tries in range(1, LAPSES + 1):
+            await look_first()
+            try:
+                return await self._stream(request, on_text)
+            except openai.APIConnectionError as exc:
+                if not isinstance(exc.__cause__, LeaseLapsed) or tries == LAPSES:
+                    raise
+        raise AssertionError("unreachable: the last try returns or raises")
+
     async def _stream(
         self, request: dict[str, Any], on_text: Callable[[str], None] | None
     ) -> Completion | None:
         # the SDK's `chat.completions.create` checks the request against its types and builds
         # a model of every chunk: CPU on the event loop that 64 chats at once feel (issue 23);
         # the request is ours, plain JSON already, and the chunks are read as sent
+        import openai
+
         opening = self._client.post(
             "/chat/completions",
             body={**request, "stream": True, "stream_options": {"include_usage": True}},
@@ -201,7 +243,8 @@ class OpenAIChat:
             ) from exc
 
     async def close(self) -> None:
-        await self._client.close()
+        if "_client" in self.__dict__:  # made (`cached_property`)
+            await self._client.close()
 
 
 def to_wire(message: ChatMessage) -> dict[str, Any]:
@@ -323,6 +366,8 @@ def _translate(
 def _cause(exc: openai.APIError, status: int | None, text: str) -> LLMCause:
     """Why the request failed, from the status and the words and codes providers send:
     OpenAI, OpenRouter (402 credits), Anthropic (529, "credit balance"), Ollama, llama.cpp."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError) or status == 408:
         return LLMCause.TIMED_OUT
     if isinstance(exc, openai.APIConnectionError):

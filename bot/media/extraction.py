@@ -10,9 +10,6 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Literal
 
-from pypdf import PdfReader
-from pypdf.errors import DependencyError, FileNotDecryptedError
-
 from bot.storage.lines import decode_text
 
 DocumentKind = Literal["text", "pdf", "image"]
@@ -98,6 +95,9 @@ def _text(data: bytes) -> Extracted:
 
 
 def _pdf(data: bytes) -> Extracted:
+    from pypdf import PdfReader  # imported at the first PDF, not at every start
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):

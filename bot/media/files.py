@@ -1,8 +1,8 @@
 """`Fetcher`, the channel's way to a file's bytes, and `MessageFiles`: a message's files fetched
 within the size limit (refused in one line before any download) and kept in the workspace, under
 the memory folder of the chat's scope (`Workspace.media_path`), written in one step as the
-workspace's documents (`Workspace.documents`: on this disk; with replicas a document's text,
-`files/*.md`, is shared and the other files stay on the replica's disk).
+workspace's documents (`Workspace.documents`: on this disk; with replicas in the database every
+replica shares, `bot.replicas.shared_documents`).
 
 A file is named after the message (`2026-11-25-143012-voice-17.ogg`), so a message answered
 again after a restart finds its file kept and fetches nothing.

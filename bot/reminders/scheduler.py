@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from bot.background import OwnedTask
+from bot.errors import StoreAway
 from bot.models import Inbound, MemoryScope
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
@@ -112,6 +113,8 @@ class Scheduler:
                 await self.tick()
             except asyncio.CancelledError:
                 raise
+            except StoreAway as exc:  # handled: the next tick fires what is due
+                log.warning("reminders_tick_waits", reason=str(exc), handled="the next tick")
             except Exception:
                 log.exception("reminders_tick_failed")
             with contextlib.suppress(TimeoutError):

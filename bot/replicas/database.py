@@ -7,21 +7,33 @@ Telegram repeats (it does for up to a day when an answer came late) is recognise
 the tombstones older than that.
 
 `fence` counts the workers that took the row: each write says which one it is, and a worker
-that was given up as stalled finds its writes refused (`bot.storage.inbox.Fenced`).
+that was given up as stalled finds its writes refused (`bot.storage.inbox.Fenced`);
+`lease_until` is how long the last take holds it for sure (`bot.replicas.lease`).
+
+`mnemo_replicas` has a row per replica started (`record_replica`: its name, a digest of its
+webhook secret, when it started), so `python -m bot doctor` can tell replicas that were given
+different secrets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
 import structlog
 from procrastinate import App, PsycopgConnector
-from psycopg import OperationalError
+from psycopg import AsyncConnection, OperationalError
+from psycopg import Error as PsycopgError
+from psycopg.errors import IdleInTransactionSessionTimeout
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from bot.errors import StoreAway
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -42,6 +54,12 @@ CREATE TABLE IF NOT EXISTS mnemo_inbox (
     absorbed    text[] NOT NULL DEFAULT '{}',
     accepted_at timestamptz NOT NULL DEFAULT now(),
     done_at     timestamptz
+);
+ALTER TABLE mnemo_inbox ADD COLUMN IF NOT EXISTS lease_until timestamptz;
+CREATE TABLE IF NOT EXISTS mnemo_replicas (
+    name       text PRIMARY KEY,
+    secret     text,
+    started_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS mnemo_inbox_open ON mnemo_inbox (seq) WHERE done_at IS NULL;
 CREATE INDEX IF NOT EXISTS mnemo_inbox_done ON mnemo_inbox (done_at) WHERE done_at IS NOT NULL;
@@ -66,7 +84,53 @@ async def until(event: asyncio.Event, seconds: float) -> None:
 
 WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)
 OUTAGE = 60.0  # seconds a turn's own write waits for the database to come back
-AWAY = (OperationalError, PoolTimeout)  # the database unreachable (restarting, network)
+# the database unreachable (restarting, network), or our session ended by it (idle too long in a
+# transaction: `session_options`)
+AWAY = (OperationalError, PoolTimeout, IdleInTransactionSessionTimeout)
+
+
+class OutageLog:
+    """What a replica logs of the database going away, which it rides out (writes wait and are
+    tried again, webhooks answer 500 so Telegram delivers again, listeners and workers connect
+    again): one WARNING when it goes, saying so, and one INFO when it is back; the pieces that
+    met it meanwhile log nothing more (`away`: at DEBUG)."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None  # monotonic: when it went, None while it is there
+
+    def away(self, where: str, exc: BaseException) -> None:
+        if self.since is not None:
+            log.debug("database_still_away", where=where, error=type(exc).__name__)
+            return
+        self.since = time.monotonic()
+        log.warning(
+            "database_away",
+            where=where,
+            error=type(exc).__name__,
+            handled="turns wait and go on, webhooks answer 500 and Telegram sends them again",
+        )
+
+    def back(self) -> None:
+        if self.since is not None:
+            log.info("database_back", away_s=round(time.monotonic() - self.since, 1))
+            self.since = None
+
+
+OUTAGES = OutageLog()  # the replica's one account of the database's outages
+
+
+def is_away(exc: BaseException) -> bool:
+    """Whether `exc` says the database is unreachable (procrastinate wraps psycopg's errors)."""
+    return isinstance(exc, AWAY) or isinstance(exc.__cause__, AWAY)
+
+
+def met(where: str, exc: BaseException) -> None:
+    """A background piece (a listener, the sweep, a heartbeat) met `exc` and goes on at its
+    next round: an outage is told once (`OUTAGES`), anything else as a warning."""
+    if is_away(exc):
+        OUTAGES.away(where, exc)
+    else:
+        log.warning(where, error=type(exc).__name__)
 
 
 async def through_outage(write: Callable[[], Awaitable[T]], what: str) -> T:
@@ -78,20 +142,26 @@ async def through_outage(write: Callable[[], Awaitable[T]], what: str) -> T:
     wait = 0.1
     while True:
         try:
-            return await write()
+            done = await write()
         except AWAY as exc:
             stop_if_cancelled()
             if asyncio.get_running_loop().time() + wait > deadline:
                 raise
-            log.warning("database_away_retrying", write=what, error=type(exc).__name__)
+            OUTAGES.away(what, exc)
+        else:
+            OUTAGES.back()
+            return done
         await asyncio.sleep(wait)
         wait = min(1.0, wait * 2)
 
 
-def open_pool(url: str, *, max_size: int = 10) -> AsyncConnectionPool:
+def open_pool(
+    url: str, *, max_size: int = 10, stalled_after: float | None = None
+) -> AsyncConnectionPool:
     """A pool over `url` (opened by `await pool.open()`); connections are checked when taken,
     so a database restart costs the requests under way, not the replica. A block that takes a
-    connection is committed at its end (rolled back if it raised)."""
+    connection is committed at its end (rolled back if it raised). With `stalled_after`, a
+    session left idle in a transaction that long is ended by PostgreSQL (`session_options`)."""
     return AsyncConnectionPool(
         url,
         min_size=1,
@@ -99,7 +169,19 @@ def open_pool(url: str, *, max_size: int = 10) -> AsyncConnectionPool:
         timeout=WAIT_FOR_CONNECTION,
         open=False,
         check=AsyncConnectionPool.check_connection,
+        kwargs=session_options(stalled_after),
     )
+
+
+def session_options(stalled_after: float | None) -> dict[str, str]:
+    """The connection options of a replica's sessions: one idle in a transaction for
+    `stalled_after` seconds is ended by PostgreSQL (its locks go with it), so a replica frozen
+    mid-transaction holds no row or lock another replica waits for past the stall limit. A live
+    replica is never that long between two statements of a transaction: a lock held across
+    other work (`bot.replicas.locks`) keeps its session busy meanwhile."""
+    if stalled_after is None:
+        return {}
+    return {"options": f"-c idle_in_transaction_session_timeout={int(stalled_after * 1000)}"}
 
 
 async def migrate(pool: AsyncConnectionPool) -> None:
@@ -111,6 +193,68 @@ async def migrate(pool: AsyncConnectionPool) -> None:
         if row is None or row[0] is None:
             schema = App(connector=PsycopgConnector()).schema_manager.get_schema()
             await conn.execute(schema.encode())  # procrastinate's own SQL
+
+
+def secret_digest(secret: str) -> str:
+    """What a replica records of its webhook secret: enough to tell two secrets apart, nothing
+    to send Telegram's header with."""
+    return hashlib.sha256(f"mnemo-webhook-secret:{secret}".encode()).hexdigest()[:16]
+
+
+async def record_replica(pool: AsyncConnectionPool, name: str, secret: str | None) -> None:
+    """This replica started, with this webhook secret (`secret_digest`; None: no webhook)."""
+    digest = None if secret is None else secret_digest(secret)
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO mnemo_replicas (name, secret) VALUES (%s, %s) ON CONFLICT (name)"
+            " DO UPDATE SET secret = EXCLUDED.secret, started_at = now()",
+            (name, digest),
+        )
+
+
+ABOUT = """
+SELECT current_setting('server_version'), current_database(), current_user,
+       has_database_privilege(current_database(), 'CREATE'),
+       has_schema_privilege('public', 'CREATE'), to_regclass('mnemo_replicas') IS NOT NULL
+"""
+
+
+@dataclass(frozen=True)
+class About:
+    """What `python -m bot doctor` tells of the database."""
+
+    version: str
+    database: str
+    user: str
+    can_create: bool  # schemas, in the database
+    can_make_tables: bool  # in schema public
+    made: bool  # the tables are there
+    secrets: dict[str, str | None]  # each replica recorded: its webhook secret's digest
+
+
+async def about(url: str) -> About:
+    """Connect to `url` and look; `StoreAway` with the server's first line when it cannot."""
+    try:
+        async with await AsyncConnection.connect(url, autocommit=True) as conn:
+            row = await (await conn.execute(ABOUT)).fetchone()
+            assert row is not None
+            secrets: dict[str, str | None] = {}
+            if row[5]:
+                cursor = await conn.execute("SELECT name, secret FROM mnemo_replicas ORDER BY 1")
+                secrets = {str(name): secret for name, secret in await cursor.fetchall()}
+    except (PsycopgError, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise StoreAway(first) from exc
+    version, database, user, can_create, can_make_tables, made = row
+    return About(
+        str(version),
+        str(database),
+        str(user),
+        bool(can_create),
+        bool(can_make_tables),
+        bool(made),
+        secrets,
+    )
 
 
 async def prune(pool: AsyncConnectionPool, older_than: timedelta = KEEP_DONE) -> int:

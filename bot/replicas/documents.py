@@ -33,6 +33,7 @@ from psycopg import Connection, OperationalError
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bot.errors import StoreAway
+from bot.replicas.database import session_options
 from bot.storage.files import Signature
 
 SCHEMA_LOCK = 0x6D6E656D6F64  # "mnemod": one replica makes the table at a time
@@ -49,8 +50,11 @@ _NEXT = "nextval('mnemo_document_versions')"
 WAIT_FOR_CONNECTION = 3.0  # seconds; then the call fails (`psycopg_pool.PoolTimeout`)
 
 
-def open_documents(url: str, root: Path, *, max_size: int = 4) -> PgDocuments:
-    """The documents on the database at `url`, for a workspace at `root` (`connect` first)."""
+def open_documents(
+    url: str, root: Path, *, max_size: int = 4, stalled_after: float | None = None
+) -> PgDocuments:
+    """The documents on the database at `url`, for a workspace at `root` (`connect` first);
+    `stalled_after`: as `bot.replicas.database.session_options`."""
     pool = ConnectionPool(
         url,
         min_size=1,
@@ -58,6 +62,7 @@ def open_documents(url: str, root: Path, *, max_size: int = 4) -> PgDocuments:
         timeout=WAIT_FOR_CONNECTION,
         open=False,
         check=ConnectionPool.check_connection,
+        kwargs=session_options(stalled_after),
     )
     return PgDocuments(pool, root)
 

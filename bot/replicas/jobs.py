@@ -35,7 +35,7 @@ from procrastinate.manager import JobManager, NotificationCallback
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from bot.replicas.database import AWAY, through_outage
+from bot.replicas.database import AWAY, OUTAGES, is_away, through_outage
 
 log = structlog.get_logger(__name__)
 LISTEN_AGAIN = 0.5  # seconds before the job listener tries the database again
@@ -65,17 +65,26 @@ class FencedJobs(JobManager):
         try:
             await super().update_heartbeat(worker_id)
         except (ConnectorException, *AWAY) as exc:
-            if not _away(exc):
+            if not is_away(exc):
                 raise
-            log.warning("queue_heartbeat_missed", error=type(exc).__name__)
+            OUTAGES.away("queue_heartbeat", exc)
 
     async def fetch_job(self, queues: Iterable[str] | None, worker_id: int) -> Job | None:
         try:
             return await super().fetch_job(queues, worker_id)
         except (ConnectorException, *AWAY) as exc:
-            if not _away(exc):
+            if not is_away(exc):
                 raise
             return None
+
+    async def list_jobs_to_abort_async(self, queue: str | None = None) -> Iterable[int]:
+        """None while the database is away (procrastinate would log each poll as an error)."""
+        try:
+            return await super().list_jobs_to_abort_async(queue)
+        except (ConnectorException, *AWAY) as exc:
+            if not is_away(exc):
+                raise
+            return []
 
     async def listen_for_jobs(
         self, *, on_notification: NotificationCallback, queues: Iterable[str] | None = None
@@ -84,7 +93,7 @@ class FencedJobs(JobManager):
             try:
                 await super().listen_for_jobs(on_notification=on_notification, queues=queues)
             except (ConnectorException, *AWAY) as exc:
-                if not _away(exc):
+                if not is_away(exc):
                     raise
                 await asyncio.sleep(LISTEN_AGAIN)
 
@@ -132,8 +141,3 @@ class FencedJobs(JobManager):
                 yield None
             else:
                 yield conn
-
-
-def _away(exc: BaseException) -> bool:
-    """Whether `exc` says the database is unreachable (procrastinate wraps psycopg's errors)."""
-    return isinstance(exc, AWAY) or isinstance(exc.__cause__, AWAY)

@@ -5,16 +5,20 @@ not: its tombstone says so) and, for each new one, `enqueue` called on the same 
 queue's job is deferred in that transaction, `bot.replicas.queue`), so a message is journaled
 and queued together or not at all. The channel confirms the message only after the commit.
 
-A worker `take`s an entry before answering it; its writes (`answered`, `part_sent`, `done`) are
-refused with `Fenced` once another worker took the entry since, and `holds` says so before each
-part is sent (`bot.replicas.queue`). A worker's writes wait for a database that is away (a
-restart) rather than fail: a reply made is kept, a part sent is recorded, not sent again.
+A worker `take`s an entry before answering it, and holds it under a lease (`bot.replicas.lease`:
+the fence and the lease, replicated mode's fencing); its writes (`answered`, `part_sent`, `done`)
+are refused with `Fenced` once another worker took the entry since, and each renews the lease, as
+`holds` does before each part is sent (`bot.replicas.queue`). A take waits for another take's
+lease to run out (`Held`: the job is run again shortly), unless the sweep gave the entry away.
+A worker's writes wait for a database that is away (a restart) rather than fail: a reply made
+is kept, a part sent is recorded, not sent again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -31,10 +35,20 @@ log = structlog.get_logger(__name__)
 Enqueue = Callable[[AsyncConnection[Any], Entry], Awaitable[None]]
 
 
+LEASE = 10.0  # seconds a take holds its entry for sure, renewed (`bot.replicas.lease`)
+
+
+class Held(Exception):
+    """The entry is another take's, whose lease has not run out: try again later."""
+
+
 class PgJournal:
-    def __init__(self, pool: AsyncConnectionPool, *, enqueue: Enqueue | None = None) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool, *, enqueue: Enqueue | None = None, lease: float = LEASE
+    ) -> None:
         self.pool = pool
         self.enqueue = enqueue  # None: journaled only (tests, the console)
+        self.lease = lease
 
     def close(self) -> None:
         """Nothing of its own to wait for: the pool is closed by its owner."""
@@ -75,19 +89,32 @@ class PgJournal:
         return entry
 
     async def take(self, inbound_id: str) -> Entry | None:
-        """The entry for a worker about to answer it, fenced to that worker; None when it is
-        done (or was never journaled)."""
+        """The entry for a worker about to answer it, fenced and leased to that worker; None
+        when it is done (or was never journaled); `Held` while another take's lease runs."""
         return await through_outage(lambda: self._take(inbound_id), "take")
 
     async def _take(self, inbound_id: str) -> Entry | None:
         async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
             await cursor.execute(
-                "UPDATE mnemo_inbox SET fence = fence + 1 WHERE id = %s AND done_at IS NULL"
+                "UPDATE mnemo_inbox SET fence = fence + 1, lease_until = now() + %s"
+                " WHERE id = %s AND done_at IS NULL"
+                " AND (lease_until IS NULL OR lease_until < now())"
                 " RETURNING seq, inbound, reply, sent, fence, absorbed",
-                (inbound_id,),
+                (timedelta(seconds=self.lease), inbound_id),
             )
             row = await cursor.fetchone()
+            if row is None and await self._open(conn, inbound_id):
+                raise Held(inbound_id)
         return None if row is None else _entry(row)
+
+    async def release(self, inbound_id: str, fence: int) -> None:
+        """Let go of the entry's lease (a take that ends without finishing it): the next take
+        need not wait for it to run out."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "UPDATE mnemo_inbox SET lease_until = NULL WHERE id = %s AND fence = %s",
+                (inbound_id, fence),
+            )
 
     async def answered(self, entry: Entry, reply: str) -> Entry:
         await through_outage(
@@ -102,16 +129,18 @@ class PgJournal:
         return replace(entry, sent=sent)
 
     async def holds(self, inbound_id: str, fence: int) -> None:
-        """Raise `Fenced` unless the entry is still the worker's that took it as `fence`."""
+        """Raise `Fenced` unless the entry is still the worker's that took it as `fence`; if
+        it is, its lease is renewed."""
         await through_outage(lambda: self._fenced_look(inbound_id, fence), "holds")
 
     async def _fenced_look(self, inbound_id: str, fence: int) -> None:
         async with self.pool.connection() as conn:
             cursor = await conn.execute(
-                "SELECT 1 FROM mnemo_inbox WHERE id = %s AND fence = %s AND done_at IS NULL",
-                (inbound_id, fence),
+                "UPDATE mnemo_inbox SET lease_until = now() + %s"
+                " WHERE id = %s AND fence = %s AND done_at IS NULL",
+                (timedelta(seconds=self.lease), inbound_id, fence),
             )
-            if await cursor.fetchone() is None:
+            if cursor.rowcount == 0:
                 raise Fenced(inbound_id)
 
     async def merged(self, entries: Sequence[Entry], inbound: Inbound) -> Entry:
@@ -160,9 +189,9 @@ class PgJournal:
     async def _fenced(self, entry: Entry, assignments: str, values: tuple[object, ...]) -> None:
         async with self.pool.connection() as conn:
             cursor = await conn.execute(
-                f"UPDATE mnemo_inbox SET {assignments}"  # one of the methods' own
+                f"UPDATE mnemo_inbox SET {assignments}, lease_until = now() + %s"  # the methods'
                 " WHERE id = %s AND fence = %s AND done_at IS NULL",
-                (*values, entry.inbound.id, entry.fence),
+                (*values, timedelta(seconds=self.lease), entry.inbound.id, entry.fence),
             )
             if cursor.rowcount == 0:
                 raise Fenced(entry.inbound.id)

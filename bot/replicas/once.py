@@ -23,7 +23,8 @@ from psycopg import AsyncConnection
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
-from bot.replicas.database import stop_if_cancelled, until
+from bot.errors import StoreAway
+from bot.replicas.database import OUTAGES, is_away, met, stop_if_cancelled, until
 
 log = structlog.get_logger(__name__)
 LOOK_EVERY = 2.0  # seconds between two tries at the work this replica does not run
@@ -81,7 +82,7 @@ class OnceInCluster:
                     await self._stop_running()  # before the locks go with the connection
             except (PsycopgError, OSError) as exc:
                 stop_if_cancelled()
-                log.warning("once_in_cluster_lost", error=type(exc).__name__, ran=self.running())
+                met("once_in_cluster_lost", exc)
                 await self._stop_running()
                 await until(self._closing, self.look_every)
 
@@ -99,8 +100,11 @@ class OnceInCluster:
                 continue
             try:
                 await service.start()
-            except Exception:  # the background boundary: tried again at the next look
-                log.exception("once_in_cluster_start_failed", work=name)
+            except Exception as exc:  # the background boundary: tried again at the next look
+                if is_away(exc) or isinstance(exc, StoreAway):  # handled: the next look
+                    OUTAGES.away(f"once_in_cluster_start:{name}", exc)
+                else:
+                    log.exception("once_in_cluster_start_failed", work=name)
                 await conn.execute(
                     "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_key(name),)
                 )

@@ -22,7 +22,7 @@ from aiolimiter import AsyncLimiter
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bot.replicas.database import SCHEMA_LOCK
+from bot.replicas.database import OUTAGES, SCHEMA_LOCK
 
 log = structlog.get_logger(__name__)
 
@@ -78,7 +78,7 @@ class SharedPace:
                 await asyncio.sleep((await self.take(f"group:{group}", self.group)).wait)
             await asyncio.sleep((await self.take(BOT_KEY, self.overall)).wait)
         except (PsycopgError, PoolTimeout, OSError) as exc:
-            log.warning("send_pace_alone", error=type(exc).__name__)
+            OUTAGES.away("send_pace: paced alone meanwhile", exc)
             await self._alone.acquire()
 
     async def take(self, key: str, limit: Limit) -> Slot:

@@ -7,14 +7,20 @@ replica's worker fetches them: a chat's messages are answered in order across re
 chats' meanwhile. The job `take`s its entry (fenced to it) and runs `Router.answer`; an entry
 already done (a job run again) is skipped.
 
-A replica that stops beating (`heartbeat`, every `heartbeat` seconds) for `stalled_after`
-seconds has its running jobs put back in the queue by the sweep, which runs in one replica at a
-time (`pg_try_advisory_xact_lock`): two sweeps at once can put back a job a live worker had just
-taken. Nor does it sweep in the first `stalled_after` seconds after the database started: a
-restart leaves every beat old. A job put back keeps its id, so its chat's order is kept; the
-stale worker sends no more parts (`FencedReplier` looks before each), its ledger writes are
-refused (`Fenced`), and its end of the job is not written (`bot.replicas.jobs.FencedJobs`):
-the successor's job stays its own. The sweep also drops old tombstones.
+A turn holds its message under a lease (`bot.replicas.lease`: the fence and the lease,
+replicated mode's fencing), which its replica renews every `heartbeat` seconds. A replica that
+stops renewing (killed, frozen, cut off from the database) has its running jobs put back in the
+queue by the sweep once the lease (`stalled_after` seconds) ran out: every replica sweeps, every
+`heartbeat` seconds, and none waits on a row another session holds (it skips it until its next
+round), so a frozen replica holding a row in an open transaction holds up nothing but that row,
+and PostgreSQL ends such a session after `stalled_after` seconds
+(`idle_in_transaction_session_timeout`, `bot.replicas.database.open_pool`). Nor does it sweep
+in the first `stalled_after` seconds after the database started: a restart leaves every lease
+old. A job put back keeps its id, so its chat's order is kept; the stale worker sends no more
+parts (its look, right before each request, and its check at the wire, as the request's bytes
+are about to go out), its ledger writes are refused (`Fenced`), and its end of the job is not
+written (`bot.replicas.jobs.FencedJobs`): the successor's job stays its own. The sweep also
+drops old tombstones.
 
 `close` stops fetching, gives the running turns `grace` seconds (beating for them meanwhile:
 `ChatQueue.beating`) and aborts the rest: an aborted job goes back in the queue (same id) for any
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
@@ -37,11 +44,12 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from bot.errors import StoreAway
 from bot.models import Inbound
-from bot.replicas.database import prune, stop_if_cancelled, until
+from bot.replicas.database import OUTAGES, met, prune, stop_if_cancelled, until
 from bot.replicas.jobs import FencedJobs
-from bot.replicas.journal import PgJournal
+from bot.replicas.journal import Held, PgJournal
+from bot.replicas.lease import Lease, Leases, give_away
 from bot.replicas.stop import StopAcross
-from bot.storage.inbox import Entry, Fenced, looking_first
+from bot.storage.inbox import Entry, Fenced, LeaseLapsed, looking_first
 from bot.turn.commands.handler import parse_command
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
@@ -49,11 +57,13 @@ from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 TASK = "mnemo.answer"
-SWEEP_LOCK = 0x6D6E656D6F01  # the one sweep in the cluster
 FETCH_INTERVAL = 0.2  # seconds between fetches when no notification came (procrastinate: 5)
+LOOKS = 3  # tries of a turn's look before its hold is taken for lapsed
 SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 CLOSE_SETTLE = 5.0  # seconds past `grace` the worker, the sweep and the /stop listener get to end
 PRUNE_EVERY = 600  # sweeps between two prunes of the tombstones
+GONE_AFTER = 3600.0  # seconds without a heartbeat after which a worker's row is dropped
+SWEEP_WAIT = "200ms"  # the most a sweep's statement waits on a lock (it skips locked rows)
 
 
 class ChatQueue:
@@ -106,7 +116,7 @@ class ChatQueue:
                 return
             except Exception as exc:  # procrastinate's ConnectorException, psycopg's errors
                 stop_if_cancelled()
-                log.warning("queue_worker_restarting", error=type(exc).__name__)
+                met("queue_worker_restarting", exc)
                 await asyncio.sleep(self.heartbeat)
 
     async def beating(self, stopped: asyncio.Event) -> None:
@@ -119,25 +129,16 @@ class ChatQueue:
                 await self.jobs.beat()
             except (PsycopgError, PoolTimeout, ConnectorException) as exc:  # next beat
                 stop_if_cancelled()
-                log.warning("queue_beat_failed", error=type(exc).__name__)
+                met("queue_beat_failed", exc)
 
     async def sweep(self) -> int:
-        """Put the jobs of stalled workers back in the queue, if no other replica is at it;
-        how many."""
+        """Put back in the queue the jobs whose lease ran out (`bot.replicas.lease`); how many.
+        Any replica may sweep at once: a job is given away under its row's lock, once."""
         async with self.pool.connection() as conn, conn.transaction():
-            cursor = await conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SWEEP_LOCK,))
-            row = await cursor.fetchone()
-            if row is None or not row[0] or await self._just_started(conn):
+            await conn.execute(f"SET LOCAL lock_timeout = '{SWEEP_WAIT}'")
+            if await self._just_started(conn):
                 return 0
-            manager = self.app.job_manager
-            stalled = list(
-                await manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled_after)
-            )
-            for job in stalled:
-                await manager.retry_job(job)
-                log.warning("queue_job_stalled", job=job.id, chat=job.lock)
-            await manager.prune_stalled_workers(self.stalled_after)
-            return len(stalled)
+            return len(await give_away(conn, task=TASK, lease=self.stalled_after))
 
     async def _just_started(self, conn: AsyncConnection[Any]) -> bool:
         """Whether the database started less than `stalled_after` ago: every worker's last
@@ -156,11 +157,13 @@ class ChatQueue:
         while not self.closing.is_set():
             try:
                 await self.sweep()
+                OUTAGES.back()  # the database answers (again)
                 if rounds % PRUNE_EVERY == 0:
                     await prune(self.pool)
+                    await self.app.job_manager.prune_stalled_workers(GONE_AFTER)
             except (PsycopgError, PoolTimeout, ConnectorException) as exc:  # next round
                 stop_if_cancelled()
-                log.warning("queue_sweep_failed", error=type(exc).__name__)
+                met("queue_sweep_failed", exc)
             rounds += 1
             await until(self.closing, self.heartbeat)
 
@@ -194,6 +197,7 @@ class QueueIntake:
         self.queue = queue
         self.journal = journal
         self.stops = StopAcross(queue.pool)
+        self.leases = Leases(queue.pool, lease=queue.stalled_after, renew_every=queue.heartbeat)
         self._running = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._worker: asyncio.Task[None] | None = None  # among `_tasks`: the one cancelled
@@ -209,6 +213,8 @@ class QueueIntake:
             asyncio.create_task(self.queue.sweeping(), name="queue sweep"),
             asyncio.create_task(self.stops.listen(self._runs, self._answer_here), name="stops"),
         ]
+        self._renewing = asyncio.Event()
+        self._renewals = asyncio.create_task(self._renew(self._renewing), name="leases")
         self.router.outlets[self.channel] = _queued_by_the_journal  # reminders may fire now
         return []
 
@@ -252,7 +258,20 @@ class QueueIntake:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SEND_SETTLE):
                 await self.router.delivery.settle()
+        self._renewing.set()  # the holds last until the last part went
+        await asyncio.wait([self._renewals], timeout=CLOSE_SETTLE)
         log.info("intake_closed", running=self._running)
+
+    async def _renew(self, stopped: asyncio.Event) -> None:
+        """Renew the holds of the turns running here every `heartbeat` seconds, until
+        `stopped`."""
+        while not stopped.is_set():
+            try:
+                await self.leases.renew()
+            except (PsycopgError, PoolTimeout) as exc:  # the next round, or the turns' looks
+                stop_if_cancelled()
+                met("queue_leases_not_renewed", exc)
+            await until(stopped, self.queue.heartbeat)
 
     def aside(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(_logged(work))
@@ -277,44 +296,81 @@ class QueueIntake:
         return self.router.turns.running.is_running(session_key)
 
     async def _answer(self, update: str) -> None:
-        entry = await self.journal.take(update)
+        since = time.monotonic()
+        try:
+            entry = await self.journal.take(update)
+        except Held:  # another take's lease still runs: the job is tried again in a second
+            log.info("queue_turn_held", inbound=update)
+            raise
         if entry is None:  # answered already: the job ran again after its end was lost
             return
+        lease = self.leases.hold(entry, since)
         self._running += 1
+        try:
+            await self._turn(entry, lease)
+        finally:
+            self._running -= 1
+            self.leases.release(lease)
 
-        async def holds() -> None:
-            await self.journal.holds(entry.inbound.id, entry.fence)
+    async def _turn(self, entry: Entry, lease: Lease) -> None:
+        """Answer the entry while its lease holds; a turn stopped for good before its end
+        lets go of the lease, so its next take need not wait for it to run out."""
+        update = entry.inbound.id
+
+        async def look() -> None:
+            for _ in range(LOOKS):  # a look slower than the hold is made again
+                since = time.monotonic()
+                await self.journal.holds(update, entry.fence)
+                self.leases.renewed(lease, since)
+                if lease.valid():
+                    return
+            lease.check()  # the looks themselves took longer than the hold: `LeaseLapsed`
 
         try:
-            replier = FencedReplier(self.replier_for(entry.inbound), self.journal, entry)
-            with looking_first(holds):  # each model call, each Telegram request, right before
+            replier = FencedReplier(self.replier_for(entry.inbound), look)
+            with looking_first(look, wire=lease.check):  # each model call, each request
                 await self.router.answer(entry, replier)
-        except Fenced:
+        except Fenced as exc:
+            if isinstance(exc, LeaseLapsed) and await self._still_held(entry):
+                log.warning("queue_turn_again", inbound=update, error="lease lapsed")
+                await self._let_go(entry)
+                raise  # procrastinate runs it again (`RetryStrategy`), from its ledger
             log.warning("queue_turn_fenced", inbound=update)  # another replica has it now
         except StoreAway as exc:  # the job fails: procrastinate runs it again (`RetryStrategy`)
             log.warning("queue_turn_again", inbound=update, error=str(exc))
+            await self._let_go(entry)
             raise
-        finally:
-            self._running -= 1
+
+    async def _still_held(self, entry: Entry) -> bool:
+        """Whether the entry is still this take's, as the database says (not the clock: a
+        lapse says only that this process could not be sure for a while)."""
+        try:
+            await self.journal.holds(entry.inbound.id, entry.fence)
+        except Fenced:
+            return False
+        return True
+
+    async def _let_go(self, entry: Entry) -> None:
+        with contextlib.suppress(PsycopgError, PoolTimeout):
+            await self.journal.release(entry.inbound.id, entry.fence)
 
 
 class FencedReplier:
     """The channel's replier for a queued turn, sending nothing once another worker took the
-    entry (a replica frozen or cut from the database past its heartbeat, whose turn was given
-    away): each part is sent only after `PgJournal.holds` said it is still this turn's (and the
-    turn's look, `QueueIntake._answer`, looks again right before each request goes out, after
-    its wait for a send slot, where the channel's requests look first)."""
+    entry (a replica frozen or cut from the database past its lease, whose turn was given
+    away): each part is sent only after the turn's look said it is still this turn's (and the
+    channel's requests look again right before each goes out, after its wait for a send slot,
+    and check the lease at the wire)."""
 
-    def __init__(self, inner: Replier, journal: PgJournal, entry: Entry) -> None:
+    def __init__(self, inner: Replier, look: Callable[[], Awaitable[None]]) -> None:
         self.inner = inner
-        self.journal = journal
-        self.inbound_id, self.fence = entry.inbound.id, entry.fence
+        self.look = look
 
     def parts(self, text: str) -> Sequence[object]:
         return self.inner.parts(text)
 
     async def send_part(self, part: object) -> None:
-        await self.journal.holds(self.inbound_id, self.fence)
+        await self.look()
         await self.inner.send_part(part)
 
     def typing(self) -> contextlib.AbstractAsyncContextManager[None]:

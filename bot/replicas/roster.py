@@ -23,7 +23,7 @@ from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
 from bot.errors import StorageError
-from bot.replicas.database import SCHEMA_LOCK, stop_if_cancelled, until
+from bot.replicas.database import SCHEMA_LOCK, met, stop_if_cancelled, until
 from bot.storage.roster import Roster, dumps, loads
 
 log = structlog.get_logger(__name__)
@@ -129,7 +129,7 @@ class PgRoster:
                             await self.refresh()
             except (PsycopgError, OSError) as exc:
                 stop_if_cancelled()
-                log.warning("roster_listen_failed", error=type(exc).__name__)
+                met("roster_listen_failed", exc)
                 await until(self._closing, RETRY)
 
     def _remember(self, roster: Roster, version: int) -> None:

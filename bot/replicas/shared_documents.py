@@ -7,16 +7,17 @@ Shared today: the sessions and their archive (`sessions/…`), working memory
 MEMORY.md with its provenance and quoted material, the daily notes and their archive
 (`archive/`), and HISTORY.
 Also shared: each scope's items (`items/…`, `bot.memory.items`), reminders
-(`reminders.jsonl`) and documents' text (`files/*.md`, `bot.media`). The files a message came
-with (`files/`: a photo, a voice note, a PDF) stay on the disk of the replica that fetched
-them: their text is what the memory keeps. A path moves to the shared side when its store
-reads and writes through `Workspace.documents` alone.
+(`reminders.jsonl`) and the files messages came with (`files/`: a photo, a voice note, a PDF,
+and a document's text beside it, `files/*.md`; `bot.media`), so a turn answered again on
+another replica finds them kept, and nothing a user sent lives on one replica's disk. A path
+moves to the shared side when its store reads and writes through `Workspace.documents` alone.
 
 Shared from `state/` too: the groups' chatter (`state/chatter/`), the undo of /forget
 (`state/undo/`), the durable consolidation jobs (`state/consolidation/`), the usage ledger
 (`state/usage.json`), the memory receipts (`receipts.json`), the people's time zones
-(`timezones.json`) and the scheduled tasks' tokens of the day (`task_tokens.json`); the rest
-of it (the inbox, locks, the channel's offset) stays the replica's own.
+(`timezones.json`), the door's one-time notices each stranger heard (`door_told.json`) and
+the scheduled tasks' tokens of the day (`task_tokens.json`); the rest of it (the inbox, locks,
+the channel's offset) stays the replica's own.
 """
 
 from __future__ import annotations
@@ -117,13 +118,11 @@ def _parts_under(path: Path, root: Path) -> tuple[str, ...] | None:
 
 def _is_scope_store(folder: tuple[str, ...], name: str) -> bool:
     """Whether `folder/name` (under `memory/`) is a scope's items (at any depth below its
-    `items/`, the folders too: their listings are the shared side's), its reminders, or a
-    document's text."""
+    `items/`, the folders too: their listings are the shared side's), its reminders, or a file
+    a message came with (or its text)."""
     within = folder[2:] if folder[:1] == ("chats",) and len(folder) >= 2 else folder
-    if within[:1] == ("items",):
+    if within[:1] == ("items",) or within == ("files",):
         return True
-    if within == ("files",):
-        return name.endswith(".md")
     return not within and name == "reminders.jsonl"
 
 
@@ -133,9 +132,17 @@ def _is_scope(folder: tuple[str, ...]) -> bool:
 
 
 SHARED_STATE = ("chatter", "undo", "consolidation")  # folders under `state/` the replicas share
-# `Workspace.usage_path`, `.receipts_path`, `.timezones_path`, `.task_tokens_path`
+# `Workspace.usage_path`, `.receipts_path`, `.timezones_path`, `.task_tokens_path`,
+# `.door_told_path`
 SHARED_STATE_FILES = frozenset(
-    (name,) for name in ("usage.json", "receipts.json", "timezones.json", "task_tokens.json")
+    (name,)
+    for name in (
+        "usage.json",
+        "receipts.json",
+        "timezones.json",
+        "task_tokens.json",
+        "door_told.json",
+    )
 )
 
 

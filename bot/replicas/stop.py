@@ -21,7 +21,7 @@ from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
 from bot.models import Inbound
-from bot.replicas.database import stop_if_cancelled, until
+from bot.replicas.database import met, stop_if_cancelled, until
 from bot.storage.inbox import decode_inbound, encode_inbound
 
 log = structlog.get_logger(__name__)
@@ -67,7 +67,7 @@ class StopAcross:
                             await self._heard(note.payload, running, answer)
             except (PsycopgError, ValueError, KeyError) as exc:
                 stop_if_cancelled()
-                log.warning("stop_listen_failed", error=type(exc).__name__)
+                met("stop_listen_failed", exc)
                 await until(self._closing, RETRY)
 
     def close(self) -> None:

@@ -24,7 +24,10 @@ asked what it received); the append keeps that window as short as it can be.
 A shared journal's entry is fenced to the worker that took it (`Entry.fence`, `Fenced`). Such a
 turn's effects outside the process look first that the entry is still theirs (`looking_first`
 sets the look for the task and the tasks it starts; `look_first` awaits it): each Telegram request
-right before it goes out, each model call before it is made.
+right before it goes out, each model call before it is made. A look may come with a check at the
+wire (`looking_first(look, wire=…)`): the HTTP clients of both (`wire_hook`) run it as the
+request's first bytes are about to be written, so a process frozen between its look and that
+write sends nothing once it wakes past its hold (`LeaseLapsed`, `bot.replicas.lease`).
 """
 
 from __future__ import annotations
@@ -70,19 +73,42 @@ class Fenced(Exception):
     given up as stalled). The stale worker stops; nothing it would send goes out."""
 
 
+class LeaseLapsed(Fenced):
+    """A request stopped at the wire: the turn's hold on its entry may have run out meanwhile
+    (the process did not run for that long: frozen, or starved). Whether the entry is still the
+    turn's is for the next look to say; nothing of the request went out."""
+
+
 Look = Callable[[], Awaitable[None]]  # raises `Fenced` when the entry is another worker's now
+Wire = Callable[[], None]  # raises `LeaseLapsed` when the hold may have run out
 _LOOK: ContextVar[Look | None] = ContextVar("look", default=None)
+_WIRE: ContextVar[Wire | None] = ContextVar("wire", default=None)
 
 
 @contextmanager
-def looking_first(look: Look | None) -> Iterator[None]:
+def looking_first(look: Look | None, *, wire: Wire | None = None) -> Iterator[None]:
     """Within the block, this task's effects outside the process (and those of the tasks it
-    starts) await `look` first; None: they look at nothing (what goes out once the turn ended)."""
-    token = _LOOK.set(look)
+    starts) await `look` first, and run `wire` as their bytes are about to go out; None: they
+    look at nothing (what goes out once the turn ended)."""
+    token, wired = _LOOK.set(look), _WIRE.set(wire)
     try:
         yield
     finally:
         _LOOK.reset(token)
+        _WIRE.reset(wired)
+
+
+async def wire_hook(request: Any) -> None:
+    """An httpx request hook (httpx's or httpx2's `event_hooks={"request": [wire_hook]}`):
+    a request made under a wire check runs it right before its headers are written (httpcore's
+    `trace` extension), after the connection pool and any connect, as late as a client can."""
+    if _WIRE.get() is not None:
+        request.extensions = {**request.extensions, "trace": _at_the_wire}
+
+
+async def _at_the_wire(event: str, info: object) -> None:
+    if event.endswith("send_request_headers.started") and (wire := _WIRE.get()) is not None:
+        wire()
 
 
 async def look_first() -> None:

@@ -221,6 +221,11 @@ class Workspace:
         return self.state_dir / "receipts.json"
 
     @property
+    def door_told_path(self) -> Path:
+        """The one-time notices each stranger heard (`bot.turn.notices`)."""
+        return self.state_dir / "door_told.json"
+
+    @property
     def web_path(self) -> Path:
         """The memory page's sign-in links and sessions, hashed (`bot.web.signin`)."""
         return self.state_dir / "web.json"

@@ -36,6 +36,7 @@ from bot.storage.roster import Member, Request
 from bot.turn.access import AccessPolicy
 from bot.turn.commands.handler import parse_command
 from bot.turn.delivery import Replier
+from bot.turn.notices import ToldNotices
 from bot.turn.pairing import Asked, Pairing, Refusal, grouped, new_code, normalized
 
 log = structlog.get_logger(__name__)
@@ -110,6 +111,7 @@ class Door:
         now: Callable[[], datetime],
         enabled: bool = True,  # False: strangers get `REFUSAL`, /pair approves nothing
         placeholder: bool = False,  # the configured owners held the example id
+        told: ToldNotices | None = None,  # the one-time notices heard (None: this process's)
     ) -> None:
         self.access = access
         self.pairing = pairing
@@ -117,6 +119,7 @@ class Door:
         self.enabled = enabled
         self.placeholder = placeholder
         self.claim_code: str | None = None  # while the bot has no owner: the kept code
+        self.told = told
         self._told: dict[tuple[str, int], datetime | None] = {}  # notice, user → until (None: ∞)
         self._held: dict[int, Inbound] = {}  # user → their last message before a claim
 
@@ -185,13 +188,13 @@ class Door:
         if not self.access.owners():
             await self._claimable()  # an owner removed by hand from state/paired.json meanwhile
             self._hold(inbound)
-            return self._once(
+            return await self._once(
                 "unclaimed", user_id, UNCLAIMED.format(user_id=user_id, pair_list=PAIR_LIST)
             )
         if not self.enabled:
-            return self._once("off", user_id, REFUSAL.format(user_id=user_id))
+            return await self._once("off", user_id, REFUSAL.format(user_id=user_id))
         if not inbound.is_private:
-            return self._once("group", user_id, GROUP)
+            return await self._once("group", user_id, GROUP)
         asked, request = await self.pairing.ask(
             user_id=user_id, chat_id=inbound.chat_id, name=inbound.person
         )
@@ -202,10 +205,10 @@ class Door:
                 return []
             left = _duration(request.expires_at - self.now())
             text = ASK.format(user_id=user_id, code=code, ttl=left)
-            return self._once("again", user_id, text, until=self.now() + RESEND_EVERY)
+            return await self._once("again", user_id, text, until=self.now() + RESEND_EVERY)
         if asked is Asked.FULL:
             text = FULL.format(ttl=ttl, user_id=user_id)
-            return self._once("full", user_id, text, until=self.now() + self.pairing.ttl)
+            return await self._once("full", user_id, text, until=self.now() + self.pairing.ttl)
         log.info("pairing_requested", user=user_id)
         told = OWNER_TOLD.format(who=_who(request), user_id=user_id, code=code, ttl=ttl)
         owners = sorted(self.access.owners())
@@ -223,10 +226,13 @@ class Door:
         while len(self._held) > HELD_USERS:
             del self._held[next(iter(self._held))]
 
-    def _once(
+    async def _once(
         self, kind: str, user_id: int, text: str, *, until: datetime | None = None
     ) -> list[Notice]:
         """`text` unless this user heard this kind of notice (and it still holds)."""
+        if self.told is not None:
+            first = await self.told.first(kind, user_id, now=self.now(), until=until)
+            return [Notice(text)] if first else []
         key = (kind, user_id)
         if key in self._told:
             held = self._told[key]

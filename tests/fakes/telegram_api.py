@@ -911,9 +911,18 @@ class FakeTelegram(LocalServer):
         return True
 
     def _get_webhook_info(self, _params: Params) -> dict[str, Any]:
+        """Telegram's account: the URL, the updates waiting, the last delivery that failed."""
         pending = len(self._pending)
         url = self.webhook.urls[0] if self.webhook.urls else ""
-        return {"url": url, "has_custom_certificate": False, "pending_update_count": pending}
+        info = {"url": url, "has_custom_certificate": False, "pending_update_count": pending}
+        failed = [a for a in self.webhook.attempts if a.status is None or a.status >= 300]
+        if failed:
+            status = failed[-1].status
+            info["last_error_date"] = int(failed[-1].at)
+            info["last_error_message"] = (
+                f"Wrong response from the webhook: {status}" if status else "Connection refused"
+            )
+        return info
 
     def _set_webhook(self, params: Params) -> bool:
         """Deliver by webhook from now on: round robin over every URL set (`WebhookDelivery`)."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -30,6 +31,7 @@ class Attempt:
     url: str
     status: int | None  # None: no answer (refused, timed out)
     repeat: bool = False  # a duplicate delivery of an update already answered 2xx
+    at: float = field(default_factory=time.time)  # when (seconds since the epoch)
 
 
 class WebhookDelivery:

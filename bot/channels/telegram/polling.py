@@ -40,6 +40,7 @@ from bot.errors import StartupError
 from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
+from bot.storage.inbox import wire_hook
 from bot.turn.commands.handler import COMMANDS
 from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
 from bot.turn.router import Router
@@ -92,6 +93,7 @@ class TelegramChannel:
         self.offset = Offset(state_path)
         self.shutdown_grace = shutdown_grace
         self.heartbeat = heartbeat
+        self.serving = asyncio.Event()  # set once updates are taken (the start is over)
         showing = showing or Showing()
         self.stream = showing.stream
         self.stream_interval = showing.interval
@@ -116,6 +118,7 @@ class TelegramChannel:
             intake = self._intake(bot)
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
+            self.serving.set()
             journaled = (update_id_of(entry.inbound.id) for entry in replayed)
             receipts = self.router.receipts
             presses = Presses(bot, receipts.press if receipts is not None else None)
@@ -304,8 +307,12 @@ async def check_token(token: str, base_url: str, proxy: str | None = None) -> st
         return f"@{bot.username}"
 
 
-def request_via(proxy: str | None) -> HTTPXRequest | None:
-    """PTB's own HTTP client, through `proxy`; None (PTB's default) without one."""
+def request_via(proxy: str | None, *, wired: bool = False) -> HTTPXRequest | None:
+    """PTB's own HTTP client, through `proxy`; None (PTB's default) without one. `wired`: each
+    request runs its turn's check at the wire (`bot.storage.inbox.wire_hook`, replicas)."""
+    if wired:
+        hooks = {"event_hooks": {"request": [wire_hook]}}
+        return HTTPXRequest(proxy=proxy, httpx_kwargs=hooks)
     return HTTPXRequest(proxy=proxy) if proxy else None
 
 
