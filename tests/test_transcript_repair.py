@@ -11,7 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from bot.app import App
-from bot.llm.openai_chat import to_wire
+from bot.llm.wire import to_wire
 from bot.models import ChatMessage, ToolCall
 from bot.storage.sessions import SessionStore
 from bot.storage.transcript import MISSING_RESULT, repair

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.llm.meter import tool_tokens
-from bot.llm.openai_chat import tool_to_wire
 from bot.llm.tokens import TokenCounter
+from bot.llm.wire import tool_to_wire
 from bot.models import ChatMessage, PromptPart, ToolSpec
 
 RULE = "=" * 24

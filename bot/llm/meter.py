@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.errors import ContextOverflow
-from bot.llm.openai_chat import tool_to_wire
 from bot.llm.tokens import TokenCounter
+from bot.llm.wire import tool_to_wire
 from bot.models import ChatMessage, Session, SessionMarks, ToolSpec
 
 MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
