@@ -234,6 +234,7 @@ def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_wor
         "memory/reminders.jsonl",
         f"memory/{GROUP_DIR}/reminders.jsonl",
         "memory/files/2026-11-27.md",
+        "memory/files/2026-11-27-093000-photo-7.jpg",  # what a person sent: any replica reads it
         f"memory/{GROUP_DIR}/files/MEMORY.md",
         "state/chatter/telegram%3A-100123.json",
         "state/undo/x/manifest.json",
@@ -245,7 +246,6 @@ def test_the_replicas_share_the_documents_whose_stores_read_them_through_the_wor
         "state/task_tokens.json",
     ]
     local = [
-        "memory/files/2026-11-27-093000-photo-7.jpg",
         "memory/files/old/2026-11-27.md",
         "memory/working/reminders.jsonl",
         f"memory/{GROUP_DIR}/files/items/x.jsonl",

@@ -283,15 +283,12 @@ async def test_a_preview_deleted_meanwhile_gives_way_to_a_new_message(
 ) -> None:
     fake_openai.script(Reply(LONG, pieces=20, chunk_delay=0.25))
     settings = group_settings(tmp_path / "ws", fake_telegram, fake_openai)
-    fake_telegram.fail_next(
-        "editMessageText",
-        description="Bad Request: message to edit not found",
-        when=lambda params: params.get("text") == LONG,
-    )  # someone deleted the preview before the answer was done
     async with running_bot(settings, fake_telegram):
         fake_telegram.push_text(GROUP, OWNER, "@mnemo_test_bot tell me a lot", chat_type="group")
+        [preview] = await fake_telegram.wait_for_messages(GROUP, 1, timeout=20)
+        fake_telegram.delete_by_hand(preview)  # someone deleted it before the answer was done
         answer = await fake_telegram.wait_for_text(GROUP, LONG, timeout=20)
         await asyncio.sleep(0.5)
 
-    assert visible(fake_telegram, GROUP) == [answer]
+    assert visible(fake_telegram, GROUP) == [answer] and answer.message_id != preview.message_id
     assert answer.edit_count == 0 and answer.reply_to_message_id is not None

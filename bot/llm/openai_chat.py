@@ -235,6 +235,8 @@ class OpenAIChat:
         rejected key — by asking for the list of models (`GET /models`): no token spent, nothing
         asked of the model. A provider whose list is public (OpenRouter) cannot tell a wrong key
         this way; its first answer will."""
+        import openai
+
         try:
             await self._client.get("/models", cast_to=object, options={"max_retries": 0})
         except openai.APIError as exc:

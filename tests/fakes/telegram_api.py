@@ -681,6 +681,12 @@ class FakeTelegram(LocalServer):
         """Messages the bot sent, in sending order, with edits applied."""
         return [m for m in self._sent.values() if chat_id is None or m.chat_id == chat_id]
 
+    def delete_by_hand(self, message: SentMessage) -> None:
+        """Someone in the chat deletes a message the bot sent (an edit of it then fails with
+        "message to edit not found", as Telegram answers)."""
+        key = (message.chat_id, message.message_id)
+        self._sent[key] = dataclasses.replace(self._sent[key], deleted=True)
+
     def sent_documents(self, chat_id: int | str | None = None) -> list[SentDocument]:
         """Files the bot sent, in sending order."""
         return [d for d in self._documents if chat_id is None or d.chat_id == chat_id]
