@@ -19,6 +19,7 @@ import structlog
 from bot.errors import StoreAway
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import turn_reference
+from bot.memory.lines import bare, is_marked
 from bot.memory.notes import quoted
 from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.notes.quoted import Quote
@@ -199,8 +200,8 @@ class FactWriter:
         text = self.long_term.snapshot(scope).text
         found: dict[str, str] = {}
         for number, line in enumerate(text.splitlines(), start=1):
-            fact = line.strip().removeprefix("- ").strip()
-            if fact in facts and fact not in found:
+            fact = bare(line)
+            if fact in facts and fact not in found and not is_marked(line):
                 found[fact] = f"{name}#L{number}"
         return found
 

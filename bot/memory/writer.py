@@ -45,15 +45,10 @@ from bot.memory.facts import TAGGED_SECTION, FactWriter, IndexSync, Stored, atte
 from bot.memory.forgetting import Forgetting, Forgotten, Undone
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import TurnMemoryEvent
+from bot.memory.lines import bare
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
-from bot.memory.notes.long_term import (
-    LineEdit,
-    LongTermMemory,
-    MemoryText,
-    bare_line,
-    new_lines,
-)
+from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText, new_lines
 from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
@@ -337,7 +332,7 @@ class MemoryWriter:
         if edit.before is None:
             return edit
         if supersedes is not None and edit.after is not None:
-            fact = bare_line(edit.after)
+            fact = bare(edit.after)
             await self.facts.origins(scope, [fact], supersedes)
             await self.facts.items_of(scope, [fact], extra=(), origin=supersedes)
             await self.sync_index()

@@ -14,6 +14,7 @@ from textwrap import shorten
 from typing import Any, Protocol
 
 from bot.errors import NotTextError, ToolError
+from bot.memory.lines import bare
 from bot.memory.notes.long_term import LineEdit
 from bot.models import MemoryScope, Provenance, ToolSpec
 from bot.tools import arguments
@@ -86,7 +87,7 @@ class MemoryEdit:
         except NotTextError as exc:
             raise ToolError(str(exc)) from exc  # why it was left alone, and what to fix
         if edit.after is not None:  # a receipt after the reply (`bot.receipts`)
-            ctx.stored.append((scope, edit.after.strip().removeprefix("- ").strip()))
+            ctx.stored.append((scope, bare(edit.after)))
         return _answer(edit, name, old)
 
 

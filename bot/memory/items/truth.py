@@ -16,27 +16,23 @@ A forgotten item stays forgotten. Pure: the writer (`ItemKeeper.follow`) writes 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from difflib import SequenceMatcher
 
-from bot.memory.items.rules import fingerprint
-from bot.memory.notes.supersede import unmarked, until_of
+from bot.memory.lines import bare, fact_of, fingerprint, unbulleted, unmarked, until_of
 from bot.models import ItemStatus, MemoryItem
 
 SAME_LINE = 0.6  # how alike a cited line's new text must be to its item's to be its edit
-_BULLET = re.compile(r"^\s*(?:[-*+]\s+)?")
 
 
 def fact_lines(text: str) -> dict[int, str]:
     """The file's fact lines by number (from 1): not blank, not a heading."""
     found = {}
     for number, line in enumerate(text.splitlines(), start=1):
-        fact = _BULLET.sub("", line, count=1).strip()
-        if fact and not fact.startswith("#"):
-            found[number] = fact
+        if fact_of(line) is not None:
+            found[number] = unbulleted(line).strip()
     return found
 
 
@@ -47,7 +43,7 @@ def follow(
     lines = fact_lines(text)
     where: dict[str, int] = {}  # each text's line: its current one when it has one
     for number, fact in lines.items():
-        key = fingerprint(unmarked(fact))
+        key = fingerprint(fact)
         if key not in where or (until_of(lines[where[key]]) and not until_of(fact)):
             where[key] = number
     cited = [item for item in items if item.status != "forgotten" and _cited(item, name)]
@@ -70,8 +66,8 @@ def _changed_or_gone(
 ) -> MemoryItem:
     number = _cited(item, name)
     fact = lines.get(number) if number else None
-    if number and fact and fingerprint(unmarked(fact)) not in held and _alike(item.text, fact):
-        text = unmarked(fact).strip()
+    if number and fact and fingerprint(fact) not in held and _alike(item.text, fact):
+        text = bare(fact)
         retexted = replace(item, text=text, fingerprint=fingerprint(text))
         return _at(retexted, name, number, fact, now)
     if item.status == "retired":

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import structlog
 
-from bot.memory.notes.supersede import current_lines, mark_replaced, marked
+from bot.memory.lines import bare, bullet_of, marked
+from bot.memory.notes.supersede import current_lines, mark_replaced
 from bot.memory.provenance import FactOrigins
 from bot.models import MemoryScope, Provenance
 from bot.storage.files import Locks
@@ -148,8 +149,8 @@ def _keeping_shape(line: str, new: str) -> str:
     """`new` written as the line was: its indent and list bullet kept unless `new` has one."""
     stripped = new.strip()
     indent = line[: len(line) - len(line.lstrip())]
-    bullet = next((b for b in ("- ", "* ", "+ ") if line.lstrip().startswith(b)), "")
-    if stripped.startswith(("- ", "* ", "+ ", "#")):
+    bullet = bullet_of(line)
+    if bullet_of(stripped) or stripped.startswith("#"):
         bullet = ""
     return f"{indent}{bullet}{stripped}"
 
@@ -188,18 +189,10 @@ def _ended(text: str) -> str:
 def new_lines(update: str, *, seen: str, current: str) -> list[str]:
     """Lines the model added: in `update` but neither in what it saw nor in the file now (so a
     fact deleted by hand meanwhile is not brought back). Headings and bullets are dropped."""
-    known = {bare_line(line) for line in (seen + "\n" + current).splitlines()}
+    known = {bare(line) for line in (seen + "\n" + current).splitlines()}
     found: list[str] = []
     for line in update.splitlines():
-        fact = bare_line(line)
+        fact = bare(line)
         if fact and not fact.startswith("#") and fact not in known and fact not in found:
             found.append(fact)
     return found
-
-
-def bare_line(line: str) -> str:
-    stripped = line.strip()
-    for bullet in ("- ", "* ", "+ "):
-        if stripped.startswith(bullet):
-            return stripped[len(bullet) :].strip()
-    return stripped

@@ -24,8 +24,18 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date
 
-MARK = re.compile(r"\s*_\(was, until (\d{4}-\d{2}-\d{2})\)_\s*$")
-_BULLET = re.compile(r"^(\s*(?:[-*+]\s+)?)")
+from bot.memory.lines import bare, is_marked, marked, normal, unmarked, until_of
+
+__all__ = [
+    "current_lines",
+    "kept_marks",
+    "mark_replaced",
+    "superseded_by",
+    "topic_of",
+    "unmarked",
+    "until_of",
+]
+
 _USER = frozenset({"", "i", "me", "my", "user", "the user"})
 _MOVES = re.compile(
     r"^(?P<s>.*?)\s*\b(?P<v>lives?|living|moved|has moved|relocated|is based|works?|working)"
@@ -49,38 +59,14 @@ _DAY = (
 _WHEN = re.compile(rf"^(?P<s>[\w .'-]+?)\s+(?:is|are)\s+(?:due\s+)?on\s+(?:{_DAY})", re.I)
 
 
-def marked(line: str, until: date) -> str:
-    """`line` marked superseded from `until` (a line marked already keeps its first day)."""
-    if MARK.search(line):
-        return line
-    body = line.rstrip("\n")
-    return f"{body.rstrip()} _(was, until {until.isoformat()})_" + line[len(body) :]
-
-
-def until_of(line: str) -> date | None:
-    """The day a marked line stopped being true, or None for a current one."""
-    found = MARK.search(line)
-    if found is None:
-        return None
-    try:
-        return date.fromisoformat(found[1])
-    except ValueError:
-        return None
-
-
-def unmarked(line: str) -> str:
-    """The line's fact without the mark."""
-    return MARK.sub("", line)
-
-
 def current_lines(lines: Iterable[str]) -> tuple[str, ...]:
     """The lines that are not superseded (what the prompt shows)."""
-    return tuple(line for line in lines if not MARK.search(line))
+    return tuple(line for line in lines if not is_marked(line))
 
 
 def topic_of(fact: str) -> tuple[str, str] | None:
     """(subject, attribute) of a fact the rule knows, or None."""
-    text = " ".join(unmarked(_BULLET.sub("", fact, count=1)).split())
+    text = " ".join(bare(fact).split())
     if found := _MOVES.match(text):
         verb, preposition = found["v"].lower(), found["p"].lower()
         attribute = f"work {preposition}" if verb.startswith("work") else "home"
@@ -108,14 +94,14 @@ def superseded_by(
     """The indexes of the current lines among `lines` that `facts` replace: same topic and
     another text, or named (`named`: lines the model said a fact replaces)."""
     topics = {topic for fact in facts if (topic := topic_of(fact)) is not None}
-    news = {_bare(fact) for fact in facts}
-    names = {_bare(line) for line in named}
+    news = {normal(fact) for fact in facts}
+    names = {normal(line) for line in named}
     found = []
     for index, line in enumerate(lines):
-        bare = _bare(line)
-        if not bare or bare.startswith("#") or MARK.search(line) or bare in news:
+        fact = normal(line)
+        if not fact or fact.startswith("#") or is_marked(line) or fact in news:
             continue
-        if bare in names or topic_of(bare) in topics - {None}:
+        if fact in names or topic_of(fact) in topics - {None}:
             found.append(index)
     return found
 
@@ -135,15 +121,11 @@ def mark_replaced(
 def kept_marks(update: str, before: str) -> str:
     """`update` with a superseded line of `before` it wrote without its mark given the mark
     back (history the model copied unmarked is still history, not a new fact)."""
-    marks = {_bare(line): line.strip() for line in before.splitlines() if MARK.search(line)}
+    marks = {normal(line): line.strip() for line in before.splitlines() if is_marked(line)}
     lines = update.splitlines(keepends=True)
     for at, line in enumerate(lines):
-        old = marks.get(_bare(line))
-        if old is not None and not MARK.search(line):
+        old = marks.get(normal(line))
+        if old is not None and not is_marked(line):
             indent = line[: len(line) - len(line.lstrip())]
             lines[at] = indent + old + ("\n" if line.endswith("\n") else "")
     return "".join(lines)
-
-
-def _bare(line: str) -> str:
-    return " ".join(unmarked(_BULLET.sub("", line.strip(), count=1)).casefold().split())
