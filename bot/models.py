@@ -127,6 +127,15 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class Recalled:
+    """Others' words that reached the model in a turn through memory, and their source
+    (`bot.memory.trust`)."""
+
+    text: str
+    source: Provenance  # where they came from, as what (never "message": not the person's)
+
+
+@dataclass(frozen=True)
 class MemoryItem:
     """One structured memory record, stored as a JSONL line under its scope's `items/`."""
 
@@ -176,6 +185,9 @@ class ChatMessage:
     name: str | None = None  # tool name on role="tool"
     at: datetime | None = None
     turn: str | None = None  # the turn id, on the user message that began the turn
+    # system 50, on a turn's user message: the others' words the turn carried or its answer
+    # drew on (`bot.memory.trust`), which stay others' words when recalled; None: its own
+    origin: Via | None = None
     images: tuple[Image, ...] = ()  # the current turn's request only: never saved
 
 

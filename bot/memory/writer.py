@@ -139,16 +139,18 @@ class MemoryWriter:
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
         owner's private chat, `bot.memory.scopes`), `<chat-memory>` in this chat's own memory.
-        From a turn that carried other people's words (`origin.quoted`) the facts are kept as
-        quoted material instead, until an owner keeps them (`keep_quoted`)."""
+        A fact that is not the person's own — from a turn that carried other people's words,
+        or drawn from others' words memory brought back (`TurnOrigin.source_of`) — is kept as
+        quoted material with its source instead, until an owner keeps it (`keep_quoted`)."""
         ok, items, quotes = True, list[MemoryItem](), list[Quote]()
         added: list[tuple[MemoryScope, str]] = []
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
-        for tag, where, facts in found:
-            if facts and origin is not None and not origin.trusted:
-                quotes += await self.facts.quote(where, facts, origin.source)
-            elif facts:
+        for tag, where, all_facts in found:
+            facts, others = origin.whose(all_facts) if origin else (list(all_facts), {})
+            for source, texts in others.items():
+                quotes += await self.facts.quote(where, texts, source)
+            if facts:
                 stored = await self.facts.tagged(
                     tag,
                     where,

@@ -6,7 +6,8 @@ never instructions, and a tag that only repeats their words is not stored (`with
 `<memory>` goes to the turn's scope, which is the global memory only in an owner's private
 chat; `<chat-memory>` goes to this chat's own memory; from a turn that carried other
 people's words (a document, a forwarded message, group chatter, a tool's output:
-`bot.memory.trust`) they are kept as quoted material instead, until an owner keeps one. The
+`bot.memory.trust`), or drawn from others' words memory brought back in it, they are kept
+as quoted material instead, with their source, until an owner keeps one. The
 tags are stripped first; each store is best-effort (logged), so a storage failure never costs
 the user the reply. Each line added, and each line the memory tools wrote in the turn
 (`TurnContext.stored`), gets a receipt (`bot.receipts`), shown after the reply.

@@ -81,7 +81,7 @@ class MemoryEdit:
         where = arguments.choice(args, "where", options=("memory", "chat"), default="memory")
         scope = ctx.scope if where == "memory" else MemoryScope(chat_key=ctx.session_key)
         name = "MEMORY.md" if where == "memory" else "this chat's memory"
-        refuse_quoted(ctx)
+        refuse_quoted(ctx, new)
         try:
             edit = await self.memory.edit_line(scope, old, new, supersedes=_newer(args, ctx))
         except NotTextError as exc:

@@ -23,6 +23,7 @@ from bot.index.remote import RemoteSearch
 from bot.index.search import Searcher
 from bot.memory.recall.overlap import Shown
 from bot.memory.scopes import search_scopes
+from bot.memory.trust import in_hits
 from bot.models import ToolSpec
 from bot.tools import arguments
 from bot.tools.registry import ToolContext
@@ -95,6 +96,7 @@ class MemorySearch:
         local = await self._local(query, scopes, 2 * k)  # milliseconds: no need to overlap
         remote = await self._remote(query, scopes, k)
         hits = once(sorted([*local, *remote], key=lambda hit: -hit.score))[:k]
+        ctx.recalled.extend(in_hits(hits, chat=ctx.session_key))  # the turn's origin reads them
         return render_hits(hits, await asyncio.to_thread(self._origins, hits))
 
     def _origins(self, hits: Sequence[Hit]) -> list[str]:
