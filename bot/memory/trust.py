@@ -128,6 +128,13 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
+def inferred_over(messages: Sequence[ChatMessage], *, chat: str, at: datetime) -> TurnOrigin:
+    """The origin of what the model writes over a conversation on its own (the memory flush):
+    its inference, but what it draws from the turns that carried others' words is theirs."""
+    said = Provenance(by="model", chat=chat, at=at, via="inference")
+    return TurnOrigin(said, None, tuple(in_conversation(messages, said=said)))
+
+
 def speaker_of(inbound: Inbound) -> str:
     return f"{inbound.user_name or 'user'} ({inbound.user_id})"
 
