@@ -102,6 +102,17 @@ def scope_key(scope: MemoryScope) -> str:
     return scope.chat_key or GLOBAL_KEY
 
 
+@dataclass(frozen=True)
+class StoredLine:
+    """A MEMORY.md (or chat memory) line one write added, and what that write changed to make
+    room for it — what a receipt's Undo puts back (`bot.receipts`)."""
+
+    scope: MemoryScope
+    text: str  # the fact as its line holds it
+    superseded: tuple[str, ...] = ()  # the lines it marked superseded, as they were
+    replaced: str | None = None  # the line it took the place of, as it was
+
+
 class MemoryLayer(StrEnum):
     """Where a structured memory item belongs."""
 

@@ -27,6 +27,7 @@ from bot.models import (
     Recalled,
     Said,
     Session,
+    StoredLine,
     Usage,
 )
 
@@ -61,7 +62,7 @@ class TurnContext:
     # that came back through memory, with their sources (`bot.memory.trust`)
     recalled: list[Recalled] = field(default_factory=list)
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
-    stored: list[tuple[MemoryScope, str]] = field(default_factory=list)  # 30 (memory_edit); 40
+    stored: list[StoredLine] = field(default_factory=list)  # 30 (memory_edit); 40
     # runner (a document's text, `bot.media`) and 50: the files the turn wrote; 55 indexes them
     written: list[Path] = field(default_factory=list)
     live: LiveText | None = None  # runner: where the model's text is shown as it comes (30 feeds)

@@ -24,7 +24,7 @@ import structlog
 from bot.memory.facts import TagSink
 from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import extract_tags, without_echoes
-from bot.models import Inbound, MemoryScope
+from bot.models import Inbound, MemoryScope, StoredLine
 from bot.pipeline import TurnContext
 from bot.systems.origin import origin_of
 from bot.systems.tool_loop import EMPTY_REPLY
@@ -37,7 +37,7 @@ NOT_SAVED = "Sorry, I couldn't save that to memory."
 class Receipts(Protocol):
     """Where what was stored is told, after the reply (`bot.receipts.ReceiptDesk`)."""
 
-    async def issue(self, inbound: Inbound, stored: Sequence[tuple[MemoryScope, str]]) -> bool: ...
+    async def issue(self, inbound: Inbound, stored: Sequence[StoredLine]) -> bool: ...
 
     async def issue_quotes(
         self, inbound: Inbound, scope: MemoryScope, quotes: Sequence[Quote]

@@ -16,7 +16,7 @@ import structlog
 from bot.errors import ToolError
 from bot.memory.provenance import brief
 from bot.memory.trust import TurnOrigin
-from bot.models import Inbound, MemoryScope, Recalled, ToolCall, ToolSpec
+from bot.models import Inbound, MemoryScope, Recalled, StoredLine, ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -28,7 +28,7 @@ class ToolContext:
     session_key: str
     scope: MemoryScope
     forgotten: list[str] = field(default_factory=list)  # memory_forget adds what it forgot
-    stored: list[tuple[MemoryScope, str]] = field(default_factory=list)  # memory lines written
+    stored: list[StoredLine] = field(default_factory=list)  # memory lines written
     inbound: Inbound | None = None  # the message the turn answers (who asked, in which chat)
     origin: TurnOrigin | None = None  # who wrote the message, and whose words the turn carried
     recalled: list[Recalled] = field(default_factory=list)  # memory tools add others' words
