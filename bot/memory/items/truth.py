@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from difflib import SequenceMatcher
 
-from bot.memory.lines import bare, fact_of, fingerprint, unbulleted, unmarked, until_of
+from bot.memory.lines import bare, fact_of, fingerprint, is_marked, unbulleted, unmarked, until_of
 from bot.models import ItemStatus, MemoryItem
 
 SAME_LINE = 0.6  # how alike a cited line's new text must be to its item's to be its edit
@@ -49,16 +49,34 @@ def follow(
     cited = [item for item in items if item.status != "forgotten" and _cited(item, name)]
     held = {item.fingerprint for item in items if item.status != "forgotten"}
     changes: dict[str, MemoryItem] = {}
-    for item in cited:
-        found = where.get(item.fingerprint)
-        if found is not None:
-            new = _at(item, name, found, lines[found], now)
+    followed: set[str] = set()  # the lines' fingerprints an item follows already
+    for item in sorted(cited, key=lambda i: i.created_at):
+        clean = _unmarked(item)
+        found = where.get(clean.fingerprint)
+        if clean.fingerprint in followed:
+            new = _retired(clean, now)  # a twin of an older item of the same line
+        elif found is not None:
+            new = _at(clean, name, found, lines[found], now)
         else:
-            new = _changed_or_gone(item, name, lines, held, now)
+            new = _changed_or_gone(clean, name, lines, held, now)
+        if new.status != "retired":
+            followed.add(new.fingerprint)
         if new != item:
             changes[item.id] = new
             held.add(new.fingerprint)
     return changes
+
+
+def _unmarked(item: MemoryItem) -> MemoryItem:
+    """The item with its text as a fact: a supersede mark is a line's, never an item's."""
+    if not is_marked(item.text):
+        return item
+    text = bare(item.text)
+    return replace(item, text=text, fingerprint=fingerprint(text))
+
+
+def _retired(item: MemoryItem, now: datetime) -> MemoryItem:
+    return item if item.status == "retired" else replace(item, status="retired", updated_at=now)
 
 
 def _changed_or_gone(
@@ -70,9 +88,7 @@ def _changed_or_gone(
         text = bare(fact)
         retexted = replace(item, text=text, fingerprint=fingerprint(text))
         return _at(retexted, name, number, fact, now)
-    if item.status == "retired":
-        return item
-    return replace(item, status="retired", updated_at=now)
+    return _retired(item, now)
 
 
 def _alike(old: str, new: str) -> bool:
