@@ -241,23 +241,29 @@ async def converse(app: App, talk: Talk, turns: int, run: Run) -> None:
     spent: list[float] = []
     timed_model(app, spent)
     for turn in range(1, turns + 1):
-        inbound = Inbound(
-            id=f"bench:{turn}",
-            channel="bench",
-            chat_id=OWNER,
-            user_id=OWNER,
-            text=f"Turn {turn}: what about {talk.words(8, 24)}?",
-            received_at=datetime.now(UTC),
-        )
-        spent.clear()
-        begun = time.perf_counter()
-        await app.router.handle(inbound, Quiet())
-        whole = time.perf_counter() - begun
-        model = sum(spent)
-        run.overhead_ms.append((whole - model) * 1000)
-        run.model_ms.append(model * 1000)
+        overhead, model = await one_turn(app, talk, turn, spent)
+        run.overhead_ms.append(overhead)
+        run.model_ms.append(model)
     gc.collect()
     run.rss_end = rss_mb()
+
+
+async def one_turn(app: App, talk: Talk, turn: int, spent: list[float]) -> tuple[float, float]:
+    """One owner's message through the router: the bot's overhead and the model's time (ms);
+    `spent` is what `timed_model` fills."""
+    inbound = Inbound(
+        id=f"bench:{turn}",
+        channel="bench",
+        chat_id=OWNER,
+        user_id=OWNER,
+        text=f"Turn {turn}: what about {talk.words(8, 24)}?",
+        received_at=datetime.now(UTC),
+    )
+    spent.clear()
+    begun = time.perf_counter()
+    await app.router.handle(inbound, Quiet())
+    whole, model = time.perf_counter() - begun, sum(spent)
+    return (whole - model) * 1000, model * 1000
 
 
 def report(runs: list[Run], turns: int) -> list[str]:

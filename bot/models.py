@@ -42,7 +42,7 @@ class Inbound:
     thread_id: int | None = None
     message_id: int | None = None
     reply_to_message_id: int | None = None
-    user_name: str | None = None
+    user_name: str | None = None  # a handle: the username, else the first name (groups' `Name:`)
     user_display_name: str | None = None  # the person as others read it: "Ann Lee (@ann)"
     addressed: bool = True  # False: a group message not for the bot, kept as context (`Said`)
     attachments: tuple[Attachment, ...] = ()
@@ -57,6 +57,23 @@ class Inbound:
     @property
     def is_private(self) -> bool:
         return self.chat_type == "private"
+
+    @property
+    def person(self) -> str | None:
+        """How the bot names the sender to people (owner alerts, pairing, provenance): their
+        name with the username beside it, "Ann Lee (@ann)"; else what the channel gave; None:
+        nothing (a caller says "user 42")."""
+        return self.user_display_name or self.user_name
+
+    def person_and_id(self) -> str:
+        """`person` with the sender's id, for a record of who said what: "Ann Lee (@ann, 42)",
+        "Ann (42)"; "user (42)" when the channel gave no name."""
+        name = self.person
+        if name is None:
+            return f"user ({self.user_id})"
+        if name.endswith(")") and " (@" in name:  # the username beside the name
+            return f"{name[:-1]}, {self.user_id})"
+        return f"{name} ({self.user_id})"
 
 
 def parse_session_key(key: str) -> tuple[str, int, int | None] | None:
@@ -131,7 +148,8 @@ Via = Literal["message", "voice", "photo", "document", "forwarded", "inference",
 class Provenance:
     """Where a remembered fact came from (`bot.memory.provenance` owns its text and JSON)."""
 
-    by: str  # who said it: a person's name and id ("Ann (42)"), or "model"
+    by: str  # who said it: a person and their id ("Ann (@ann, 42)", `Inbound.person_and_id`;
+    # older items may hold a username, "ann (42)"), or "model"
     chat: str  # the session key of the chat it was said in
     at: datetime
     via: Via  # what it came as ("inference": the model's own, e.g. consolidation)

@@ -274,6 +274,23 @@ class ReminderSettings(_Section):
     shown_in_prompt: int = Field(default=5, ge=0)  # the chat's next items the prompt shows
 
 
+class WebSettings(_Section):
+    """The memory page (`bot.web`, docs/web.md): off unless enabled, on loopback unless told."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"  # anything but loopback needs public_url (a reverse proxy's HTTPS)
+    port: int = Field(default=8765, ge=0, le=65535)  # 0: a free port (tests)
+    public_url: str | None = Field(default=None, pattern=r"^(https://|http://127\.0\.0\.1:)")
+    link_minutes: int = Field(default=10, ge=1, le=60)  # a sign-in link works once, this long
+    session_hours: int = Field(default=12, ge=1, le=24 * 30)  # then the browser signs in again
+
+    @model_validator(mode="after")
+    def _loopback(self) -> WebSettings:
+        if self.host not in ("127.0.0.1", "::1", "localhost") and self.public_url is None:
+            raise ValueError(f"web.host {self.host!r} is beyond loopback: set web.public_url")
+        return self
+
+
 class LogSettings(_Section):
     format: Literal["json", "console"] = "console"
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -302,6 +319,7 @@ class Settings(BaseSettings):
     usage: UsageSettings = UsageSettings()
     store: StoreSettings = StoreSettings()
     reminders: ReminderSettings = ReminderSettings()
+    web: WebSettings = WebSettings()
     log: LogSettings = LogSettings()
 
     @field_validator("timezone")
@@ -321,6 +339,8 @@ class Settings(BaseSettings):
                 raise ValueError("telegram.mode 'webhook' needs store.url (postgresql://…)")
             if not self.telegram.webhook_url or self.telegram.webhook_secret is None:
                 raise ValueError("telegram.mode 'webhook' needs webhook_url and webhook_secret")
+        if self.web.enabled and self.store.url is not None:
+            raise ValueError("web.enabled is for the embedded mode only for now (docs/web.md)")
         return self
 
     @classmethod

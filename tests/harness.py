@@ -23,6 +23,7 @@ from bot.settings import (
     Settings,
     TelegramSettings,
 )
+from bot.web.checks import Checks
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -115,10 +116,15 @@ async def started_app(settings: Settings) -> AsyncIterator[App]:
 
 @asynccontextmanager
 async def running_bot(
-    settings: Settings, telegram: FakeTelegram, *, now: Callable[[], datetime] | None = None
+    settings: Settings,
+    telegram: FakeTelegram,
+    *,
+    now: Callable[[], datetime] | None = None,
+    checks: Checks | None = None,
 ) -> AsyncIterator[App]:
-    """The whole bot, polling the fake Telegram, until the block ends (`now`: its clock)."""
-    app = build_app(settings, api_key=API_KEY, now=now)
+    """The whole bot, polling the fake Telegram, until the block ends (`now`: its clock;
+    `checks`: doctor's, for the memory page's Health)."""
+    app = build_app(settings, api_key=API_KEY, now=now, checks=checks)
     channel = build_telegram(app, settings, token=telegram.token)
     await app.start()
     stop = asyncio.Event()

@@ -5,17 +5,20 @@ the conversation on the terminal (logs in a file), exit status 0."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import io
 import json
 import os
 import re
 import signal
+import struct
 import sys
+import termios
 from asyncio.subprocess import Process
 from pathlib import Path
 
 from bot.app import App
-from bot.channels.console import ConsoleChannel, ConsoleReplier, local_file
+from bot.channels.console import BANNER, ConsoleChannel, ConsoleReplier, local_file
 from bot.models import Inbound
 from bot.settings import MediaSettings
 from bot.storage.inbox import Inbox
@@ -333,3 +336,50 @@ async def test_a_terminal_keeps_line_breaks_and_tags(app: App, fake_openai: Fake
         assert line in lines
     assert "Messages: 2" in lines
     assert any(line.startswith("Model: fake-model") for line in lines)
+
+
+async def test_make_chat_on_a_terminal_says_what_it_is_and_its_spinner_shows_no_markdown(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    answer = "The **answer** is `42`, and **here** " + " ".join(f"word{n}" for n in range(30))
+    fake_openai.script(Reply(answer, pieces=12, chunk_delay=0.15))
+    main, side = os.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "chat",
+        cwd=workspace.parent,
+        env={**chat_env(workspace, fake_openai), "TERM": "xterm"},
+        stdin=side,
+        stdout=side,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # the terminal is its own: no foreground to take
+    )
+    os.close(side)
+    try:
+        shown = await terminal_until(main, "you> ")
+        os.write(main, b"hello\n")
+        shown += await terminal_until(main, "you> ")
+    finally:
+        os.write(main, b"\x04")  # Ctrl-D: the end
+        await asyncio.wait_for(process.wait(), timeout=30)
+        os.close(main)
+
+    seen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    assert seen.lstrip().splitlines()[0].rstrip() == BANNER  # one line of an 80-column terminal
+    assert "The answer is 42, and here" in seen  # the spinner's line, and the reply
+    assert "**" not in seen and "`" not in seen
+
+
+async def terminal_until(fd: int, text: str) -> str:
+    """What a terminal printed from now until `text`."""
+    seen = ""
+    loop = asyncio.get_running_loop()
+    while text not in seen:
+        chunk = await asyncio.wait_for(loop.run_in_executor(None, os.read, fd, 4096), 30)
+        assert chunk, f"the chat ended: {seen!r}"
+        seen += chunk.decode(errors="replace")
+    return seen

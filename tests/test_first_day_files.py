@@ -54,7 +54,7 @@ def test_the_runtime_lock_holds_no_developer_tool() -> None:
         if "==" in line and not line.startswith((" ", "#"))
     }
     assert pinned
-    assert pinned.isdisjoint({"ruff", "mypy", "pytest", "model2vec"})
+    assert pinned.isdisjoint({"ruff", "mypy", "pytest", "model2vec", "playwright"})
 
 
 def test_the_readme_says_what_mnemo_is_before_how_to_start_it() -> None:

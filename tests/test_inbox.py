@@ -40,6 +40,15 @@ async def test_pending_returns_unfinished_entries_in_arrival_order(tmp_path: Pat
     assert (pending[0].reply, pending[0].sent) == (None, 0)
 
 
+async def test_the_senders_name_is_kept_across_a_restart(tmp_path: Path) -> None:
+    named = replace(inbound(6), user_name="bobby", user_display_name="Bob Stone (@bobby)")
+    await Inbox(tmp_path).accept(named)
+
+    [entry] = await Inbox(tmp_path).pending()
+
+    assert entry.inbound == named and entry.inbound.person == "Bob Stone (@bobby)"
+
+
 async def test_group_chatter_stays_chatter_across_a_restart(tmp_path: Path) -> None:
     chatter = replace(inbound(4), addressed=False)
     await Inbox(tmp_path).accept_all([chatter, inbound(5)])

@@ -18,12 +18,16 @@ class RecordingDraft:
         self.shown: list[str] = []
         self.times: list[float] = []
         self.closed = 0
+        self.handed: list[str] = []
 
     async def show(self, text: str) -> None:
         self.shown.append(text)
         self.times.append(asyncio.get_running_loop().time())
         if self.fails:
             raise RuntimeError("the channel broke")
+
+    async def hand_over(self, reply: str) -> None:
+        self.handed.append(reply)
 
     async def close(self) -> None:
         self.closed += 1
@@ -101,3 +105,25 @@ async def test_a_stopped_turn_still_closes_its_draft() -> None:
 async def test_a_replier_without_drafts_gets_no_live_reply() -> None:
     async with live_reply(RecordingReplier()) as live:
         assert live is None
+
+
+async def test_a_turn_ending_in_a_reply_hands_its_draft_over_to_it() -> None:
+    draft = RecordingDraft(interval=0.01)
+    async with LiveReply(draft) as live:
+        live.restart(calls_possible=False)
+        await feed(live, ["The answer ", "so far"], pause=0.05)
+        live.ends_in("The answer, formatted.")
+
+    assert draft.handed == ["The answer, formatted."] and draft.closed == 0
+
+
+async def test_a_turn_broken_after_its_reply_was_known_closes_its_draft() -> None:
+    draft = RecordingDraft(interval=0.01)
+    with pytest.raises(RuntimeError):
+        async with LiveReply(draft) as live:
+            live.restart(calls_possible=False)
+            await feed(live, ["half"], pause=0.05)
+            live.ends_in("half")
+            raise RuntimeError("broke")
+
+    assert draft.handed == [] and draft.closed == 1

@@ -1,5 +1,6 @@
 """One notification per answer in a group: a quick answer is one message (no preview sent and
-deleted first); a long one's preview is sent silently, so only the final message notifies."""
+deleted first); a long one is one message too, sent as a preview that grows into the answer,
+which notifies when it is first sent (an edit never notifies)."""
 
 from __future__ import annotations
 
@@ -54,10 +55,11 @@ async def test_a_long_group_answer_notifies_once(
     settings = group_settings(tmp_path / "ws", fake_telegram, fake_openai)
     async with running_bot(settings, fake_telegram):
         fake_telegram.push_text(GROUP, OWNER, "@mnemo_test_bot tell me a lot", chat_type="group")
-        await fake_telegram.wait_for_messages(GROUP, 2, timeout=20)
+        await fake_telegram.wait_for_text(GROUP, LONG, timeout=20)
         await asyncio.sleep(0.5)
 
-    preview, final = fake_telegram.sent_messages(GROUP)
-    assert preview.deleted and not final.deleted
-    assert final.text == LONG
-    assert notifying(fake_telegram, GROUP) == [LONG]
+    [answer] = fake_telegram.sent_messages(GROUP)  # the preview, grown into the answer
+    assert not answer.deleted and answer.text == LONG and answer.edit_count >= 1
+    [notified] = notifying(fake_telegram, GROUP)
+    assert LONG.startswith(notified) and len(notified) < len(LONG)
+    assert not fake_telegram.calls_to("deleteMessage")

@@ -388,6 +388,23 @@ async def test_start_sends_a_waiting_stranger_their_code_again_but_not_too_often
     assert len(chats.sent(OWNER)) == 1  # the owner was told once
 
 
+async def test_start_gives_back_a_lost_notice_within_a_minute(
+    app: App, chats: Chats, clock: Clock
+) -> None:
+    code = await ask(app, chats, STRANGER)
+    clock.at = START + timedelta(seconds=40)  # the notice was lost: the Start button again
+    await send(app, chats, "/start", user=STRANGER)
+    clock.at = START + timedelta(seconds=55)
+    await send(app, chats, "/start", user=STRANGER)  # 15 s after the last: not yet
+    clock.at = START + timedelta(seconds=75)
+    await send(app, chats, "/start", user=STRANGER)
+
+    sent = chats.sent(STRANGER)
+    assert len(sent) == 3, sent
+    assert [CODE.findall(text) for text in sent] == [[code]] * 3
+    assert len(chats.sent(OWNER)) == 1  # the owner was told once
+
+
 async def test_the_owner_reads_the_persons_name_and_one_code_shape(
     tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
 ) -> None:

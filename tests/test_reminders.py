@@ -8,8 +8,9 @@ import asyncio
 import io
 import json
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from bot.app import build_app
 from bot.channels.console import ConsoleChannel
@@ -20,7 +21,7 @@ from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import API_KEY, FRIEND, OWNER, make_settings
 from tests.reminding import bot_at, reminder_settings, schedule, tool_answers
-from tests.talk import system_text
+from tests.talk import say, system_text
 
 GROUP = -100555
 
@@ -208,3 +209,54 @@ async def test_a_reminder_made_at_the_console_is_shown_there(
         await app.aclose()
 
     assert "mnemo> ⏰ stretch" in stdout.getvalue()
+
+
+async def test_short_relative_reminders_keep_their_second(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    settings = reminder_settings(tmp_path / "ws", fake_telegram, fake_openai)
+    asked = datetime(2026, 11, 27, 21, 36, 54, tzinfo=UTC)
+    async with bot_at(settings, fake_telegram, asked) as bot:
+        schedule(fake_openai, text="check the oven", when="in 1 minute")
+        fake_telegram.push_text(OWNER, OWNER, "remind me in 1 minute to check the oven")
+        await fake_telegram.wait_for_messages(OWNER, 1)
+        bot.clock.at = asked + timedelta(seconds=20)
+        schedule(fake_openai, text="turn it off", when="in 2 minutes")
+        fake_telegram.push_text(OWNER, OWNER, "and in 2 minutes to turn it off")
+        await fake_telegram.wait_for_messages(OWNER, 2)
+        stored = sorted(item["next_at"] for item in reminder_lines(settings.workspace))
+
+        assert await bot.at(asked + timedelta(seconds=59)) == 0  # not at 21:37:00
+        assert await bot.at(asked + timedelta(seconds=60)) == 1
+        assert await bot.at(asked + timedelta(seconds=139)) == 0  # not at 21:39:00
+        assert await bot.at(asked + timedelta(seconds=140)) == 1
+        await bot.settled()
+        texts = bot.texts(OWNER)
+
+    assert stored == ["2026-11-27T21:37:54+00:00", "2026-11-27T21:39:14+00:00"]
+    assert texts[-2:] == ["⏰ check the oven", "⏰ turn it off"]
+
+
+async def test_in_one_minute_counts_from_the_message_not_from_a_slow_model(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(
+        tmp_path / "ws", telegram=None, openai=fake_openai, reminders=ReminderSettings()
+    )
+    asked = datetime(2026, 11, 27, 21, 36, 54, tzinfo=UTC)
+    clock = Clock(asked + timedelta(seconds=30))  # the model took 30 s to call the tool
+    app = build_app(settings, api_key=API_KEY, now=clock)
+    schedule(fake_openai, text="check the oven", when="in 1 minute")
+    try:
+        await say(app, "remind me in 1 minute to check the oven", at=asked)
+    finally:
+        await app.aclose()
+
+    [item] = reminder_lines(settings.workspace)
+    assert item["next_at"] == "2026-11-27T21:37:54+00:00"
+
+
+def reminder_lines(workspace: Path) -> list[dict[str, Any]]:
+    """The owner's reminders file, an item a line."""
+    path = workspace / "memory" / "reminders.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.channels.markdown import plain
 from bot.channels.telegram.format import render
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
@@ -47,6 +48,20 @@ def test_a_code_block_keeps_its_tags_without_escapes() -> None:
     [chunk] = render("```\n<x>\\<y>\n```")
 
     assert chunk.text == "<x>\\<y>"
+
+
+@pytest.mark.parametrize(
+    ("markdown", "text"),
+    [
+        ("Take **the ferry** at `9:15`, [pier 7](http://x)", "Take the ferry at 9:15, pier 7"),
+        ("# Plan\n- **bread**\n- *milk*", "Plan\n• bread\n• milk"),
+        ("still being written: the **impor", "still being written: the impor"),
+        (HTML_PROSE, HTML_PROSE),
+        ("2 * 3 = 6, snake_case stays", "2 * 3 = 6, snake_case stays"),
+    ],
+)
+def test_plain_text_is_markdown_without_its_syntax(markdown: str, text: str) -> None:
+    assert plain(markdown) == text
 
 
 async def test_a_model_reply_and_the_bots_usage_lines_keep_their_tags(

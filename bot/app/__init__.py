@@ -23,6 +23,7 @@ from bot.app.reminders import Reminders, attach, build_reminders
 from bot.app.steering import Gate, Spending, Steering, build_steering
 from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
+from bot.app.web import Checks, Clock, WebParts, build_web
 from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
@@ -108,9 +109,9 @@ class _Core:
 
 
 def build_app(
-    settings: Settings, *, api_key: str, now: Callable[[], datetime] | None = None
+    settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
-    """The app over `settings`; `now` (tests) replaces the clock of `settings.timezone`."""
+    """The app over `settings`; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
     core = _build_core(settings, api_key, now)
     workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
@@ -125,10 +126,7 @@ def build_app(
     turn = _TurnPieces(context, compaction, tools, sent, lightrag)
     pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
-    parts = TurnParts(
-        memory, writer, core.consolidator, compaction, pipeline, sent, store.journal, core.steering
-    )
-    parts = replace(parts, queue=store.queue)
+    parts = _turn_parts(core, turn, pipeline, now)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
     router = build_router(
         settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
@@ -145,10 +143,10 @@ def build_app(
         core.consolidator,
         *([lightrag] if lightrag else []),
         *([transcriber] if transcriber else []),
+        *build_web(settings, WebParts(parts, sessions, reminders, tools), router, now, checks),
         *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
-    preview = _build_preview(context, sessions, router.access, tools.specs, compaction.meter, now)
-    app = App(router, core.llm, workspace, now, preview, services, items_index, store.intake)
+    app = App(router, core.llm, workspace, now, parts.preview, services, items_index, store.intake)
     return replace(app, spending=core.spending, pace=store.pace)
 
 
@@ -267,6 +265,29 @@ def _open_workspace(settings: Settings) -> Workspace:
         raise StartupError(problem)
     workspace.ensure()
     return workspace
+
+
+def _turn_parts(
+    core: _Core, turn: _TurnPieces, pipeline: Pipeline, now: Callable[[], datetime]
+) -> TurnParts:
+    """What the router is built on: the core's memory and journal, the pipeline and its
+    accounting, and the preview of a chat's next prompt (how full it is: /status, /compact)."""
+    access, compaction = core.steering.gate.access, turn.compaction
+    preview = _build_preview(
+        turn.context, core.sessions, access, turn.tools.specs, compaction.meter, now
+    )
+    return TurnParts(
+        core.memory,
+        core.writer,
+        core.consolidator,
+        compaction,
+        pipeline,
+        turn.sent,
+        core.store.journal,
+        core.steering,
+        preview,
+        queue=core.store.queue,
+    )
 
 
 def _build_preview(

@@ -30,11 +30,13 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.commands import basics, conversation, memory, spending, status
 from bot.turn.commands.dispatch import Commands
+from bot.turn.commands.handler import Handler
 from bot.turn.commands.keep import KeepQuoted
 from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Delivery
 from bot.turn.door import Door
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
+from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 from bot.turn.runner import TurnRunner
 
@@ -62,6 +64,7 @@ class TurnParts:
     sent: LastRequests  # the last request of each chat (/context)
     journal: Journal
     steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
+    preview: PromptPreview  # the next prompt of a chat, and how full it is (/status …)
     queue: QueueLook | None = None  # /status: the replicas' shared queue (bot.app.store)
 
 
@@ -140,7 +143,6 @@ def build_commands(
 ) -> Commands:
     steering = parts.steering
     sessions, access, locks, running = chats.sessions, chats.access, chats.locks, chats.running
-    meter, model = parts.compaction.meter, settings.llm.model
     undo_minutes = settings.memory.undo_minutes
     inventory = MemoryInventory(
         workspace,
@@ -157,27 +159,40 @@ def build_commands(
             basics.Stop(running),
             conversation.NewConversation(closing, sessions, locks, access),
             conversation.Compact(
-                parts.compaction.compactor, sessions, locks, access, keep=parts.compaction.keep
+                parts.compaction.compactor,
+                sessions,
+                locks,
+                access,
+                parts.preview,
+                keep=parts.compaction.keep,
             ),
             memory.ShowMemory(inventory, access),
             memory.Remember(parts.writer, access, steering.receipts),
             memory.Forget(parts.writer, access, locks, undo_minutes=undo_minutes),
             memory.Undo(parts.writer, locks, undo_minutes=undo_minutes),
             KeepQuoted(parts.writer, access),
-            status.ShowStatus(
-                sessions,
-                meter,
-                parts.memory.history,
-                running,
-                access,
-                model=model,
-                pipeline=parts.pipeline.describe(),
-                queue=parts.queue,
-            ),
-            status.ShowContext(parts.sent, meter, access, sessions, model=model),
+            *_status_commands(settings, chats, parts),
             spending.ShowUsage(steering.usage, access),
         ]
     )
+
+
+def _status_commands(settings: Settings, chats: Chats, parts: TurnParts) -> list[Handler]:
+    """/status and /context: how full the next prompt is (`parts.preview`), and more."""
+    gauge, model = parts.preview, settings.llm.model
+    return [
+        status.ShowStatus(
+            chats.sessions,
+            gauge,
+            parts.memory.history,
+            chats.running,
+            chats.access,
+            model=model,
+            pipeline=parts.pipeline.describe(),
+            queue=parts.queue,
+        ),
+        status.ShowContext(parts.sent, gauge, chats.access, chats.sessions, model=model),
+    ]
 
 
 def build_door(

@@ -5,9 +5,11 @@ Input is read as it comes, also while a reply is being made: `/stop` (or an inte
 their turn. An interrupt at the prompt, or the end of input (Ctrl-D), ends the chat. A terminal
 gets a spinner while the model works and replies rendered from markdown (rich), their line
 breaks and tags kept (`bot.channels.markdown`); a pipe gets the plain text, `mnemo> ` before
-each reply. On a terminal the spinner's line shows the end of the
-answer as it is written (`ConsoleDraft`, a draft of `bot.turn.live`). A file a reply sends
-(`/context full`) is written into `files` and named.
+each reply. A terminal's chat opens with one line saying what it is and how to use and leave it
+(`BANNER`; a pipe's output stays the conversation alone). On a terminal the spinner's line
+shows the end of the answer as it is written, as text without its markdown (`ConsoleDraft`, a
+draft of `bot.turn.live`). A file a reply sends (`/context full`) is written into `files` and
+named.
 `/file PATH [caption]` (or a path alone, as a terminal pastes a file dragged onto it) sends
 a file: a photo, a voice note or audio, a document (`bot.media`).
 
@@ -37,7 +39,7 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
-from bot.channels.markdown import hard_breaks, literal_tags
+from bot.channels.markdown import hard_breaks, literal_tags, plain
 from bot.media.files import LocalFiles
 from bot.models import Attachment, AttachmentKind, Document, Inbound, Keyed
 from bot.storage.files import atomic_write_text
@@ -51,6 +53,7 @@ LABEL = "mnemo> "
 STOP = "/stop"
 FILE = "/file"
 SPINNER = "thinking… (/stop or Ctrl-C stops the reply)"
+BANNER = "Mnemo in this terminal: type a message; /help lists commands; Ctrl-D leaves."
 DRAFT_INTERVAL = 0.1  # seconds between two updates of the spinner's line
 INTERRUPTED = object()  # an interrupt, queued like a line
 Line = str | object | None  # a line, `INTERRUPTED`, or None: the end of input
@@ -83,6 +86,11 @@ class ConsoleReplier:
 
     async def acknowledge(self) -> None:
         """The console shows its spinner instead."""
+
+    def greet(self) -> None:
+        """A terminal's first line: what this is, and how to use and leave it."""
+        if self.terminal:
+            self.console.print(Text(BANNER, style="dim"))
 
     def end(self) -> None:
         """The chat is over: a terminal's shell prompt starts on a line of its own."""
@@ -124,9 +132,13 @@ class ConsoleDraft:
 
     async def show(self, text: str) -> None:
         if (status := self.replier.status) is not None:
-            line = text.rstrip().rpartition("\n")[2]
+            line = plain(text).rstrip().rpartition("\n")[2]
             room = max(self.replier.console.width - 4, 8)  # the spinner goes before it
             status.update(Text(line if len(line) <= room else "…" + line[-room + 1 :]))
+
+    async def hand_over(self, reply: str) -> None:
+        """The reply is printed in full after: the spinner's line goes back to waiting."""
+        await self.close()
 
     async def close(self) -> None:
         if (status := self.replier.status) is not None:
@@ -159,6 +171,7 @@ class ConsoleChannel:
         """Replay, then answer lines until the end of input or an interrupt at the prompt."""
         if self.router.media is not None:
             self.router.media.connect(CHANNEL, LocalFiles())
+        self.replier.greet()
         await self.router.replay(lambda _: self.replier, channel=CHANNEL)
         self.router.outlets[CHANNEL] = self._scheduled_entry
         try:

@@ -1,6 +1,7 @@
 """What the bot or the model writes, shown as written by a markdown renderer: markdown is
 rendered, HTML is not, and a line break stays a line break.
 
+`plain` is the text without its markup, for a line that shows none (the console's spinner).
 `literal_tags` puts a backslash before each `<` that would start HTML (`<text>`, `<div>`,
 `List<String>`, a comment, an HTML block) or an email link (`<ann@x.org>`), so a renderer shows
 it as text; `hard_breaks` turns each single line break in prose into a hard one, for a renderer
@@ -11,6 +12,7 @@ ask the CommonMark parser which characters are meant (pyromark, telegramify-mark
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +20,32 @@ import pyromark
 from telegramify_markdown.converter import STANDARD_OPTIONS
 
 Events = list[tuple[Any, dict[str, int]]]
+_BLOCKS = ("Paragraph", "Heading", "Item", "CodeBlock", "BlockQuote")
+_OPENING = re.compile(r"(?<!\S)[*_`~]+(?=\S)")  # a marker whose closing one is not written yet
+
+
+def plain(markdown: str) -> str:
+    """`markdown`'s text without its syntax: `**a**` is `a`, `# Head` is `Head`, a list item
+    starts with `• `, each block ends its line; a marker not closed yet (an answer still being
+    written: `the **impor`) is left out too. HTML stays as written (`literal_tags`)."""
+    pieces: list[str] = []
+    for event, _ in _events(literal_tags(markdown)):
+        if event in ("SoftBreak", "HardBreak"):
+            pieces.append("\n")
+        elif not isinstance(event, dict):
+            continue
+        elif (text := event.get("Text", event.get("Code"))) is not None:
+            pieces.append(str(text))
+        elif event.get("Start") == "Item":
+            pieces.append("• ")
+        elif _block_end(event.get("End")):
+            pieces.append("\n")
+    return _OPENING.sub("", "".join(pieces)).strip("\n")
+
+
+def _block_end(end: Any) -> bool:
+    name = next(iter(end), None) if isinstance(end, dict) else end
+    return name in _BLOCKS
 
 
 def literal_tags(markdown: str) -> str:

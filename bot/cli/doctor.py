@@ -21,7 +21,7 @@ every poll (`bot.storage.heartbeat`) must be recent. Exit 0 or 1, one line.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -59,16 +59,23 @@ Check = Callable[[Settings], Awaitable[Finding]]
 
 async def doctor(settings: Settings) -> int:
     """Run every check; print one scrubbed line each; 1 if any failed."""
-    scrub = logs.Scrubber(secret_values(settings))
     failed = 0
+    async for name, finding in findings(settings):
+        failed += finding.level == "FAIL"
+        print(f"{finding.level:<5} {name}: {finding.text}")
+    return 1 if failed else 0
+
+
+async def findings(settings: Settings) -> AsyncIterator[tuple[str, Finding]]:
+    """Each check's name and finding, its text scrubbed of every secret (the memory page's
+    Health shows them too)."""
+    scrub = logs.Scrubber(secret_values(settings))
     for name, check in CHECKS:
         try:
             finding = await check(settings)
         except Exception as exc:
             finding = Finding("FAIL", what_failed(exc, settings))
-        failed += finding.level == "FAIL"
-        print(f"{finding.level:<5} {name}: {scrub(finding.text)[:400]}")
-    return 1 if failed else 0
+        yield name, Finding(finding.level, scrub(finding.text)[:400])
 
 
 def health(settings: Settings) -> int:

@@ -1,5 +1,6 @@
 """Command line: `python -m bot setup | run | chat | doctor | health | prompt | memory … |
-pair … | eval retrieval`. Thin: parse, load settings, hand over (to the other modules of `bot.cli`).
+pair … | web link | eval retrieval`. Thin: parse, load settings, hand over (to the other
+modules of `bot.cli`).
 
 `chat` logs to `logs/console.log` in the workspace (to stderr with `-v`), so that nothing but the
 conversation is on the terminal; Ctrl-C stops a reply, or at the prompt ends the chat, exit 0.
@@ -28,8 +29,8 @@ from bot import logs
 from bot.app import build_app, build_telegram
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram.errors import is_network_error, is_rejected_token, startup_error
-from bot.cli import evaluate, memory, pairs, prompt, reminders, setup, spending
-from bot.cli.doctor import doctor, health
+from bot.cli import evaluate, memory, pairs, prompt, reminders, setup, spending, web
+from bot.cli.doctor import doctor, findings, health
 from bot.errors import ConfigError, StartupError
 from bot.settings import Settings, load_settings, require_secret, secret_values
 from bot.storage.heartbeat import Heartbeat
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     prompt.add_parser(sub)
     reminders.add_parser(sub)
     spending.add_parser(sub)
+    web.add_parser(sub)
     return parser
 
 
@@ -84,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return reminders.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "pair":
             return pairs.run(settings, args)
+        if args.command == "web":
+            return web.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "usage":
             return spending.run(settings, args, out=lambda line: print(scrub(line)))
         if args.command == "prompt":
@@ -109,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def run_telegram(settings: Settings) -> int:
     token = require_secret(settings.telegram.token, TOKEN_VAR)
     api_key = require_secret(settings.llm.api_key, API_KEY_VAR)
-    app = build_app(settings, api_key=api_key)
+    app = build_app(settings, api_key=api_key, checks=lambda: findings(settings))
     heartbeat = Heartbeat(app.workspace.heartbeat_path)
     await asyncio.to_thread(heartbeat.reset)
     channel = build_telegram(app, settings, token=token, heartbeat=heartbeat)

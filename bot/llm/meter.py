@@ -12,6 +12,10 @@ provider's `usage.prompt_tokens` for the turn's first completion over our count 
 request, clamped, so a model with another tokenizer is corrected. The tools' definitions are
 counted too (`tool_tokens`).
 
+`estimate` is the one "how full" figure: /status, /context, /compact and `python -m bot prompt`
+show it (`how_full`), through `bot.turn.preview.PromptPreview.estimate`, which measures a
+session no turn has measured yet on its first prompt, built (not assumed).
+
 The window is asked for each time (`ModelWindows`: it may be learnt from a provider's error).
 Before each request the tool loop `check`s that it fits the window with room for the answer
 (`output_reserve`): one that would not is never sent (`ContextOverflow`, and the runner
@@ -72,10 +76,13 @@ def how_full(estimate: PromptEstimate) -> str:
 
 
 def how_counted(estimate: PromptEstimate, margin: float) -> str:
-    """How `how_full`'s figure is made, for a person checking it."""
+    """How `how_full`'s figure is made, for a person checking it (the offline count is of the
+    next prompt: the last one and what came after it)."""
+    bound = " held at its floor" if estimate.factor <= MIN_FACTOR else ""
+    bound = " held at its ceiling" if estimate.factor >= MAX_FACTOR else bound
     return (
         f"Counted: {estimate.counted:,} tokens offline × {estimate.factor:.2f} (the provider's "
-        f"count against ours) + {margin:.0%} margin = {estimate.tokens:,}"
+        f"count of the last prompt against ours{bound}) + {margin:.0%} margin = {estimate.tokens:,}"
     )
 
 
@@ -123,10 +130,16 @@ class PromptMeter:
         free = self.window - self.output_reserve - self.tool_tokens - CONVERSATION_FLOOR
         return int(MEMORY_SHARE * max(0, free))
 
-    def estimate(self, session: Session, pending: Sequence[ChatMessage] = ()) -> PromptEstimate:
+    def estimate(
+        self,
+        session: Session,
+        pending: Sequence[ChatMessage] = (),
+        *,
+        beyond: int | None = None,  # measured now, for a session no turn has measured yet
+    ) -> PromptEstimate:
         """The prompt of the session's next completion: the system prompt, the session's
         messages and `pending` (e.g. the turn's user message), corrected and with the margin."""
-        system = self._beyond(session)
+        system = self._beyond(session) if beyond is None else beyond
         counted = (
             system + self.tool_tokens + self.tokens.count_messages([*session.messages, *pending])
         )

@@ -21,7 +21,8 @@ from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import turn_reference
 from bot.memory.lines import bare, is_marked
 from bot.memory.notes import quoted
-from bot.memory.notes.long_term import LineEdit, LongTermMemory
+from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText
+from bot.memory.notes.merge import Merged
 from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.trust import TurnOrigin
@@ -203,6 +204,15 @@ class FactWriter:
             return await asyncio.to_thread(quoted.take, path, quote_id, documents)
 
     # ------------------------------------------------------------------ files stay the truth
+
+    async def by_hand(self, scope: MemoryScope, seen: MemoryText, text: str) -> Merged:
+        """A person's edit of the whole MEMORY.md (the memory page), merged with what changed
+        since they saw it (`LongTermMemory.replace_merged`); the items follow, then the index."""
+        merged = await self.long_term.replace_merged(scope, seen, text)
+        await self.follow([scope])
+        if self.index is not None:
+            await self.index.sync()
+        return merged
 
     async def follow(self, scopes: Iterable[MemoryScope]) -> int:
         """Before memory is read: the items made of each scope's MEMORY.md lines follow the

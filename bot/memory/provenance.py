@@ -6,7 +6,7 @@ the same folder, one JSON line per fact written, keyed by the fact's fingerprint
 line's, `bot.memory.lines`: case, bullet and supersede mark do not count), the last line for a
 fingerprint winning:
 
-    {"version": 2, "fingerprint": "1a2b…", "by": "Ann (42)", "chat": "telegram:42", "at": "…",
+    {"version": 2, "fingerprint": "1a2b…", "by": "Ann (@ann, 42)", "chat": "telegram:42", "at": "…",
      "via": "voice"}
 
 A line a person edits by hand has a new fingerprint, so no provenance: it reads as "written by
@@ -54,10 +54,15 @@ _SAID = {
 
 
 def brief(origin: Provenance | None) -> str:
-    """`Ann (42), said by voice, telegram:42, 2026-11-20` (or "written by hand")."""
+    """`Ann (@ann, 42), said by voice, telegram:42, 2026-11-20` (or "written by hand")."""
     if origin is None:
         return "written by hand"
     return f"{origin.by}, {_SAID[origin.via]}, {origin.chat}, {origin.at:%Y-%m-%d}"
+
+
+def said_as(origin: Provenance) -> str:
+    """How it came: "said", "said by voice", "from a document" …"""
+    return _SAID[origin.via]
 
 
 def to_json(origin: Provenance) -> dict[str, str]:

@@ -4,6 +4,8 @@ own memory. Nothing outside these scopes is ever read, searched or changed for a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from bot.models import GLOBAL_KEY, MemoryScope, scope_key
 
 
@@ -25,3 +27,20 @@ def search_scopes(scope: MemoryScope, session_key: str) -> tuple[str, ...]:
     if scope.is_global:
         return (GLOBAL_KEY, session_key)
     return (scope_key(scope),)
+
+
+def page_scopes(
+    scope: MemoryScope, session_key: str, chats: Iterable[MemoryScope]
+) -> tuple[MemoryScope, ...]:
+    """The memory a person's page shows (`bot.web`), as their private chat (`scope`,
+    `session_key`) would: an owner's the global memory, their own chat's and every other
+    chat's (`chats`), as an owner in private lists every chat's reminders and usage; anyone
+    else's only their own chat's."""
+    if not scope.is_global:
+        return visible_scopes(scope, session_key)
+    return tuple(dict.fromkeys([*visible_scopes(scope, session_key), *chats]))
+
+
+def may_see(scope: MemoryScope, session_key: str, target: MemoryScope) -> bool:
+    """Whether a person's page may show or change `target` (`page_scopes`' rule)."""
+    return scope.is_global or target in visible_scopes(scope, session_key)

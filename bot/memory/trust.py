@@ -136,7 +136,8 @@ def inferred_over(messages: Sequence[ChatMessage], *, chat: str, at: datetime) -
 
 
 def speaker_of(inbound: Inbound) -> str:
-    return f"{inbound.user_name or 'user'} ({inbound.user_id})"
+    """Who said it, as /memory shows it: "Ann Lee (@ann, 42)" (`Inbound.person_and_id`)."""
+    return inbound.person_and_id()
 
 
 def said_by(inbound: Inbound) -> Provenance:

@@ -20,14 +20,14 @@ file line or session turn), then the search index (derived, synced from the file
     consolidation,  append_history    an entry (or a compaction's checkpoint) in HISTORY
     compaction
     system 19       follow_files      MEMORY.md changed (by hand, consolidation) → its items → index
+    memory page     edit_by_hand      MEMORY.md as a person sent it, merged → its items → index
     upkeep          decay             idle items lose salience → index
                     archive_notes     notes past retention → archive/ → index
 
 MEMORY.md's facts — their items, provenance, quotes, and items following the file — are
 `facts.FactWriter`'s. Systems, commands and tools hand it what happened; they do not write
-memory themselves. Within
-a turn the index syncs the files the turn wrote, after it (system 55, told them by system 50);
-outside a turn (a command, a tool) the writer syncs it.
+memory themselves. Within a turn the index syncs the files the turn wrote, after it (system
+55, told them by system 50); outside a turn (a command, a tool) the writer syncs it.
 Each store is locked and atomic where it lives (`notes/`, `items/`); a failure of the items or
 the index is logged and never undoes the markdown, which is what counts.
 """
@@ -49,6 +49,7 @@ from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText, new_lines
+from bot.memory.notes.merge import Merged
 from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
@@ -371,7 +372,8 @@ class MemoryWriter:
         file when it changed since (`FactWriter.follow`); how many items changed."""
         return await self.facts.follow(scopes)
 
-    # ------------------------------------------------------------------ facts
+    async def edit_by_hand(self, scope: MemoryScope, seen: MemoryText, text: str) -> Merged:
+        return await self.facts.by_hand(scope, seen, text)  # the memory page's (`FactWriter`)
 
 
 async def _done(write: Awaitable[object]) -> bool:

@@ -103,6 +103,13 @@ class ReceiptDesk:
             return Pressed(words.EXPIRED)
         return await self._act(*parsed, chat=press.session_key, user=press.user_id)
 
+    async def act(
+        self, receipt_id: str, action: str, *, chat: str, user: int, new: str | None = None
+    ) -> Pressed:
+        """A press from outside the chat (the memory page), checked as one pressed in `chat`:
+        `u` undo, `f` forget, `k` keep a quote, `e` with `new`: the line edited at once."""
+        return await self._act(receipt_id, action, chat=chat, user=user, new=new)
+
     async def intercept(self, inbound: Inbound) -> str | None:
         """The answer to a message the desk takes: `/receipt ID ACTION`, or the new text of
         an edit this person started; None for any other message."""
@@ -121,11 +128,14 @@ class ReceiptDesk:
         receipt = await self.store.get(pending)
         if text.startswith("/") or receipt is None or receipt.state != "kept":
             return None  # a command cancels the edit and is answered as usual
-        return await self._edit(receipt, text, inbound)
+        chat, user = inbound.session_key, inbound.user_id
+        return await self._edit(receipt, text, chat=chat, user=user, inbound=inbound.id)
 
     # ------------------------------------------------------------------ the actions
 
-    async def _act(self, receipt_id: str, action: str, *, chat: str, user: int) -> Pressed:
+    async def _act(
+        self, receipt_id: str, action: str, *, chat: str, user: int, new: str | None = None
+    ) -> Pressed:
         receipt = await self.store.get(receipt_id)
         if receipt is None:
             return Pressed(words.EXPIRED)
@@ -143,6 +153,9 @@ class ReceiptDesk:
             return await self._undo(receipt)
         if action == "f":
             return await self._forget(receipt)
+        if new is not None:
+            told = await self._edit(receipt, new, chat=chat, user=user, inbound=receipt.inbound)
+            return Pressed(told, told)
         await self.store.await_edit(chat, user, receipt.id)
         fact = words.short(receipt.text)
         return Pressed(words.ASK_NEW_TEXT_NOTICE, words.ASK_NEW_TEXT.format(fact=fact))
@@ -178,7 +191,7 @@ class ReceiptDesk:
         told = forget_receipt(receipt.text, forgotten, undo_minutes=self.undo_minutes)
         return Pressed(f"Forgot it ({forgotten.total} in all).", told[: words.TEXT_CHARS])
 
-    async def _edit(self, receipt: Receipt, new: str, inbound: Inbound) -> str:
+    async def _edit(self, receipt: Receipt, new: str, *, chat: str, user: int, inbound: str) -> str:
         new = " ".join(new.split())
         if not new:
             return words.EDIT_EMPTY.format(fact=words.short(receipt.text))
@@ -186,7 +199,9 @@ class ReceiptDesk:
         if edit.before is None:
             return words.GONE.format(fact=words.short(receipt.text), action="edit")
         await self.store.update(receipt.closed("edited"))
-        await self.issue(inbound, [StoredLine(receipt.memory_scope, new, replaced=edit.before)])
+        if self.enabled:  # the new text's receipt undoes to the text it replaced
+            changed = StoredLine(receipt.memory_scope, new, replaced=edit.before)
+            await self.store.add(chat, user, receipt.memory_scope, new, inbound, changed=changed)
         return words.EDITED.format(old=words.short(receipt.text), new=words.short(new))
 
 

@@ -118,6 +118,12 @@ class ReceiptStore:
         document = await asyncio.to_thread(self._read)
         return _receipt(document["receipts"].get(receipt_id))
 
+    async def recent(self) -> list[Receipt]:
+        """Every receipt kept, the newest first (the memory page's "What I learned")."""
+        document = await asyncio.to_thread(self._read)
+        found = (_receipt(r) for r in document["receipts"].values())
+        return sorted((r for r in found if r is not None), key=lambda r: r.at, reverse=True)
+
     async def unshown(self, inbound: str) -> list[Receipt]:
         document = await asyncio.to_thread(self._read)
         found = (_receipt(r) for r in document["receipts"].values())

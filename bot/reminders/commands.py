@@ -98,7 +98,7 @@ class ReminderCommands:
         scope, item = found
         now = self.now()
         try:
-            rule = read_when(when, now, item.tz)
+            rule = read_when(when, now, item.tz, asked=inbound.received_at)
         except RuleError as exc:
             return f"{exc}."
         moved = replace(item, rule=rule).advanced(now)

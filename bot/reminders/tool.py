@@ -104,7 +104,7 @@ class RemindTool:
             user_id=inbound.user_id,
             zone=zone,
             text=text,
-            rule=_rule(args, now, zone),
+            rule=_rule(args, now, zone, asked=inbound.received_at),
             next_at=None,
             created_at=now,
             kind="task" if args.get("task") is True else "reminder",
@@ -124,7 +124,8 @@ class RemindTool:
             raise ToolError(f"no reminder {item_id!r} in this chat (action 'list' shows them)")
         item, now = found[0], self.now()
         if args.get("when") is not None:
-            item = replace(item, rule=_rule(args, now, item.zone)).advanced(now)
+            asked = ctx.inbound.received_at if ctx.inbound else None
+            item = replace(item, rule=_rule(args, now, item.zone, asked=asked)).advanced(now)
         item = replace(item, text=text or item.text)
         confirmed = _confirmed(item)
         await self.store.replace(ctx.scope, item)
@@ -132,10 +133,10 @@ class RemindTool:
         return f"Changed {confirmed}"
 
 
-def _rule(args: dict[str, Any], now: datetime, zone: str) -> Rule:
+def _rule(args: dict[str, Any], now: datetime, zone: str, *, asked: datetime | None) -> Rule:
     when = arguments.text(args, "when", max_chars=100)
     try:
-        return read_when(when, now, Reminder.zone_info(zone))
+        return read_when(when, now, Reminder.zone_info(zone), asked=asked)
     except RuleError as exc:
         raise ToolError(str(exc)) from None
 

@@ -5,7 +5,11 @@
     "09:00"                                         the next 09:00, local
     "0 8 * * 1" (or "cron 0 8 * * 1")               every time the cron expression matches
 
-Local means the person's zone; `RuleError` says in words what was not understood.
+Local means the person's zone; `RuleError` says in words what was not understood. A relative
+time is kept to the second ("in 1 minute" asked at 21:36:54 is 21:37:54, not 21:37:00), and
+counts from when the person asked (`asked`: the message's time, so a model slow to call the
+tool does not make it late), unless that is not within the span before now (a message answered
+after a restart, or a clock that disagrees): then from now. A date or a clock time is a minute.
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ _RELATIVE = re.compile(r"^in\s+(\d{1,5})\s*(m|mins?|minutes?|h|hrs?|hours?|d|day
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-def read_when(when: str, now: datetime, zone: ZoneInfo) -> Rule:
-    """The rule `when` says, read at `now` (aware) in `zone`; a one-off must be in the future."""
+def read_when(when: str, now: datetime, zone: ZoneInfo, *, asked: datetime | None = None) -> Rule:
+    """The rule `when` says, read at `now` (aware) in `zone`, a relative one from `asked` (when
+    the person asked, if within its span before now); a one-off must be in the future."""
     spoken = " ".join(when.strip().lower().split())
     local_now = now.astimezone(zone).replace(tzinfo=None)
     if match := _RELATIVE.match(spoken):
         delta = timedelta(**{_UNITS[match.group(2)[0]]: int(match.group(1))})
-        return Rule(at=(now + delta).astimezone(zone).replace(second=0, microsecond=0))
+        since = asked if asked is not None and now - delta < asked <= now else now
+        return Rule(at=(since + delta).astimezone(zone).replace(microsecond=0))
     spoken = spoken.removeprefix("cron ").strip()
     if len(spoken.split()) == 5 and not re.search(r"\d{4}-", spoken):
         return Rule(cron=spoken)

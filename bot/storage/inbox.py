@@ -49,7 +49,8 @@ from bot.models import Attachment, AttachmentKind, ChatType, Inbound, InboundKin
 from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
 from bot.storage.workspace import encode_key
 
-FORMAT_VERSION = 2  # 1: no reply, no sent count; "attachments" may be missing (none)
+FORMAT_VERSION = 2  # 1: no reply, no sent count; "attachments" may be missing (none);
+# "user_display_name" may be missing too (an entry of an older version 2: none)
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
@@ -284,6 +285,7 @@ def encode_inbound(inbound: Inbound) -> dict[str, Any]:
         "message_id": inbound.message_id,
         "reply_to_message_id": inbound.reply_to_message_id,
         "user_name": inbound.user_name,
+        "user_display_name": inbound.user_display_name,
         "addressed": inbound.addressed,
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
         "forwarded": inbound.forwarded,
@@ -310,6 +312,7 @@ def decode_inbound(document: dict[str, Any]) -> Inbound:
         message_id=document.get("message_id"),
         reply_to_message_id=document.get("reply_to_message_id"),
         user_name=document.get("user_name"),
+        user_display_name=document.get("user_display_name"),
         addressed=bool(document.get("addressed", True)),
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
         forwarded=bool(document.get("forwarded", False)),

@@ -224,6 +224,11 @@ class Workspace:
         return self.state_dir / "receipts.json"
 
     @property
+    def web_path(self) -> Path:
+        """The memory page's sign-in links and sessions, hashed (`bot.web.signin`)."""
+        return self.state_dir / "web.json"
+
+    @property
     def timezones_path(self) -> Path:
         """The time zone each person set (`bot.reminders.zones`)."""
         return self.state_dir / "timezones.json"

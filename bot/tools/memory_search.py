@@ -92,12 +92,19 @@ class MemorySearch:
         arguments.only(args, ("query", "k"))
         query = arguments.text(args, "query", max_chars=MAX_QUERY_CHARS)
         k = arguments.integer(args, "k", default=self.default_k, low=1, high=MAX_K)
-        scopes = search_scopes(ctx.scope, ctx.session_key)
+        hits, origins = await self.search(query, search_scopes(ctx.scope, ctx.session_key), k)
+        ctx.recalled.extend(in_hits(hits, chat=ctx.session_key))  # the turn's origin reads them
+        return render_hits(hits, origins)
+
+    async def search(
+        self, query: str, scopes: Sequence[str], k: int
+    ) -> tuple[list[Hit], list[str]]:
+        """The best `k` hits in `scopes` and where each one's text came from (this tool's, and
+        the memory page's search); `ToolError` when the index is not available."""
         local = await self._local(query, scopes, 2 * k)  # milliseconds: no need to overlap
         remote = await self._remote(query, scopes, k)
         hits = once(sorted([*local, *remote], key=lambda hit: -hit.score))[:k]
-        ctx.recalled.extend(in_hits(hits, chat=ctx.session_key))  # the turn's origin reads them
-        return render_hits(hits, await asyncio.to_thread(self._origins, hits))
+        return hits, await asyncio.to_thread(self._origins, hits)
 
     def _origins(self, hits: Sequence[Hit]) -> list[str]:
         if self.origins is None:

@@ -78,6 +78,10 @@ class ToolRegistry:
     def add(self, tool: Tool) -> None:
         self._tools[tool.spec.name] = tool
 
+    def get(self, name: str) -> Tool | None:
+        """The tool offered as `name` (the memory page uses `memory_search`'s)."""
+        return self._tools.get(name)
+
     def without(self, *names: str) -> ToolRegistry:
         """The same tools but `names`."""
         return ToolRegistry(t for n, t in self._tools.items() if n not in names)

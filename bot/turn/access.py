@@ -40,9 +40,13 @@ class AccessPolicy:
         return user_id in self._roster().paired_ids
 
     def scope_for(self, inbound: Inbound) -> MemoryScope:
-        if inbound.is_private and self.is_owner(inbound.user_id):
-            return GLOBAL_SCOPE
+        if inbound.is_private:
+            return self.private_scope(inbound.user_id, inbound.session_key)
         return MemoryScope(chat_key=inbound.session_key)
+
+    def private_scope(self, user_id: int, session_key: str) -> MemoryScope:
+        """What a person's private chat sees (and their memory page, `bot.web`)."""
+        return GLOBAL_SCOPE if self.is_owner(user_id) else MemoryScope(chat_key=session_key)
 
     def _roster(self) -> Roster:
         return self.roster.current() if self.roster is not None else Roster()

@@ -47,7 +47,7 @@ class OwnerAlerts:
         if last is not None and now - last < EVERY:
             return
         self._told[error.cause] = now
-        who = inbound.user_name or f"user {inbound.user_id}"
+        who = inbound.person or f"user {inbound.user_id}"
         text = ALERT.format(who=who, what=failures.for_owner(error))
         log.warning("owner_alerted", cause=str(error.cause), owners=len(self.access.owners()))
         for owner in sorted(self.access.owners()):

@@ -3,11 +3,12 @@ it is /pair, /unpair or /claim — and every word the chat reads about access.
 
 - A stranger in a private chat gets one notice with their Telegram id and a pairing code, and
   the owners hear of it in their private chats (named by their name and username); further
-  messages while the request waits are dropped silently, but `/start` sends the notice again
-  (not within `RESEND_EVERY` of the last one). With `MAX_PENDING` requests waiting they are
-  told once to try later; in a group, once to write in private; with pairing off, once that
-  the bot is private; while the bot has no owner, once that it has none. Nothing of theirs is
-  journaled, stored or sent to the model (but see `release`).
+  messages while the request waits are dropped silently, but `/start` (Telegram's Start
+  button) sends the notice again, at most every `RESEND_EVERY` (30 s): one who lost it gets it
+  back at once, one who keeps pressing does not flood the chat. With `MAX_PENDING` requests
+  waiting they are told once to try later; in a group, once to write in private; with pairing
+  off, once that the bot is private; while the bot has no owner, once that it has none.
+  Nothing of theirs is journaled, stored or sent to the model (but see `release`).
 - `/claim CODE` (the code kept in `state/paired.json` while the bot has no owner: in the log at
   start, in `python -m bot pair list` and in doctor) makes the first private chat that sends it
   an owner; the last message that chat sent before claiming is then answered (`release`).
@@ -40,7 +41,7 @@ log = structlog.get_logger(__name__)
 
 Reach = Callable[[int], Replier]  # a replier for a user's private chat on the same channel
 COMMANDS = frozenset({"pair", "unpair", "claim"})
-RESEND_EVERY = timedelta(minutes=5)  # a waiting stranger's /start sends their code again
+RESEND_EVERY = timedelta(seconds=30)  # a waiting stranger's /start sends their code again
 HELD_USERS = 10  # strangers whose last message an unclaimed bot keeps, to answer once claimed
 
 CLAIM_LOG = "No owner yet: send /claim {code} to your bot in a private chat"
@@ -187,7 +188,7 @@ class Door:
         if not inbound.is_private:
             return self._once("group", user_id, GROUP)
         asked, request = await self.pairing.ask(
-            user_id=user_id, chat_id=inbound.chat_id, name=_person(inbound)
+            user_id=user_id, chat_id=inbound.chat_id, name=inbound.person
         )
         ttl = _duration(self.pairing.ttl)
         code = grouped(request.code)
@@ -241,7 +242,7 @@ class Door:
             log.warning("claim_refused", user=inbound.user_id)
             return CLAIM_WRONG
         try:
-            claimed = await self.pairing.claim(user_id=inbound.user_id, name=_person(inbound))
+            claimed = await self.pairing.claim(user_id=inbound.user_id, name=inbound.person)
         except StorageError as exc:
             return f"I could not save that: {exc}"
         self.claim_code = None
@@ -315,11 +316,6 @@ class Door:
         else:
             lines.append("Nobody is paired yet.")
         return "\n".join(lines)
-
-
-def _person(inbound: Inbound) -> str | None:
-    """How the owner reads who someone is: their name and username when the channel says."""
-    return inbound.user_display_name or inbound.user_name
 
 
 def _is_start(inbound: Inbound) -> bool:

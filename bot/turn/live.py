@@ -6,10 +6,13 @@ What is shown is the current answer's text (a new step of the tool loop starts i
 memory tags and anything that may be the start of one held back (`bot.memory.notes.tags`), and
 nothing while it may still be tool calls written as text (`bot.llm.text_calls`).
 
-The draft is never the reply: the final, formatted reply goes through the ledger (`Delivery`)
-as before. When the turn ends — answered, stopped, failed — the draft is closed before the
-reply is recorded (Telegram deletes a preview message it sent), so the final message is the only
-one left. Showing is best effort: a draft that fails is logged and the turn goes on.
+The final, formatted reply goes through the ledger (`Delivery`) as before. When the turn ends
+in a reply (`ends_in`: answered, or what failed), the draft is handed over before the reply is
+recorded: the channel may let the reply take its place (Telegram edits its preview message into
+the reply's first part, `Draft.hand_over`), so one message shows the answer from its first
+words to its end. A turn that ends without one (stopped, broken) closes the draft (Telegram
+deletes a preview message). Showing is best effort: a draft that fails is logged and the turn
+goes on.
 """
 
 from __future__ import annotations
@@ -38,8 +41,13 @@ class Draft(Protocol):
         """Show `text` as the reply so far, in place of what was shown before."""
         ...
 
+    async def hand_over(self, reply: str) -> None:
+        """The turn ended in `reply`: what was shown becomes it where the channel can (its
+        replier then sends `reply`'s first part in its place), or is taken away."""
+        ...
+
     async def close(self) -> None:
-        """Take what was shown away: the final reply comes next."""
+        """Take what was shown away: the turn ended without a reply to put in its place."""
         ...
 
 
@@ -58,10 +66,12 @@ def live_reply(replier: object) -> AbstractAsyncContextManager[LiveReply | None]
 
 
 class LiveReply:
-    """Shows the model's text as it comes, while the block runs; closes the draft after."""
+    """Shows the model's text as it comes, while the block runs; after, hands the draft over
+    to the reply the turn `ends_in`, or closes it."""
 
     def __init__(self, draft: Draft) -> None:
         self.draft = draft
+        self._reply = ""  # what the turn ends in ("": nothing yet)
         self._pieces: list[str] = []
         self._calls_possible = False
         self._shown = ""
@@ -75,6 +85,10 @@ class LiveReply:
     def add(self, piece: str) -> None:
         self._pieces.append(piece)
         self._changed.set()
+
+    def ends_in(self, reply: str) -> None:
+        """The reply the turn ends in, which may take the draft's place."""
+        self._reply = reply
 
     def visible(self) -> str:
         """What may be shown of the current answer so far ("" for nothing yet)."""
@@ -94,11 +108,15 @@ class LiveReply:
         trace: TracebackType | None,
     ) -> None:
         await self._task.stop()
-        if self._shown:
-            try:
+        if not self._shown:
+            return
+        try:
+            if kind is None and self._reply:
+                await self.draft.hand_over(self._reply)
+            else:
                 await self.draft.close()
-            except Exception:
-                log.warning("draft_close_failed", exc_info=True)
+        except Exception:
+            log.warning("draft_close_failed", exc_info=True)
 
     async def _show_changes(self) -> None:
         """Show the visible text whenever it changed, then wait out the interval."""

@@ -1,19 +1,27 @@
 """The prompt the next message in a chat would get, built without the model: `python -m bot
-prompt --chat KEY` (`bot.cli.prompt`).
+prompt --chat KEY` (`bot.cli.prompt`); and how full it is, the one figure /status, /context,
+/compact and that command show (`estimate`).
 
 System 20 builds it over the chat's saved session and the workspace, exactly as in a turn (the
 chat's memory scope decided by `AccessPolicy` as for a message from that chat); nothing is
 written and the model is not called. What system 18 might compact first is not run.
+
+The figure is the meter's (`PromptMeter.estimate`, what compaction decides by). What a
+session's requests hold beyond the conversation (instructions, memory, tools) is measured by
+each turn; before a chat's first turn (a new chat, or after /new) it is measured here, on the
+first prompt built with an empty message: what that prompt will really take, not the room
+memory may take at most.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from bot.llm.inspection import Breakdown, SentRequest, breakdown
-from bot.llm.meter import PromptMeter, how_full
-from bot.models import ChatMessage, Inbound, ToolSpec, parse_session_key
+from bot.llm.meter import PromptEstimate, PromptMeter, how_full
+from bot.models import ChatMessage, Inbound, Session, ToolSpec, parse_session_key
 from bot.pipeline import System, TurnContext
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
@@ -51,12 +59,33 @@ class PromptPreview:
         """The request a message `text` in the chat would start with; `UnknownChat` unless the
         chat has a session."""
         inbound = self._inbound(session_key, text)
+        return await self._request(inbound, await self.sessions.load(session_key))
+
+    async def estimate(self, inbound: Inbound, session: Session) -> PromptEstimate:
+        """How full the next prompt of `session` (the chat of `inbound`) is: the one figure."""
+        if session.marks.system_tokens is not None:
+            return self.meter.estimate(session)
+        request = await self._request(replace(inbound, text="", attachments=()), session)
+        measured = self.meter.calibrate(
+            request=request.messages,
+            conversation=(*session.messages, request.message),
+            reported=None,
+        )
+        return self.meter.estimate(session, beyond=measured.system_tokens)
+
+    async def how_full(self, session_key: str) -> str:
+        """The chat's "how full" line, as /status and /context say it."""
+        inbound = self._inbound(session_key, "")
+        return how_full(await self.estimate(inbound, await self.sessions.load(session_key)))
+
+    async def _request(self, inbound: Inbound, session: Session) -> SentRequest:
+        """System 20 over `session` for a message `inbound`."""
         ctx = TurnContext(
             inbound=inbound,
             turn_id=PREVIEW,
             scope=self.access.scope_for(inbound),
-            session=await self.sessions.load(session_key),
-            user_message=ChatMessage(role="user", content=text, at=inbound.received_at),
+            session=session,
+            user_message=ChatMessage(role="user", content=inbound.text, at=inbound.received_at),
         )
         await self.context.process(ctx)
         return SentRequest(
@@ -67,10 +96,6 @@ class PromptPreview:
             message=ctx.user_message,
             at=inbound.received_at,
         )
-
-    async def how_full(self, session_key: str) -> str:
-        """The chat's "how full" line, as /status and /context say it."""
-        return how_full(self.meter.estimate(await self.sessions.load(session_key)))
 
     def count(self, request: SentRequest) -> Breakdown:
         return breakdown(request, self.meter.tokens, window=self.meter.window)

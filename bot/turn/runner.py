@@ -13,7 +13,8 @@ A model failure is told by its cause (`bot.llm.failures`): the owner, in their p
 what failed and which setting to change; anyone else a short line.
 
 While the model writes, a replier that can shows the text as it comes (`bot.turn.live`); that
-draft is closed before the reply is recorded, so the ledger's message is the only one left.
+draft is handed over to the reply (or closed) before the reply is recorded: the ledger's
+message is the only one left, where the channel can the very message that showed the draft.
 
 A turn starts with the replier's acknowledgement (Telegram: a reaction on the message). In a
 group the message reaches the model with its sender's name, after what the group said meanwhile
@@ -41,7 +42,7 @@ from bot.turn.access import AccessPolicy
 from bot.turn.alerts import OwnerAlerts
 from bot.turn.chats import ChatLocks, RunningTurns
 from bot.turn.delivery import Delivery, Replier
-from bot.turn.live import live_reply
+from bot.turn.live import LiveReply, live_reply
 
 log = structlog.get_logger(__name__)
 
@@ -95,20 +96,31 @@ class TurnRunner:
         )
         log.info("turn_start", chars=len(inbound.text), attachments=len(inbound.attachments))
         async with replier.typing(), live_reply(replier) as live:
-            try:
-                ctx = await self._context(inbound, turn_id, session)
-                ctx.live = live
-                ctx = await self.overflow.run(ctx)
-            except StopTurn as stop:
-                return stop.reply or ""
-            except LLMError as exc:
-                log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
-                await self.alerts.failed(exc, inbound)
-                return failures.tell(exc, owner=self._owner_chat(inbound))
+            reply, ctx = await self._answer(inbound, turn_id, session, live)
+            if live is not None:
+                live.ends_in(reply)
+        if ctx is None:
+            return reply
         if self.chatter is not None:  # shown once: a turn that failed shows it again
             await self.chatter.drop(inbound.session_key, {said.id for said in ctx.chatter})
-        log.info("turn_done", reply_chars=len(ctx.reply or ""))
-        return ctx.reply or ""
+        log.info("turn_done", reply_chars=len(reply))
+        return reply
+
+    async def _answer(
+        self, inbound: Inbound, turn_id: str, session: Session, live: LiveReply | None
+    ) -> tuple[str, TurnContext | None]:
+        """The turn's reply, with its context when the pipeline ran to its end."""
+        try:
+            ctx = await self._context(inbound, turn_id, session)
+            ctx.live = live
+            ctx = await self.overflow.run(ctx)
+        except StopTurn as stop:
+            return stop.reply or "", None
+        except LLMError as exc:
+            log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
+            await self.alerts.failed(exc, inbound)
+            return failures.tell(exc, owner=self._owner_chat(inbound)), None
+        return ctx.reply or "", ctx
 
     async def _context(self, inbound: Inbound, turn_id: str, session: Session) -> TurnContext:
         """The turn's context, what came with the message read first (`bot.media`: its one

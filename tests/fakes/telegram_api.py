@@ -715,6 +715,28 @@ class FakeTelegram(LocalServer):
             f"got {len(self.sent_messages(chat_id))}.\n{self._describe_traffic()}"
         )
 
+    async def wait_for_text(
+        self,
+        chat_id: int | str,
+        text: str,
+        timeout: float = 10.0,  # noqa: ASYNC109 - the deadline is part of this helper's API
+    ) -> SentMessage:
+        """Wait until a message to ``chat_id`` not deleted holds ``text`` (sent or edited)."""
+
+        def holding() -> SentMessage | None:
+            return next(
+                (m for m in self.sent_messages(chat_id) if m.text == text and not m.deleted), None
+            )
+
+        if await self._wait_until(lambda: holding() is not None, timeout):
+            found = holding()
+            assert found is not None
+            return found
+        raise TimeoutError(
+            f"expected a message to chat {chat_id} holding {text[:40]!r}… within {timeout}s.\n"
+            f"{self._describe_traffic()}"
+        )
+
     async def wait_for_call(
         self,
         method: str,

@@ -1,17 +1,22 @@
 """Replies shown while they are written (`bot.turn.live`), in Telegram: `DraftingReplier` (a
-`TelegramReplier` that offers a draft per turn), `TelegramDraft`, and `DraftSupport`.
+`TelegramReplier` that offers a draft per turn), `TelegramDraft`, `InPlace` and `DraftSupport`.
 
 In a private chat the draft is `sendMessageDraft` (Bot API 9.5+): an animated, ephemeral preview
 that the final `sendMessage` replaces. In a group, or once a server refused that call (it is
-then not asked again while the bot runs), a first message is sent once the answer has been
-coming for an interval (a quick answer gets no preview), silently (one notification per answer:
-the final message's), edited as the text grows, and deleted when the turn ends (`close`), before
-the final, formatted reply goes out through the ledger: no text is left twice. A group's message
-is edited at most every `GROUP_INTERVAL`.
+then not asked again while the bot runs), a message is sent once the answer has been coming for
+an interval (a quick answer gets no preview, just its final message), edited as the text grows,
+and becomes the answer: when the turn ends in a reply (`hand_over`), the reply's first part is
+an `InPlace`, which the ledger sends like any part (recorded once Telegram took it) as the edit
+of that message into the formatted text; the rest of a long reply follows in new messages. One
+message, never deleted and sent again; it notifies once, when it is first sent. A turn that
+ends without a reply (stopped, or broken) deletes it (`close`). A preview Telegram no longer
+lets us edit (someone deleted it) is replaced by a new message. A group's message is edited at
+most every `GROUP_INTERVAL`.
 
-Each showing is rendered as the reply will be (entities; plain when Telegram cannot parse them);
-past the message limit, the last piece is shown. Flood control or a network error skips one
-showing; the next comes after the interval.
+Each showing is rendered as the reply will be (entities; plain when Telegram cannot parse them):
+a draft shows the last piece of an answer past the message limit, a message the first (what
+it will hold). Flood control or a network error skips one showing; the next comes after the
+interval.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import structlog
@@ -34,6 +41,22 @@ log = structlog.get_logger(__name__)
 GROUP_INTERVAL = 3.0  # seconds: Telegram (and AIORateLimiter) allow a group 20 messages a minute
 SENT_WAIT = 10.0  # seconds the turn's end waits for a preview message being sent
 _Send = Callable[[str, list[MessageEntity] | None], Awaitable[None]]  # text, entities
+Keep = Callable[[int, str], None]  # (the preview message, the reply it becomes)
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """A reply's first piece, put in place of the preview message shown while it was written."""
+
+    chunk: Chunk
+    message_id: int  # the preview
+    reply_to: int | None  # what a new message replies to, should the preview be gone
+
+
+@dataclass(frozen=True)
+class _Kept:
+    message_id: int
+    reply: str
 
 
 class DraftSupport:
@@ -57,6 +80,7 @@ class DraftingReplier(TelegramReplier):
         super().__init__(bot, chat_id, thread_id, **answering)
         self.support = support
         self.interval = interval
+        self._kept: _Kept | None = None  # the preview the turn's reply goes into
 
     def draft(self) -> TelegramDraft:
         return TelegramDraft(
@@ -66,6 +90,48 @@ class DraftingReplier(TelegramReplier):
             support=self.support,
             interval=self.interval,
             reply_to=self.message_id if self.threaded else None,
+            keep=self._keep,
+        )
+
+    def _keep(self, message_id: int, reply: str) -> None:
+        self._kept = _Kept(message_id, reply)
+
+    def parts(self, text: str) -> Sequence[object]:
+        """As `TelegramReplier.parts`; the turn's reply, when a preview was kept for it, has
+        an `InPlace` first (any other text, a receipt or a notice, goes as new messages)."""
+        kept = self._kept
+        chunks = render(text)
+        if kept is None or kept.reply != text or not chunks:
+            return super().parts(text)
+        reply_to = self.message_id if self.threaded else None
+        return [InPlace(chunks[0], kept.message_id, reply_to), *chunks[1:]]
+
+    async def _send(self, part: object) -> None:
+        if not isinstance(part, InPlace):
+            await super()._send(part)
+            return
+        await self._put_in_place(part)
+        self._kept = None
+
+    async def _put_in_place(self, part: InPlace) -> None:
+        """The preview edited into the piece (the same text already: nothing to do). One
+        Telegram will not edit (gone, or refused) is deleted if it still can be, and the piece
+        sent as a new message instead."""
+        edit = partial(self._edit_text, part.message_id)
+        try:
+            await _plain_if_unparsed(edit, part.chunk)
+        except BadRequest as exc:
+            if "not modified" in exc.message.lower():
+                return
+            log.warning("preview_not_edited_sending_anew", detail=exc.message[:200])
+            await _delete(self.bot, self.chat_id, part.message_id)
+            await self._send_chunk(part.chunk, reply_to=part.reply_to)
+
+    async def _edit_text(
+        self, message_id: int, text: str, entities: list[MessageEntity] | None
+    ) -> None:
+        await self.bot.edit_message_text(
+            text, chat_id=self.chat_id, message_id=message_id, entities=entities
         )
 
 
@@ -81,9 +147,11 @@ class TelegramDraft:
         support: DraftSupport,
         interval: float,
         reply_to: int | None = None,  # the message a group's preview replies to
+        keep: Keep | None = None,  # where a preview message goes to become the reply
     ) -> None:
         self.bot = bot
         self.reply_to = reply_to
+        self.keep = keep
         self.chat_id = chat_id
         self.thread_id = thread_id
         self.support = support
@@ -92,6 +160,7 @@ class TelegramDraft:
         self.message_id: int | None = None  # the preview message, once one was sent
         self._sending: asyncio.Future[Message] | None = None  # that message being sent
         self._first_text: float | None = None  # when there was first text to show (monotonic)
+        self._in_message: Chunk | None = None  # what the preview message holds
 
     async def show(self, text: str) -> None:
         pieces = render(text)
@@ -102,25 +171,39 @@ class TelegramDraft:
                 return
             if self.message_id is None and self._sending is None and not self._long_enough():
                 return
-            await self._edit(pieces[-1])
+            await self._edit(pieces[0])
         except (RetryAfter, NetworkError) as exc:
             log.info("draft_skipped", reason=f"{type(exc).__name__}: {exc}"[:200])
 
+    async def hand_over(self, reply: str) -> None:
+        """The turn ended in `reply`: a preview message is kept to become its first part (the
+        replier edits it in place); a sendMessageDraft preview needs nothing (the final
+        message replaces it)."""
+        if await self._sent() is None:
+            return
+        if self.keep is None:
+            await self.close()
+            return
+        assert self.message_id is not None
+        self.keep(self.message_id, reply)
+        self.message_id = None
+
     async def close(self) -> None:
-        """Delete the preview message (a sendMessageDraft preview needs nothing: the final
-        message replaces it), once the message being sent as one, if any, is."""
+        """Delete the preview message, once the message being sent as one, if any, is."""
+        if await self._sent() is None:
+            return
+        assert self.message_id is not None
+        await _delete(self.bot, self.chat_id, self.message_id)
+        self.message_id = None
+
+    async def _sent(self) -> int | None:
+        """The preview message, once the one being sent, if any, is (None: there is none)."""
         if self.message_id is None and self._sending is not None:
             try:
                 self.message_id = (await asyncio.wait_for(self._sending, SENT_WAIT)).message_id
             except (TelegramError, TimeoutError) as exc:
                 log.warning("draft_unsent", detail=f"{type(exc).__name__}: {exc}"[:200])
-        if self.message_id is None:
-            return
-        try:
-            await self.bot.delete_message(self.chat_id, self.message_id)
-        except TelegramError as exc:
-            log.warning("draft_delete_failed", detail=str(exc)[:200])
-        self.message_id = None
+        return self.message_id
 
     def _long_enough(self) -> bool:
         """Whether the answer has been coming for an interval: only then is a preview message
@@ -136,7 +219,7 @@ class TelegramDraft:
     async def _draft(self, chunk: Chunk) -> bool:
         """Show `chunk` with sendMessageDraft; False when Telegram refuses the method."""
         try:
-            await self._plain_if_unparsed(self._send_draft, chunk)
+            await _plain_if_unparsed(self._send_draft, chunk)
         except (RetryAfter, NetworkError):
             raise
         except TelegramError as exc:
@@ -155,11 +238,14 @@ class TelegramDraft:
         )
 
     async def _edit(self, chunk: Chunk) -> None:
+        if chunk == self._in_message:
+            return  # past the message limit, the first piece stops changing
         try:
-            await self._plain_if_unparsed(self._send_or_edit, chunk)
+            await _plain_if_unparsed(self._send_or_edit, chunk)
         except BadRequest as exc:
             if "not modified" not in exc.message.lower():
                 raise
+        self._in_message = chunk
 
     async def _send_or_edit(self, text: str, entities: list[MessageEntity] | None) -> None:
         if self.message_id is None:
@@ -172,8 +258,7 @@ class TelegramDraft:
                     entities=entities,
                     message_thread_id=self.thread_id,
                     reply_parameters=replying(self.reply_to),
-                    disable_notification=True,  # the final message is the one that notifies
-                )
+                )  # it notifies: it becomes the answer, and an edit never notifies
             )
             message = await asyncio.shield(self._sending)
             self.message_id = message.message_id
@@ -182,14 +267,23 @@ class TelegramDraft:
                 text, chat_id=self.chat_id, message_id=self.message_id, entities=entities
             )
 
-    async def _plain_if_unparsed(self, send: _Send, chunk: Chunk) -> None:
-        entities = [MessageEntity(**entity) for entity in chunk.entities]
-        try:
-            await send(chunk.text, entities or None)
-        except BadRequest as exc:
-            if not entities or "can't parse entities" not in exc.message.lower():
-                raise
-            await send(chunk.text, None)
+
+async def _plain_if_unparsed(send: _Send, chunk: Chunk) -> None:
+    entities = [MessageEntity(**entity) for entity in chunk.entities]
+    try:
+        await send(chunk.text, entities or None)
+    except BadRequest as exc:
+        if not entities or "can't parse entities" not in exc.message.lower():
+            raise
+        await send(chunk.text, None)
+
+
+async def _delete(bot: Bot, chat_id: int, message_id: int) -> None:
+    """Delete a preview message; one that cannot be is logged and left."""
+    try:
+        await bot.delete_message(chat_id, message_id)
+    except TelegramError as exc:
+        log.warning("draft_delete_failed", detail=str(exc)[:200])
 
 
 def _private(chat_id: int) -> bool:

@@ -76,7 +76,7 @@ class TelegramReplier:
         self.reaction = reaction
         self._reacted = False  # the reaction is on the message: taken away after a sent piece
 
-    def parts(self, text: str) -> Sequence[Chunk | Threaded]:
+    def parts(self, text: str) -> Sequence[object]:  # Chunk, Threaded (and a subclass's)
         chunks = render(text)
         if not (self.threaded and self.message_id is not None and chunks):
             return chunks
@@ -101,16 +101,8 @@ class TelegramReplier:
         return True
 
     async def send_part(self, part: object) -> None:
-        assert isinstance(part, Chunk | Threaded | Document | Keyed)
         try:
-            if isinstance(part, Document):
-                await self._send_document(part)
-            elif isinstance(part, Keyed):
-                await self._send_keyed(part)
-            elif isinstance(part, Threaded):
-                await self._send_chunk(part.chunk, reply_to=part.reply_to)
-            else:
-                await self._send_chunk(part)
+            await self._send(part)
         except RetryAfter as exc:
             raise SendFailed(str(exc), permanent=False, retry_after=_seconds(exc)) from None
         except (Forbidden, ChatMigrated) as exc:
@@ -122,6 +114,18 @@ class TelegramReplier:
         if self._reacted:  # the answer is here: the reaction has said what it had to
             self._reacted = False
             self._unreact()
+
+    async def _send(self, part: object) -> None:
+        """Send one part; Telegram's own errors go up (`send_part` tells them apart)."""
+        assert isinstance(part, Chunk | Threaded | Document | Keyed)
+        if isinstance(part, Document):
+            await self._send_document(part)
+        elif isinstance(part, Keyed):
+            await self._send_keyed(part)
+        elif isinstance(part, Threaded):
+            await self._send_chunk(part.chunk, reply_to=part.reply_to)
+        else:
+            await self._send_chunk(part)
 
     def _unreact(self) -> None:
         """Take the reaction away in the background, so the part's record follows its sending

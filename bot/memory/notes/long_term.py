@@ -25,6 +25,7 @@ from pathlib import Path
 import structlog
 
 from bot.memory.lines import bare, bullet_of, fact_of, is_marked, marked, normal, unmarked, until_of
+from bot.memory.notes.merge import Merged, merge
 from bot.memory.notes.supersede import current_lines, mark_replaced, superseded_by
 from bot.memory.provenance import FactOrigins
 from bot.models import MemoryScope, Provenance, StoredLine
@@ -65,6 +66,18 @@ class LongTermMemory:
             data = current.encode(_ended(new_text))
             await asyncio.to_thread(self.documents.write, path, data)
             return True
+
+    async def replace_merged(self, scope: MemoryScope, seen: MemoryText, text: str) -> Merged:
+        """A person's whole-file edit (`text`, made of `seen`): written as it is while the file
+        is still what they saw, else merged with what changed since (`merge`: both kept)."""
+        path = self.workspace.long_term_path(scope)
+        async with self.locks.hold(path):
+            current = await asyncio.to_thread(self._to_change, path)
+            same = current.digest == seen.digest
+            done = Merged(text, ()) if same else merge(seen.text, current.text, text)
+            data = current.encode(_ended(done.text))
+            await asyncio.to_thread(self.documents.write, path, data)
+            return done
 
     async def append_facts(
         self,

@@ -30,6 +30,7 @@ __all__ = [
     "current_lines",
     "kept_marks",
     "mark_replaced",
+    "replaced_of",
     "superseded_by",
     "topic_of",
     "unmarked",
@@ -95,3 +96,18 @@ def kept_marks(update: str, before: str) -> str:
             indent = line[: len(line) - len(line.lstrip())]
             lines[at] = indent + old + ("\n" if line.endswith("\n") else "")
     return "".join(lines)
+
+
+def replaced_of(lines: Sequence[str]) -> dict[int, list[int]]:
+    """For each current line the rule gives a topic, the marked lines of that topic: what it
+    superseded (the memory page shows them under it)."""
+    marked_lines: dict[tuple[str, str], list[int]] = {}
+    for index, line in enumerate(lines):
+        if is_marked(line) and (topic := topic_of(line)) is not None:
+            marked_lines.setdefault(topic, []).append(index)
+    found: dict[int, list[int]] = {}
+    for index, line in enumerate(lines):
+        topic = None if is_marked(line) else topic_of(line)
+        if topic is not None and topic in marked_lines:
+            found[index] = marked_lines[topic]
+    return found

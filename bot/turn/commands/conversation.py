@@ -9,6 +9,7 @@ from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.commands.handler import Progress, plural
+from bot.turn.preview import PromptPreview
 
 NEW_EMPTY = "Started a new conversation. Your memory files are kept."
 NEW_SAVING = "Saving this conversation ({messages}) to memory, then starting a new one…"
@@ -70,10 +71,12 @@ class Compact:
         sessions: SessionStore,
         locks: ChatLocks,
         access: AccessPolicy,
+        gauge: PromptPreview,  # how full the prompt is, before and after (as /status says)
         *,
         keep: int,  # /compact without N
     ) -> None:
         self.compactor = compactor
+        self.gauge = gauge
         self.sessions = sessions
         self.locks = locks
         self.access = access
@@ -87,8 +90,10 @@ class Compact:
         async with self.locks.hold(key):
             session = await self.sessions.load(key)
             progress.doing(COMPACTING.format(count=max(len(session.messages) - keep, 0)))
+            before = await self.gauge.estimate(inbound, session)
             result = await self.compactor.compact(session, keep=keep, reason="manual", scope=scope)
-        return compact_receipt(result, keep=keep)
+            after = await self.gauge.estimate(inbound, result.session)
+        return compact_receipt(result, keep=keep, tokens=(before.tokens, after.tokens))
 
 
 def keep_count(args: str, *, default: int) -> int | None:
@@ -98,8 +103,9 @@ def keep_count(args: str, *, default: int) -> int | None:
     return int(args) if args.isdecimal() and int(args) > 0 else None
 
 
-def compact_receipt(result: CompactionResult, *, keep: int) -> str:
-    """What /compact did: messages and tokens before → after, by summary or by dropping."""
+def compact_receipt(result: CompactionResult, *, keep: int, tokens: tuple[int, int]) -> str:
+    """What /compact did: messages and tokens (how full the prompt is, as /status says it)
+    before → after, by summary or by dropping."""
     before, after = result.messages_before, result.messages_after
     if not result.compacted:
         if before <= keep:
@@ -115,6 +121,6 @@ def compact_receipt(result: CompactionResult, *, keep: int) -> str:
     )
     return (
         f"Compacted: {before} → {after} messages, "
-        f"~{result.tokens_before:,} → ~{result.tokens_after:,} tokens. "
+        f"~{tokens[0]:,} → ~{tokens[1]:,} tokens. "
         f"{how}; a verbatim copy is in the history."
     )

@@ -67,6 +67,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("keep", "Keep quoted material as memory: /keep lists it, /keep ID keeps one (owners)"),
     ("reminders", "Your reminders and their next time (/reminders cancel ID, move ID WHEN)"),
     ("timezone", "The time zone your times are read in (/timezone Europe/Lisbon sets it)"),
+    ("web", "A one-time link to your memory in a browser (in our private chat)"),
 )
 OWNER_COMMANDS: tuple[tuple[str, str], ...] = (  # in private; `bot.turn.door` answers them
     ("pair", "Let in whoever got a code: /pair CODE; alone, requests and who is paired"),

@@ -7,11 +7,12 @@
     Last consolidation: none yet
     Model: gpt-4o-mini
 
-The verbose form adds where the window comes from, how the context figure is counted (the same
-in /context and `python -m bot prompt`: `meter.how_full`), the provider's count of the last
-prompt, and the pipeline's systems by order. With replicas (a `QueueLook` on the chats' shared
-queue) it also says how many of the chat's messages wait their turn, and, to an owner in the
-verbose form, what the whole cluster is doing.
+The context figure is the one /context, /compact and `python -m bot prompt` give too
+(`PromptPreview.estimate`, said by `meter.how_full`). The verbose form adds where the window
+comes from, how that figure is counted (`meter.how_counted`, also under /context's table), the
+provider's count of the last prompt, and the pipeline's systems by order. With replicas (a
+`QueueLook` on the chats' shared queue) it also says how many of the chat's messages wait their
+turn, and, to an owner in the verbose form, what the whole cluster is doing.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.llm.inspection import LastRequests, breakdown, full_text, summary
-from bot.llm.meter import PromptEstimate, PromptMeter, how_counted, how_full
+from bot.llm.meter import PromptEstimate, how_counted, how_full
 from bot.memory.notes.history import HistoryLog
 from bot.models import Document, Inbound
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import RunningTurns
 from bot.turn.commands.handler import Progress, Reply
+from bot.turn.preview import PromptPreview
 
 VERBOSE = frozenset({"verbose", "-v", "--verbose", "v", "all"})
 WHEN = "%Y-%m-%d %H:%M"
@@ -140,7 +142,7 @@ class ShowStatus:
     def __init__(
         self,
         sessions: SessionStore,
-        meter: PromptMeter,
+        gauge: PromptPreview,  # how full the next prompt is (its meter: the window, the margin)
         history: HistoryLog,
         running: RunningTurns,
         access: AccessPolicy,
@@ -150,7 +152,7 @@ class ShowStatus:
         queue: QueueLook | None = None,  # replicated mode: the chats' shared queue
     ) -> None:
         self.sessions = sessions
-        self.meter = meter
+        self.gauge = gauge
         self.history = history
         self.running = running
         self.access = access
@@ -161,11 +163,12 @@ class ShowStatus:
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         session = await self.sessions.load(inbound.session_key)
         scope = self.access.scope_for(inbound)
+        meter = self.gauge.meter
         status = Status(
             messages=len(session.messages),
-            estimate=self.meter.estimate(session),
-            margin=self.meter.margin,
-            window_source=self.meter.windows.source(self.model),
+            estimate=await self.gauge.estimate(inbound, session),
+            margin=meter.margin,
+            window_source=meter.windows.source(self.model),
             reported=session.last_prompt_tokens or 0,
             compactions=session.compactions,
             last_compaction=await asyncio.to_thread(self.history.last_compaction, scope),
@@ -188,7 +191,7 @@ class ShowContext:
     def __init__(
         self,
         sent: LastRequests,
-        meter: PromptMeter,
+        gauge: PromptPreview,  # how full the next prompt is (its meter counts the parts)
         access: AccessPolicy,
         sessions: SessionStore,
         *,
@@ -196,7 +199,7 @@ class ShowContext:
     ) -> None:
         self.sent = sent  # the last request of each chat
         self.sessions = sessions
-        self.meter = meter
+        self.gauge = gauge
         self.access = access
         self.model = model
 
@@ -208,13 +211,14 @@ class ShowContext:
         sent = self.sent.last(inbound.session_key)
         if sent is None:
             return CONTEXT_NONE.format(key=inbound.session_key)
-        tokens, window = self.meter.tokens, self.meter.window
-        found = await asyncio.to_thread(breakdown, sent, tokens, window=window)
+        meter = self.gauge.meter
+        found = await asyncio.to_thread(breakdown, sent, meter.tokens, window=meter.window)
         table = summary(found, title=f"Tokens ({self.model}, counted offline):")
-        fullness = how_full(self.meter.estimate(await self.sessions.load(inbound.session_key)))
+        session = await self.sessions.load(inbound.session_key)
+        estimate = await self.gauge.estimate(inbound, session)
         text = (
-            f"{fullness}.\nLast prompt in this chat, sent {sent.at:%Y-%m-%d %H:%M}:"
-            f"\n```\n{table}\n```"
+            f"{how_full(estimate)}.\nLast prompt in this chat, sent {sent.at:%Y-%m-%d %H:%M}:"
+            f"\n```\n{table}\n```\n{how_counted(estimate, meter.margin)}."
         )
         if not args:
             return f"{text}\n{CONTEXT_FULL_HINT}"

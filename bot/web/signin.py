@@ -1,0 +1,158 @@
+"""`SignIns`: the memory page's one-time sign-in links and its browser sessions, in
+`state/web.json` (a workspace document: atomic, each change under its lock, so `python -m bot
+web link` in a shell and the running bot share it).
+
+    {"version": 1,
+     "links":    {"<sha256 of a link's token>":  {"user": 42, "chat": "telegram:42", "until": …}},
+     "sessions": {"<sha256 of a session's id>": {"user": 42, "chat": "telegram:42", "until": …}}}
+
+A link's token and a session's id are secrets: 32 random bytes, given to the person once (the
+link; the cookie) and kept here only as their SHA-256, never logged. A link works once, within
+`link_minutes`: redeeming it removes it and starts a session that lasts `session_hours`;
+signing out removes the session. Expired entries are dropped at the next change. A session's
+CSRF token is derived from its id (an HMAC), so it is kept nowhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.storage.files import ON_DISK, Documents, Locks
+
+log = structlog.get_logger(__name__)
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who a link or a session is for: a person and the private chat they asked in."""
+
+    user: int
+    chat: str  # the session key of their private chat (the console's for a shell's link)
+
+
+@dataclass(frozen=True)
+class Started:
+    """A session a link started: the id for the cookie (the only copy), and whose it is."""
+
+    session: str
+    visitor: Visitor
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def csrf_token(session: str) -> str:
+    """The session's token for its forms: an HMAC of its id (stored nowhere)."""
+    return hmac.new(session.encode("utf-8"), b"mnemo-web-form", hashlib.sha256).hexdigest()
+
+
+class SignIns:
+    def __init__(
+        self,
+        path: Path,
+        locks: Locks,
+        *,
+        now: Callable[[], datetime],
+        link_minutes: int,
+        session_hours: int,
+        documents: Documents = ON_DISK,
+    ) -> None:
+        self.path = path
+        self.locks = locks
+        self.now = now
+        self.link_life = timedelta(minutes=link_minutes)
+        self.session_life = timedelta(hours=session_hours)
+        self.documents = documents
+
+    async def link(self, visitor: Visitor) -> str:
+        """A new one-time link's token for `visitor` (shown once, kept only hashed)."""
+        token = secrets.token_hex(32)
+        until = self.now() + self.link_life
+        await self._change(lambda doc: doc["links"].update({digest(token): _entry(visitor, until)}))
+        log.info("web_link_issued", user=visitor.user)
+        return token
+
+    async def redeem(self, token: str) -> Started | None:
+        """The session a link's token starts, once; None for a token unknown, used or expired."""
+        session = secrets.token_hex(32)
+        found: list[Visitor] = []
+
+        def change(document: dict[str, Any]) -> None:
+            entry = document["links"].pop(digest(token), None)
+            visitor = self._live(entry)
+            if visitor is not None:
+                until = self.now() + self.session_life
+                document["sessions"][digest(session)] = _entry(visitor, until)
+                found.append(visitor)
+
+        await self._change(change)
+        if not found:
+            log.info("web_link_refused")
+            return None
+        log.info("web_signed_in", user=found[0].user)
+        return Started(session, found[0])
+
+    async def visitor(self, session: str) -> Visitor | None:
+        """Whose session this is, while it lasts."""
+        document = await asyncio.to_thread(self._read)
+        return self._live(document["sessions"].get(digest(session)))
+
+    async def end(self, session: str) -> None:
+        """Sign out: the session is gone."""
+        await self._change(lambda document: document["sessions"].pop(digest(session), None))
+
+    # ------------------------------------------------------------------ the file
+
+    def _live(self, entry: object) -> Visitor | None:
+        if not isinstance(entry, dict):
+            return None
+        try:
+            until = datetime.fromisoformat(str(entry["until"]))
+            visitor = Visitor(int(entry["user"]), str(entry["chat"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+        return visitor if until > self.now() else None
+
+    async def _change(self, change: Callable[[dict[str, Any]], object]) -> None:
+        async with self.locks.hold(self.path):
+            document = await asyncio.to_thread(self._read)
+            change(document)
+            for kind in ("links", "sessions"):
+                kept = {k: v for k, v in document[kind].items() if self._live(v) is not None}
+                document[kind] = kept
+            data = json.dumps(document, indent=1).encode("utf-8")
+            await asyncio.to_thread(self.documents.write, self.path, data)
+
+    def _read(self) -> dict[str, Any]:
+        empty: dict[str, Any] = {"version": VERSION, "links": {}, "sessions": {}}
+        try:
+            data = self.documents.read(self.path)
+            document = json.loads(data.decode("utf-8")) if data is not None else empty
+        except (OSError, ValueError):
+            log.warning("web_signins_unreadable", path=str(self.path))
+            return empty
+        if not isinstance(document, dict) or document.get("version") != VERSION:
+            return empty
+        links, sessions = document.get("links"), document.get("sessions")
+        return {
+            "version": VERSION,
+            "links": links if isinstance(links, dict) else {},
+            "sessions": sessions if isinstance(sessions, dict) else {},
+        }
+
+
+def _entry(visitor: Visitor, until: datetime) -> dict[str, Any]:
+    return {"user": visitor.user, "chat": visitor.chat, "until": until.isoformat()}
