@@ -119,6 +119,17 @@ def scope_key(scope: MemoryScope) -> str:
     return scope.chat_key or GLOBAL_KEY
 
 
+@dataclass(frozen=True)
+class StoredLine:
+    """A MEMORY.md (or chat memory) line one write added, and what that write changed to make
+    room for it — what a receipt's Undo puts back (`bot.receipts`)."""
+
+    scope: MemoryScope
+    text: str  # the fact as its line holds it
+    superseded: tuple[str, ...] = ()  # the lines it marked superseded, as they were
+    replaced: str | None = None  # the line it took the place of, as it was
+
+
 class MemoryLayer(StrEnum):
     """Where a structured memory item belongs."""
 
@@ -142,6 +153,15 @@ class Provenance:
     chat: str  # the session key of the chat it was said in
     at: datetime
     via: Via  # what it came as ("inference": the model's own, e.g. consolidation)
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """Others' words that reached the model in a turn through memory, and their source
+    (`bot.memory.trust`)."""
+
+    text: str
+    source: Provenance  # where they came from, as what (never "message": not the person's)
 
 
 @dataclass(frozen=True)
@@ -194,6 +214,9 @@ class ChatMessage:
     name: str | None = None  # tool name on role="tool"
     at: datetime | None = None
     turn: str | None = None  # the turn id, on the user message that began the turn
+    # system 50, on a turn's user message: the others' words the turn carried or its answer
+    # drew on (`bot.memory.trust`), which stay others' words when recalled; None: its own
+    origin: Via | None = None
     images: tuple[Image, ...] = ()  # the current turn's request only: never saved
 
 

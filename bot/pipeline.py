@@ -24,8 +24,10 @@ from bot.models import (
     MemoryItem,
     MemoryScope,
     PromptPart,
+    Recalled,
     Said,
     Session,
+    StoredLine,
     Usage,
 )
 
@@ -56,8 +58,11 @@ class TurnContext:
     usages: list[Usage] = field(default_factory=list)  # 30: one per completion, in order
     model: str = ""  # 30: the model that answered
     memory_shown: tuple[MemoryItem, ...] = ()  # 20: structured items the prompt showed
+    # 20 (what the prompt's memory shows) and 30 (what memory tools returned): others' words
+    # that came back through memory, with their sources (`bot.memory.trust`)
+    recalled: list[Recalled] = field(default_factory=list)
     forgotten: list[str] = field(default_factory=list)  # 30 (memory_forget); 50 saves none of it
-    stored: list[tuple[MemoryScope, str]] = field(default_factory=list)  # 30 (memory_edit); 40
+    stored: list[StoredLine] = field(default_factory=list)  # 30 (memory_edit); 40
     # runner (a document's text, `bot.media`) and 50: the files the turn wrote; 55 indexes them
     written: list[Path] = field(default_factory=list)
     live: LiveText | None = None  # runner: where the model's text is shown as it comes (30 feeds)

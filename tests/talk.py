@@ -239,3 +239,15 @@ def write_session(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=1))
     return path
+
+
+def memory_texts(workspace: Path) -> str:
+    """Every MEMORY.md and semantic items file under memory/, joined: where a fact is a fact."""
+    root = workspace / "memory"
+    found = [*root.rglob("MEMORY.md"), *root.rglob("semantic.jsonl")]
+    return "".join(path.read_text() for path in found)
+
+
+def quoted(workspace: Path) -> str:
+    """Every QUOTED.md under memory/, joined: what was kept as others' words."""
+    return "".join(path.read_text() for path in (workspace / "memory").rglob("QUOTED.md"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from bot.conversation.flush import FLUSH_REQUEST
 from bot.systems.flush import flush_trigger
 from tests.fakes.openai_api import Fail, FakeOpenAI, Reply, Step
 from tests.harness import small_window_settings, started_app
-from tests.talk import say, session
+from tests.talk import handle, message, say, session
 
 WORDS = "word " * 100  # about 100 tokens
 FLUSH_REPLY = "Saving. <memory>Ann's passport expires in May</memory> NO_REPLY"
@@ -126,3 +127,18 @@ async def test_no_flush_when_turned_off(
             break
     assert session(workspace)["compactions"] == 1
     assert flushes(fake_openai) == []
+
+
+async def test_what_the_flush_draws_from_a_forwarded_message_is_a_quote(
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    app = await make_app()
+    fake_openai.answer_all(answers(Reply("<memory>Mallory's vault code is 4417</memory>")))
+    await handle(app, replace(message("The vault code is 4417", at=app.now()), forwarded=True))
+    while not flushes(fake_openai):
+        await say(app, WORDS)
+
+    memory = workspace / "memory"
+    assert "4417" not in "".join(p.read_text() for p in memory.rglob("MEMORY.md"))
+    quotes = (memory / "QUOTED.md").read_text()
+    assert "“Mallory's vault code is 4417” — this conversation, forwarded, telegram:" in quotes

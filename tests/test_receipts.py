@@ -3,6 +3,7 @@ real Telegram client (the fake Bot API's callback queries), and their text form 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -252,3 +253,129 @@ async def said(
     inbound = message(text, at=app.now(), user=user, chat=where, chat_type=kind)
     await app.router.handle(inbound, replier)
     return replier
+
+
+# ----------------------------------------------------------------------------- Undo puts back
+
+
+def statuses(workspace: Path) -> dict[str, str]:
+    """Each semantic item's text → its status."""
+    path = workspace / "memory" / "items" / "semantic.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {str(item["text"]): str(item["status"]) for item in lines}
+
+
+async def undo_last(app: App, replier: RecordingReplier) -> list[str]:
+    """Press Undo (as its text command) on the last receipt `replier` got."""
+    return (await said(app, replier.receipts[-1].buttons[0].command)).sent
+
+
+async def test_undo_of_a_memory_edit_puts_the_old_line_back_current(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=ON)
+    fake_openai.script(
+        ToolCalls([("memory_edit", {"old": "Oslo", "new": "Ann lives in Bergen"})]),
+        Reply("Fixed."),
+    )
+    async with started_app(settings) as app:
+        await said(app, "/remember Ann lives in Oslo")
+        edited = await said(app, "Ann lives in Bergen now, fix that")
+        assert "- Ann lives in Bergen" in memory_md(workspace) and "Oslo" not in memory_md(
+            workspace
+        )
+        done = await undo_last(app, edited)
+        prompt = await next_prompt_at(app, fake_openai)
+
+    assert done == ["Undone: “Ann lives in Bergen” is no longer in memory."]
+    assert memory_md(workspace) == "## Remembered\n- Ann lives in Oslo\n"  # back, and current
+    assert statuses(workspace) == {"Ann lives in Oslo": "active"}
+    assert "Ann lives in Oslo" in prompt and "Bergen" not in prompt
+
+
+async def test_undo_of_a_superseding_tag_makes_the_old_fact_current_again(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=ON)
+    fake_openai.script(
+        Reply("Noted.<memory>Ann lives in Oslo</memory>"),
+        Reply("Noted.<memory>Ann moved to Bergen</memory>"),
+    )
+    async with started_app(settings) as app:
+        await said(app, "my sister is in Oslo")
+        moved = await said(app, "she moved to Bergen yesterday")
+        assert "- Ann lives in Oslo _(was, until " in memory_md(workspace)
+        assert statuses(workspace)["Ann lives in Oslo"] == "superseded"
+        done = await undo_last(app, moved)
+        prompt = await next_prompt_at(app, fake_openai)
+
+    assert done == ["Undone: “Ann moved to Bergen” is no longer in memory."]
+    assert memory_md(workspace) == "## Remembered\n- Ann lives in Oslo\n"  # no mark left
+    assert statuses(workspace)["Ann lives in Oslo"] == "active"
+    assert statuses(workspace)["Ann moved to Bergen"] == "forgotten"
+    assert "Ann lives in Oslo" in prompt and "Bergen" not in prompt
+
+
+async def test_undo_of_a_fact_superseded_since_leaves_the_newer_one_alone_current(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=ON)
+    async with started_app(settings) as app:
+        await said(app, "/remember Ann lives in Oslo")
+        bergen = await said(app, "/remember Ann lives in Bergen")
+        await said(app, "/remember Ann lives in Paris")
+        await undo_last(app, bergen)
+
+    day = app.now().date().isoformat()
+    assert memory_md(workspace) == (
+        f"## Remembered\n- Ann lives in Oslo _(was, until {day})_\n- Ann lives in Paris\n"
+    )
+
+
+async def test_undo_of_a_superseding_memory_edit_and_of_remember_puts_back_the_old_fact(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=ON)
+    args = {"old": "Rex is a puppy", "new": "Rex is a grown dog", "supersedes": True}
+    fake_openai.script(ToolCalls([("memory_edit", args)]), Reply("Updated."))
+    async with started_app(settings) as app:
+        await said(app, "/remember Rex is a puppy")
+        grown = await said(app, "Rex grew up")
+        await undo_last(app, grown)
+        after_edit = memory_md(workspace)
+        await said(app, "/remember Tom works at Acme")
+        moved = await said(app, "/remember Tom works at Globex")  # supersedes by the rule
+        assert "- Tom works at Acme _(was, until " in memory_md(workspace)
+        await undo_last(app, moved)
+
+    assert after_edit == "## Remembered\n- Rex is a puppy\n"
+    assert memory_md(workspace) == "## Remembered\n- Rex is a puppy\n- Tom works at Acme\n"
+    assert statuses(workspace)["Rex is a puppy"] == "active"
+    assert statuses(workspace)["Tom works at Acme"] == "active"
+
+
+async def test_undo_after_an_edit_by_receipt_puts_the_first_text_back(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    workspace = tmp_path / "ws"
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=ON)
+    async with started_app(settings) as app:
+        first = await said(app, "/remember The gate code is 1234")
+        await said(app, first.receipts[0].buttons[1].command)  # Edit
+        changed = await said(app, "The gate code is 9876")
+        await undo_last(app, changed)
+
+    assert memory_md(workspace) == "## Remembered\n- The gate code is 1234\n"
+    assert statuses(workspace) == {"The gate code is 1234": "active"}
+    assert "9876" not in (workspace / "state" / "receipts.json").read_text()
+
+
+async def next_prompt_at(app: App, openai: FakeOpenAI) -> str:
+    """The memory the model gets on the next turn (at the console)."""
+    openai.script(Reply("ok"))
+    await said(app, "what do you know?")
+    return system_text(openai.requests[-1])

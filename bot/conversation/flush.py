@@ -2,13 +2,15 @@
 what is worth keeping before older messages are summarised away.
 
 The model sees the conversation and may answer with memory tags; the tags are stored like any
-reply's, and its text is never sent to anyone.
+reply's (the model's inference; what it draws from a turn that carried others' words is kept as
+a quote of them, `bot.memory.trust`), and its text is never sent to anyone.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import structlog
 
@@ -16,6 +18,7 @@ from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.memory.facts import TagSink
 from bot.memory.notes.tags import extract_tags
+from bot.memory.trust import inferred_over
 from bot.models import ChatMessage, MemoryItem, MemoryScope, Session
 
 log = structlog.get_logger(__name__)
@@ -63,7 +66,10 @@ class MemoryFlush:
             log.warning("memory_flush_failed", error=type(exc).__name__)
             return FlushResult(facts=0, working_memory=False, stored=False)
         tags = extract_tags(completion.content or "")
-        stored = await self.memory.store_tags(tags, scope=scope, session_key=session.key, turn=None)
+        origin = inferred_over(session.messages, chat=session.key, at=datetime.now(UTC))
+        stored = await self.memory.store_tags(
+            tags, scope=scope, session_key=session.key, turn=None, origin=origin
+        )
         facts = len(tags.memories) + len(tags.chat_memories)
         log.info("memory_flush_done", facts=facts, working_memory=tags.working_memory is not None)
         return FlushResult(

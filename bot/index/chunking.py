@@ -16,9 +16,9 @@ whole file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from bot.index.sources import chunk_time, kind_of, scope_of
+from bot.index.sources import chunk_time, kind_of, origin_of, scope_of
 
 CHARS_PER_TOKEN = 4
 CHUNK_TOKENS = 400
@@ -36,6 +36,7 @@ class Chunk:
     kind: str  # "memory", "note", "history", "working", "exchange", "item"
     at: float  # epoch seconds
     salience: float = DEFAULT_SALIENCE
+    origin: str = ""  # whose words: "" the people's own, else what others' words (`origin_of`)
 
     @property
     def citation(self) -> str:
@@ -80,23 +81,36 @@ class Chunker:
 
     def _file_chunks(self, path: str, lines: list[_Line], *, mtime: float) -> list[Chunk]:
         scope, kind = scope_of(path), kind_of(path)
-        return [
-            Chunk(path, group[0].number, group[-1].number, _join(group), scope, kind, at)
-            for group in self._groups(lines)
-            for at in (chunk_time(path, group[0].text, mtime),)
-        ]
+        chunks = []
+        for group in self._groups(lines):
+            text, at = _join(group), chunk_time(path, group[0].text, mtime)
+            first, last = group[0].number, group[-1].number
+            chunks.append(
+                Chunk(path, first, last, text, scope, kind, at, origin=origin_of(path, text))
+            )
+        return chunks
 
     def text(
-        self, text: str, *, path: str, scope: str, kind: str, at: float, salience: float
+        self,
+        text: str,
+        *,
+        path: str,
+        scope: str,
+        kind: str,
+        at: float,
+        salience: float,
+        origin: str = "",
     ) -> list[Chunk]:
         """Chunks of free text (an exchange, a document) with the metadata the caller gives;
         a text that fits in one chunk is one chunk, headings or not."""
         if len(text) <= self.max_chars:
-            return _whole(text, path=path, scope=scope, kind=kind, at=at, salience=salience)
-        return [
-            Chunk(path, lines[0].number, lines[-1].number, _join(lines), scope, kind, at, salience)
-            for lines in self.pieces(text)
-        ]
+            chunks = _whole(text, path=path, scope=scope, kind=kind, at=at, salience=salience)
+        else:
+            chunks = [
+                Chunk(path, group[0].number, group[-1].number, _join(group), scope, kind, at)
+                for group in self.pieces(text)
+            ]
+        return [replace(c, salience=salience, origin=origin) for c in chunks]
 
     def pieces(self, text: str) -> list[list[_Line]]:
         """The text's non-blank lines, grouped into chunks (each group non-empty)."""

@@ -39,6 +39,7 @@ class Hit:
     kind: str
     scope: str
     at: datetime
+    origin: str = ""  # whose words (`bot.index.sources.origin_of`): "" the people's own
 
     @property
     def citation(self) -> str:
@@ -162,7 +163,9 @@ def rank(
         if near is not None:
             near.absorb(row)
         else:
-            same.append(_Picked(row, score, ahead, row.start_line, row.end_line, row.text))
+            same.append(
+                _Picked(row, score, ahead, row.start_line, row.end_line, row.text, row.origin)
+            )
             picked.append(same[-1])
     terms = Terms.of(weights)
     first = [p for p in picked if p.ahead]
@@ -197,8 +200,10 @@ class _Picked:
     start_line: int
     end_line: int
     text: str
+    origin: str = ""  # of the chunks merged in: others' words when any of them is
 
     def absorb(self, row: ChunkRow) -> None:
+        self.origin = self.origin or row.origin
         if row.start_line < self.start_line:
             self.text = merge(row.text, self.text)
         else:
@@ -226,4 +231,5 @@ def _hit(picked: _Picked, text: str) -> Hit:
         kind=row.kind,
         scope=row.scope,
         at=datetime.fromtimestamp(row.at, tz=UTC),
+        origin=picked.origin,
     )

@@ -7,6 +7,13 @@ relative to the workspace's `memory/` folder, in POSIX form:
     chats/<encoded chat key>/…   that chat's scope
     working/<encoded key>.md     the scope of the session's chat (its key is the session key)
     anything else                global ("")
+
+Whose words a chunk holds (`origin_of`, `Chunk.origin`): "" for the people's own (and the
+bot's), else what others' words it holds, so that they stay others' words when recall or a
+memory tool brings them back (`bot.memory.trust`): "document" for a document's text
+(`…/files/`), "quoted" for quoted material (`QUOTED.md`: each line names its source), and for
+a daily note or an exchange the label its message was kept with (`bot.media.reading.carried`:
+"forwarded", "document"), or the origin the session recorded for it (`ChatMessage.origin`).
 """
 
 from __future__ import annotations
@@ -17,8 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
 
-from bot.models import GLOBAL_KEY
-from bot.storage.workspace import decode_key, encode_key
+from bot.media.reading import carried
+from bot.models import GLOBAL_KEY, ChatMessage
+from bot.storage.workspace import MEDIA_FOLDER, QUOTED_NAME, decode_key, encode_key
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _NOTE_TIME = re.compile(r"^\[(\d{1,2}):(\d{2})\]")
@@ -45,6 +53,21 @@ def kind_of(path: str) -> str:
     if name == "HISTORY.md" or name.startswith("HISTORY-"):
         return "history"
     return "note"
+
+
+def origin_of(path: str, text: str) -> str:
+    """Whose words a chunk of the memory file `path` holds (see the module's docstring)."""
+    parts = path.split("/")
+    if MEDIA_FOLDER in parts[:-1]:
+        return "document"
+    if parts[-1] == QUOTED_NAME:
+        return "quoted"
+    return (carried(text) or "") if kind_of(path) == "note" else ""
+
+
+def origin_of_turn(user: ChatMessage) -> str:
+    """Whose words a past turn held, by its user message (a session's, `Exchange.origin`)."""
+    return user.origin or carried(user.content or "") or ""
 
 
 def file_day(path: str) -> date | None:
@@ -102,6 +125,7 @@ class Exchange:
     assistant: str
     scope: str  # scope key: "" for the owner's global memory, else the chat key
     at: datetime
+    origin: str = ""  # whose words (`origin_of_turn`): "" the people's own
 
     @property
     def path(self) -> str:

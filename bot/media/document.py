@@ -21,7 +21,7 @@ import structlog
 from bot.media.extraction import Extracted, NoText, extract, kind_of
 from bot.media.files import Kept, MessageFiles
 from bot.media.reader import KindReader
-from bot.media.reading import Reading, Unreadable
+from bot.media.reading import DOCUMENT, Reading, Unreadable
 from bot.models import Attachment, Inbound
 from bot.storage.files import ON_DISK, Documents
 
@@ -72,7 +72,7 @@ class DocumentReader:
         saved = await asyncio.to_thread(save_text, kept, name, found, documents)
         cited = saved.relative_to(files.workspace.memory_root).as_posix()
         log.info("document_read", kind=kind, chars=len(found.text), path=cited)
-        label = f"[document: {name}, {found.size}]"
+        label = f"{DOCUMENT}{name}, {found.size}]"
         caption = " ".join(inbound.text.split())
         return Reading(
             f"{label} {caption}" if caption else label,

@@ -10,11 +10,9 @@ from typing import Protocol
 
 from bot.media.files import Fetcher, MessageFiles
 from bot.media.other import OtherReader
-from bot.media.reading import Reading
+from bot.media.reading import FORWARDED, Reading
 from bot.models import Attachment, AttachmentKind, Inbound, MemoryScope
 from bot.storage.workspace import Workspace
-
-FORWARDED = "[forwarded]"  # before a forwarded message's text: someone else's words
 
 
 class KindReader(Protocol):

@@ -6,6 +6,8 @@ notes and their archive, HISTORY, working memory) and the session files under `s
 items under `memory/items/` cite the file line or session turn they came from, and the search
 index (`bot.index`) is made again from the files alone.
 
+    lines       what a memory line is: its bullet forms, bare fact, normal form, fingerprint, and
+                the supersede mark (the ground floor: every other module reads a line through it)
     notes/    the markdown people edit: daily notes, MEMORY.md, HISTORY, working memory, tags
     items/    structured items: their rules, JSONL format, store and item writer
     recall/   the read side: the `# Memory` and `# Relevant Memory` sections, /memory

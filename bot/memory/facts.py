@@ -19,13 +19,14 @@ import structlog
 from bot.errors import StoreAway
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import turn_reference
+from bot.memory.lines import bare, is_marked
 from bot.memory.notes import quoted
-from bot.memory.notes.long_term import LongTermMemory, MemoryText
+from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText
 from bot.memory.notes.merge import Merged
 from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.trust import TurnOrigin
-from bot.models import MemoryItem, MemoryScope, Provenance
+from bot.models import MemoryItem, MemoryScope, Provenance, StoredLine
 from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 
@@ -52,7 +53,7 @@ class Stored:
     items: tuple[MemoryItem, ...]  # the items written or reinforced
     replaced: tuple[str, ...] = ()  # the MEMORY.md lines the new facts superseded
     quoted: tuple[Quote, ...] = ()  # kept as quoted material, waiting for an owner
-    added: tuple[tuple[MemoryScope, str], ...] = ()  # the lines added, and to which memory
+    added: tuple[StoredLine, ...] = ()  # the lines added (to which memory, what they replaced)
 
 
 class TagSink(Protocol):
@@ -107,8 +108,7 @@ class FactWriter:
         session_key, turn_id = turn
         told = (turn_reference(session_key, turn_id),) if turn_id else ()
         items = await self.items_of(scope, done.added, extra=told, origin=origin)
-        added = tuple((scope, fact) for fact in done.added)
-        return Stored(True, tuple(items), tuple(done.replaced), added=added)
+        return Stored(True, tuple(items), tuple(done.replaced), added=done.stored(scope))
 
     async def items_of(
         self,
@@ -130,6 +130,45 @@ class FactWriter:
             written += await attempt("fact_items", write, default=[])
         await self._follow(scope, force=True)
         return written
+
+    async def edit(
+        self, scope: MemoryScope, old: str, new: str, *, supersedes: Provenance | None = None
+    ) -> LineEdit:
+        """The model's correction of MEMORY.md (or chat memory): one line replaced or deleted
+        under the same lock as every other change (a hand edit is never overwritten); the
+        items made of that line follow, then the index. `supersedes` (the new value's
+        provenance): the old line stays as history, marked superseded, the new one after it.
+        `NotTextError` for a file that is not text."""
+        on = supersedes.at.date() if supersedes is not None else None
+        edit = await self.long_term.replace_line(scope, old, new, superseded_on=on)
+        if edit.before is None:
+            return edit
+        if supersedes is not None and edit.after is not None:
+            fact = bare(edit.after)
+            await self.origins(scope, [fact], supersedes)
+            await self.items_of(scope, [fact], extra=(), origin=supersedes)
+        elif self.items is not None:
+            retext = self.items.retext(scope, edit.before, edit.after)
+            await attempt("edited_items", retext, default=0)
+        await self._sync()
+        return edit
+
+    async def restore(self, stored: StoredLine) -> LineEdit:
+        """A receipt's Undo: the write `stored` records taken back, every line it touched as it
+        was (`LongTermMemory.restore_line`); the items made of them follow, then the index."""
+        edit = await self.long_term.restore_line(stored)
+        if edit.before is None:
+            return edit
+        if self.items is not None:
+            retext = self.items.retext(stored.scope, edit.before, edit.after)
+            await attempt("undone_items", retext, default=0)
+        await self._follow(stored.scope, force=True)
+        await self._sync()
+        return edit
+
+    async def _sync(self) -> None:
+        if self.index is not None:
+            await self.index.sync()
 
     async def origins(self, scope: MemoryScope, facts: Sequence[str], origin: Provenance) -> None:
         path = self.workspace.long_term_path(scope)
@@ -209,8 +248,8 @@ class FactWriter:
         text = self.long_term.snapshot(scope).text
         found: dict[str, str] = {}
         for number, line in enumerate(text.splitlines(), start=1):
-            fact = line.strip().removeprefix("- ").strip()
-            if fact in facts and fact not in found:
+            fact = bare(line)
+            if fact in facts and fact not in found and not is_marked(line):
                 found[fact] = f"{name}#L{number}"
         return found
 

@@ -13,6 +13,7 @@ file line or session turn), then the search index (derived, synced from the file
     memory_forget                     (scrubbed); undo puts it back within minutes
     memory_add/update/promote         items → index
     memory_edit     edit_line         a MEMORY.md line replaced or deleted → its items → index
+    Undo (receipt)  restore           the lines one write touched put back → their items → index
     /new, renewal   clear_working     the session's working memory (its archived session → index)
     consolidation   replace_memory    MEMORY.md rewritten if unchanged → items of new lines → index
                     merge_facts       new lines appended → items → index
@@ -47,20 +48,14 @@ from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.notes.daily import DailyNotes
 from bot.memory.notes.history import HistoryLog
-from bot.memory.notes.long_term import (
-    LineEdit,
-    LongTermMemory,
-    MemoryText,
-    bare_line,
-    new_lines,
-)
+from bot.memory.notes.long_term import LineEdit, LongTermMemory, MemoryText, new_lines
 from bot.memory.notes.merge import Merged
 from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import ExtractedTags
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.trust import TurnOrigin
 from bot.memory.upkeep.archiving import archive_notes
-from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
+from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance, StoredLine
 from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 
@@ -145,16 +140,18 @@ class MemoryWriter:
     ) -> Stored:
         """Every kind of tag `tags` holds: `<memory>` in the turn's scope (global only in an
         owner's private chat, `bot.memory.scopes`), `<chat-memory>` in this chat's own memory.
-        From a turn that carried other people's words (`origin.quoted`) the facts are kept as
-        quoted material instead, until an owner keeps them (`keep_quoted`)."""
+        A fact that is not the person's own — from a turn that carried other people's words,
+        or drawn from others' words memory brought back (`TurnOrigin.source_of`) — is kept as
+        quoted material with its source instead, until an owner keeps it (`keep_quoted`)."""
         ok, items, quotes = True, list[MemoryItem](), list[Quote]()
-        added: list[tuple[MemoryScope, str]] = []
+        added: list[StoredLine] = []
         chat = MemoryScope(chat_key=session_key)
         found = (("memory", scope, tags.memories), ("chat-memory", chat, tags.chat_memories))
-        for tag, where, facts in found:
-            if facts and origin is not None and not origin.trusted:
-                quotes += await self.facts.quote(where, facts, origin.source)
-            elif facts:
+        for tag, where, all_facts in found:
+            facts, others = origin.whose(all_facts) if origin else (list(all_facts), {})
+            for source, texts in others.items():
+                quotes += await self.facts.quote(where, texts, source)
+            if facts:
                 stored = await self.facts.tagged(
                     tag,
                     where,
@@ -182,16 +179,16 @@ class MemoryWriter:
 
     async def remember(
         self, scope: MemoryScope, fact: str, origin: Provenance | None = None
-    ) -> str | None:
-        """Add `fact` to the scope's MEMORY.md: the fact as saved, or None when it was there.
-        Raises `NotTextError` when MEMORY.md is not text (it is left as it is)."""
+    ) -> StoredLine | None:
+        """Add `fact` to the scope's MEMORY.md: its line as saved (and what it superseded), or
+        None when it was there. `NotTextError` when MEMORY.md is not text (left as it is)."""
         done = await self.long_term.append_facts(
             scope, [fact], section=TAGGED_SECTION, origin=origin
         )
         if done.added:
             await self.facts.items_of(scope, done.added, extra=(), origin=origin)
             await self.sync_index()
-        return done.added[0] if done.added else None
+        return done.stored(scope)[0] if done.added else None
 
     # ------------------------------------------------------------------ consolidation, compaction
 
@@ -328,27 +325,12 @@ class MemoryWriter:
     async def edit_line(
         self, scope: MemoryScope, old: str, new: str, *, supersedes: Provenance | None = None
     ) -> LineEdit:
-        """The model's correction of MEMORY.md (or chat memory): one line replaced or deleted
-        under the same lock as every other change (a hand edit is never overwritten); the
-        items made of that line follow, then the index. `supersedes` (the new value's
-        provenance): the old line stays as history, marked superseded, the new one after it.
-        `NotTextError` for a file that is not text."""
-        on = supersedes.at.date() if supersedes is not None else None
-        edit = await self.long_term.replace_line(scope, old, new, superseded_on=on)
-        if edit.before is None:
-            return edit
-        if supersedes is not None and edit.after is not None:
-            fact = bare_line(edit.after)
-            await self.facts.origins(scope, [fact], supersedes)
-            await self.facts.items_of(scope, [fact], extra=(), origin=supersedes)
-            await self.sync_index()
-            return edit
-        if self.items is not None:
-            await attempt(
-                "edited_items", self.items.retext(scope, edit.before, edit.after), default=0
-            )
-        await self.sync_index()
-        return edit
+        """The model's correction of MEMORY.md (or chat memory), `FactWriter.edit`."""
+        return await self.facts.edit(scope, old, new, supersedes=supersedes)
+
+    async def restore(self, stored: StoredLine) -> LineEdit:
+        """A receipt's Undo, `FactWriter.restore`."""
+        return await self.facts.restore(stored)
 
     def find(self, scope: MemoryScope, item_id: str) -> MemoryItem | None:
         """The scope's item with this id (blocking; for `memory_forget`)."""

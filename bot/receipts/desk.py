@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
 from typing import Protocol
 
 import structlog
@@ -21,7 +20,7 @@ from bot.memory.forgetting import Forgotten, forget_receipt
 from bot.memory.notes.long_term import LineEdit
 from bot.memory.notes.quoted import Quote
 from bot.memory.provenance import brief
-from bot.models import Inbound, Keyed, MemoryScope, Press, Pressed
+from bot.models import Inbound, Keyed, MemoryScope, Press, Pressed, StoredLine
 from bot.receipts import words
 from bot.receipts.store import Receipt, ReceiptStore
 
@@ -32,6 +31,8 @@ class ReceiptMemory(Protocol):
     """What a press changes (`MemoryWriter`)."""
 
     async def edit_line(self, scope: MemoryScope, old: str, new: str) -> LineEdit: ...
+
+    async def restore(self, stored: StoredLine) -> LineEdit: ...
 
     async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
 
@@ -66,13 +67,14 @@ class ReceiptDesk:
         self.undo_minutes = undo_minutes
         self.enabled = enabled
 
-    async def issue(self, inbound: Inbound, stored: Sequence[tuple[MemoryScope, str]]) -> bool:
-        """A receipt for each fact stored from `inbound` (shown after its reply); whether any
-        was issued."""
+    async def issue(self, inbound: Inbound, stored: Sequence[StoredLine]) -> bool:
+        """A receipt for each fact stored from `inbound` (shown after its reply), with what its
+        write changed; whether any was issued."""
         if not self.enabled or not stored:
             return False
-        for scope, fact in stored:
-            await self.store.add(inbound.session_key, inbound.user_id, scope, fact, inbound.id)
+        chat, user = inbound.session_key, inbound.user_id
+        for line in stored:
+            await self.store.add(chat, user, line.scope, line.text, inbound.id, changed=line)
         return True
 
     async def issue_quotes(
@@ -167,16 +169,16 @@ class ReceiptDesk:
         scopes = (receipt.memory_scope, MemoryScope(chat_key=receipt.chat))
         for scope in dict.fromkeys(scopes):
             if await self.memory.keep_quoted(scope, receipt.quote) is not None:
-                await self.store.update(replace(receipt, state="promoted", text=""))
+                await self.store.update(receipt.closed("promoted"))
                 text = words.PROMOTED.format(fact=words.short(receipt.text))
                 return Pressed(text, text)
         return _gone(receipt, "keep")
 
     async def _undo(self, receipt: Receipt) -> Pressed:
-        edit = await self.memory.edit_line(receipt.memory_scope, receipt.text, "")
+        edit = await self.memory.restore(receipt.line)
         if edit.before is None:
             return _gone(receipt, "undo")
-        await self.store.update(replace(receipt, state="undone", text=""))
+        await self.store.update(receipt.closed("undone"))
         text = words.UNDONE.format(fact=words.short(receipt.text))
         return Pressed(text, text)
 
@@ -185,7 +187,7 @@ class ReceiptDesk:
             forgotten = await self.memory.forget(receipt.memory_scope, receipt.chat, receipt.text)
         if not forgotten.total:
             return _gone(receipt, "forget")
-        await self.store.update(replace(receipt, state="forgotten", text=""))
+        await self.store.update(receipt.closed("forgotten"))
         told = forget_receipt(receipt.text, forgotten, undo_minutes=self.undo_minutes)
         return Pressed(f"Forgot it ({forgotten.total} in all).", told[: words.TEXT_CHARS])
 
@@ -196,9 +198,10 @@ class ReceiptDesk:
         edit = await self.memory.edit_line(receipt.memory_scope, receipt.text, new)
         if edit.before is None:
             return words.GONE.format(fact=words.short(receipt.text), action="edit")
-        await self.store.update(replace(receipt, state="edited", text=""))
-        if self.enabled:
-            await self.store.add(chat, user, receipt.memory_scope, new, inbound)
+        await self.store.update(receipt.closed("edited"))
+        if self.enabled:  # the new text's receipt undoes to the text it replaced
+            changed = StoredLine(receipt.memory_scope, new, replaced=edit.before)
+            await self.store.add(chat, user, receipt.memory_scope, new, inbound, changed=changed)
         return words.EDITED.format(old=words.short(receipt.text), new=words.short(new))
 
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import structlog
 
-from bot.models import MemoryScope
+from bot.models import MemoryScope, StoredLine
 from bot.storage.files import ON_DISK, Documents, Locks
 
 log = structlog.get_logger(__name__)
@@ -43,10 +43,26 @@ class Receipt:
     state: State = "kept"
     quote: str = ""  # quoted material's id (`QUOTED.md`): an owner may keep it as a fact
     source: str = ""  # where a quote came from, in brief (`bot.memory.provenance.brief`)
+    superseded: tuple[str, ...] = ()  # the lines its write marked superseded, as they were
+    replaced: str | None = None  # the line its write took the place of, as it was
 
     @property
     def memory_scope(self) -> MemoryScope:
         return MemoryScope(chat_key=self.scope or None)
+
+    @property
+    def line(self) -> StoredLine:
+        """What its write changed, for Undo to put back."""
+        return StoredLine(self.memory_scope, self.text, self.superseded, self.replaced)
+
+    def closed(self, state: State) -> Receipt:
+        """The receipt once acted on: its state, and no text of the fact left in it."""
+        return replace(self, state=state, text="", superseded=(), replaced=None)
+
+    def holds(self, needle: str) -> bool:
+        """Whether any text it keeps holds `needle` (casefolded)."""
+        texts = (self.text, *self.superseded, self.replaced or "")
+        return any(needle in text.casefold() for text in texts)
 
 
 class ReceiptStore:
@@ -73,6 +89,7 @@ class ReceiptStore:
         text: str,
         inbound: str,
         quote: tuple[str, str] = ("", ""),  # a quote's id and source
+        changed: StoredLine | None = None,  # what the write changed besides adding `text`
     ) -> str:
         receipt = Receipt(
             id=secrets.token_hex(4),
@@ -84,6 +101,8 @@ class ReceiptStore:
             at=self.now().isoformat(timespec="seconds"),
             quote=quote[0],
             source=quote[1],
+            superseded=changed.superseded if changed else (),
+            replaced=changed.replaced if changed else None,
         )
 
         def change(document: dict[str, Any]) -> None:
@@ -130,7 +149,7 @@ class ReceiptStore:
             receipts: dict[str, Any] = document["receipts"]
             for key, raw in list(receipts.items()):
                 found = _receipt(raw)
-                if found is not None and found.chat == chat and wanted in found.text.casefold():
+                if found is not None and found.chat == chat and found.holds(wanted):
                     dropped.append(found.text)
                     del receipts[key]
             editing: dict[str, Any] = document["editing"]
@@ -194,6 +213,10 @@ def _receipt(raw: object) -> Receipt | None:
     if not isinstance(raw, dict):
         return None
     try:
-        return Receipt(**raw)
+        receipt = Receipt(**raw)
     except TypeError:
         return None
+    superseded = receipt.superseded
+    if not isinstance(superseded, list | tuple) or not all(isinstance(s, str) for s in superseded):
+        return None
+    return replace(receipt, superseded=tuple(superseded))

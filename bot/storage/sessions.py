@@ -19,17 +19,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import structlog
 
-from bot.models import ChatMessage, Session, SessionMarks, ToolCall
+from bot.models import ChatMessage, Session, SessionMarks, ToolCall, Via
 from bot.storage.files import Documents, Signature
 from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
 from bot.storage.workspace import Workspace, file_key, key_of_file
 
 FORMAT_VERSION = 1
+_VIAS: tuple[str, ...] = get_args(Via)
 KNOWN = 64  # chats whose last session is kept in memory (`SessionStore`)
 log = structlog.get_logger(__name__)
 
@@ -263,6 +264,8 @@ def encode_message(message: ChatMessage) -> dict[str, Any]:
         encoded["at"] = message.at.isoformat()
     if message.turn is not None:
         encoded["turn"] = message.turn
+    if message.origin is not None:
+        encoded["origin"] = message.origin
     return encoded
 
 
@@ -282,4 +285,5 @@ def decode_message(raw: dict[str, Any]) -> ChatMessage:
         name=raw.get("name"),
         at=datetime.fromisoformat(raw["at"]) if raw.get("at") else None,
         turn=str(raw["turn"]) if raw.get("turn") else None,
+        origin=raw["origin"] if raw.get("origin") in _VIAS else None,
     )

@@ -13,6 +13,9 @@ from bot.models import MemoryScope
 from bot.storage.confined import inside_scope
 from bot.storage.files import ON_DISK, Documents, ensure_dir
 
+MEDIA_FOLDER = "files"  # beside a scope's memory: the files that came with messages
+QUOTED_NAME = "QUOTED.md"  # beside a scope's MEMORY.md: quoted material (`bot.memory.notes.quoted`)
+
 
 def encode_key(key: str) -> str:
     """A session or chat key as a file name: no ':' or '/', and it round-trips."""
@@ -134,7 +137,7 @@ class Workspace:
 
     def media_dir(self, scope: MemoryScope) -> Path:
         """The scope's kept files, and the text of its documents (`<file>.md`)."""
-        return self.memory_dir(scope) / "files"
+        return self.memory_dir(scope) / MEDIA_FOLDER
 
     def inside_scope(self, path: Path) -> bool:
         """Whether a memory file may be used for the scope it lies in (warned when not)."""

@@ -39,7 +39,8 @@ from bot.index.sync.transcripts import exchanges
 from bot.memory.notes.daily import NoteFormat
 from bot.memory.recall import relevant, section
 from bot.memory.recall.prompt import RECALLED_HEADER, Carried, MemoryPrompt, PromptMemory
-from bot.models import ChatMessage, PromptPart, Session
+from bot.memory.trust import in_hits, in_items, in_lines
+from bot.models import ChatMessage, PromptPart, Recalled, Session
 from bot.pipeline import TurnContext
 
 REMEMBERING = "# Remembering"
@@ -105,6 +106,7 @@ class ContextBuilding:
             "\n\n".join(part for part in tail if part), ctx.user_message
         )
         ctx.memory_shown = found.items
+        ctx.recalled += others_words(found, chat=ctx.inbound.session_key, at=moment)
         attached = (PromptPart("a document's text", ctx.attached),) if ctx.attached else ()
         ctx.prompt_parts = (*self.parts(found, time, chatter), *attached)  # after the message
 
@@ -141,3 +143,11 @@ class ContextBuilding:
             paths=frozenset(e.path for e in found),
             notes=self.notes.bodies((e.user, e.assistant) for e in found),
         )
+
+
+def others_words(found: PromptMemory, *, chat: str, at: datetime) -> list[Recalled]:
+    """What the memory sections show of others' words (a day's note line of a forwarded
+    message or a document, an episode of such a turn, a hit of a document …), for the turn's
+    origin (`bot.memory.trust`)."""
+    notes = in_lines(found.memory, name="a daily note", chat=chat, at=at)
+    return [*in_hits(found.hits, chat=chat), *in_items(found.items), *notes]  # the most exact first

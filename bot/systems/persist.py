@@ -25,9 +25,10 @@ from bot.conversation.compaction import cut_point as consolidation_cut
 from bot.llm.meter import PromptMeter
 from bot.memory.forgetting import unsaid
 from bot.memory.items.turn import TurnMemoryEvent
+from bot.memory.trust import TurnOrigin
 from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.memory.writer import TurnRecord
-from bot.models import ChatMessage, MemoryItem, SessionMarks, scope_key
+from bot.models import ChatMessage, MemoryItem, Provenance, SessionMarks, scope_key
 from bot.pipeline import TurnContext
 from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
@@ -68,17 +69,23 @@ class MemoryPersist:
         self.meter = meter
 
     async def process(self, ctx: TurnContext) -> None:
-        await self._save_session(ctx)
+        origin = origin_of(ctx)  # of the conversation the turn continued: before it is saved
+        carried = origin.carried(ctx.reply) if ctx.reply is not None else None
+        await self._save_session(ctx, carried)
         await self._trim(ctx)
         if ctx.reply is None:
             return
-        record = await self.memory.record_turn(_event(ctx, ctx.reply, self.now()))
+        event = _event(ctx, ctx.reply, self.now(), origin)
+        record = await self.memory.record_turn(replace(event, carried=carried))
         ctx.written += record.paths
         await self.memory.mark_used(ctx.memory_shown, self.now())
 
-    async def _save_session(self, ctx: TurnContext) -> None:
+    async def _save_session(self, ctx: TurnContext, carried: Provenance | None) -> None:
+        """The session with the exchange; its user message keeps what others' words the
+        turn carried or drew on (`ChatMessage.origin`): they stay others' when recalled."""
         session, usages = ctx.session, ctx.usages
-        messages = (*session.messages, ctx.user_message, *ctx.new_messages)
+        user = replace(ctx.user_message, origin=carried.via if carried else None)
+        messages = (*session.messages, user, *ctx.new_messages)
         ctx.session = replace(
             session,
             messages=tuple(unsaid(m, ctx.forgotten) for m in messages),
@@ -131,11 +138,10 @@ class MemoryPersist:
         log.info("session_trimmed", cut=cut, kept=len(messages) - cut, consolidated=consolidating)
 
 
-def _event(ctx: TurnContext, reply: str, at: datetime) -> TurnMemoryEvent:
+def _event(ctx: TurnContext, reply: str, at: datetime, origin: TurnOrigin) -> TurnMemoryEvent:
     tools = (call.name for message in ctx.new_messages for call in message.tool_calls)
     said = unsaid(ctx.user_message, ctx.forgotten).content
     answered = unsaid(ChatMessage(role="assistant", content=reply), ctx.forgotten).content
-    origin = origin_of(ctx)
     return TurnMemoryEvent(
         scope=ctx.scope,
         session_key=ctx.inbound.session_key,

@@ -6,7 +6,8 @@ never instructions, and a tag that only repeats their words is not stored (`with
 `<memory>` goes to the turn's scope, which is the global memory only in an owner's private
 chat; `<chat-memory>` goes to this chat's own memory; from a turn that carried other
 people's words (a document, a forwarded message, group chatter, a tool's output:
-`bot.memory.trust`) they are kept as quoted material instead, until an owner keeps one. The
+`bot.memory.trust`), or drawn from others' words memory brought back in it, they are kept
+as quoted material instead, with their source, until an owner keeps one. The
 tags are stripped first; each store is best-effort (logged), so a storage failure never costs
 the user the reply. Each line added, and each line the memory tools wrote in the turn
 (`TurnContext.stored`), gets a receipt (`bot.receipts`), shown after the reply.
@@ -23,7 +24,7 @@ import structlog
 from bot.memory.facts import TagSink
 from bot.memory.notes.quoted import Quote
 from bot.memory.notes.tags import extract_tags, without_echoes
-from bot.models import Inbound, MemoryScope
+from bot.models import Inbound, MemoryScope, StoredLine
 from bot.pipeline import TurnContext
 from bot.systems.origin import origin_of
 from bot.systems.tool_loop import EMPTY_REPLY
@@ -36,7 +37,7 @@ NOT_SAVED = "Sorry, I couldn't save that to memory."
 class Receipts(Protocol):
     """Where what was stored is told, after the reply (`bot.receipts.ReceiptDesk`)."""
 
-    async def issue(self, inbound: Inbound, stored: Sequence[tuple[MemoryScope, str]]) -> bool: ...
+    async def issue(self, inbound: Inbound, stored: Sequence[StoredLine]) -> bool: ...
 
     async def issue_quotes(
         self, inbound: Inbound, scope: MemoryScope, quotes: Sequence[Quote]

@@ -57,6 +57,7 @@ class ToolLoop:
             forgotten=ctx.forgotten,
             stored=ctx.stored,
             origin=origin_of(ctx),
+            recalled=ctx.recalled,
             inbound=ctx.inbound,
         )
         unknown: list[str] = []  # names the model called that no tool has, in order

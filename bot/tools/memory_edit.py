@@ -14,8 +14,9 @@ from textwrap import shorten
 from typing import Any, Protocol
 
 from bot.errors import NotTextError, ToolError
+from bot.memory.lines import bare
 from bot.memory.notes.long_term import LineEdit
-from bot.models import MemoryScope, Provenance, ToolSpec
+from bot.models import MemoryScope, Provenance, StoredLine, ToolSpec
 from bot.tools import arguments
 from bot.tools.registry import ToolContext, refuse_quoted
 
@@ -80,14 +81,22 @@ class MemoryEdit:
         where = arguments.choice(args, "where", options=("memory", "chat"), default="memory")
         scope = ctx.scope if where == "memory" else MemoryScope(chat_key=ctx.session_key)
         name = "MEMORY.md" if where == "memory" else "this chat's memory"
-        refuse_quoted(ctx)
+        refuse_quoted(ctx, new)
         try:
             edit = await self.memory.edit_line(scope, old, new, supersedes=_newer(args, ctx))
         except NotTextError as exc:
             raise ToolError(str(exc)) from exc  # why it was left alone, and what to fix
-        if edit.after is not None:  # a receipt after the reply (`bot.receipts`)
-            ctx.stored.append((scope, edit.after.strip().removeprefix("- ").strip()))
+        if edit.after is not None and edit.before is not None:  # a receipt after the reply
+            ctx.stored.append(stored_line(scope, edit, superseded=args.get("supersedes") is True))
         return _answer(edit, name, old)
+
+
+def stored_line(scope: MemoryScope, edit: LineEdit, *, superseded: bool) -> StoredLine:
+    """What the edit changed, for its receipt's Undo: the old line marked, or replaced."""
+    after, before = bare(edit.after or ""), edit.before or ""
+    if superseded:
+        return StoredLine(scope, after, superseded=(before,))
+    return StoredLine(scope, after, replaced=before)
 
 
 def _newer(args: dict[str, Any], ctx: ToolContext) -> Provenance | None:

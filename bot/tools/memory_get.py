@@ -19,11 +19,13 @@ import asyncio
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bot.errors import ToolError
 from bot.memory.scopes import visible_scopes
+from bot.memory.trust import in_file
 from bot.models import MemoryScope, ToolSpec
 from bot.storage.confined import inside_scope
 from bot.storage.files import ON_DISK, Documents
@@ -229,11 +231,23 @@ class MemoryGet:
     def _read(self, citation: Citation, start: int, count: int, ctx: ToolContext) -> str:
         path = resolve(self.memory_root, citation.path, ctx.scope, ctx.session_key)
         if citation.item is None:
-            return render_slice(citation.path, read_slice(path, start, count, self.documents))
+            found = read_slice(path, start, count, self.documents)
+            _recalled(citation.path, found, ctx)
+            return render_slice(citation.path, found)
         found = read_item(path, citation.item, self.documents)
         if found is not None and not found.lines:
             return f"(empty: no item {citation.item} in {citation.path})"
         return render_slice(citation.path, found)
+
+
+def _recalled(relative: str, found: Slice | None, ctx: ToolContext) -> None:
+    """Others' words the slice holds (a document's text, a quote …), noted for the turn's
+    origin (`bot.memory.trust`)."""
+    if found is None or not found.lines:
+        return
+    text = "\n".join(line for _, line in found.lines)
+    at = ctx.origin.said.at if ctx.origin is not None else datetime.now(UTC)
+    ctx.recalled.extend(in_file(relative, text, chat=ctx.session_key, at=at))
 
 
 def window(args: arguments.Args, citation: Citation) -> tuple[int, int]:

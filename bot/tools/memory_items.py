@@ -144,7 +144,7 @@ class MemoryAdd(ItemTool):
         layer = arguments.choice(args, "layer", options=LAYERS, default="semantic")
         kind = arguments.choice(args, "type", options=TYPES, default="fact")
         tags = _tags(args) or ()
-        refuse_quoted(ctx)
+        refuse_quoted(ctx, text)
         said = ctx.origin.said if ctx.origin is not None else None
         item = await self.memory.add_item(
             ctx.scope, MemoryLayer(layer), text, type=kind, tags=tags, origin=said
@@ -198,7 +198,7 @@ class MemoryUpdate(ItemTool):
         tags = _tags(args)
         if text is None and confidence is None and salience is None and tags is None:
             raise ToolError("nothing to change: give text, confidence, salience or tags")
-        refuse_quoted(ctx)
+        refuse_quoted(ctx, text or "")
         item = await self.memory.update_item(
             ctx.scope, target, text=text, confidence=confidence, salience=salience, tags=tags
         )

@@ -23,6 +23,7 @@ from bot.index.remote import RemoteSearch
 from bot.index.search import Searcher
 from bot.memory.recall.overlap import Shown
 from bot.memory.scopes import search_scopes
+from bot.memory.trust import in_hits
 from bot.models import ToolSpec
 from bot.tools import arguments
 from bot.tools.registry import ToolContext
@@ -92,6 +93,7 @@ class MemorySearch:
         query = arguments.text(args, "query", max_chars=MAX_QUERY_CHARS)
         k = arguments.integer(args, "k", default=self.default_k, low=1, high=MAX_K)
         hits, origins = await self.search(query, search_scopes(ctx.scope, ctx.session_key), k)
+        ctx.recalled.extend(in_hits(hits, chat=ctx.session_key))  # the turn's origin reads them
         return render_hits(hits, origins)
 
     async def search(

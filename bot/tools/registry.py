@@ -14,8 +14,9 @@ from typing import Any, Protocol
 import structlog
 
 from bot.errors import ToolError
+from bot.memory.provenance import brief
 from bot.memory.trust import TurnOrigin
-from bot.models import Inbound, MemoryScope, ToolCall, ToolSpec
+from bot.models import Inbound, MemoryScope, Recalled, StoredLine, ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -27,14 +28,20 @@ class ToolContext:
     session_key: str
     scope: MemoryScope
     forgotten: list[str] = field(default_factory=list)  # memory_forget adds what it forgot
-    stored: list[tuple[MemoryScope, str]] = field(default_factory=list)  # memory lines written
+    stored: list[StoredLine] = field(default_factory=list)  # memory lines written
     inbound: Inbound | None = None  # the message the turn answers (who asked, in which chat)
     origin: TurnOrigin | None = None  # who wrote the message, and whose words the turn carried
+    recalled: list[Recalled] = field(default_factory=list)  # memory tools add others' words
 
 
 QUOTED_REFUSAL = (
     "this turn carried {what}, not only the user's own words: memory is not written from it. "
     "A <memory> tag is kept as a quote with its source, for the owner to keep or not."
+)
+RECALLED_REFUSAL = (
+    "that text draws on other people's words memory brought back ({source}), not on the "
+    "user's own: memory is not written from it. A <memory> tag is kept as a quote with its "
+    "source, for the owner to keep or not."
 )
 _WHAT = {
     "forwarded": "a forwarded message",
@@ -44,12 +51,18 @@ _WHAT = {
 }
 
 
-def refuse_quoted(ctx: ToolContext) -> None:
-    """`ToolError` when the turn carried other people's words (`bot.memory.trust`): the
-    memory tools write nothing from such a turn."""
-    if ctx.origin is not None and ctx.origin.quoted is not None:
+def refuse_quoted(ctx: ToolContext, text: str = "") -> None:
+    """`ToolError` when the turn carried other people's words, or `text` draws on others'
+    words memory brought back in it (`bot.memory.trust`): the memory tools write nothing of
+    them."""
+    if ctx.origin is None:
+        return
+    if ctx.origin.quoted is not None:
         what = _WHAT.get(ctx.origin.quoted, "other people's words")
         raise ToolError(QUOTED_REFUSAL.format(what=what))
+    origin = ctx.origin.with_recalled(ctx.recalled)
+    if not origin.trusts(text):
+        raise ToolError(RECALLED_REFUSAL.format(source=brief(origin.source_of(text))))
 
 
 class Tool(Protocol):

@@ -29,6 +29,7 @@ from bot.app.memory import ItemsAndIndex
 from bot.app.store import stored_workspace
 from bot.index import MemoryIndex
 from bot.index.sources import scope_of
+from bot.memory.lines import fact_of
 from bot.memory.transfer import (
     Bundle,
     BundleError,
@@ -156,8 +157,8 @@ def queries(documents: Sequence[Document]) -> list[tuple[str, str]]:
 
 def _fact_lines(document: Document) -> Iterator[str]:
     for line in document.data.decode("utf-8", errors="replace").splitlines():
-        text = line.strip().lstrip("-*+ ").strip()
-        if len(text.split()) >= 3 and not text.startswith("#"):
+        text = fact_of(line)
+        if text is not None and len(text.split()) >= 3:
             yield text
 
 

@@ -5,7 +5,7 @@ a damaged file is recreated: it is only an index), and the FTS scope tag.
     files(path, mtime_ns, size, sha256, text)      what the last sync saw of each source file
     claims(path, source)                           which sources each file holds (bot.index.sync)
     sources(source, digest)                        the content digest each source was written at
-    chunks(id, source, path, start_line, end_line, scope, kind, at, salience)   by at too
+    chunks(id, source, path, start_line, end_line, scope, kind, at, salience, origin)  by at
     chunks_fts(text, scope_tag)                    FTS5, rowid = chunks.id; porter + unicode61
     vectors(id, vector)                            float32 blobs, id = chunks.id
 """
@@ -26,14 +26,15 @@ from bot.storage.files import FILE_MODE, ensure_dir
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: chunks.origin
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
                    sha256 TEXT NOT NULL, text INTEGER NOT NULL);
 CREATE TABLE chunks(id INTEGER PRIMARY KEY, source TEXT NOT NULL, path TEXT NOT NULL,
                     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, scope TEXT NOT NULL,
-                    kind TEXT NOT NULL, at REAL NOT NULL, salience REAL NOT NULL);
+                    kind TEXT NOT NULL, at REAL NOT NULL, salience REAL NOT NULL,
+                    origin TEXT NOT NULL DEFAULT '');
 CREATE INDEX chunks_source ON chunks(source);
 CREATE INDEX chunks_at ON chunks(at);
 CREATE TABLE claims(path TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY(path, source));

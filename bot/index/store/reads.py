@@ -118,7 +118,7 @@ def rows(
     join = " JOIN chunks_fts AS f ON f.rowid = c.id" if text else ""
     sql = (
         f"SELECT c.id, c.path, c.start_line, c.end_line, c.scope, c.kind, c.at, c.salience,"
-        f" {column} FROM chunks AS c{join}"
+        f" {column}, c.origin FROM chunks AS c{join}"
         f" WHERE c.id IN ({','.join('?' * len(wanted))})"
         f" AND c.scope IN ({','.join('?' * len(scopes))})"
     )
@@ -130,7 +130,7 @@ def every_row(db: sqlite3.Connection) -> list[ChunkRow]:
     """Every chunk, with its text, in id order."""
     sql = (
         "SELECT c.id, c.path, c.start_line, c.end_line, c.scope, c.kind, c.at, c.salience,"
-        " f.text FROM chunks AS c JOIN chunks_fts AS f ON f.rowid = c.id ORDER BY c.id"
+        " f.text, c.origin FROM chunks AS c JOIN chunks_fts AS f ON f.rowid = c.id ORDER BY c.id"
     )
     return [ChunkRow(*row) for row in db.execute(sql)]
 

@@ -30,6 +30,7 @@ class ChunkRow:
     at: float
     salience: float
     text: str = ""
+    origin: str = ""  # `Chunk.origin`
 
 
 @dataclass(frozen=True)

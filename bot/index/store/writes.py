@@ -50,9 +50,9 @@ def write(
 def _insert(db: sqlite3.Connection, ids: Sequence[int], rows: Sequence[tuple[str, Chunk]]) -> None:
     db.executemany(
         "INSERT INTO chunks(id, source, path, start_line, end_line, scope, kind, at,"
-        " salience) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " salience, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (i, s, c.path, c.start_line, c.end_line, c.scope, c.kind, c.at, c.salience)
+            (i, s, c.path, c.start_line, c.end_line, c.scope, c.kind, c.at, c.salience, c.origin)
             for i, (s, c) in zip(ids, rows, strict=True)
         ],
     )

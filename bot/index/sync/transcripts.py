@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from bot.index.chunking import DEFAULT_SALIENCE, Chunker
-from bot.index.sources import Exchange, source_of_exchange
+from bot.index.sources import Exchange, origin_of_turn, source_of_exchange
 from bot.index.store import SourceUpdate
 from bot.index.sync.reader import Growth, LastLine, digest_of
 from bot.models import ChatMessage, Session
@@ -80,6 +80,7 @@ def exchanges(session: Session) -> list[Exchange]:
             assistant=reply,
             scope=scope,
             at=user.at or session.updated_at,
+            origin=origin_of_turn(user),
         )
         for user, reply in turns(session.messages)
     ]
@@ -114,6 +115,7 @@ def _update(exchange: Exchange, chunker: Chunker) -> SourceUpdate:
         kind="exchange",
         at=exchange.at.timestamp(),
         salience=DEFAULT_SALIENCE,
+        origin=exchange.origin,
     )
-    digest = digest_of(exchange.text, exchange.scope, exchange.at.timestamp())
+    digest = digest_of(exchange.text, exchange.scope, exchange.at.timestamp(), exchange.origin)
     return SourceUpdate(source_of_exchange(exchange.path), tuple(chunks), digest=digest)

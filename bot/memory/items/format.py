@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, cast, get_args
 
 from bot.memory import provenance
-from bot.memory.items.rules import fingerprint
+from bot.memory.lines import fingerprint
 from bot.models import ItemStatus, MemoryItem, MemoryLayer
 
 VERSION = 1

@@ -29,7 +29,7 @@ from bot.index.sources import scope_of
 from bot.index.store import SourceUpdate
 from bot.index.sync import Growth, LastLine, digest_of
 from bot.memory.items.format import ItemFormatError, decode, file_lines
-from bot.memory.notes.supersede import marked
+from bot.memory.lines import marked
 from bot.models import MemoryItem
 from bot.storage.confined import scope_escape
 

@@ -44,6 +44,7 @@ from bot.memory.items.turn import (
     is_open,
     statement_items,
 )
+from bot.memory.lines import bare
 from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
 
 Change = Callable[[MemoryItem], MemoryItem]
@@ -199,9 +200,7 @@ class ItemKeeper:
             if after is None:
                 changed += await self.forget(scope, item.id) is not None
             else:
-                changed += (
-                    await self.update(scope, item.id, text=after.strip().lstrip("-*+ ")) is not None
-                )
+                changed += await self.update(scope, item.id, text=bare(after)) is not None
         return changed
 
     async def follow(self, scope: MemoryScope, text: str, name: str) -> int:

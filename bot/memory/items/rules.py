@@ -1,9 +1,9 @@
 """Memory items' own rules: what makes two the same, and how one is made, reinforced, promoted
 and decayed. Pure functions over `MemoryItem`; files are `item_store`'s, writes `item_keeper`'s.
 
-- **Fingerprint**: a hash of the normalised text (case-folded, whitespace collapsed, a leading
-  list bullet and trailing full stops dropped). Same fingerprint in the same layer and scope is
-  the same item.
+- **Fingerprint**: a hash of the text's normal form (`bot.memory.lines`: case, whitespace, a
+  bullet in any of its forms and full stops at the end aside). Same fingerprint in the same
+  layer and scope is the same item.
 - **Reinforce**: a second sighting updates the first, whose wording stays. Confidence combines
   as two independent witnesses, ``1 - (1 - a)(1 - b)`` (0.5 seen twice is 0.75); salience takes
   the larger and rises by `SALIENCE_BUMP`; references and tags are merged; a decayed item is
@@ -17,13 +17,13 @@ and decayed. Pure functions over `MemoryItem`; files are `item_store`'s, writes 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date, datetime, timedelta
 
+from bot.memory.lines import fingerprint as fingerprint  # items are told apart by it
 from bot.models import ItemStatus, MemoryItem, MemoryLayer, MemoryScope
 from bot.storage.lines import without_controls
 
@@ -31,17 +31,7 @@ SALIENCE_BUMP = 0.1
 SALIENCE_FLOOR = 0.05
 DECAYED_AT = 0.1
 PROMOTABLE = frozenset({"fact", "preference", "constraint"})  # a turn is an event, not a fact
-_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _EPISODIC_ID = re.compile(r"^e(\d{8})-")
-
-
-def normalise(text: str) -> str:
-    flat = " ".join(text.casefold().split())
-    return _BULLET.sub("", flat).rstrip(". ")
-
-
-def fingerprint(text: str) -> str:
-    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()[:16]
 
 
 def new_id(layer: MemoryLayer, at: datetime) -> str:

@@ -16,27 +16,23 @@ A forgotten item stays forgotten. Pure: the writer (`ItemKeeper.follow`) writes 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from difflib import SequenceMatcher
 
-from bot.memory.items.rules import fingerprint
-from bot.memory.notes.supersede import unmarked, until_of
+from bot.memory.lines import bare, fact_of, fingerprint, is_marked, unbulleted, unmarked, until_of
 from bot.models import ItemStatus, MemoryItem
 
 SAME_LINE = 0.6  # how alike a cited line's new text must be to its item's to be its edit
-_BULLET = re.compile(r"^\s*(?:[-*+]\s+)?")
 
 
 def fact_lines(text: str) -> dict[int, str]:
     """The file's fact lines by number (from 1): not blank, not a heading."""
     found = {}
     for number, line in enumerate(text.splitlines(), start=1):
-        fact = _BULLET.sub("", line, count=1).strip()
-        if fact and not fact.startswith("#"):
-            found[number] = fact
+        if fact_of(line) is not None:
+            found[number] = unbulleted(line).strip()
     return found
 
 
@@ -47,22 +43,40 @@ def follow(
     lines = fact_lines(text)
     where: dict[str, int] = {}  # each text's line: its current one when it has one
     for number, fact in lines.items():
-        key = fingerprint(unmarked(fact))
+        key = fingerprint(fact)
         if key not in where or (until_of(lines[where[key]]) and not until_of(fact)):
             where[key] = number
     cited = [item for item in items if item.status != "forgotten" and _cited(item, name)]
     held = {item.fingerprint for item in items if item.status != "forgotten"}
     changes: dict[str, MemoryItem] = {}
-    for item in cited:
-        found = where.get(item.fingerprint)
-        if found is not None:
-            new = _at(item, name, found, lines[found], now)
+    followed: set[str] = set()  # the lines' fingerprints an item follows already
+    for item in sorted(cited, key=lambda i: i.created_at):
+        clean = _unmarked(item)
+        found = where.get(clean.fingerprint)
+        if clean.fingerprint in followed:
+            new = _retired(clean, now)  # a twin of an older item of the same line
+        elif found is not None:
+            new = _at(clean, name, found, lines[found], now)
         else:
-            new = _changed_or_gone(item, name, lines, held, now)
+            new = _changed_or_gone(clean, name, lines, held, now)
+        if new.status != "retired":
+            followed.add(new.fingerprint)
         if new != item:
             changes[item.id] = new
             held.add(new.fingerprint)
     return changes
+
+
+def _unmarked(item: MemoryItem) -> MemoryItem:
+    """The item with its text as a fact: a supersede mark is a line's, never an item's."""
+    if not is_marked(item.text):
+        return item
+    text = bare(item.text)
+    return replace(item, text=text, fingerprint=fingerprint(text))
+
+
+def _retired(item: MemoryItem, now: datetime) -> MemoryItem:
+    return item if item.status == "retired" else replace(item, status="retired", updated_at=now)
 
 
 def _changed_or_gone(
@@ -70,13 +84,11 @@ def _changed_or_gone(
 ) -> MemoryItem:
     number = _cited(item, name)
     fact = lines.get(number) if number else None
-    if number and fact and fingerprint(unmarked(fact)) not in held and _alike(item.text, fact):
-        text = unmarked(fact).strip()
+    if number and fact and fingerprint(fact) not in held and _alike(item.text, fact):
+        text = bare(fact)
         retexted = replace(item, text=text, fingerprint=fingerprint(text))
         return _at(retexted, name, number, fact, now)
-    if item.status == "retired":
-        return item
-    return replace(item, status="retired", updated_at=now)
+    return _retired(item, now)
 
 
 def _alike(old: str, new: str) -> bool:

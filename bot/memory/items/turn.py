@@ -43,6 +43,7 @@ class TurnMemoryEvent:
     tool_names: tuple[str, ...] = ()
     origin: Provenance | None = None  # who said it, as what: every item of the turn carries it
     trusted: bool = True  # False: the turn carried others' words (`bot.memory.trust`)
+    carried: Provenance | None = None  # others' words its answer drew on: the episode's source
 
 
 def session_reference(session_key: str) -> str:
@@ -56,7 +57,7 @@ def turn_reference(session_key: str, turn_id: str) -> str:
 def episode(event: TurnMemoryEvent, *, user_chars: int, assistant_chars: int) -> MemoryItem:
     said, answered = _fold(event.user_text, user_chars), _fold(event.reply, assistant_chars)
     salience = 0.4 + 0.1 * bool(event.tool_names) + 0.1 * ("```" in event.reply)
-    return _item(
+    item = _item(
         event,
         MemoryLayer.EPISODIC,
         "turn",
@@ -65,6 +66,7 @@ def episode(event: TurnMemoryEvent, *, user_chars: int, assistant_chars: int) ->
         salience=salience,
         tags=[f"tool:{name}" for name in sorted(set(event.tool_names))],
     )
+    return replace(item, provenance=event.carried) if event.carried else item
 
 
 def statement_items(event: TurnMemoryEvent) -> list[MemoryItem]:

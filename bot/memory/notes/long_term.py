@@ -17,17 +17,18 @@ written through to its target (`bot.storage.files`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import structlog
 
+from bot.memory.lines import bare, bullet_of, fact_of, is_marked, marked, normal, unmarked, until_of
 from bot.memory.notes.merge import Merged, merge
-from bot.memory.notes.supersede import current_lines, mark_replaced, marked
+from bot.memory.notes.supersede import current_lines, mark_replaced, superseded_by
 from bot.memory.provenance import FactOrigins
-from bot.models import MemoryScope, Provenance
+from bot.models import MemoryScope, Provenance, StoredLine
 from bot.storage.files import Locks
 from bot.storage.lines import without_controls
 from bot.storage.textfile import TextFile, lines_of, text_to_change, text_to_show
@@ -102,6 +103,8 @@ class LongTermMemory:
             return Appended([], [])
         appended = _appended(current.text, [f"- {fact}" for fact in added], section)
         until = (origin.at if origin else datetime.now(UTC)).date()
+        lines = current.text.split("\n")
+        each = {fact: tuple(lines[i] for i in superseded_by(lines, [fact])) for fact in added}
         text, replaced = mark_replaced(current.text, added, until)
         if replaced:  # a rewrite, under the lock: the old lines get their mark
             self.documents.write(path, current.encode(text + appended))
@@ -109,7 +112,7 @@ class LongTermMemory:
             self.documents.append(path, current.encode(appended))
         if origin is not None:
             FactOrigins(path, self.documents).add(added, origin)
-        return Appended(added, replaced)
+        return Appended(added, replaced, each)
 
     def origins(self, scope: MemoryScope) -> FactOrigins:
         """Where the provenance of the scope's MEMORY.md facts is kept."""
@@ -140,6 +143,29 @@ class LongTermMemory:
             await asyncio.to_thread(self.documents.write, path, data)
             return LineEdit(before=before, after=after, matches=(before,))
 
+    async def restore_line(self, stored: StoredLine) -> LineEdit:
+        """Undo one write (`StoredLine`): its line goes, the line it replaced back in its
+        place, and the lines it marked superseded are current again, as they were — unless a
+        newer fact has superseded its line since (then they stay history, and a replaced line
+        comes back marked). Nothing changes unless exactly one line holds its fact.
+        `NotTextError` when the file may not be changed."""
+        path = self.workspace.long_term_path(stored.scope)
+        async with self.locks.hold(path):
+            current = await asyncio.to_thread(self._to_change, path)
+            lines = lines_of(current.text)
+            found = _holding(lines, stored.text)
+            if len(found) != 1:
+                return LineEdit(before=None, after=None, matches=tuple(lines[i] for i in found))
+            at = found[0]
+            before = lines[at].rstrip("\n")
+            since = until_of(before)
+            back = marked(stored.replaced, since) if stored.replaced and since else stored.replaced
+            lines[at] = "" if back is None else back + (lines[at][len(before) :] or "\n")
+            for old in stored.superseded if since is None else ():
+                _unmark(lines, old)
+            await asyncio.to_thread(self.documents.write, path, current.encode("".join(lines)))
+            return LineEdit(before=before, after=back, matches=(before,))
+
     def _to_change(self, path: Path) -> TextFile:
         return text_to_change(path, self.workspace.memory_root, self.documents)
 
@@ -148,6 +174,11 @@ class LongTermMemory:
 class Appended:
     added: list[str]  # the facts appended (those not there yet)
     replaced: list[str]  # the lines they superseded, as they were
+    superseded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by each fact
+
+    def stored(self, scope: MemoryScope) -> tuple[StoredLine, ...]:
+        """Each fact's line, with what it superseded (its receipt's Undo puts that back)."""
+        return tuple(StoredLine(scope, f, self.superseded.get(f, ())) for f in self.added)
 
 
 @dataclass(frozen=True)
@@ -157,12 +188,30 @@ class LineEdit:
     matches: tuple[str, ...]  # the lines that held the text
 
 
+def _holding(lines: Sequence[str], fact: str) -> list[int]:
+    """The lines whose fact is `fact` (current ones first), else those holding its text."""
+    same = [i for i, line in enumerate(lines) if fact_of(line) and normal(line) == normal(fact)]
+    current = [i for i in same if not is_marked(lines[i])]
+    if same:
+        return current or same
+    return [i for i, line in enumerate(lines) if fact.casefold() in line.casefold()]
+
+
+def _unmark(lines: list[str], old: str) -> None:
+    """The marked line that was `old` made `old` again (none: left as it is)."""
+    for at, line in enumerate(lines):
+        body = line.rstrip("\n")
+        if is_marked(body) and unmarked(body).rstrip() == old.rstrip():
+            lines[at] = old + (line[len(body) :] or "\n")
+            return
+
+
 def _keeping_shape(line: str, new: str) -> str:
     """`new` written as the line was: its indent and list bullet kept unless `new` has one."""
     stripped = new.strip()
     indent = line[: len(line) - len(line.lstrip())]
-    bullet = next((b for b in ("- ", "* ", "+ ") if line.lstrip().startswith(b)), "")
-    if stripped.startswith(("- ", "* ", "+ ", "#")):
+    bullet = bullet_of(line)
+    if bullet_of(stripped) or stripped.startswith("#"):
         bullet = ""
     return f"{indent}{bullet}{stripped}"
 
@@ -201,18 +250,10 @@ def _ended(text: str) -> str:
 def new_lines(update: str, *, seen: str, current: str) -> list[str]:
     """Lines the model added: in `update` but neither in what it saw nor in the file now (so a
     fact deleted by hand meanwhile is not brought back). Headings and bullets are dropped."""
-    known = {bare_line(line) for line in (seen + "\n" + current).splitlines()}
+    known = {bare(line) for line in (seen + "\n" + current).splitlines()}
     found: list[str] = []
     for line in update.splitlines():
-        fact = bare_line(line)
+        fact = bare(line)
         if fact and not fact.startswith("#") and fact not in known and fact not in found:
             found.append(fact)
     return found
-
-
-def bare_line(line: str) -> str:
-    stripped = line.strip()
-    for bullet in ("- ", "* ", "+ "):
-        if stripped.startswith(bullet):
-            return stripped[len(bullet) :].strip()
-    return stripped

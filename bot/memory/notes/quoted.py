@@ -25,8 +25,8 @@ from bot.memory.provenance import brief
 from bot.models import Provenance, Via
 from bot.storage.files import ON_DISK, Documents
 from bot.storage.textfile import read_shown
+from bot.storage.workspace import QUOTED_NAME as QUOTED_NAME
 
-QUOTED_NAME = "QUOTED.md"
 QUOTE_MARK = "quoted, not confirmed:"
 _HEAD = (
     "# Quoted material\n"

@@ -10,114 +10,67 @@ Only unmarked lines reach the prompt's `# Memory` (`current_lines`); the items m
 line follow it (`bot.memory.items.truth`: status "superseded"). A person may add or delete the
 mark by hand like any other text.
 
-Which facts contradict is a rule for the obvious cases (`topic_of`): the same subject (I/my/me
-are the user, as is a fact without a subject: "Lives in Lyon") and the same attribute — where
-someone lives or moved to, where or as what they work, `<someone>'s <thing> is …` for things
-that have one value at a time (`_ATTRIBUTE`: a birthday, an address, a favourite …), `… is on
-<day>`. For the rest the model says what a fact replaces (consolidation's `replaced`, the
-`memory_edit` tool's `supersedes`).
+Which facts contradict is one general rule, whoever wrote the lines (`claims`): a fact's
+subject and relation (an attribute, or what its verb says) from its words; a newer fact with the
+same key and another value of a relation that holds one value at a time, one that says the same
+relation no longer holds, or one that names the old value as displaced ("tea instead of
+coffee") corrects it. docs/memory.md states it, with its measure. For the rest the model says
+what a fact replaces (consolidation's `replaced`, the `memory_edit` tool's `supersedes`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import date
 
-MARK = re.compile(r"\s*_\(was, until (\d{4}-\d{2}-\d{2})\)_\s*$")
-_BULLET = re.compile(r"^(\s*(?:[-*+]\s+)?)")
-_USER = frozenset({"", "i", "me", "my", "user", "the user"})
-_MOVES = re.compile(
-    r"^(?P<s>.*?)\s*\b(?P<v>lives?|living|moved|has moved|relocated|is based|works?|working)"
-    r"\s+(?P<p>in|to|at|for|as)\s+\S",
-    re.I,
-)
-# attributes with one value at a time ("Ann's cat is black" says nothing about its name)
-_ATTRIBUTE = (
-    r"birthday|address|phone(?: number)?|e-?mail|job|employer|boss|partner|wife|husband|"
-    r"boyfriend|girlfriend|name|age|favou?rite \w+|dentist|doctor|anniversary|deadline|"
-    r"due date|home|city|country|time ?zone|salary|title|role"
-)
-_OWNS = re.compile(
-    rf"^(?:(?P<my>my)|(?P<s>[\w .'-]+?)(?:'s|’s))\s+(?P<a>{_ATTRIBUTE})\s+(?:is|are)\s+\S",
-    re.I,
-)
-_DAY = (
-    r"\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
-    r"today|tomorrow|next"
-)
-_WHEN = re.compile(rf"^(?P<s>[\w .'-]+?)\s+(?:is|are)\s+(?:due\s+)?on\s+(?:{_DAY})", re.I)
+from bot.memory.lines import is_marked, marked, normal, unmarked, until_of
+from bot.memory.notes.claims import Claim, claim_of, contradicts
 
-
-def marked(line: str, until: date) -> str:
-    """`line` marked superseded from `until` (a line marked already keeps its first day)."""
-    if MARK.search(line):
-        return line
-    body = line.rstrip("\n")
-    return f"{body.rstrip()} _(was, until {until.isoformat()})_" + line[len(body) :]
-
-
-def until_of(line: str) -> date | None:
-    """The day a marked line stopped being true, or None for a current one."""
-    found = MARK.search(line)
-    if found is None:
-        return None
-    try:
-        return date.fromisoformat(found[1])
-    except ValueError:
-        return None
-
-
-def unmarked(line: str) -> str:
-    """The line's fact without the mark."""
-    return MARK.sub("", line)
+__all__ = [
+    "current_lines",
+    "kept_marks",
+    "mark_replaced",
+    "replaced_of",
+    "superseded_by",
+    "topic_of",
+    "unmarked",
+    "until_of",
+]
 
 
 def current_lines(lines: Iterable[str]) -> tuple[str, ...]:
     """The lines that are not superseded (what the prompt shows)."""
-    return tuple(line for line in lines if not MARK.search(line))
+    return tuple(line for line in lines if not is_marked(line))
 
 
 def topic_of(fact: str) -> tuple[str, str] | None:
-    """(subject, attribute) of a fact the rule knows, or None."""
-    text = " ".join(unmarked(_BULLET.sub("", fact, count=1)).split())
-    if found := _MOVES.match(text):
-        verb, preposition = found["v"].lower(), found["p"].lower()
-        attribute = f"work {preposition}" if verb.startswith("work") else "home"
-        if attribute == "work for":
-            attribute = "work at"
-        return _subject(found["s"]), attribute
-    if found := _OWNS.match(text):
-        return ("user" if found["my"] else _subject(found["s"])), found["a"].lower().strip()
-    if found := _WHEN.match(text):
-        return _subject(found["s"]), "when"
-    return None
-
-
-def _subject(text: str) -> str:
-    words = text.casefold().strip(" ,.-").split()
-    if words and words[0] in ("the", "a", "an"):
-        words = words[1:]
-    subject = " ".join(words)
-    return "user" if subject in _USER else subject
+    """(subject, relation) of a fact the rule reads (`claims`), or None."""
+    claim = claim_of(fact)
+    return None if claim is None else claim.key
 
 
 def superseded_by(
     lines: Sequence[str], facts: Sequence[str], *, named: Iterable[str] = ()
 ) -> list[int]:
-    """The indexes of the current lines among `lines` that `facts` replace: same topic and
-    another text, or named (`named`: lines the model said a fact replaces)."""
-    topics = {topic for fact in facts if (topic := topic_of(fact)) is not None}
-    news = {_bare(fact) for fact in facts}
-    names = {_bare(line) for line in named}
+    """The indexes of the current lines among `lines` that `facts` correct (`claims`: the
+    same subject and relation, another value), or that are named (`named`: lines the model
+    said a fact replaces) — whoever wrote them."""
+    claims = [claim for fact in facts if (claim := claim_of(fact)) is not None]
+    news = {normal(fact) for fact in facts}
+    names = {normal(line) for line in named}
     found = []
     for index, line in enumerate(lines):
-        bare = _bare(line)
-        if not bare or bare.startswith("#") or MARK.search(line) or bare in news:
+        fact = normal(line)
+        if not fact or fact.startswith("#") or is_marked(line) or fact in news:
             continue
-        if bare in names or topic_of(bare) in topics - {None}:
+        if fact in names or _corrected(fact, claims):
             found.append(index)
     return found
+
+
+def _corrected(fact: str, claims: Sequence[Claim]) -> bool:
+    old = claim_of(fact)
+    return old is not None and any(contradicts(old, new) for new in claims)
 
 
 def mark_replaced(
@@ -135,18 +88,14 @@ def mark_replaced(
 def kept_marks(update: str, before: str) -> str:
     """`update` with a superseded line of `before` it wrote without its mark given the mark
     back (history the model copied unmarked is still history, not a new fact)."""
-    marks = {_bare(line): line.strip() for line in before.splitlines() if MARK.search(line)}
+    marks = {normal(line): line.strip() for line in before.splitlines() if is_marked(line)}
     lines = update.splitlines(keepends=True)
     for at, line in enumerate(lines):
-        old = marks.get(_bare(line))
-        if old is not None and not MARK.search(line):
+        old = marks.get(normal(line))
+        if old is not None and not is_marked(line):
             indent = line[: len(line) - len(line.lstrip())]
             lines[at] = indent + old + ("\n" if line.endswith("\n") else "")
     return "".join(lines)
-
-
-def _bare(line: str) -> str:
-    return " ".join(unmarked(_BULLET.sub("", line.strip(), count=1)).casefold().split())
 
 
 def replaced_of(lines: Sequence[str]) -> dict[int, list[int]]:
@@ -154,11 +103,11 @@ def replaced_of(lines: Sequence[str]) -> dict[int, list[int]]:
     superseded (the memory page shows them under it)."""
     marked_lines: dict[tuple[str, str], list[int]] = {}
     for index, line in enumerate(lines):
-        if MARK.search(line) and (topic := topic_of(line)) is not None:
+        if is_marked(line) and (topic := topic_of(line)) is not None:
             marked_lines.setdefault(topic, []).append(index)
     found: dict[int, list[int]] = {}
     for index, line in enumerate(lines):
-        topic = None if MARK.search(line) else topic_of(line)
+        topic = None if is_marked(line) else topic_of(line)
         if topic is not None and topic in marked_lines:
             found[index] = marked_lines[topic]
     return found

@@ -22,6 +22,8 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from bot.memory.lines import unbulleted
+
 MEMORY = "memory"
 CHAT_MEMORY = "chatmemory"
 WORKING_MEMORY = "workingmemory"
@@ -34,7 +36,6 @@ _TAG = re.compile(
 )
 _TRUNCATED = re.compile(r"<\s*/?\s*(?P<name>[A-Za-z_-]*)\Z")
 _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
-_BULLET = re.compile(r"^(?:[-*•]\s+)+")
 _FACT, _STATE = "fact", "…"  # the instructions' placeholders: a tag holding one saves nothing
 
 TAG_INSTRUCTIONS = f"""\
@@ -107,7 +108,7 @@ def without_echoes(tags: ExtractedTags, supplied: Iterable[str]) -> tuple[Extrac
 
 
 def _plain(text: str) -> str:
-    return " ".join(_BULLET.sub("", text).casefold().split()).strip(" .!?")
+    return " ".join(unbulleted(text).casefold().split()).strip(" .!?")
 
 
 _PLACEHOLDERS = frozenset({_plain(_FACT), _plain(_STATE)})
@@ -257,7 +258,7 @@ def _facts(contents: Iterable[str]) -> tuple[str, ...]:
     """Whitespace-folded, bullet-free, non-empty facts, each once (case-insensitive)."""
     facts: dict[str, str] = {}
     for content in contents:
-        fact = _BULLET.sub("", " ".join(content.split()))
+        fact = unbulleted(" ".join(content.split()))
         if fact:
             facts.setdefault(fact.lower(), fact)
     return tuple(facts.values())

@@ -16,9 +16,10 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from bot.memory.lines import unbulleted
+
 MIN_CHARS = 12
 _CLOCK = re.compile(r"(?m)^\s*\[\d{1,2}:\d{2}\]\s*")
-_BULLET = re.compile(r"(?m)^\s*(?:[-*•]|\d+[.)])\s+")
 _FENCE = re.compile(r"(?:```|~~~)[\w+-]*")
 _NOISE = re.compile(r"\s\|\s|…")
 _LABELS = re.compile(r"\b(?:user|assistant):")
@@ -28,7 +29,7 @@ _LETTERS = re.compile(r"[^\w]|_")
 @lru_cache(maxsize=4096)  # a turn compares a few hundred lines; most are the last turn's
 def flat(text: str) -> str:
     """`text` as compared: see the module's docstring."""
-    text = _FENCE.sub(" ", _BULLET.sub("", _CLOCK.sub("", text)))
+    text = _FENCE.sub(" ", _unbulleted(_CLOCK.sub("", text)))
     text = _NOISE.sub(" ", text)
     return " ".join(text.casefold().split()).rstrip(". ")
 
@@ -129,6 +130,11 @@ class Shown:
                 if words[at + 2]:
                     found.update(thirds.get(words[at + 2], ()))
         return sorted(found, key=self._order.__getitem__)
+
+
+def _unbulleted(text: str) -> str:
+    """Each line of `text` without its bullet (`bot.memory.lines`)."""
+    return "\n".join(unbulleted(line) for line in text.split("\n"))
 
 
 def _key(piece: str) -> tuple[str, str, str]:

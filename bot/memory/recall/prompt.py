@@ -79,6 +79,7 @@ class PromptMemory:
     relevant: str  # the `# Relevant Memory` section, "" when nothing new was found
     items: tuple[MemoryItem, ...]  # the structured items `recalled` shows
     memory_parts: tuple[str, ...] = ()  # `memory`'s sections, each opening with its heading
+    hits: tuple[Hit, ...] = ()  # the index's hits `relevant` shows
 
 
 class MemoryPrompt:
@@ -114,18 +115,20 @@ class MemoryPrompt:
         recalled = recalled_section(pack)
         held = shown.layer()
         held.add(recalled)
-        relevant = (
-            self.relevant.section(
+        relevant, shown_hits = (
+            self.relevant.fitted(
                 hits,
                 shown=held,
                 conversation=carried.paths,
                 budget=int(self.relevant.budget_tokens * scale),
             )
             if self.relevant
-            else ""
+            else ("", [])
         )
         items = pack.items if pack else ()
-        return PromptMemory(view.text, recalled, relevant, items, memory_parts=view.parts)
+        return PromptMemory(
+            view.text, recalled, relevant, items, memory_parts=view.parts, hits=tuple(shown_hits)
+        )
 
     async def _view_and_pack(
         self,

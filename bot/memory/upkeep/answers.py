@@ -26,14 +26,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bot.memory.notes.long_term import bare_line
+from bot.memory.lines import bare, bullet_of
 from bot.memory.upkeep.requests import PROMPT_ECHOES
 
 FIELDS = ("history_entry", "memory_update")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _FENCE_LINE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _PUNCTUATION_LINE = re.compile(r"^[\s\-*+]*[{}\[\],:\"]+[\s,]*$")
-_MARKED = ("#", "- ", "* ", "+ ")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
 
 
@@ -135,7 +134,7 @@ def _lines(value: object, *, bullets: bool) -> str:
 
 
 def _bullet(item: str) -> str:
-    return item if item.startswith(_MARKED) else f"- {item}"
+    return item if item.startswith("#") or bullet_of(item) else f"- {item}"
 
 
 def _unfenced(text: str) -> str | None:
@@ -144,7 +143,7 @@ def _unfenced(text: str) -> str | None:
         for line in text.splitlines()
         if not _FENCE_LINE.match(line)
         and not _PUNCTUATION_LINE.match(line)
-        and bare_line(line).casefold() not in PROMPT_ECHOES
+        and bare(line).casefold() not in PROMPT_ECHOES
     ]
     return "\n".join(kept).strip() or None
 

@@ -14,7 +14,8 @@ from dataclasses import replace
 from datetime import date, tzinfo
 
 from bot.memory.forgetting import MARKER, forgotten
-from bot.memory.notes.long_term import bare_line, new_lines
+from bot.memory.lines import bare
+from bot.memory.notes.long_term import new_lines
 from bot.memory.notes.supersede import kept_marks, mark_replaced, superseded_by
 from bot.models import ChatMessage
 
@@ -194,14 +195,14 @@ def keep_dropped(update: str, before: str, *, removed: Sequence[str]) -> str:
     """`update` with each line of `before` that it drops without naming it in `removed` put
     back: under its heading when the update still has that heading, else at the end. (A line
     a newer fact replaces is not dropped: `superseded` keeps it, marked.)"""
-    have = {bare_line(line) for line in update.splitlines()}
-    named = {bare_line(line) for line in removed}
+    have = {bare(line) for line in update.splitlines()}
+    named = {bare(line) for line in removed}
     missing: dict[str, list[str]] = {}
     heading = ""
     for line in before.splitlines():
         if line.lstrip().startswith("#"):
             heading = line.strip()
-        elif (bare := bare_line(line)) and bare not in have and bare not in named:
+        elif (fact := bare(line)) and fact not in have and fact not in named:
             missing.setdefault(heading, []).append(line.rstrip())
     lines = update.rstrip("\n").splitlines()
     for under, dropped in missing.items():
@@ -219,8 +220,8 @@ def superseded(
     update = kept_marks(update, before)
     added = new_lines(update, seen=before, current=before)
     lines = before.splitlines()
-    old = {bare_line(lines[at]) for at in superseded_by(lines, added, named=replaced)}
-    dropped = [line for line in removed if bare_line(line) not in old]
+    old = {bare(lines[at]) for at in superseded_by(lines, added, named=replaced)}
+    dropped = [line for line in removed if bare(line) not in old]
     kept = keep_dropped(update, before, removed=dropped)
     text, _ = mark_replaced(kept, added, until, named=[f"- {line}" for line in old])
     return text

@@ -8,7 +8,7 @@ from bot.errors import NotTextError
 from bot.memory.forgetting import FORGET_MIN_CHARS, Forgotten, Undone, forget_receipt, undo_receipt
 from bot.memory.recall.inventory import MemoryInventory
 from bot.memory.trust import said_by
-from bot.models import Inbound, MemoryScope, Provenance
+from bot.models import Inbound, MemoryScope, Provenance, StoredLine
 from bot.systems.tags import Receipts
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
@@ -26,7 +26,7 @@ class CommandMemory(Protocol):
 
     async def remember(
         self, scope: MemoryScope, fact: str, origin: Provenance | None = None
-    ) -> str | None: ...
+    ) -> StoredLine | None: ...
 
     async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
 
@@ -68,9 +68,9 @@ class Remember:
         except NotTextError as exc:
             return str(exc)  # what to fix, e.g. "MEMORY.md is not UTF-8 text, …"
         receipts = self.receipts
-        if saved and receipts is not None and await receipts.issue(inbound, [(scope, saved)]):
+        if saved and receipts is not None and await receipts.issue(inbound, [saved]):
             return ""  # the receipt, shown after, says it (with its buttons)
-        return f"Saved to memory: {saved}" if saved else "I already had that."
+        return f"Saved to memory: {saved.text}" if saved else "I already had that."
 
 
 class Forget:

@@ -14,8 +14,9 @@ from aiohttp import web
 
 from bot.errors import NotTextError
 from bot.memory.forgetting import FORGET_MIN_CHARS, forget_receipt, undo_receipt
-from bot.memory.notes.long_term import MemoryText, bare_line
-from bot.memory.notes.supersede import replaced_of, unmarked, until_of
+from bot.memory.lines import bare, bullet_of, until_of
+from bot.memory.notes.long_term import MemoryText
+from bot.memory.notes.supersede import replaced_of
 from bot.memory.provenance import of_line, said_as
 from bot.memory.writer import MemoryWriter
 from bot.models import GLOBAL_SCOPE, MemoryScope, Provenance
@@ -176,11 +177,11 @@ def _row(
         return Row("blank", "")
     if stripped.startswith("#"):
         return Row("heading", stripped.lstrip("#").strip())
-    fact = unmarked(bare_line(line)).strip()
+    fact = bare(line)
     origin = of_line(known, line)
     until = until_of(line)
     return Row(
-        "fact" if stripped.startswith(("- ", "* ", "+ ")) else "text",
+        "fact" if bullet_of(line) else "text",
         line,
         fact=fact,
         origin=origin,
@@ -193,7 +194,7 @@ def _row(
 
 def _superseded(line: str) -> tuple[str, str]:
     until = until_of(line)
-    return unmarked(bare_line(line)).strip(), until.isoformat() if until else ""
+    return bare(line), until.isoformat() if until else ""
 
 
 def _title(scope: MemoryScope) -> str:
