@@ -86,7 +86,6 @@ class TelegramSettings(_Section):
     pairing: bool = True  # strangers get a code an owner approves with /pair (bot.turn.door)
     poll_timeout: int = Field(default=30, ge=0)
     typing_interval: float = Field(default=4.0, gt=0)
-    max_message_length: int = Field(default=4096, gt=0, le=4096)
     shutdown_grace: float = Field(default=8.0, ge=0)  # seconds running turns get on SIGTERM
     stream: bool = True  # show a reply while it is written (bot.channels.telegram.drafts)
     stream_interval: float = Field(default=1.0, gt=0)  # seconds between two showings
@@ -160,7 +159,7 @@ class MemorySettings(_Section):
     prompt_budget_tokens: int = Field(default=3500, gt=0)  # the whole `# Memory` section
     # Consolidation
     memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
-    keep_messages: int = Field(default=10, ge=2)
+    keep_messages: int = Field(default=10, ge=2, le=10)  # seed 001: 2 to 10
     max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
     consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see docs/settings.md
     raw_fallback_messages: int = Field(default=10, gt=0)
