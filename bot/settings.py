@@ -228,10 +228,11 @@ class MediaSettings(_Section):
 
 
 class SessionPolicySettings(_Section):
-    """Seed 004 freshness: both off by default."""
+    """Seed 004: freshness (both off by default) and recovery."""
 
     daily_reset_hour: int | None = Field(default=None, ge=0, le=23)  # local hour, e.g. 4
     idle_minutes: int | None = Field(default=None, gt=0)
+    restart_after_errors: int = Field(default=3, ge=0)  # bot.conversation.breakdown; 0: never
 
 
 class UsageSettings(_Section):

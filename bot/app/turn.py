@@ -10,6 +10,7 @@ from datetime import datetime
 from bot.app.memory import Memory
 from bot.app.pipeline import Compaction
 from bot.app.steering import Steering
+from bot.conversation.breakdown import Breakdowns
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
@@ -131,6 +132,7 @@ def _build_turns(
         delivery=delivery,
         chatter=chatter,
         media=media,
+        breakdowns=Breakdowns(closing, limit=settings.session.restart_after_errors, now=now),
     )
 
 
