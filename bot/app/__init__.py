@@ -237,7 +237,7 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
     return _Core(
         workspace=workspace,
         store=store,
-        sessions=SessionStore(workspace, now=now),
+        sessions=SessionStore(workspace, now=now, locks=store.locks),
         windows=windows,
         llm=llm,
         memory=memory,

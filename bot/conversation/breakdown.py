@@ -66,7 +66,9 @@ class Breakdowns:
         """Close `session` (consolidated in the background, archived) and open an empty one."""
         self._failures.pop(session.key, None)
         log.warning("session_restarted", kind=kind, failures=self.limit)
-        closed = await self.closing.close(session, scope, at=self.now(), wait=False)
+        closed = await self.closing.close(
+            session, scope, at=self.now(), wait=False, reason=f"the model failed: {kind}"
+        )
         return Renewal(session=closed.session, notice=restart_notice(kind, self.limit))
 
 

@@ -316,7 +316,7 @@ def encode_inbound(inbound: Inbound) -> dict[str, Any]:
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
         "forwarded": inbound.forwarded,
         "kind": inbound.kind,
-    }
+    } | ({"joins": inbound.joins} if inbound.joins > 1 else {})
 
 
 def decode_inbound(document: dict[str, Any]) -> Inbound:
@@ -343,6 +343,7 @@ def decode_inbound(document: dict[str, Any]) -> Inbound:
         attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
         forwarded=bool(document.get("forwarded", False)),
         kind=kind,
+        joins=max(1, int(document.get("joins", 1))),
     )
 
 

@@ -90,7 +90,8 @@ class TurnRunner:
         if session.marks.last_inbound == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
             reply = _last_reply(session)
-            await self.continuation.noted(session, self.access.scope_for(inbound), reply)
+            scope = self.access.scope_for(inbound)
+            await self.continuation.noted(session, scope, reply, messages=inbound.joins)
             return reply
         await replier.acknowledge()
 
