@@ -88,14 +88,15 @@ class MemoryIntake:
         self._queues: dict[str, deque[Entry]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._at_once: set[asyncio.Task[None]] = set()
-        self._left: set[str] = set()  # ids of the entries a stop left: answered alone
+        self._left: set[str] = set()  # each chat's first entry a stop left: answered alone
         self._closing = False
 
     async def start(self) -> list[Entry]:
         """Queue the entries a stop left behind (and say which)."""
         pending = await self.router.inbox.pending()
         left = [entry for entry in pending if entry.inbound.channel == self.channel]
-        self._left = {entry.inbound.id for entry in left}
+        firsts = {entry.inbound.session_key: entry.inbound.id for entry in reversed(left)}
+        self._left = set(firsts.values())  # the turn a stop cut: its answer may be saved
         for entry in left:
             self._queue(entry)
         self.router.outlets[self.channel] = self._queue

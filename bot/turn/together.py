@@ -6,9 +6,9 @@ turn, then takes the queue's leading run of plain messages from one person (addr
 bot, not answered yet, no command, no attachment) as one message: their texts joined by line
 breaks, as the last of them (`Inbound.joins` says how many: the daily note keeps each one's
 words, `NoteFormat`). The journal keeps the joined message in the last entry, naming the
-others (`Inbox.merged`), so a stop at any point answers each message once. An entry a stop
-left is answered on its own: its answer may be in the session already (saved just before the
-stop), and merged with the next one it would be asked of the model again.
+others (`Inbox.merged`), so a stop at any point answers each message once. The first entry a
+stop left in a chat is answered on its own: its answer may be in the session already (saved
+just before the stop), and merged with the next one it would be asked of the model again.
 """
 
 from __future__ import annotations
