@@ -30,6 +30,8 @@ async def test_kills_and_terms_at_random_points_lose_nothing_and_repeat_nothing(
     assert figures.term_exit_codes == [0, 0, 0]
 
 
+@pytest.mark.serial  # its kill windows are timed: `make test` runs it alone
+@pytest.mark.timeout(240)
 async def test_follow_ups_answered_together_stay_in_order_and_noted_through_kills(
     tmp_path: Path,
 ) -> None:
