@@ -36,6 +36,7 @@ Enqueue = Callable[[AsyncConnection[Any], Entry], Awaitable[None]]
 
 
 LEASE = 10.0  # seconds a take holds its entry for sure, renewed (`bot.replicas.lease`)
+FOLLOWING = 20  # the most later entries `following` reads
 
 
 class Held(Exception):
@@ -161,6 +162,25 @@ class PgJournal:
                 (list(absorbed),),
             )
         return replace(last, inbound=inbound, reply=None, sent=0, absorbed=absorbed)
+
+    async def following(self, entry: Entry, *, limit: int = FOLLOWING) -> tuple[float, list[Entry]]:
+        """Seconds since `entry` was accepted (the database's clock), and the entries of its
+        chat accepted after it that are not done yet, in arrival order (not taken: `take` each
+        before answering it)."""
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(
+                "SELECT extract(epoch FROM now() - accepted_at) AS age FROM mnemo_inbox"
+                " WHERE id = %s",
+                (entry.inbound.id,),
+            )
+            row = await cursor.fetchone()
+            await cursor.execute(
+                "SELECT seq, inbound, reply, sent, fence, absorbed FROM mnemo_inbox"
+                " WHERE session_key = %s AND seq > %s AND done_at IS NULL ORDER BY seq LIMIT %s",
+                (entry.inbound.session_key, entry.seq, limit),
+            )
+            later = [_entry(found) for found in await cursor.fetchall()]
+        return (float(row["age"]) if row else 0.0), later
 
     async def done(self, inbound_id: str, *, fence: int = 0) -> None:
         await through_outage(lambda: self._done(inbound_id, fence), "done")
