@@ -46,7 +46,7 @@ from bot.errors import StoreAway
 from bot.models import Inbound
 from bot.replicas.database import OUTAGES, met, prune, stop_if_cancelled, until
 from bot.replicas.jobs import FencedJobs
-from bot.replicas.journal import Held, PgJournal
+from bot.replicas.journal import Held, PgJournal, with_follow_ups
 from bot.replicas.lease import Lease, Leases, give_away
 from bot.replicas.stop import StopAcross
 from bot.storage.inbox import Entry, Fenced, LeaseLapsed, looking_first
@@ -54,7 +54,6 @@ from bot.turn.commands.handler import parse_command
 from bot.turn.delivery import Replier
 from bot.turn.door import Reach
 from bot.turn.router import Router
-from bot.turn.together import joined, may_join, run_of
 
 log = structlog.get_logger(__name__)
 TASK = "mnemo.answer"
@@ -187,7 +186,7 @@ class QueueIntake:
         *,
         channel: str,
         reach: Reach | None = None,
-        debounce: float = 0.0,  # seconds a turn waits for follow-ups (`_together`)
+        debounce: float = 0.0,  # seconds a turn waits for follow-ups (`journal.with_follow_ups`)
         queue: ChatQueue,
         journal: PgJournal,
     ) -> None:
@@ -309,45 +308,13 @@ class QueueIntake:
         lease = self.leases.hold(entry, since)
         self._running += 1
         try:
-            entry, lease = await self._together(entry, lease)
+            entry, lease = await with_follow_ups(
+                self.journal, self.leases, entry, lease, debounce=self.debounce
+            )
             await self._turn(entry, lease)
         finally:
             self._running -= 1
             self.leases.release(lease)
-
-    async def _together(self, entry: Entry, lease: Lease) -> tuple[Entry, Lease]:
-        """The entry with the quick follow-ups of its chat that may be answered with it
-        (`bot.turn.together`), once the debounce since it arrived has passed: each taken under
-        its own hold, then merged into the last, whose hold the turn keeps (their own jobs,
-        queued behind this one, find them done). Alone when there are none."""
-        if not self.debounce or not may_join(entry):
-            return entry, lease
-        age, _ = await self.journal.following(entry)
-        await asyncio.sleep(max(0.0, self.debounce - age))
-        _, later = await self.journal.following(entry)
-        taken: list[tuple[Entry, Lease]] = []
-        for follower in run_of([entry, *later])[1:]:
-            since = time.monotonic()
-            try:
-                took = await self.journal.take(follower.inbound.id)
-            except Held:  # a take of its own job still holds it: answered on its own
-                break
-            if took is None:
-                break
-            taken.append((took, self.leases.hold(took, since)))
-        if not taken:
-            return entry, lease
-        run = [entry, *(took for took, _ in taken)]
-        try:
-            merged = await self.journal.merged(run, joined(run))
-        except BaseException:  # the followers' holds run out; their own jobs answer them
-            for _, held in taken:
-                self.leases.release(held)
-            raise
-        for held in [lease, *(held for _, held in taken[:-1])]:
-            self.leases.release(held)
-        log.info("queue_follow_ups_together", inbound=merged.inbound.id, messages=len(run))
-        return merged, taken[-1][1]
 
     async def _turn(self, entry: Entry, lease: Lease) -> None:
         """Answer the entry while its lease holds; a turn stopped for good before its end
