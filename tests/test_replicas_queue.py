@@ -76,6 +76,56 @@ async def test_a_turn_cut_by_a_stop_is_answered_by_the_next_replica(
     assert await rows(pg_url, "SELECT count(done_at) FROM mnemo_inbox") == [(1,)]
 
 
+async def test_quick_follow_ups_are_answered_together_as_in_one_process(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    """Three quick messages from the owner make one turn and one answer (`bot.turn.together`),
+    the friend's message its own; every message is done and no job is left."""
+    fake_openai.answer_all(echo)
+    settings = replicated(tmp_path / "ws", fake_telegram, fake_openai, pg_url)
+    debounced = settings.telegram.model_copy(update={"debounce": 0.5})  # the default
+    settings = settings.model_copy(update={"telegram": debounced})
+    async with running_bot(settings, fake_telegram):
+        for text in ("wait", "actually", "what time is it?"):
+            fake_telegram.push_text(OWNER, OWNER, text)
+        fake_telegram.push_text(FRIEND, FRIEND, "hi")
+        [answer] = await fake_telegram.wait_for_messages(OWNER, 1)
+        await fake_telegram.wait_for_messages(FRIEND, 1)
+        await asyncio.sleep(1.0)  # a second answer would come now
+
+    assert answer.text == "re: wait\nactually\nwhat time is it?"
+    assert len(fake_telegram.sent_messages(OWNER)) == 1
+    assert sorted(r["messages"][-1]["content"] for r in fake_openai.requests) == [
+        "hi",
+        "wait\nactually\nwhat time is it?",
+    ]
+    assert await rows(pg_url, "SELECT count(*), count(done_at) FROM mnemo_inbox") == [(4, 4)]
+    assert await rows(pg_url, "SELECT id FROM procrastinate_jobs") == []
+
+
+async def test_follow_ups_cut_by_a_stop_are_answered_once_by_the_next_replica(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    hang = Hang()
+    fake_openai.script(hang, Respond(echo))
+    settings = replicated(tmp_path / "ws", fake_telegram, fake_openai, pg_url)
+    telegram = settings.telegram.model_copy(update={"debounce": 0.5, "shutdown_grace": 0.2})
+    settings = settings.model_copy(update={"telegram": telegram})
+    async with running_bot(settings, fake_telegram):
+        for text in ("wait", "actually"):
+            fake_telegram.push_text(OWNER, OWNER, text)
+        await fake_openai.wait_until_hanging()
+    assert fake_telegram.sent_messages(OWNER) == []
+
+    async with running_bot(settings, fake_telegram):  # another replica, on another disk
+        [reply] = await fake_telegram.wait_for_messages(OWNER, 1)
+        await asyncio.sleep(1.0)  # a second answer would come now
+    assert reply.text == "re: wait\nactually"
+    assert len(fake_telegram.sent_messages(OWNER)) == 1
+    assert await rows(pg_url, "SELECT count(*), count(done_at) FROM mnemo_inbox") == [(2, 2)]
+    assert await rows(pg_url, "SELECT id FROM procrastinate_jobs") == []
+
+
 AGED = "UPDATE procrastinate_events SET at = now() - interval '1 minute' WHERE job_id = %s"
 
 

@@ -142,7 +142,7 @@ async def test_with_the_database_away_updates_get_500_and_come_again(
                 lambda: any(a.status == 500 for a in fake_telegram.webhook.attempts)
             )
             await admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
-        [reply] = await fake_telegram.wait_for_messages(OWNER, 1)
+        [reply] = await fake_telegram.wait_for_messages(OWNER, 1, timeout=30)  # reconnecting
     assert reply.text == "re: anyone there?"
     statuses = [a.status for a in fake_telegram.webhook.attempts]
     assert 500 in statuses and statuses[-1] == 200

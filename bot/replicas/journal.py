@@ -12,10 +12,21 @@ are refused with `Fenced` once another worker took the entry since, and each ren
 lease to run out (`Held`: the job is run again shortly), unless the sweep gave the entry away.
 A worker's writes wait for a database that is away (a restart) rather than fail: a reply made
 is kept, a part sent is recorded, not sent again.
+
+Quick follow-ups are answered together as one process answers them (`bot.turn.together` says
+which messages may join and how they read as one): `with_follow_ups`, run by the job of a chat's
+message once it holds its entry, waits the debounce since the entry was accepted, takes the
+person's plain messages queued behind it (each under a hold of its own: a take fences it to this
+job), merges them into the last (`merged`) and hands the turn that entry and its hold. Their own
+jobs, queued behind under the chat's lock, find them done. A stop or a stall at any point leaves
+each message answered once: before the merge every entry is its own; after it the last holds
+them all, for its own job to answer once this one is given away.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -29,13 +40,16 @@ from psycopg_pool import AsyncConnectionPool
 
 from bot.models import Inbound
 from bot.replicas.database import through_outage
+from bot.replicas.lease import Lease, Leases
 from bot.storage.inbox import Entry, Fenced, decode_inbound, encode_inbound
+from bot.turn.together import joined, may_join, run_of
 
 log = structlog.get_logger(__name__)
 Enqueue = Callable[[AsyncConnection[Any], Entry], Awaitable[None]]
 
 
 LEASE = 10.0  # seconds a take holds its entry for sure, renewed (`bot.replicas.lease`)
+FOLLOWING = 20  # the most later entries `following` reads
 
 
 class Held(Exception):
@@ -162,6 +176,25 @@ class PgJournal:
             )
         return replace(last, inbound=inbound, reply=None, sent=0, absorbed=absorbed)
 
+    async def following(self, entry: Entry, *, limit: int = FOLLOWING) -> tuple[float, list[Entry]]:
+        """Seconds since `entry` was accepted (the database's clock), and the entries of its
+        chat accepted after it that are not done yet, in arrival order (not taken: `take` each
+        before answering it)."""
+        async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(
+                "SELECT extract(epoch FROM now() - accepted_at) AS age FROM mnemo_inbox"
+                " WHERE id = %s",
+                (entry.inbound.id,),
+            )
+            row = await cursor.fetchone()
+            await cursor.execute(
+                "SELECT seq, inbound, reply, sent, fence, absorbed FROM mnemo_inbox"
+                " WHERE session_key = %s AND seq > %s AND done_at IS NULL ORDER BY seq LIMIT %s",
+                (entry.inbound.session_key, entry.seq, limit),
+            )
+            later = [_entry(found) for found in await cursor.fetchall()]
+        return (float(row["age"]) if row else 0.0), later
+
     async def done(self, inbound_id: str, *, fence: int = 0) -> None:
         await through_outage(lambda: self._done(inbound_id, fence), "done")
 
@@ -216,3 +249,38 @@ def _entry(row: dict[str, Any]) -> Entry:
         absorbed=tuple(row["absorbed"]),
         fence=int(row["fence"]),
     )
+
+
+async def with_follow_ups(
+    journal: PgJournal, leases: Leases, entry: Entry, lease: Lease, *, debounce: float
+) -> tuple[Entry, Lease]:
+    """The entry with the follow-ups that may be answered with it, merged, and the hold the
+    turn keeps; the entry and its hold as they were when there are none (or no debounce)."""
+    if not debounce or not may_join(entry):
+        return entry, lease
+    age, _ = await journal.following(entry)
+    await asyncio.sleep(max(0.0, debounce - age))
+    _, later = await journal.following(entry)
+    taken: list[tuple[Entry, Lease]] = []
+    for follower in run_of([entry, *later])[1:]:
+        since = time.monotonic()
+        try:
+            took = await journal.take(follower.inbound.id)
+        except Held:  # a take of its own job still holds it: answered on its own
+            break
+        if took is None:
+            break
+        taken.append((took, leases.hold(took, since)))
+    if not taken:
+        return entry, lease
+    run = [entry, *(took for took, _ in taken)]
+    try:
+        merged = await journal.merged(run, joined(run))
+    except BaseException:  # the followers' holds run out; their own jobs answer them
+        for _, held in taken:
+            leases.release(held)
+        raise
+    for held in [lease, *(held for _, held in taken[:-1])]:
+        leases.release(held)
+    log.info("queue_follow_ups_together", inbound=merged.inbound.id, messages=len(run))
+    return merged, taken[-1][1]

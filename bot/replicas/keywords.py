@@ -56,6 +56,7 @@ CREATE TABLE mnemo_chunks (
     at         double precision NOT NULL,
     salience   double precision NOT NULL,
     text       text NOT NULL,
+    origin     text NOT NULL,
     words      tsvector GENERATED ALWAYS AS (to_tsvector('{config}', text)) STORED
 );
 """
@@ -96,10 +97,11 @@ class PgChunks:
         counts: Counter[str] = Counter()
         with self.conn.transaction():
             self.conn.execute(SCHEMA.format(config=self.config))
-            with self.conn.cursor().copy(f"COPY mnemo_chunks ({COLUMNS}, text) FROM STDIN") as copy:
+            copying = f"COPY mnemo_chunks ({COLUMNS}, text, origin) FROM STDIN"
+            with self.conn.cursor().copy(copying) as copy:
                 for row in rows:
                     counts[row.scope] += 1
-                    copy.write_row(astuple(row))  # its fields in COLUMNS' order, then text
+                    copy.write_row(astuple(row))  # COLUMNS' order, then text and origin
             self.conn.execute(INDEXES)
         self._scope_counts = counts
 
@@ -168,7 +170,10 @@ class PgChunks:
         if not wanted or not scopes:
             return {}
         column = "text" if text else "''"
-        sql = f"SELECT {COLUMNS}, {column} FROM mnemo_chunks WHERE id = ANY(%s) AND scope = ANY(%s)"
+        sql = (
+            f"SELECT {COLUMNS}, {column}, origin FROM mnemo_chunks"
+            " WHERE id = ANY(%s) AND scope = ANY(%s)"
+        )
         found = self.conn.execute(sql, (wanted, list(scopes)))
         return {int(row[0]): ChunkRow(*row) for row in found}
 

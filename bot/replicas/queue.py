@@ -46,7 +46,7 @@ from bot.errors import StoreAway
 from bot.models import Inbound
 from bot.replicas.database import OUTAGES, met, prune, stop_if_cancelled, until
 from bot.replicas.jobs import FencedJobs
-from bot.replicas.journal import Held, PgJournal
+from bot.replicas.journal import Held, PgJournal, with_follow_ups
 from bot.replicas.lease import Lease, Leases, give_away
 from bot.replicas.stop import StopAcross
 from bot.storage.inbox import Entry, Fenced, LeaseLapsed, looking_first
@@ -186,7 +186,7 @@ class QueueIntake:
         *,
         channel: str,
         reach: Reach | None = None,
-        debounce: float = 0.0,  # not yet: a shared queue answers each message as its own turn
+        debounce: float = 0.0,  # seconds a turn waits for follow-ups (`journal.with_follow_ups`)
         queue: ChatQueue,
         journal: PgJournal,
     ) -> None:
@@ -196,6 +196,7 @@ class QueueIntake:
         self.channel = channel
         self.queue = queue
         self.journal = journal
+        self.debounce = debounce
         self.stops = StopAcross(queue.pool)
         self.leases = Leases(queue.pool, lease=queue.stalled_after, renew_every=queue.heartbeat)
         self._running = 0
@@ -307,6 +308,9 @@ class QueueIntake:
         lease = self.leases.hold(entry, since)
         self._running += 1
         try:
+            entry, lease = await with_follow_ups(
+                self.journal, self.leases, entry, lease, debounce=self.debounce
+            )
             await self._turn(entry, lease)
         finally:
             self._running -= 1

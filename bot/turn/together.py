@@ -9,28 +9,32 @@ words, `NoteFormat`). The journal keeps the joined message in the last entry, na
 others (`Inbox.merged`), so a stop at any point answers each message once. The first entry a
 stop left in a chat is answered on its own: its answer may be in the session already (saved
 just before the stop), and merged with the next one it would be asked of the model again.
+Replicated mode's queue does the same with the chat's later entries in the shared journal
+(`bot.replicas.queue.QueueIntake`).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
+from bot.models import Inbound
 from bot.storage.inbox import Entry, Journal
 
 DEBOUNCE = 0.5  # seconds a chat's first turn waits for follow-ups (the setting's default)
 
 
-def run_of(queue: deque[Entry], *, alone: AbstractSet[str] = frozenset()) -> list[Entry]:
+def run_of(queue: Sequence[Entry], *, alone: AbstractSet[str] = frozenset()) -> list[Entry]:
     """The entries at the head of `queue` that may be answered as one (at least the first);
     an entry in `alone` (one a stop left: its answer may be saved already) never joins."""
     first = queue[0]
     run = [first]
-    if not _plain(first) or first.inbound.id in alone:
+    if not may_join(first) or first.inbound.id in alone:
         return run
     for entry in list(queue)[1:]:
-        if not _plain(entry) or entry.inbound.user_id != first.inbound.user_id:
+        if not may_join(entry) or entry.inbound.user_id != first.inbound.user_id:
             break
         if entry.inbound.id in alone:
             break
@@ -46,16 +50,23 @@ async def together(
     run = run_of(queue, alone=alone)
     if len(run) == 1:
         return queue[0]
-    text = "\n".join(entry.inbound.text for entry in run)
-    joins = sum(entry.inbound.joins for entry in run)
-    merged = await inbox.merged(run, replace(run[-1].inbound, text=text, joins=joins))
+    merged = await inbox.merged(run, joined(run))
     for _ in run:
         queue.popleft()
     queue.appendleft(merged)
     return merged
 
 
-def _plain(entry: Entry) -> bool:
+def joined(run: Sequence[Entry]) -> Inbound:
+    """The one message a run of entries is answered as: their texts, one per line, as the
+    last of them, counting the messages it joins (`Inbound.joins`)."""
+    text = "\n".join(entry.inbound.text for entry in run)
+    joins = sum(entry.inbound.joins for entry in run)
+    return replace(run[-1].inbound, text=text, joins=joins)
+
+
+def may_join(entry: Entry) -> bool:
+    """Whether the entry may be answered together with others (a plain message)."""
     inbound = entry.inbound
     return (
         entry.reply is None
