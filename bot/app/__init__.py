@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.app.channel import telegram_channel
+from bot.app.channel import Telegram, telegram_channel
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
 from bot.app.pipeline import (
@@ -25,7 +25,6 @@ from bot.app.store import Service, Store, build_store
 from bot.app.turn import TurnParts, build_door, build_router
 from bot.app.web import Checks, Clock, WebParts, build_web
 from bot.background import WarmUp
-from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
@@ -253,10 +252,10 @@ def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -
 
 def build_telegram(
     app: App, settings: Settings, *, token: str, heartbeat: Heartbeat | None = None
-) -> TelegramChannel:
+) -> Telegram:
     """The Telegram channel over the app's router, as `settings.telegram` says."""
     return telegram_channel(
-        settings,
+        settings.telegram,
         app.router,
         app.workspace,
         app.intake,
