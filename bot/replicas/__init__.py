@@ -9,9 +9,9 @@ locks shared by every replica (`locks.PgLocks`), the workspace's documents they 
 which of them are shared), the roster of owners, paired users and the claim code
 (`roster.PgRoster`), the background work one replica at a time runs (`once.OnceInCluster`),
 Telegram's send rate shared (`pace.SharedPace`), what `/status` reads of the queue
-(`look.JobsLook`) and the schema they need (`database`). Besides, measured and not yet used:
-the index's keyword search on PostgreSQL full text (`keywords`, against SQLite FTS5 in
-benchmarks/pg_index_gate.py). Opt-in with `BOT_STORE__URL=postgresql://…`; its packages are the
+(`look.JobsLook`) and the schema they need (`database`). (The index's keyword search on
+PostgreSQL full text, measured against SQLite FTS5 and not used, is a benchmark's:
+benchmarks/pg_keywords.py.) Opt-in with `BOT_STORE__URL=postgresql://…`; its packages are the
 `mnemo[replicas]` extra, imported only here.
 
 Fencing, for any write or request that must be one turn's alone (`lease`): a turn holds its
