@@ -1,4 +1,18 @@
-"""The composition root: the only place concrete classes are built and wired together."""
+"""The composition root: the only place concrete classes are built and wired together.
+
+channel.py    The Telegram channel, as `settings.telegram.mode` says
+core.py       The core of the app: the workspace, the model, memory and its one writer, the
+              journal and the gate
+media.py      Composition of what comes with a message (`bot.media`)
+memory.py     The composition root's memory half
+pipeline.py   Composition of a turn
+reminders.py  Reminders wired into the app
+steering.py   The parts a person steers with
+store.py      Where the journal, the chats' queue, the path locks and the documents live, picked
+              once from `settings.store`
+turn.py       Composition of what a message meets
+web.py        The memory page wired into the app (`bot.web`)
+"""
 
 from __future__ import annotations
 
@@ -9,10 +23,11 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import Telegram, telegram_channel
+from bot.app.core import Core, build_core
 from bot.app.media import build_media, build_transcriber
-from bot.app.memory import ItemsAndIndex, Memory, build_items_and_index, build_memory, build_writer
+from bot.app.memory import ItemsAndIndex
 from bot.app.pipeline import (
-    Compaction,
+    TurnPieces,
     build_compaction,
     build_context,
     build_lightrag,
@@ -20,42 +35,28 @@ from bot.app.pipeline import (
     build_tools,
 )
 from bot.app.reminders import Reminders, attach, build_reminders
-from bot.app.steering import Gate, Spending, Steering, build_steering
-from bot.app.store import Service, Store, build_store
-from bot.app.turn import TurnParts, build_door, build_router
+from bot.app.steering import Spending
+from bot.app.store import Service
+from bot.app.turn import TurnParts, build_router
 from bot.app.web import Checks, Clock, WebParts, build_web
 from bot.background import WarmUp
 from bot.channels.telegram.budget import Pace
-from bot.errors import StartupError
 from bot.index.lightrag import LightRagBackend
-from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
 from bot.llm.openai_chat import OpenAIChat
-from bot.llm.windows import ModelWindows, load_windows
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import WAIT_GRACE, Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.upkeep.left import LeftJobs
 from bot.memory.writer import MemoryWriter
 from bot.pipeline import Pipeline
-from bot.receipts import ReceiptStore
 from bot.settings import Settings
-from bot.storage.chatter import ChatterStore
-from bot.storage.files import Locks
 from bot.storage.heartbeat import Heartbeat
-from bot.storage.jobs import JobStore
-from bot.storage.sessions import SessionStore
-from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
-from bot.systems.context import ContextBuilding
 from bot.tools.registry import ToolRegistry
-from bot.turn.chats import ChatLocks
 from bot.turn.intake import IntakeFactory, MemoryIntake
-from bot.turn.notices import ToldNotices
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
-
-OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
 
 @dataclass
@@ -95,31 +96,12 @@ def clock(timezone: str) -> Callable[[], datetime]:
     return lambda: datetime.now(zone)
 
 
-@dataclass(frozen=True)
-class _Core:
-    """What the turn is built on: the workspace, the model, memory and its one writer."""
-
-    workspace: Workspace
-    store: Store  # the journal, the intake and the path locks (bot.app.store)
-    sessions: SessionStore
-    windows: ModelWindows
-    llm: OpenAIChat
-    memory: Memory
-    items_index: ItemsAndIndex
-    undo: UndoStore
-    chatter: ChatterStore | None
-    writer: MemoryWriter
-    consolidator: Consolidator
-    steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
-    spending: Spending  # the model client of each kind of work, metered and capped
-
-
 def build_app(
     settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
     """The app over `settings`; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
-    core = _build_core(settings, api_key, now)
+    core = build_core(settings, api_key, now)
     workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
     items_index, store = core.items_index, core.store
     lightrag, tools, reminders = _build_tools(settings, core, now)
@@ -129,8 +111,8 @@ def build_app(
     )
     sent = LastRequests()
     context = build_context(settings, memory, items_index, compaction, now, lightrag=lightrag)
-    turn = _TurnPieces(context, compaction, tools, sent, lightrag)
-    pipeline = reminders.into(_build_pipeline(settings, core, turn, now))
+    turn = TurnPieces(context, compaction, tools, sent, lightrag)
+    pipeline = reminders.into(build_pipeline(settings, core, turn, now))
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
     parts = _turn_parts(core, turn, pipeline, now)
     media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
@@ -159,7 +141,7 @@ def build_app(
 
 
 def _build_tools(
-    settings: Settings, core: _Core, now: Callable[[], datetime]
+    settings: Settings, core: Core, now: Callable[[], datetime]
 ) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
     """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
     tool among the tools)."""
@@ -169,85 +151,6 @@ def _build_tools(
     )
     reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
     return lightrag, tools, reminders
-
-
-@dataclass(frozen=True)
-class _TurnPieces:
-    """What the pipeline is made of beside the core."""
-
-    context: ContextBuilding
-    compaction: Compaction
-    tools: ToolRegistry
-    sent: LastRequests
-    lightrag: LightRagBackend | None
-
-
-def _build_pipeline(
-    settings: Settings, core: _Core, turn: _TurnPieces, now: Callable[[], datetime]
-) -> Pipeline:
-    """The turn's systems, answering with the model metered as replies."""
-    return build_pipeline(
-        settings,
-        core.sessions,
-        core.spending.llm("reply"),
-        turn.context,
-        core.items_index,
-        core.consolidator,
-        turn.compaction,
-        now,
-        workspace=core.workspace,
-        writer=core.writer,
-        lightrag=turn.lightrag,
-        tools=turn.tools,
-        sent=turn.sent,
-        receipts=core.steering.receipts,
-    )
-
-
-def _build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> _Core:
-    workspace = _open_workspace(settings)
-    windows = build_windows(settings, workspace)
-    llm = build_llm(settings, api_key, windows)
-    store = build_store(settings, workspace)
-    workspace = Workspace(workspace.root, store.documents)
-    memory = build_memory(settings, workspace, now, locks=store.locks)
-    items_index = build_items_and_index(
-        settings, workspace, memory.file_locks, memory.count, now, api_key=api_key
-    )
-    undo = UndoStore(
-        workspace.undo_dir,
-        keep=minutes(settings.memory.undo_minutes),
-        now=now,
-        documents=workspace.documents,
-        root=workspace.root,
-    )
-    chatter = _build_chatter(settings, workspace, memory.file_locks)
-    receipts = ReceiptStore(
-        workspace.receipts_path, memory.file_locks, now=now, documents=workspace.documents
-    )
-    writer = build_writer(workspace, memory, items_index, undo, chatter=chatter, receipts=receipts)
-    told = ToldNotices(workspace.door_told_path, store.locks, documents=workspace.documents)
-    gate = Gate(*build_door(settings, store.roster, now, told=told), ChatLocks())
-    steering, spending = build_steering(settings, workspace, receipts, writer, llm, gate, now)
-    consolidating = spending.llm("consolidation")
-    consolidator = _build_consolidator(
-        settings, workspace, consolidating, writer, memory.tokens.count, now, windows
-    )
-    return _Core(
-        workspace=workspace,
-        store=store,
-        sessions=SessionStore(workspace, now=now),
-        windows=windows,
-        llm=llm,
-        memory=memory,
-        items_index=items_index,
-        undo=undo,
-        chatter=chatter,
-        writer=writer,
-        consolidator=consolidator,
-        steering=steering,
-        spending=spending,
-    )
 
 
 def build_telegram(
@@ -266,18 +169,8 @@ def build_telegram(
     )
 
 
-def _open_workspace(settings: Settings) -> Workspace:
-    """The workspace, created if need be; a `StartupError` that says how to fix one the bot
-    may not write."""
-    workspace = Workspace(settings.workspace)
-    if (problem := workspace.unwritable()) is not None:
-        raise StartupError(problem)
-    workspace.ensure()
-    return workspace
-
-
 def _turn_parts(
-    core: _Core, turn: _TurnPieces, pipeline: Pipeline, now: Callable[[], datetime]
+    core: Core, turn: TurnPieces, pipeline: Pipeline, now: Callable[[], datetime]
 ) -> TurnParts:
     """What the router is built on: the core's memory and journal, the pipeline and its
     accounting, and the preview of a chat's next prompt (how full it is: /status, /compact)."""
@@ -304,10 +197,6 @@ def _turn_parts(
     )
 
 
-def minutes(count: int) -> timedelta:
-    return timedelta(minutes=count)
-
-
 def _build_upkeep(
     settings: Settings, workspace: Workspace, writer: MemoryWriter, now: Callable[[], datetime]
 ) -> list[tuple[str, Service]]:
@@ -328,68 +217,3 @@ def _left_jobs(
         return []
     after = timedelta(seconds=settings.memory.consolidation_timeout + WAIT_GRACE)
     return [("consolidation-left", LeftJobs(consolidator, after=after, now=now))]
-
-
-def _build_chatter(settings: Settings, workspace: Workspace, locks: Locks) -> ChatterStore | None:
-    """Where groups' chatter waits for the bot's next turn there; None when none is kept."""
-    telegram = settings.telegram
-    if telegram.group_chatter_messages == 0:
-        return None
-    return ChatterStore(
-        workspace,
-        locks,
-        max_messages=telegram.group_chatter_messages,
-        max_chars=telegram.group_chatter_chars,
-    )
-
-
-def build_windows(settings: Settings, workspace: Workspace) -> ModelWindows:
-    """The models' windows: the setting, what providers stated (remembered), models.json."""
-    window = settings.llm.context_window
-    return ModelWindows(
-        load_windows(settings.compaction.models_file),
-        learned_file=workspace.state_dir / "windows.json",
-        override=(settings.llm.model, window) if window else None,
-    )
-
-
-def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAIChat:
-    """The model client (also `python -m bot doctor`'s, without the rest of the app)."""
-    return OpenAIChat(
-        base_url=settings.llm.base_url,
-        api_key=api_key,
-        model=settings.llm.model,
-        timeout=settings.llm.timeout,
-        first_token_timeout=settings.llm.first_token_timeout,
-        max_retries=settings.llm.max_retries,
-        temperature=settings.llm.temperature,
-        max_tokens=settings.llm.max_output_tokens,
-        windows=windows,
-        proxy=settings.llm.proxy,
-    )
-
-
-def _build_consolidator(
-    settings: Settings,
-    workspace: Workspace,
-    llm: LLM,
-    writer: MemoryWriter,
-    count: Callable[[str], int],
-    now: Callable[[], datetime],
-    windows: ModelWindows,
-) -> Consolidator:
-    model = settings.llm.fast_model or settings.llm.model
-    window = windows.for_model(model)
-    return Consolidator(
-        llm=llm,
-        model=model,
-        memory=writer,
-        jobs=JobStore(workspace.consolidation_dir, writer.locks, workspace.documents),
-        now=now,
-        max_memory_size=settings.memory.max_memory_size,
-        timeout=settings.memory.consolidation_timeout,
-        raw_fallback_messages=settings.memory.raw_fallback_messages,
-        raw_fallback_chars=settings.memory.raw_fallback_chars,
-        count=count,
-        request_tokens=window - min(OUTPUT_RESERVE, window // 4),
-    )

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.app.core import Core
 from bot.app.memory import ItemsAndIndex, Memory, build_memory_prompt
 from bot.conversation.compaction import Compactor
 from bot.conversation.flush import MemoryFlush
@@ -29,7 +30,7 @@ from bot.systems.context import ContextBuilding
 from bot.systems.flush import PreCompactionFlush, flush_trigger
 from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
-from bot.systems.tags import MemoryTags, Receipts
+from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
 from bot.systems.truth import FilesFirst
 from bot.tools.clock import CurrentTime
@@ -38,7 +39,6 @@ from bot.tools.memory_get import MemoryGet
 from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
 from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
 from bot.tools.registry import ToolRegistry
-from bot.usage import MeteredLLM
 
 
 @dataclass(frozen=True)
@@ -201,43 +201,42 @@ def build_context(
     )
 
 
+@dataclass(frozen=True)
+class TurnPieces:
+    """What the pipeline is made of beside the core."""
+
+    context: ContextBuilding
+    compaction: Compaction
+    tools: ToolRegistry
+    sent: LastRequests
+    lightrag: LightRagBackend | None
+
+
 def build_pipeline(
-    settings: Settings,
-    sessions: SessionStore,
-    llm: LLM,
-    context: ContextBuilding,
-    items_index: ItemsAndIndex,
-    consolidator: Consolidator,
-    compaction: Compaction,
-    now: Callable[[], datetime],
-    *,
-    workspace: Workspace,
-    writer: MemoryWriter,
-    lightrag: LightRagBackend | None,
-    tools: ToolRegistry,
-    sent: LastRequests,
-    receipts: Receipts | None = None,
+    settings: Settings, core: Core, turn: TurnPieces, now: Callable[[], datetime]
 ) -> Pipeline:
-    flushing = llm.as_kind("flush") if isinstance(llm, MeteredLLM) else llm
-    flush = _build_flush(settings, sessions, flushing, writer, compaction, now)
+    """The turn's systems, answering with the model metered as replies."""
+    sessions, writer, compaction = core.sessions, core.writer, turn.compaction
+    flush = _build_flush(settings, sessions, core.spending.llm("flush"), writer, compaction, now)
     loop = ToolLoop(
-        llm,
-        tools,
+        core.spending.llm("reply"),
+        turn.tools,
         max_steps=settings.llm.max_tool_steps,
         now=now,
         meter=compaction.meter,
-        sent=sent,
+        sent=turn.sent,
     )
+    indexing = RagIndexing(core.workspace, index=core.items_index.index, remote=turn.lightrag)
     return Pipeline(
         [
             *([BestEffort(flush)] if flush else []),
             BestEffort(_auto_compaction(settings, compaction)),
             BestEffort(FilesFirst(writer)),
-            context,
+            turn.context,
             loop,
-            MemoryTags(writer, receipts),
-            _persist(settings, sessions, writer, consolidator, compaction, now),
-            BestEffort(RagIndexing(workspace, index=items_index.index, remote=lightrag)),
+            MemoryTags(writer, core.steering.receipts),
+            _persist(settings, sessions, writer, core.consolidator, compaction, now),
+            BestEffort(indexing),
         ]
     )
 

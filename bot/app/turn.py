@@ -23,7 +23,6 @@ from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.inbox import Journal
-from bot.storage.roster import RosterStore
 from bot.storage.sessions import SessionStore
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
@@ -34,9 +33,6 @@ from bot.turn.commands.handler import Handler
 from bot.turn.commands.keep import KeepQuoted
 from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Delivery
-from bot.turn.door import Door
-from bot.turn.notices import ToldNotices
-from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 from bot.turn.runner import TurnRunner
@@ -194,28 +190,3 @@ def _status_commands(settings: Settings, chats: Chats, parts: TurnParts) -> list
         ),
         status.ShowContext(parts.sent, gauge, chats.access, chats.sessions, model=model),
     ]
-
-
-def build_door(
-    settings: Settings,
-    roster: RosterStore,
-    now: Callable[[], datetime],
-    *,
-    told: ToldNotices | None = None,
-) -> tuple[AccessPolicy, Door]:
-    """Who may talk (the settings and the roster), and the door for everyone else."""
-    telegram = settings.telegram
-    access = AccessPolicy(
-        owner_ids=real_owners(telegram.owner_ids),
-        allowed_user_ids=telegram.allowed_user_ids,
-        roster=roster,
-    )
-    door = Door(
-        access,
-        Pairing(roster, now=now),
-        now=now,
-        enabled=telegram.pairing,
-        placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
-        told=told,
-    )
-    return access, door

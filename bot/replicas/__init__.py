@@ -23,4 +23,26 @@ must refuse a stale turn's write checks the token in the writing transaction
 process checks the lease at the wire (`bot.storage.inbox.looking_first(look, wire=…)`).
 PostgreSQL ends a session idle in a transaction for the stall limit
 (`database.session_options`), so no replica waits on a row or lock a stalled one holds.
+
+database.py          The shared database
+documents.py         `PgDocuments`: the workspace's documents (`bot.storage.files.Documents`) in
+                     one table every replica shares, `mnemo_documents`
+jobs.py              `FencedJobs`: procrastinate's job manager, whose end-of-job writes hold only
+                     for the run that holds the job
+journal.py           `PgJournal`: the journal (`bot.storage.inbox.Journal`) as rows every replica
+                     shares
+lease.py             A turn's hold on its chat's message, and the stall sweep that ends it
+locks.py             `PgLocks`: per-path locks (`bot.storage.files.Locks`) every replica shares
+look.py              `JobsLook`: what `/status` says about the chats' queue, read from
+                     procrastinate's jobs table (the cluster's)
+once.py              `OnceInCluster`: background work that one replica at a time runs (the daily
+                     upkeep, the undo purge, reminders firing), however many replicas start it
+pace.py              `SharedPace`: Telegram's send limits for a bot, shared by every replica
+queue.py             `QueueIntake`: the chats' queue shared by every replica
+                     (`bot.turn.intake.Intake`)
+roster.py            `PgRoster`: the roster (`bot.storage.roster`: owners, paired users, pairing
+                     requests, the claim code) in PostgreSQL, one row every replica shares
+shared_documents.py  Which of the workspace's documents the replicas share, and `SplitDocuments`,
+                     the `Documents` a replica's workspace has
+stop.py              `/stop` across replicas
 """
