@@ -32,7 +32,7 @@ import structlog
 from bot.errors import StorageError
 from bot.storage import versioned
 from bot.storage.files import Locks, atomic_write_text
-from bot.storage.versioned import Fields
+from bot.storage.versioned import Fields, objects
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -155,18 +155,11 @@ def loads(text: str) -> Roster:
     """The roster a document holds (`ValueError`, `KeyError` or `TypeError` when it is damaged)."""
     document = versioned.decode(text, VERSION)
     return Roster(
-        owners=tuple(_member(m) for m in _listed(document, "owners")),
-        paired=tuple(_member(m) for m in _listed(document, "paired")),
-        pending=tuple(_request(r) for r in _listed(document, "pending")),
+        owners=tuple(_member(m) for m in objects(document.get("owners", []), "owners")),
+        paired=tuple(_member(m) for m in objects(document.get("paired", []), "paired")),
+        pending=tuple(_request(r) for r in objects(document.get("pending", []), "pending")),
         claim_code=str(document.get("claim_code") or "") or None,
     )
-
-
-def _listed(document: Fields, name: str) -> list[Fields]:
-    found = document.get(name, [])
-    if not isinstance(found, list) or not all(isinstance(f, dict) for f in found):
-        raise TypeError(f"{name} is not a list of objects")
-    return found
 
 
 def _member(raw: Fields) -> Member:

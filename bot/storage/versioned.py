@@ -83,6 +83,13 @@ def mapping(value: object) -> Fields:
     return value if isinstance(value, dict) else {}
 
 
+def objects(value: object, name: str = "value") -> list[Fields]:
+    """`value` when it is a list of JSON objects; `TypeError` (naming it `name`) if not."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise TypeError(f"{name} is not a list of objects")
+    return value
+
+
 def whole(value: object) -> int:
     """`value` when it is a whole number (not a bool), else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
