@@ -51,7 +51,7 @@ import structlog
 from bot.models import Attachment, AttachmentKind, ChatType, Inbound, InboundKind
 from bot.storage import versioned
 from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
-from bot.storage.versioned import Fields, objects
+from bot.storage.versioned import Fields, number, objects
 from bot.storage.workspace import encode_key
 
 FORMAT_VERSION = 2  # 1: no reply, no sent count; "attachments" may be missing (none);
@@ -296,8 +296,8 @@ def _entry(document: Fields) -> Entry:
     if reply is not None and not isinstance(reply, str):
         raise TypeError("reply is not text")
     absorbed = tuple(str(inbound_id) for inbound_id in _listed(document.get("absorbed")))
-    sent = _number(document.get("sent", 0))
-    return Entry(decode_inbound(document), _number(document["seq"]), reply, sent, absorbed)
+    sent = number(document.get("sent", 0))
+    return Entry(decode_inbound(document), number(document["seq"]), reply, sent, absorbed)
 
 
 def encode_inbound(inbound: Inbound) -> Fields:
@@ -332,8 +332,8 @@ def decode_inbound(document: Fields) -> Inbound:
     return Inbound(
         id=str(document["id"]),
         channel=str(document["channel"]),
-        chat_id=_number(document["chat_id"]),
-        user_id=_number(document["user_id"]),
+        chat_id=number(document["chat_id"]),
+        user_id=number(document["user_id"]),
         text=str(document["text"]),
         received_at=datetime.fromisoformat(str(document["received_at"])),
         chat_type=cast(ChatType, chat_type),
@@ -373,14 +373,8 @@ def _listed(value: object) -> list[object]:
     return value
 
 
-def _number(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str | float):
-        raise TypeError(f"not a number: {value!r}")
-    return int(value)
-
-
 def _maybe_number(value: object) -> int | None:
-    return None if value is None else _number(value)
+    return None if value is None else number(value)
 
 
 def _maybe_text(value: object) -> str | None:

@@ -22,7 +22,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
 
 import structlog
 
@@ -103,26 +102,29 @@ class JobStore:
 
 def encode_job(job: ConsolidationJob) -> str:
     document: dict[str, object] = {
-        "version": FORMAT_VERSION,
         "id": job.id,
         "chat_key": job.scope.chat_key,
         "session_key": job.session_key,
         "created_at": job.created_at.isoformat(),
         "messages": [encode_message(m) for m in job.messages],
     }
-    return message_document(document)
+    return message_document(FORMAT_VERSION, document)
 
 
 def decode_job(text: str) -> ConsolidationJob:
     """The job in `text`; `ValueError` when it is not a job document this code can read."""
     document = versioned.decode(text, FORMAT_VERSION)
     try:
-        chat_key = document["chat_key"]
+        chat_key, messages = document["chat_key"], document["messages"]
+        if not isinstance(messages, list):
+            raise TypeError("messages is not a list")
         return ConsolidationJob(
             id=str(document["id"]),
             scope=MemoryScope(chat_key=None if chat_key is None else str(chat_key)),
             session_key=str(document["session_key"]),
-            messages=tuple(decode_message(m) for m in cast(list[Any], document["messages"])),
+            messages=tuple(
+                decode_message(m) for m in versioned.objects(document["messages"], "messages")
+            ),
             created_at=datetime.fromisoformat(str(document["created_at"])),
         )
     except (KeyError, TypeError, AttributeError) as exc:

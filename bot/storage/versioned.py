@@ -90,6 +90,14 @@ def objects(value: object, name: str = "value") -> list[Fields]:
     return value
 
 
+def number(value: object) -> int:
+    """`value` as a whole number (from a number or its text); `TypeError` or `ValueError` if it
+    is none."""
+    if isinstance(value, bool) or not isinstance(value, int | str | float):
+        raise TypeError(f"not a number: {value!r}")
+    return int(value)
+
+
 def whole(value: object) -> int:
     """`value` when it is a whole number (not a bool), else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
