@@ -9,6 +9,8 @@ pipeline.py         The turn pipeline
 settings.py         Settings: `config/settings.toml` defaults < `.env` < `BOT_*` environment
                     variables
 settings_errors.py  Invalid settings in a person's words
+versioned.py        The envelope of every JSON document the bot keeps, `{"version": N, …}`: one
+                    reader and writer
 shell.py            How a person types one of the bot's commands where the bot runs (every hint's
                     wording)
 app/                The composition root

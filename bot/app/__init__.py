@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -26,54 +26,43 @@ from bot.app.channel import Telegram, telegram_channel
 from bot.app.core import Core, build_core
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex
-from bot.app.pipeline import (
-    TurnPieces,
-    build_compaction,
-    build_context,
-    build_lightrag,
-    build_pipeline,
-    build_tools,
-)
-from bot.app.reminders import Reminders, attach, build_reminders
+from bot.app.pipeline import Turn, build_turn
+from bot.app.reminders import attach
 from bot.app.steering import Spending
 from bot.app.store import Service
-from bot.app.turn import TurnParts, build_router
-from bot.app.web import Checks, Clock, WebParts, build_web
+from bot.app.turn import build_router
+from bot.app.web import Checks, Clock, build_web
 from bot.background import WarmUp
 from bot.channels.telegram.budget import Pace
-from bot.index.lightrag import LightRagBackend
-from bot.llm.inspection import LastRequests
 from bot.llm.openai_chat import OpenAIChat
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import WAIT_GRACE, Consolidator
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.upkeep.left import LeftJobs
 from bot.memory.writer import MemoryWriter
-from bot.pipeline import Pipeline
 from bot.settings import Settings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
-from bot.tools.registry import ToolRegistry
-from bot.turn.intake import IntakeFactory, MemoryIntake
+from bot.turn.intake import IntakeFactory
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 
 
-@dataclass
+@dataclass(frozen=True)
 class App:
     router: Router
     llm: OpenAIChat
     workspace: Workspace
     now: Callable[[], datetime]
     preview: PromptPreview  # the next prompt of a chat, without the model (`bot prompt`)
-    services: list[Service] = field(default_factory=list)
-    items_index: ItemsAndIndex | None = None  # the index and structured items (tests, tools)
-    intake: IntakeFactory = MemoryIntake  # how a channel queues what it receives (bot.app.store)
-    spending: Spending | None = None  # what the model spends; its caps' line to the owners
-    pace: Pace | None = None  # Telegram's send rate shared by the replicas (bot.app.store)
+    services: list[Service]
+    items_index: ItemsAndIndex  # the index and structured items (tests, tools)
+    intake: IntakeFactory  # how a channel queues what it receives (bot.app.store)
+    spending: Spending  # what the model spends; its caps' line to the owners
+    pace: Pace | None  # Telegram's send rate shared by the replicas (bot.app.store)
     # the model's SDK, the token counter's encoding: loaded at the start (one process), or once
     # the channel serves (`warm_when`: a replica answers /healthz first)
-    warm: WarmUp = field(default_factory=WarmUp)
+    warm: WarmUp
 
     async def start(self) -> None:
         for service in self.services:
@@ -99,58 +88,46 @@ def clock(timezone: str) -> Callable[[], datetime]:
 def build_app(
     settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
-    """The app over `settings`; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
+    """The app over `settings`, in the order a turn meets it: the core (workspace, model,
+    memory, journal, gate), the turn (tools, compaction, pipeline), what comes with a message,
+    the router, then the services; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
     core = build_core(settings, api_key, now)
-    workspace, sessions, memory, writer = core.workspace, core.sessions, core.memory, core.writer
-    items_index, store = core.items_index, core.store
-    lightrag, tools, reminders = _build_tools(settings, core, now)
-    compacting = core.spending.llm("compaction")
-    compaction = build_compaction(
-        settings, sessions, compacting, memory, writer, now, windows=core.windows, tools=tools.specs
-    )
-    sent = LastRequests()
-    context = build_context(settings, memory, items_index, compaction, now, lightrag=lightrag)
-    turn = TurnPieces(context, compaction, tools, sent, lightrag)
-    pipeline = reminders.into(build_pipeline(settings, core, turn, now))
+    turn = build_turn(settings, core, now)
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
-    parts = _turn_parts(core, turn, pipeline, now)
-    media = build_media(settings, workspace, transcriber, core.windows, memory.tokens.count)
-    router = build_router(
-        settings, workspace, sessions, parts, now, media=media, chatter=core.chatter
+    media = build_media(
+        settings, core.workspace, transcriber, core.windows, core.memory.tokens.count
     )
-    task = core.spending.llm("task")  # scheduled tasks (capped by `bot.reminders`)
-    scheduler = attach(reminders, router, sessions=sessions, context=context, llm=task, tools=tools)
-    once = [*_build_upkeep(settings, workspace, writer, now), ("undo-purge", core.undo)]
-    once += _left_jobs(settings, core.consolidator, now)
-    services: list[Service] = [
-        *store.services,  # first: the shared database, before anything uses the journal
-        items_index.index,  # first: opened and synced before anything else starts, stopped last
-        router.door,  # says who owns the bot (or logs the claim code) before the first message
-        items_index.usage,
-        core.consolidator,
-        *([lightrag] if lightrag else []),
+    router = build_router(settings, core, turn, now, media=media)
+    once = _once(settings, core, turn, router, now)  # the reminders' commands on the router
+    background: list[Service] = [
+        *([turn.lightrag] if turn.lightrag else []),
         *([transcriber] if transcriber else []),
-        *build_web(settings, WebParts(parts, sessions, reminders, tools), router, now, checks),
-        *store.once([*once, ("reminders", scheduler)]),  # the last started, the first stopped
     ]
-    app = App(router, core.llm, workspace, now, parts.preview, services, items_index, store.intake)
+    services: list[Service] = [
+        *core.store.services,  # first: the shared database, before anything uses the journal
+        core.items_index.index,  # first: opened and synced before anything else, stopped last
+        router.door,  # says who owns the bot (or logs the claim code) before the first message
+        core.items_index.usage,
+        core.consolidator,
+        *background,
+        *build_web(settings, core, turn, router, now, checks),
+        *core.store.once(once),  # the last started, the first stopped
+    ]
     one_process = settings.store.url is None  # a replica is ready before it loads them
-    warm = WarmUp((core.llm.warm, memory.tokens.warm), at_start=one_process)
-    return replace(app, spending=core.spending, pace=store.pace, warm=warm)
-
-
-def _build_tools(
-    settings: Settings, core: Core, now: Callable[[], datetime]
-) -> tuple[LightRagBackend | None, ToolRegistry, Reminders]:
-    """The LightRAG backend (when on), the model's tools, and the reminders (their `remind`
-    tool among the tools)."""
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(
-        settings, core.workspace, core.items_index, now, writer=core.writer, lightrag=lightrag
+    return App(
+        router=router,
+        llm=core.llm,
+        workspace=core.workspace,
+        now=now,
+        preview=turn.preview,
+        services=services,
+        items_index=core.items_index,
+        intake=core.store.intake,
+        spending=core.spending,
+        pace=core.store.pace,
+        warm=WarmUp((core.llm.warm, core.memory.tokens.warm), at_start=one_process),
     )
-    reminders = build_reminders(settings, core.workspace, core.memory.file_locks, now, tools=tools)
-    return lightrag, tools, reminders
 
 
 def build_telegram(
@@ -164,37 +141,30 @@ def build_telegram(
         app.intake,
         token=token,
         heartbeat=heartbeat,
-        owner_line=app.spending.line if app.spending else None,
+        owner_line=app.spending.line,
         pace=app.pace,
     )
 
 
-def _turn_parts(
-    core: Core, turn: TurnPieces, pipeline: Pipeline, now: Callable[[], datetime]
-) -> TurnParts:
-    """What the router is built on: the core's memory and journal, the pipeline and its
-    accounting, and the preview of a chat's next prompt (how full it is: /status, /compact)."""
-    access, compaction = core.steering.gate.access, turn.compaction
-    preview = PromptPreview(  # `python -m bot prompt`: system 20, as a turn would run it
-        context=turn.context,
+def _once(
+    settings: Settings, core: Core, turn: Turn, router: Router, now: Callable[[], datetime]
+) -> list[tuple[str, Service]]:
+    """The background work that runs once however many replicas run it, by name: the daily
+    upkeep, the undo purge, the jobs a replica left, the reminders firing."""
+    scheduler = attach(
+        turn.reminders,
+        router,
         sessions=core.sessions,
-        access=access,
-        tools=turn.tools.specs,
-        meter=compaction.meter,
-        now=now,
+        context=turn.context,
+        llm=core.spending.llm("task"),  # scheduled tasks (capped by `bot.reminders`)
+        tools=turn.tools,
     )
-    return TurnParts(
-        core.memory,
-        core.writer,
-        core.consolidator,
-        compaction,
-        pipeline,
-        turn.sent,
-        core.store.journal,
-        core.steering,
-        preview,
-        queue=core.store.queue,
-    )
+    return [
+        *_build_upkeep(settings, core.workspace, core.writer, now),
+        ("undo-purge", core.undo),
+        *_left_jobs(settings, core.consolidator, now),
+        ("reminders", scheduler),
+    ]
 
 
 def _build_upkeep(

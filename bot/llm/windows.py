@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import structlog
 
-from bot.storage import versioned
+from bot import versioned
 from bot.storage.files import atomic_write_text
 
 log = structlog.get_logger(__name__)

@@ -18,8 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from bot import versioned
 from bot.models import MemoryScope, StoredLine
-from bot.storage import versioned
 from bot.storage.files import ON_DISK, Documents, Locks
 
 VERSION = 1
@@ -183,7 +183,9 @@ class ReceiptStore:
             await asyncio.to_thread(self.documents.write, self.path, text.encode("utf-8"))
 
     def _read(self) -> Book:
-        document = versioned.load(self.documents, self.path, VERSION, event="receipts_unreadable")
+        document = versioned.load(
+            self.documents.read, self.path, VERSION, event="receipts_unreadable"
+        )
         if document is None:
             return Book({}, {})
         receipts = versioned.mapping(document.get("receipts")).items()

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import structlog
 
+from bot import versioned
 from bot.models import Said
-from bot.storage import versioned
 from bot.storage.files import Documents, Locks
-from bot.storage.versioned import Fields, objects
 from bot.storage.workspace import Workspace
+from bot.versioned import Fields, objects
 
 log = structlog.get_logger(__name__)
 VERSION = 1

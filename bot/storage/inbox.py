@@ -48,11 +48,11 @@ from typing import Any, Protocol, TypeVar, cast, get_args
 
 import structlog
 
+from bot import versioned
 from bot.models import Attachment, AttachmentKind, ChatType, Inbound, InboundKind
-from bot.storage import versioned
 from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
-from bot.storage.versioned import Fields, number, objects
 from bot.storage.workspace import encode_key
+from bot.versioned import Fields, number, objects
 
 FORMAT_VERSION = 2  # 1: no reply, no sent count; "attachments" may be missing (none);
 # "user_display_name" may be missing too (an entry of an older version 2: none)

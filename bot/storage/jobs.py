@@ -25,8 +25,8 @@ from pathlib import Path
 
 import structlog
 
+from bot import versioned
 from bot.models import ChatMessage, MemoryScope, scope_key
-from bot.storage import versioned
 from bot.storage.files import ON_DISK, Documents, Locks
 from bot.storage.sessions import decode_message, encode_message, message_document
 

@@ -29,10 +29,10 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot import versioned
 from bot.errors import StorageError
-from bot.storage import versioned
 from bot.storage.files import Locks, atomic_write_text
-from bot.storage.versioned import Fields, objects
+from bot.versioned import Fields, objects
 
 log = structlog.get_logger(__name__)
 VERSION = 1

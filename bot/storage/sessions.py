@@ -23,13 +23,13 @@ from typing import cast, get_args
 
 import structlog
 
+from bot import versioned
 from bot.models import ChatMessage, Session, SessionMarks, ToolCall, Via
-from bot.storage import versioned
 from bot.storage.files import Documents, Signature
 from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
-from bot.storage.versioned import Fields, number
 from bot.storage.workspace import Workspace, file_key, key_of_file
+from bot.versioned import Fields, number
 
 FORMAT_VERSION = 1
 _VIAS: tuple[str, ...] = get_args(Via)

@@ -23,11 +23,11 @@ from typing import cast
 
 import structlog
 
+from bot import versioned
 from bot.background import OwnedTask, periodically
-from bot.storage import versioned
 from bot.storage.files import ON_DISK, Documents
-from bot.storage.versioned import Fields
 from bot.storage.workspace import encode_key
+from bot.versioned import Fields
 
 log = structlog.get_logger(__name__)
 VERSION = 1

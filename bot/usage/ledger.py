@@ -20,10 +20,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TypedDict
 
+from bot import versioned
 from bot.models import Usage
-from bot.storage import versioned
 from bot.storage.files import ON_DISK, Documents, Locks, Signature
-from bot.storage.versioned import Fields, whole
+from bot.versioned import Fields, whole
 
 VERSION = 1
 KINDS = ("reply", "consolidation", "flush", "compaction", "transcription", "task")
@@ -109,7 +109,7 @@ class UsageLedger:
             signature = None
         if self._known is not None and self._known[0] == signature:
             return self._known[1]
-        document = versioned.load(self.documents, self.path, VERSION, event="usage_unreadable")
+        document = versioned.load(self.documents.read, self.path, VERSION, event="usage_unreadable")
         lines = {} if document is None else _lines(versioned.mapping(document.get("days")))
         if signature is not None:
             self._known = (signature, lines)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import structlog
 
-from bot.storage import versioned
+from bot import versioned
 from bot.storage.files import ON_DISK, Documents, Locks
 
 log = structlog.get_logger(__name__)
@@ -130,7 +130,7 @@ class SignIns:
 
     def _read(self) -> Book:
         document = versioned.load(
-            self.documents, self.path, VERSION, event="web_signins_unreadable"
+            self.documents.read, self.path, VERSION, event="web_signins_unreadable"
         )
         if document is None:
             return Book({}, {})

@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from bot import versioned
 from bot.models import ChatMessage
-from bot.storage import versioned
 from bot.storage.files import Documents
 from bot.storage.lines import decode_text
 from bot.storage.sessions import message_document

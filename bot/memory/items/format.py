@@ -20,11 +20,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import get_args
 
+from bot import versioned
 from bot.memory import provenance
 from bot.memory.lines import fingerprint
 from bot.models import ItemStatus, MemoryItem, MemoryLayer
-from bot.storage import versioned
-from bot.storage.versioned import Fields
+from bot.versioned import Fields
 
 VERSION = 1
 _STATUSES: tuple[ItemStatus, ...] = get_args(ItemStatus)

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bot.storage import versioned
+from bot import versioned
 from bot.storage.files import atomic_write_bytes, ensure_dir
-from bot.storage.versioned import Fields, objects
+from bot.versioned import Fields, objects
 
 FORMAT = "mnemo-memory"
 VERSION = 1

@@ -5,7 +5,7 @@ the usage ledger, the models' windows, the export bundle's manifest).
 `decode` gives the object a text holds when its `"version"` is the one this code reads, and a
 `VersionError` (a `ValueError`) saying what is wrong otherwise: not JSON, not an object, another
 version. `encode` writes the envelope (the version first). `load` reads one from a workspace
-document (`bot.storage.files.Documents`): None when there is none, and when it cannot be read
+document (`bot.storage.files.Documents.read`): None when there is none, and when it cannot be read
 or is of another version (logged once as `event`), so the store starts from its empty form.
 What a document holds inside the envelope is its owner's: each turns the object into its own
 records (`Fields` is what it reads them from).
@@ -14,12 +14,10 @@ records (`Fields` is what it reads them from).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import structlog
-
-from bot.storage.files import Documents
 
 log = structlog.get_logger(__name__)
 Fields = dict[str, object]  # a JSON object as read: its owner checks each value it takes
@@ -61,11 +59,14 @@ def encode(
     return json.dumps(document, ensure_ascii=ascii_only, indent=indent, separators=separators)
 
 
-def load(documents: Documents, path: Path, version: int, *, event: str) -> Fields | None:
-    """The document at `path`, of `version`; None when there is none, or it is unreadable
-    (logged as `event`) or of another version."""
+def load(
+    read: Callable[[Path], bytes | None], path: Path, version: int, *, event: str
+) -> Fields | None:
+    """The document at `path` as `read` gives it (a workspace's `Documents.read`), of
+    `version`; None when there is none, or it is unreadable (logged as `event`) or of another
+    version."""
     try:
-        data = documents.read(path)
+        data = read(path)
         if data is None:
             return None
         document = json.loads(data.decode("utf-8"))
