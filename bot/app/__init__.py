@@ -29,10 +29,9 @@ from bot.app.memory import ItemsAndIndex
 from bot.app.pipeline import Turn, build_turn
 from bot.app.reminders import attach
 from bot.app.steering import Spending
-from bot.app.store import Service
 from bot.app.turn import build_router
 from bot.app.web import Checks, Clock, build_web
-from bot.background import WarmUp
+from bot.background import Service, WarmUp
 from bot.channels.telegram.budget import Pace
 from bot.llm.openai_chat import OpenAIChat
 from bot.memory.upkeep.archiving import NoteArchive
