@@ -6,7 +6,7 @@ search behind `# Relevant Memory`.
 Each dataset is asked as `python -m bot eval retrieval` asks it, keyword only (the shipped
 `rag.embedder`), with the shipped hits and budget: once with the bot's own index (FTS5), once
 with the same index's chunks copied into PostgreSQL and searched there
-(`bot.replicas.keywords`: only the candidates and the words' counts come from PostgreSQL,
+(`benchmarks/pg_keywords.py`: only the candidates and the words' counts come from PostgreSQL,
 the rest of the search and the section are the same code). Prints recall within the section
 with its 95% interval (`bot.eval.report`, as `--table` does), overall and per category, the
 paired difference with its interval, and query p50 for both. `--ranking` and `--config` name
@@ -44,13 +44,13 @@ import psycopg
 import pytest
 
 from benchmarks.common import REPOSITORY, machine_line
+from benchmarks.pg_keywords import CONFIGURATIONS, RANKINGS, PgChunks, PgSearch
 from bot.eval.dataset import Dataset, load_dataset
 from bot.eval.interval import bootstrap
 from bot.eval.report import Run, score, summary
 from bot.eval.retrieval import run_mnemo
 from bot.index import MemoryIndex
 from bot.llm.tokens import TokenCounter
-from bot.replicas.keywords import CONFIGURATIONS, RANKINGS, PgChunks, PgSearch
 from bot.settings import RagSettings
 from tests.pg import SERVER, pg_database, private_server
 

@@ -1,5 +1,6 @@
-"""Background work an object owns: `OwnedTask`, one asyncio task it starts, then cancels and
-awaits when it stops (no fire-and-forget), `periodically`, the loop a service runs in it, and
+"""Background work an object owns: `Service` (what the app starts before the first message and
+stops at shutdown), `OwnedTask`, one asyncio task it starts, then cancels and awaits when it
+stops (no fire-and-forget), `periodically`, the loop a service runs in it, and
 `in_a_daemon_thread`, blocking work a stop never waits for, and `WarmUp`: such work at the
 start, or once the start is over.
 
@@ -16,11 +17,19 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 log = structlog.get_logger(__name__)
+
+
+class Service(Protocol):
+    """Background work the app owns: started before the first message, stopped at shutdown."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class OwnedTask:

@@ -1,4 +1,4 @@
-"""PostgreSQL full text as the index's keyword search (`bot.replicas.keywords`), over the
+"""PostgreSQL full text as the index's keyword search (`benchmarks/pg_keywords.py`), over the
 chunks of a real `MemoryIndex`: the chunk that answers comes first, a chat's chunks stay in
 their chat, and a word PostgreSQL's English stop list drops is still searched with the
 configuration that keeps it. Skipped without `MNEMO_TEST_PG` (`tests/pg.py`)."""
@@ -11,8 +11,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from benchmarks.pg_keywords import Connection, PgChunks, PgSearch
 from bot.index import MemoryIndex
-from bot.replicas.keywords import Connection, PgChunks, PgSearch
 from bot.storage.workspace import Workspace, encode_key
 from tests.pg import pg_database
 

@@ -11,7 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from bot.app import build_app
-from bot.channels.telegram import TelegramChannel
+from bot.channels.telegram import TelegramChannel, telegram_bot
 from bot.errors import StartupError
 from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
@@ -73,19 +73,16 @@ async def test_a_token_rejected_for_good_ends_the_run_with_one_line(
 ) -> None:
     settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
     app = build_app(settings, api_key=API_KEY)
-    channel = TelegramChannel(
-        app.router,
-        token=fake_telegram.token,
-        base_url=fake_telegram.base_url,
-        poll_timeout=1,
-        typing_interval=4,
-        state_path=app.workspace.channel_state_path("telegram"),
-    )
+    bot = telegram_bot(fake_telegram.token, base_url=fake_telegram.base_url)
+    channel = TelegramChannel(bot, app.router)
+    offset = app.workspace.channel_state_path("telegram")
     await app.start()
     try:
         fake_telegram.fail_next("getUpdates", error_code=401, description="Unauthorized", times=99)
         with pytest.raises(StartupError) as raised:
-            await asyncio.wait_for(channel.run(asyncio.Event()), timeout=30)
+            await asyncio.wait_for(
+                channel.run_polling(asyncio.Event(), offset_path=offset, poll_timeout=1), timeout=30
+            )
     finally:
         await app.aclose()
     assert str(raised.value).startswith("Telegram rejected the bot token")

@@ -18,7 +18,7 @@ from psycopg.errors import IdleInTransactionSessionTimeout
 from telegram import Bot
 from telegram.error import NetworkError
 
-from bot.channels.telegram.polling import request_via
+from bot.channels.telegram.connect import request_via
 from bot.llm.openai_chat import OpenAIChat
 from bot.models import ChatMessage, Inbound
 from bot.replicas.database import migrate, open_pool

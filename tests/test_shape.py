@@ -1,11 +1,15 @@
-"""The source tree's shape: package size, module and function length, constructor width, and no
-import cycle between modules or between packages. A finding that is known and accepted for now
-goes in `EXCEPTIONS` with its reason; the list only shrinks."""
+"""The source tree's shape: package size, module and function length, function width, no
+`**kwargs: Any` in a constructor (a missing object hidden), no import cycle between modules or
+between packages; each package's `__init__` names every module and subpackage it holds (as
+httpx's `tests/test_exported_members.py` holds `__all__` against the module), and
+docs/internals.md names every package and nothing that is gone. A finding that is known and
+accepted for now goes in `EXCEPTIONS` with its reason; the list only shrinks."""
 
 from __future__ import annotations
 
 import ast
 import gc
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_MODULES = 14  # in one package, its subpackages apart
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 50
-MAX_CONSTRUCTOR_PARAMETERS = 12  # `self` apart
+MAX_PARAMETERS = 12  # of any function, `self` apart
+INTERNALS = ROOT / "docs" / "internals.md"
 
 EXCEPTIONS: dict[str, str] = {  # finding → why it stays for now
 }
@@ -115,10 +120,55 @@ def _functions(name: str, parsed: ast.Module) -> Iterator[str]:
         if length > MAX_FUNCTION_LINES:
             yield f"function {name}.{node.name}: {length} lines"
         args = node.args
-        width = len([*args.posonlyargs, *args.args, *args.kwonlyargs]) - 1
+        listed = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        width = len(listed) - (bool(listed) and listed[0].arg in ("self", "cls"))
         width += (args.vararg is not None) + (args.kwarg is not None)
-        if node.name == "__init__" and width > MAX_CONSTRUCTOR_PARAMETERS:
-            yield f"constructor in {name} (line {node.lineno}): {width} parameters"
+        if width > MAX_PARAMETERS:
+            what = "constructor in " if node.name == "__init__" else f"function {node.name} in "
+            yield f"{what}{name} (line {node.lineno}): {width} parameters"
+        kwarg = args.kwarg
+        if node.name == "__init__" and kwarg is not None and _is_any(kwarg.annotation):
+            yield f"constructor in {name} (line {node.lineno}): **{kwarg.arg}: Any"
+
+
+def _is_any(annotation: ast.expr | None) -> bool:
+    return annotation is not None and ast.unparse(annotation) in ("Any", "typing.Any")
+
+
+def unnamed(tree: Tree) -> Iterator[str]:
+    """Each module and subpackage a package holds that its `__init__` docstring does not name
+    (as `name.py`, or `name/` for a subpackage)."""
+    for package in sorted(tree.packages):
+        doc = ast.get_docstring(ast.parse(tree.texts[package])) or ""
+        for held in sorted(tree.texts):
+            if held == package or held.rpartition(".")[0] != package:
+                continue
+            leaf = held.rpartition(".")[2]
+            shown = f"{leaf}/" if held in tree.packages else f"{leaf}.py"
+            if not re.search(rf"(?<![\w.]){re.escape(shown)}", doc):
+                yield f"package {package}: its __init__ does not name {shown}"
+
+
+def unlisted(tree: Tree, internals: str) -> Iterator[str]:
+    """What docs/internals.md's table of the code's layout misses (a package of the top one,
+    or a subpackage on its row), and each `bot/…` path it names that is not in the tree."""
+    rows = {  # a package → its row, by the first cell naming it
+        named: line
+        for line in internals.splitlines()
+        if line.startswith("| ")
+        for named in re.findall(r"`(bot/\w+/)`", line.split("|")[1])
+    }
+    for package in sorted(tree.packages - {tree.top}):
+        parts = package.split(".")
+        top = f"{parts[0]}/{parts[1]}/"
+        if top not in rows:
+            yield f"docs/internals.md: no row for {top}"
+        elif len(parts) > 2 and f"{parts[-1]}/" not in rows[top]:
+            yield f"docs/internals.md: {top}'s row does not name {parts[-1]}/"
+    for path in sorted(set(re.findall(r"`(bot/[\w/.]*)`", internals))):
+        dotted = path.removesuffix("/").removesuffix(".py").replace("/", ".")
+        if dotted not in tree.texts and not (ROOT / path).exists():
+            yield f"docs/internals.md: {path} is not in the tree"
 
 
 def _package_edges(tree: Tree, module_edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -140,6 +190,14 @@ def _package_edges(tree: Tree, module_edges: set[tuple[str, str]]) -> set[tuple[
 def test_the_source_tree_keeps_its_shape() -> None:
     found = set(findings(read_tree()))
     assert sorted(found - EXCEPTIONS.keys()) == []
+
+
+def test_each_package_names_what_it_holds() -> None:
+    assert list(unnamed(read_tree())) == []
+
+
+def test_the_internals_page_matches_the_tree() -> None:
+    assert list(unlisted(read_tree(), INTERNALS.read_text(encoding="utf-8"))) == []
 
 
 def test_every_exception_is_still_a_finding() -> None:
@@ -176,3 +234,34 @@ def test_the_guard_sees_each_kind_of_finding() -> None:
         "module p.c.long: 402 lines",
         "package p.c: 15 modules",
     }
+
+
+def test_the_guard_sees_what_was_used_to_dodge_it() -> None:
+    probe = Tree(
+        texts={
+            "p": '"""p\n\nnamed.py  one\nsub/  two"""\n',
+            "p.named": "def f(" + ", ".join(f"q{n}" for n in range(13)) + "): ...\n",
+            "p.quiet": "class A:\n    def __init__(self, **options: Any) -> None: ...\n",
+            "p.sub": "",
+            "p.sub.deep": "",
+        },
+        packages=frozenset({"p", "p.sub"}),
+        top="p",
+    )
+
+    assert set(findings(probe)) == {
+        "function f in p.named (line 1): 13 parameters",
+        "constructor in p.quiet (line 2): **options: Any",
+    }
+    assert list(unnamed(probe)) == [
+        "package p: its __init__ does not name quiet.py",
+        "package p.sub: its __init__ does not name deep.py",
+    ]
+    packages = frozenset({"bot", "bot.one", "bot.one.two", "bot.three"})
+    tree = Tree(dict.fromkeys(packages, ""), packages, "bot")
+    page = "| `bot/gone/` | x |\n| `bot/one/` | y |\n"
+    assert list(unlisted(tree, page)) == [
+        "docs/internals.md: bot/one/'s row does not name two/",
+        "docs/internals.md: no row for bot/three/",
+        "docs/internals.md: bot/gone/ is not in the tree",
+    ]

@@ -1,14 +1,16 @@
 """The Telegram channel, as `settings.telegram.mode` says: long polling (one process), or
 webhooks served by each replica (replicated mode: its server, aiohttp, is in the `replicas`
-extra, imported only then)."""
+extra, imported only then). The PTB `Bot` is built here, once."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bot.channels.telegram import Showing, TelegramChannel
+from bot.channels.telegram import Showing, TelegramChannel, telegram_bot
 from bot.channels.telegram.budget import Pace
-from bot.settings import Settings, TelegramSettings
+from bot.settings import TelegramSettings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from bot.turn.intake import IntakeFactory
@@ -19,8 +21,31 @@ if TYPE_CHECKING:
     from bot.channels.telegram.webhook import Hook
 
 
+@dataclass(frozen=True)
+class Telegram:
+    """The channel and how it takes updates: `run` polls, or serves the webhook."""
+
+    channel: TelegramChannel
+    settings: TelegramSettings
+    workspace: Workspace
+    hook: Hook | None  # webhook mode: where Telegram posts
+
+    @property
+    def serving(self) -> asyncio.Event:
+        return self.channel.serving
+
+    async def run(self, stop: asyncio.Event) -> None:
+        grace = self.settings.shutdown_grace
+        if self.hook is not None:
+            await self.channel.run_webhook(stop, self.hook, grace=grace)
+            return
+        offset = self.workspace.channel_state_path("telegram")
+        wait = self.settings.poll_timeout
+        await self.channel.run_polling(stop, offset_path=offset, poll_timeout=wait, grace=grace)
+
+
 def telegram_channel(
-    settings: Settings,
+    telegram: TelegramSettings,
     router: Router,
     workspace: Workspace,
     intake: IntakeFactory,
@@ -29,30 +54,31 @@ def telegram_channel(
     heartbeat: Heartbeat | None = None,
     owner_line: OwnerLine | None = None,  # caps on spending tell the owners through it
     pace: Pace | None = None,  # webhooks: the send rate the replicas share
-) -> TelegramChannel:
-    telegram = settings.telegram
-    options: dict[str, Any] = {
-        "token": token,
-        "base_url": telegram.base_url,
-        "poll_timeout": telegram.poll_timeout,
-        "typing_interval": telegram.typing_interval,
-        "state_path": workspace.channel_state_path("telegram"),
-        "shutdown_grace": telegram.shutdown_grace,
-        "showing": Showing(telegram.stream, telegram.stream_interval, telegram.reaction),
-        "heartbeat": heartbeat,
-        "proxy": telegram.proxy,
-        "debounce": telegram.debounce,
-        "owner_line": owner_line,
-    }
-    if telegram.mode == "webhook":
-        from bot.channels.telegram.webhook import TelegramWebhook
-
-        hook = webhook_hook(telegram)
-        channel: TelegramChannel = TelegramWebhook(router, hook=hook, pace=pace, **options)
-    else:
-        channel = TelegramChannel(router, **options)
-    channel.intake = intake
-    return channel
+) -> Telegram:
+    webhook = telegram.mode == "webhook"
+    bot = telegram_bot(
+        token,
+        base_url=telegram.base_url,
+        proxy=telegram.proxy,
+        pace=pace if webhook else None,
+        polls=not webhook,
+    )
+    showing = Showing(
+        stream=telegram.stream,
+        interval=telegram.stream_interval,
+        reaction=telegram.reaction,
+        typing=telegram.typing_interval,
+    )
+    channel = TelegramChannel(
+        bot,
+        router,
+        intake=intake,
+        showing=showing,
+        debounce=telegram.debounce,
+        heartbeat=heartbeat,
+        owner_line=owner_line,
+    )
+    return Telegram(channel, telegram, workspace, webhook_hook(telegram) if webhook else None)
 
 
 def webhook_hook(telegram: TelegramSettings) -> Hook:

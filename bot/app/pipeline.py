@@ -1,5 +1,6 @@
 """Composition of a turn: prompt accounting and compaction, the memory flush, the model's tools,
-LightRAG, and the ordered pipeline of systems. Part of the composition root (see `bot.app`)."""
+LightRAG, the reminders' tool and system, the ordered pipeline of systems, and the preview of a
+chat's next prompt. Part of the composition root (see `bot.app`)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.app.core import Core
 from bot.app.memory import ItemsAndIndex, Memory, build_memory_prompt
+from bot.app.reminders import Reminders, build_reminders
 from bot.conversation.compaction import Compactor
 from bot.conversation.flush import MemoryFlush
 from bot.index.lightrag import LightRagBackend
 from bot.llm.client import LLM
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
-from bot.llm.windows import ModelWindows
 from bot.memory.cited import CitedOrigins
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.memory.upkeep.consolidation import Consolidator
@@ -29,7 +31,7 @@ from bot.systems.context import ContextBuilding
 from bot.systems.flush import PreCompactionFlush, flush_trigger
 from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
-from bot.systems.tags import MemoryTags, Receipts
+from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
 from bot.systems.truth import FilesFirst
 from bot.tools.clock import CurrentTime
@@ -38,7 +40,7 @@ from bot.tools.memory_get import MemoryGet
 from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
 from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
 from bot.tools.registry import ToolRegistry
-from bot.usage import MeteredLLM
+from bot.turn.preview import PromptPreview
 
 
 @dataclass(frozen=True)
@@ -53,16 +55,9 @@ class Compaction:
 
 
 def build_compaction(
-    settings: Settings,
-    sessions: SessionStore,
-    llm: LLM,
-    memory: Memory,
-    writer: MemoryWriter,
-    now: Callable[[], datetime],
-    *,
-    windows: ModelWindows,
-    tools: Sequence[ToolSpec],
+    settings: Settings, core: Core, now: Callable[[], datetime], *, tools: Sequence[ToolSpec]
 ) -> Compaction:
+    memory, windows = core.memory, core.windows
     config = settings.compaction
     # Until a turn has measured the real system prompt: persona and instructions, and memory.
     persona = memory.tokens.count(settings.persona) + memory.tokens.count(_instructions(settings))
@@ -75,10 +70,10 @@ def build_compaction(
         max_output_tokens=settings.llm.max_output_tokens,
     )
     compactor = Compactor(
-        llm=llm,
+        llm=core.spending.llm("compaction"),
         model=settings.llm.fast_model or settings.llm.model,
-        sessions=sessions,
-        history=writer,
+        sessions=core.sessions,
+        history=core.writer,
         meter=meter,
         now=now,
         temperature=config.summary_temperature,
@@ -201,33 +196,84 @@ def build_context(
     )
 
 
-def build_pipeline(
+@dataclass(frozen=True)
+class Turn:
+    """What a turn runs on beside the core: its pipeline and the pieces it is made of, and
+    the preview of a chat's next prompt (how full it is: /status, /compact, `bot prompt`)."""
+
+    lightrag: LightRagBackend | None
+    tools: ToolRegistry
+    reminders: Reminders
+    compaction: Compaction
+    sent: LastRequests  # the last request of each chat (/context)
+    context: ContextBuilding
+    pipeline: Pipeline
+    preview: PromptPreview
+
+
+def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> Turn:
+    """The turn's pieces, then its pipeline (answering with the model metered as replies)."""
+    memory, items_index = core.memory, core.items_index
+    lightrag = build_lightrag(settings, now)
+    tools = build_tools(
+        settings, core.workspace, items_index, now, writer=core.writer, lightrag=lightrag
+    )
+    reminders = build_reminders(settings, core.workspace, memory.file_locks, now, tools=tools)
+    compaction = build_compaction(settings, core, now, tools=tools.specs)
+    context = build_context(settings, memory, items_index, compaction, now, lightrag=lightrag)
+    sent = LastRequests()
+    pipeline = _pipeline(
+        settings,
+        core,
+        now,
+        context=context,
+        compaction=compaction,
+        tools=tools,
+        sent=sent,
+        lightrag=lightrag,
+    )
+    preview = PromptPreview(  # `python -m bot prompt`: system 20, as a turn would run it
+        context=context,
+        sessions=core.sessions,
+        access=core.steering.gate.access,
+        tools=tools.specs,
+        meter=compaction.meter,
+        now=now,
+    )
+    return Turn(
+        lightrag=lightrag,
+        tools=tools,
+        reminders=reminders,
+        compaction=compaction,
+        sent=sent,
+        context=context,
+        pipeline=reminders.into(pipeline),
+        preview=preview,
+    )
+
+
+def _pipeline(
     settings: Settings,
-    sessions: SessionStore,
-    llm: LLM,
-    context: ContextBuilding,
-    items_index: ItemsAndIndex,
-    consolidator: Consolidator,
-    compaction: Compaction,
+    core: Core,
     now: Callable[[], datetime],
     *,
-    workspace: Workspace,
-    writer: MemoryWriter,
-    lightrag: LightRagBackend | None,
+    context: ContextBuilding,
+    compaction: Compaction,
     tools: ToolRegistry,
     sent: LastRequests,
-    receipts: Receipts | None = None,
+    lightrag: LightRagBackend | None,
 ) -> Pipeline:
-    flushing = llm.as_kind("flush") if isinstance(llm, MeteredLLM) else llm
-    flush = _build_flush(settings, sessions, flushing, writer, compaction, now)
+    sessions, writer = core.sessions, core.writer
+    flush = _build_flush(settings, sessions, core.spending.llm("flush"), writer, compaction, now)
     loop = ToolLoop(
-        llm,
+        core.spending.llm("reply"),
         tools,
         max_steps=settings.llm.max_tool_steps,
         now=now,
         meter=compaction.meter,
         sent=sent,
     )
+    indexing = RagIndexing(core.workspace, index=core.items_index.index, remote=lightrag)
     return Pipeline(
         [
             *([BestEffort(flush)] if flush else []),
@@ -235,9 +281,9 @@ def build_pipeline(
             BestEffort(FilesFirst(writer)),
             context,
             loop,
-            MemoryTags(writer, receipts),
-            _persist(settings, sessions, writer, consolidator, compaction, now),
-            BestEffort(RagIndexing(workspace, index=items_index.index, remote=lightrag)),
+            MemoryTags(writer, core.steering.receipts),
+            _persist(settings, sessions, writer, core.consolidator, compaction, now),
+            BestEffort(indexing),
         ]
     )
 

@@ -1,5 +1,5 @@
 """The parts a person steers with: receipts and their buttons (`bot.receipts`), and what the
-model spends (`bot.usage`)."""
+model spends (`bot.usage`); the gate they share (who may talk, the door for everyone else)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from bot.models import parse_session_key
 from bot.receipts import ReceiptDesk, ReceiptStore
 from bot.settings import Settings
 from bot.storage.files import Locks
+from bot.storage.roster import RosterStore
 from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.door import Door
+from bot.turn.notices import ToldNotices
+from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
 from bot.usage import (
     Caps,
     MeteredLLM,
@@ -127,3 +130,28 @@ def build_steering(
     receipts = build_receipts(settings, store, writer, gate.access, gate.locks)
     spending = build_spending(settings, workspace, store.locks, llm, gate.access, now)
     return Steering(gate, receipts, spending.report), spending
+
+
+def build_door(
+    settings: Settings,
+    roster: RosterStore,
+    now: Callable[[], datetime],
+    *,
+    told: ToldNotices | None = None,
+) -> tuple[AccessPolicy, Door]:
+    """Who may talk (the settings and the roster), and the door for everyone else."""
+    telegram = settings.telegram
+    access = AccessPolicy(
+        owner_ids=real_owners(telegram.owner_ids),
+        allowed_user_ids=telegram.allowed_user_ids,
+        roster=roster,
+    )
+    door = Door(
+        access,
+        Pairing(roster, now=now),
+        now=now,
+        enabled=telegram.pairing,
+        placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
+        told=told,
+    )
+    return access, door

@@ -5,31 +5,26 @@ its packages)."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from functools import partial
+from typing import TYPE_CHECKING
 
+from bot.background import Service
 from bot.channels.telegram.budget import Pace
-from bot.models import Inbound
 from bot.settings import Settings
 from bot.storage.files import ON_DISK, Documents, FileLocks, Locks
 from bot.storage.inbox import Inbox, Journal
 from bot.storage.roster import RosterFile, RosterStore
 from bot.storage.workspace import Workspace
 from bot.turn.commands.status import QueueLook
-from bot.turn.delivery import Replier
-from bot.turn.door import Reach
-from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
-from bot.turn.router import Router
+from bot.turn.intake import IntakeFactory, MemoryIntake
 
 if TYPE_CHECKING:
-    from psycopg_pool import AsyncConnectionPool
-
     from bot.replicas.documents import PgDocuments
-    from bot.replicas.queue import ChatQueue
+    from bot.replicas.replica import Replica
 
 
 @dataclass
@@ -63,6 +58,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     from bot.replicas.look import JobsLook
     from bot.replicas.pace import SharedPace
     from bot.replicas.queue import ChatQueue, QueueIntake
+    from bot.replicas.replica import Shared
     from bot.replicas.roster import PgRoster
 
     store = settings.store
@@ -76,23 +72,7 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     )
     journal = PgJournal(pool, enqueue=queue.enqueue, lease=store.stalled_after)
 
-    def intake(
-        router: Router,
-        replier_for: Callable[[Inbound], Replier],
-        *,
-        channel: str,
-        reach: Reach | None = None,
-        debounce: float = 0.0,
-    ) -> Intake:
-        return QueueIntake(
-            router,
-            replier_for,
-            channel=channel,
-            reach=reach,
-            debounce=debounce,
-            queue=queue,
-            journal=journal,
-        )
+    intake = partial(QueueIntake, queue=queue, journal=journal)  # a channel's, on the queue
 
     locks = PgLocks(pool, root=workspace.root, alive_every=store.stalled_after / 3)
     roster = PgRoster(pool)
@@ -112,6 +92,8 @@ def _replica(settings: Settings) -> Replica:
     """This replica as `mnemo_replicas` records it: the host and port, and its secret."""
     telegram = settings.telegram
     secret = telegram.webhook_secret.get_secret_value() if telegram.webhook_secret else None
+    from bot.replicas.replica import Replica
+
     return Replica(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
 
 
@@ -166,50 +148,3 @@ async def roster_only(settings: Settings, workspace: Workspace) -> AsyncIterator
         yield roster
     finally:
         await pool.close()
-
-
-class Service(Protocol):
-    """Background work the app owns: started before the first message, stopped at shutdown."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Replica:
-    """Who this replica is in `mnemo_replicas` (`python -m bot doctor` compares secrets)."""
-
-    name: str  # the host and the webhook port
-    secret: str | None  # the webhook secret (only its digest is recorded)
-
-
-class Shared:
-    """The replica's connection to the shared database: opened (and the schema made) before
-    anything else starts, closed after everything stopped."""
-
-    def __init__(
-        self,
-        pool: AsyncConnectionPool,
-        queue: ChatQueue,
-        documents: PgDocuments | None = None,
-        replica: Replica | None = None,
-    ) -> None:
-        self.pool = pool
-        self.queue = queue
-        self.documents = documents
-        self.replica = replica
-
-    async def start(self) -> None:
-        from bot.replicas.database import migrate, record_replica
-
-        await self.pool.open(wait=True)
-        await migrate(self.pool)
-        await self.queue.open()
-        if self.replica is not None:
-            await record_replica(self.pool, self.replica.name, self.replica.secret)
-
-    async def stop(self) -> None:
-        await self.pool.close()
-        if self.documents is not None:
-            await asyncio.to_thread(self.documents.close)

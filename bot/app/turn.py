@@ -7,38 +7,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from bot.app.memory import Memory
-from bot.app.pipeline import Compaction
-from bot.app.steering import Steering
+from bot.app.core import Core
+from bot.app.pipeline import Turn
 from bot.conversation.breakdown import Breakdowns
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
 from bot.conversation.renewal import ChatKind, Freshness, FreshnessPolicy, SessionRenewal
-from bot.llm.inspection import LastRequests
 from bot.media.reader import MediaReader
 from bot.memory.recall.inventory import MemoryInventory
-from bot.memory.upkeep.consolidation import Consolidator
-from bot.memory.writer import MemoryWriter
-from bot.pipeline import Pipeline
 from bot.settings import SessionPolicySettings, Settings
-from bot.storage.chatter import ChatterStore
-from bot.storage.inbox import Journal
-from bot.storage.roster import RosterStore
 from bot.storage.sessions import SessionStore
-from bot.storage.workspace import Workspace
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
-from bot.turn.commands import basics, conversation, memory, spending, status
+from bot.turn.commands import basics, conversation, spending, status
+from bot.turn.commands import memory as remembering
 from bot.turn.commands.dispatch import Commands
 from bot.turn.commands.handler import Handler
 from bot.turn.commands.keep import KeepQuoted
-from bot.turn.commands.status import QueueLook
 from bot.turn.delivery import Delivery
-from bot.turn.door import Door
-from bot.turn.notices import ToldNotices
-from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
-from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
 from bot.turn.runner import TurnRunner
 
@@ -53,52 +40,29 @@ class Chats:
     running: RunningTurns
 
 
-@dataclass(frozen=True)
-class TurnParts:
-    """What the app built before the turn: its memory, the pipeline and its accounting, and
-    the journal (the workspace's, or the replicas', `bot.app.store`)."""
-
-    memory: Memory
-    writer: MemoryWriter
-    consolidator: Consolidator
-    compaction: Compaction
-    pipeline: Pipeline
-    sent: LastRequests  # the last request of each chat (/context)
-    journal: Journal
-    steering: Steering  # receipts, /usage, and the gate (access, door, chat locks)
-    preview: PromptPreview  # the next prompt of a chat, and how full it is (/status …)
-    queue: QueueLook | None = None  # /status: the replicas' shared queue (bot.app.store)
-
-
 def build_router(
-    settings: Settings,
-    workspace: Workspace,
-    sessions: SessionStore,
-    parts: TurnParts,
-    now: Callable[[], datetime],
-    *,
-    media: MediaReader,
-    chatter: ChatterStore | None,
+    settings: Settings, core: Core, turn: Turn, now: Callable[[], datetime], *, media: MediaReader
 ) -> Router:
-    steering = parts.steering
+    steering = core.steering
     gate = steering.gate
     access, door = gate.access, gate.door
-    chats = Chats(sessions, access, gate.locks, RunningTurns())
+    chats = Chats(core.sessions, access, gate.locks, RunningTurns())
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
     closing = ConversationClose(
-        sessions=sessions,
-        consolidator=parts.consolidator if consolidating else None,
-        memory=parts.writer,
+        sessions=core.sessions,
+        consolidator=core.consolidator if consolidating else None,
+        memory=core.writer,
     )
-    delivery = Delivery(parts.journal)
+    journal = core.store.journal
+    delivery = Delivery(journal)
     return Router(
-        inbox=parts.journal,
+        inbox=journal,
         access=access,
         door=door,
-        commands=build_commands(settings, workspace, chats, parts, closing, now),
-        turns=_build_turns(settings, chats, parts, closing, delivery, now, media, chatter),
+        commands=build_commands(settings, core, chats, turn, closing, now),
+        turns=_build_turns(settings, core, chats, turn, closing, delivery, now, media),
         delivery=delivery,
-        chatter=chatter,
+        chatter=core.chatter,
         receipts=steering.receipts,
         reset_triggers=settings.session.reset_triggers,
     )
@@ -106,15 +70,15 @@ def build_router(
 
 def _build_turns(
     settings: Settings,
+    core: Core,
     chats: Chats,
-    parts: TurnParts,
+    turn: Turn,
     closing: ConversationClose,
     delivery: Delivery,
     now: Callable[[], datetime],
     media: MediaReader,
-    chatter: ChatterStore | None,
 ) -> TurnRunner:
-    compaction = parts.compaction
+    compaction = turn.compaction
     compactor = compaction.compactor if compaction.enabled else None
     config = settings.session
     policy = FreshnessPolicy(
@@ -127,13 +91,13 @@ def _build_turns(
         policy=policy, closing=closing, summarizer=compaction.compactor, now=now
     )
     return TurnRunner(
-        overflow=OverflowRetry(parts.pipeline, compactor, keep=compaction.overflow_keep),
-        continuation=Continuation(chats.sessions, renewal, parts.memory.notes, now),
+        overflow=OverflowRetry(turn.pipeline, compactor, keep=compaction.overflow_keep),
+        continuation=Continuation(chats.sessions, renewal, core.memory.notes, now),
         access=chats.access,
         locks=chats.locks,
         running=chats.running,
         delivery=delivery,
-        chatter=chatter,
+        chatter=core.chatter,
         media=media,
         breakdowns=Breakdowns(closing, limit=settings.session.restart_after_errors, now=now),
     )
@@ -150,22 +114,17 @@ def _freshness_by_kind(config: SessionPolicySettings) -> dict[ChatKind, Freshnes
 
 def build_commands(
     settings: Settings,
-    workspace: Workspace,
+    core: Core,
     chats: Chats,
-    parts: TurnParts,
+    turn: Turn,
     closing: ConversationClose,
     now: Callable[[], datetime],
 ) -> Commands:
-    steering = parts.steering
+    steering, memory, writer = core.steering, core.memory, core.writer
     sessions, access, locks, running = chats.sessions, chats.access, chats.locks, chats.running
     undo_minutes = settings.memory.undo_minutes
     inventory = MemoryInventory(
-        workspace,
-        parts.memory.reader,
-        parts.memory.markdown,
-        parts.memory.history,
-        parts.memory.working,
-        now=now,
+        core.workspace, memory.reader, memory.markdown, memory.history, memory.working, now=now
     )
     return Commands(
         [
@@ -174,62 +133,37 @@ def build_commands(
             basics.Stop(running),
             conversation.NewConversation(closing, sessions, locks, access),
             conversation.Compact(
-                parts.compaction.compactor,
+                turn.compaction.compactor,
                 sessions,
                 locks,
                 access,
-                parts.preview,
-                keep=parts.compaction.keep,
+                turn.preview,
+                keep=turn.compaction.keep,
             ),
-            memory.ShowMemory(inventory, access),
-            memory.Remember(parts.writer, access, steering.receipts),
-            memory.Forget(parts.writer, access, locks, undo_minutes=undo_minutes),
-            memory.Undo(parts.writer, locks, undo_minutes=undo_minutes),
-            KeepQuoted(parts.writer, access),
-            *_status_commands(settings, chats, parts),
+            remembering.ShowMemory(inventory, access),
+            remembering.Remember(writer, access, steering.receipts),
+            remembering.Forget(writer, access, locks, undo_minutes=undo_minutes),
+            remembering.Undo(writer, locks, undo_minutes=undo_minutes),
+            KeepQuoted(writer, access),
+            *_status_commands(settings, core, chats, turn),
             spending.ShowUsage(steering.usage, access),
         ]
     )
 
 
-def _status_commands(settings: Settings, chats: Chats, parts: TurnParts) -> list[Handler]:
-    """/status and /context: how full the next prompt is (`parts.preview`), and more."""
-    gauge, model = parts.preview, settings.llm.model
+def _status_commands(settings: Settings, core: Core, chats: Chats, turn: Turn) -> list[Handler]:
+    """/status and /context: how full the next prompt is (`turn.preview`), and more."""
+    gauge, model = turn.preview, settings.llm.model
     return [
         status.ShowStatus(
             chats.sessions,
             gauge,
-            parts.memory.history,
+            core.memory.history,
             chats.running,
             chats.access,
             model=model,
-            pipeline=parts.pipeline.describe(),
-            queue=parts.queue,
+            pipeline=turn.pipeline.describe(),
+            queue=core.store.queue,
         ),
-        status.ShowContext(parts.sent, gauge, chats.access, chats.sessions, model=model),
+        status.ShowContext(turn.sent, gauge, chats.access, chats.sessions, model=model),
     ]
-
-
-def build_door(
-    settings: Settings,
-    roster: RosterStore,
-    now: Callable[[], datetime],
-    *,
-    told: ToldNotices | None = None,
-) -> tuple[AccessPolicy, Door]:
-    """Who may talk (the settings and the roster), and the door for everyone else."""
-    telegram = settings.telegram
-    access = AccessPolicy(
-        owner_ids=real_owners(telegram.owner_ids),
-        allowed_user_ids=telegram.allowed_user_ids,
-        roster=roster,
-    )
-    door = Door(
-        access,
-        Pairing(roster, now=now),
-        now=now,
-        enabled=telegram.pairing,
-        placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
-        told=told,
-    )
-    return access, door

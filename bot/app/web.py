@@ -7,17 +7,14 @@ only then, so that no command line pays for them."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.app.reminders import Reminders
-from bot.app.turn import TurnParts
+from bot.app.core import Core
+from bot.app.pipeline import Turn
 from bot.reminders.commands import ReminderCommands
 from bot.settings import Settings
-from bot.storage.sessions import SessionStore
 from bot.tools.memory_search import MemorySearch
-from bot.tools.registry import ToolRegistry
 from bot.turn.router import Router
 from bot.web.checks import Checks
 from bot.web.command import WebCommand
@@ -29,22 +26,13 @@ if TYPE_CHECKING:
 
 
 Clock = Callable[[], datetime]
-__all__ = ["Checks", "Clock", "WebParts", "build_web"]
-
-
-@dataclass(frozen=True)
-class WebParts:
-    """What the pages are built on, beside the turn's parts."""
-
-    turn: TurnParts
-    sessions: SessionStore
-    reminders: Reminders
-    tools: ToolRegistry
+__all__ = ["Checks", "Clock", "build_web"]
 
 
 def build_web(
     settings: Settings,
-    parts: WebParts,
+    core: Core,
+    turn: Turn,
     router: Router,
     now: Callable[[], datetime],
     checks: Checks | None = None,
@@ -56,16 +44,16 @@ def build_web(
         return []
     from bot.web.server import WebServer  # only now: see the module's docstring
 
-    workspace = parts.reminders.workspace
+    workspace = core.workspace
     signins = SignIns(
         workspace.web_path,
-        parts.turn.writer.locks,  # the workspace's path locks
+        core.writer.locks,  # the workspace's path locks
         now=now,
         link_minutes=config.link_minutes,
         session_hours=config.session_hours,
         documents=workspace.documents,
     )
-    access = parts.turn.steering.gate.access
+    access = core.steering.gate.access
     server = WebServer(
         signins,
         access,
@@ -74,7 +62,7 @@ def build_web(
         public_url=config.public_url,
         session_hours=config.session_hours,
     )
-    for page in _pages(settings, parts, now, server, checks):
+    for page in _pages(settings, core, turn, now, server, checks):
         server.add(page.routes())
     router.commands.add(WebCommand(signins, server.link, link_minutes=config.link_minutes))
     return [server]
@@ -82,7 +70,8 @@ def build_web(
 
 def _pages(
     settings: Settings,
-    parts: WebParts,
+    core: Core,
+    turn: Turn,
     now: Callable[[], datetime],
     server: WebServer,
     checks: Checks | None,
@@ -90,10 +79,10 @@ def _pages(
     from bot.web.pages import conversations as talk
     from bot.web.pages import health, learned, memory, reminders, search, usage
 
-    site, turn, kept = server.site, parts.turn, parts.reminders
-    workspace, writer, steering = kept.workspace, turn.writer, turn.steering
+    site, kept = server.site, turn.reminders
+    workspace, writer, steering = core.workspace, core.writer, core.steering
     undo = settings.memory.undo_minutes
-    tool = parts.tools.get(MemorySearch.spec.name)
+    tool = turn.tools.get(MemorySearch.spec.name)
     commands = ReminderCommands(
         kept.store, kept.zones, steering.gate.access, now=now, changed=kept.wake
     )
@@ -104,7 +93,7 @@ def _pages(
         memory.MemoryPage(site, workspace, writer, desk.store, locks, undo_minutes=undo),
         learned.LearnedPage(site, desk),
         search.SearchPage(site, workspace, tool if isinstance(tool, MemorySearch) else None),
-        talk.ConversationsPage(site, workspace, parts.sessions, writer, locks, undo_minutes=undo),
+        talk.ConversationsPage(site, workspace, core.sessions, writer, locks, undo_minutes=undo),
         reminders.RemindersPage(site, kept.store, commands, now=now),
         usage.UsagePage(site, steering.usage.ledger, steering.usage, caps, now=now),
         health.HealthPage(site, checks, now=now),

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import logs, shell
-from bot.app import build_llm, build_windows
+from bot.app.core import build_llm, build_windows
 from bot.app.memory import embedder_loader
 from bot.app.pipeline import build_lightrag
 from bot.app.store import roster_only

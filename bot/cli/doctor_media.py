@@ -12,7 +12,7 @@ import struct
 import wave
 import zlib
 
-from bot.app import build_llm, build_windows
+from bot.app.core import build_llm, build_windows
 from bot.app.media import build_transcriber
 from bot.cli.findings import Finding, secret
 from bot.errors import MnemoError

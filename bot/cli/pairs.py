@@ -15,8 +15,8 @@ import asyncio
 from collections.abc import Callable
 
 from bot.app import clock
+from bot.app.steering import build_door
 from bot.app.store import roster_only
-from bot.app.turn import build_door
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
 from bot.turn.door import Door

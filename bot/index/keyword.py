@@ -94,7 +94,7 @@ class Frequency:
 
 class KeywordStore(Protocol):
     """Where the keyword candidates come from: `IndexStore` (SQLite FTS5, the product), or
-    another full-text engine over the same chunks (`bot.replicas.keywords`, PostgreSQL, to
+    another full-text engine over the same chunks (`benchmarks/pg_keywords.py`, PostgreSQL, to
     compare its ranking). An expression is `fts_expression`'s: the quoted words, ORed."""
 
     @property

@@ -20,15 +20,15 @@ it. A missing or broken file leaves the defaults, with a warning in the log.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import structlog
 
+from bot import versioned
 from bot.storage.files import atomic_write_text
 
 log = structlog.get_logger(__name__)
@@ -84,7 +84,7 @@ def _names(model: str) -> list[str]:
 def load_windows(path: Path) -> ContextWindows:
     """The windows in `path`; the defaults (and a logged warning) if it cannot be used."""
     try:
-        return parse_windows(json.loads(path.read_text(encoding="utf-8")))
+        return parse_windows(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         log.warning("models_file_missing", path=str(path), default=DEFAULT_CONTEXT_WINDOW)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -94,10 +94,9 @@ def load_windows(path: Path) -> ContextWindows:
     return ContextWindows()
 
 
-def parse_windows(document: Any) -> ContextWindows:
-    """A models document → `ContextWindows`; `ValueError` says what is wrong with it."""
-    if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
-        raise ValueError(f'expected a JSON object with "version": {FORMAT_VERSION}')
+def parse_windows(text: str) -> ContextWindows:
+    """A models document's text → `ContextWindows`; `ValueError` says what is wrong with it."""
+    document = versioned.decode(text, FORMAT_VERSION)
     default = _tokens(document.get("default_context_window", DEFAULT_CONTEXT_WINDOW), "default")
     windows = document.get("context_windows", {})
     if not isinstance(windows, dict):
@@ -111,7 +110,7 @@ def parse_windows(document: Any) -> ContextWindows:
     )
 
 
-def _tokens(value: Any, name: str) -> int:
+def _tokens(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"the window of {name!r} must be a positive whole number: {value!r}")
     return value
@@ -161,8 +160,9 @@ class ModelWindows:
         with self._lock:
             self._learned = {**self._learned, _key(model): tokens}
             if self.learned_file is not None:
-                document = {"version": FORMAT_VERSION, "context_windows": self._learned}
-                atomic_write_text(self.learned_file, json.dumps(document, indent=2) + "\n")
+                body = {"context_windows": self._learned}
+                text = versioned.encode(FORMAT_VERSION, body, indent=2, ascii_only=True)
+                atomic_write_text(self.learned_file, text + "\n")
         log.warning("context_window_learned", model=model, tokens=tokens)
         return True
 
@@ -174,7 +174,7 @@ def _key(model: str) -> str:
 def _read_learned(path: Path) -> dict[str, int]:
     """The windows providers stated, as remembered; {} when none (or unusable, logged)."""
     try:
-        windows = parse_windows(json.loads(path.read_text(encoding="utf-8"))).known
+        windows = parse_windows(path.read_text(encoding="utf-8")).known
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -15,4 +15,14 @@ index (`bot.index`) is made again from the files alone.
     provenance  who said a fact, where, when, as what (its JSON and text; MEMORY.md's side file)
     trust       whose words a turn's memory would be (a person's own, or quoted material)
     cited       where a search hit's text came from
+
+cited.py       Where a cited text came from
+facts.py       MEMORY.md's facts as the writer (`MemoryWriter`) makes them
+lines.py       A memory line
+provenance.py  Provenance: who said a remembered fact, in which chat, when, and what it came as
+scopes.py      Who sees what, the one owner of the privacy rule
+trust.py       Whose words a turn's memory would be
+writer.py      The one writer
+forgetting/    Forgetting that forgets
+transfer/      Memory moved between machines
 """

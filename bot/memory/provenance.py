@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import cast, get_args
 
 import structlog
 
@@ -73,8 +73,7 @@ def from_json(record: object) -> Provenance | None:
     """The provenance a JSON object holds, or None when it holds none that reads."""
     if not isinstance(record, dict):
         return None
-    fields = cast(dict[str, Any], record)
-    by, chat, at, via = (fields.get(key) for key in ("by", "chat", "at", "via"))
+    by, chat, at, via = (record.get(key) for key in ("by", "chat", "at", "via"))
     if not all(isinstance(value, str) for value in (by, chat, at)) or via not in _VIAS:
         return None
     try:

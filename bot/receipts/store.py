@@ -11,20 +11,17 @@ read-modify-write under the path's lock (`Locks`), written in one step.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import structlog
-
+from bot import versioned
 from bot.models import MemoryScope, StoredLine
 from bot.storage.files import ON_DISK, Documents, Locks
 
-log = structlog.get_logger(__name__)
 VERSION = 1
 LIMIT = 500
 State = Literal["kept", "undone", "forgotten", "edited", "promoted"]
@@ -105,34 +102,32 @@ class ReceiptStore:
             replaced=changed.replaced if changed else None,
         )
 
-        def change(document: dict[str, Any]) -> None:
-            receipts: dict[str, Any] = document["receipts"]
-            receipts[receipt.id] = asdict(receipt)
-            for old in sorted(receipts, key=lambda k: receipts[k]["at"])[: -self.limit]:
+        def change(book: Book) -> None:
+            receipts = book.receipts
+            receipts[receipt.id] = receipt
+            for old in sorted(receipts, key=lambda k: receipts[k].at)[: -self.limit]:
                 del receipts[old]
 
         await self._change(change)
         return receipt.id
 
     async def get(self, receipt_id: str) -> Receipt | None:
-        document = await asyncio.to_thread(self._read)
-        return _receipt(document["receipts"].get(receipt_id))
+        book = await asyncio.to_thread(self._read)
+        return book.receipts.get(receipt_id)
 
     async def recent(self) -> list[Receipt]:
         """Every receipt kept, the newest first (the memory page's "What I learned")."""
-        document = await asyncio.to_thread(self._read)
-        found = (_receipt(r) for r in document["receipts"].values())
-        return sorted((r for r in found if r is not None), key=lambda r: r.at, reverse=True)
+        book = await asyncio.to_thread(self._read)
+        return sorted(book.receipts.values(), key=lambda r: r.at, reverse=True)
 
     async def unshown(self, inbound: str) -> list[Receipt]:
-        document = await asyncio.to_thread(self._read)
-        found = (_receipt(r) for r in document["receipts"].values())
-        return [r for r in found if r is not None and r.inbound == inbound and not r.shown]
+        book = await asyncio.to_thread(self._read)
+        return [r for r in book.receipts.values() if r.inbound == inbound and not r.shown]
 
     async def update(self, receipt: Receipt) -> None:
-        def change(document: dict[str, Any]) -> None:
-            if receipt.id in document["receipts"]:
-                document["receipts"][receipt.id] = asdict(receipt)
+        def change(book: Book) -> None:
+            if receipt.id in book.receipts:
+                book.receipts[receipt.id] = receipt
 
         await self._change(change)
 
@@ -145,14 +140,13 @@ class ReceiptStore:
         dropped: list[str] = []
         wanted = needle.casefold()
 
-        def change(document: dict[str, Any]) -> None:
-            receipts: dict[str, Any] = document["receipts"]
-            for key, raw in list(receipts.items()):
-                found = _receipt(raw)
-                if found is not None and found.chat == chat and found.holds(wanted):
+        def change(book: Book) -> None:
+            receipts = book.receipts
+            for key, found in list(receipts.items()):
+                if found.chat == chat and found.holds(wanted):
                     dropped.append(found.text)
                     del receipts[key]
-            editing: dict[str, Any] = document["editing"]
+            editing = book.editing
             for who in [w for w, key in editing.items() if key not in receipts]:
                 del editing[who]
 
@@ -162,47 +156,52 @@ class ReceiptStore:
     async def await_edit(self, chat: str, user: int, receipt_id: str | None) -> None:
         """The receipt whose new text `user`'s next message in `chat` is (None: no more)."""
 
-        def change(document: dict[str, Any]) -> None:
+        def change(book: Book) -> None:
             key = _editor(chat, user)
             if receipt_id is None:
-                document["editing"].pop(key, None)
+                book.editing.pop(key, None)
             else:
-                document["editing"][key] = receipt_id
+                book.editing[key] = receipt_id
 
         await self._change(change)
 
     async def editing(self, chat: str, user: int) -> str | None:
-        document = await asyncio.to_thread(self._read)
-        found = document["editing"].get(_editor(chat, user))
-        return found if isinstance(found, str) else None
+        book = await asyncio.to_thread(self._read)
+        return book.editing.get(_editor(chat, user))
 
     # ------------------------------------------------------------------ the file
 
-    async def _change(self, change: Callable[[dict[str, Any]], None]) -> None:
+    async def _change(self, change: Callable[[Book], None]) -> None:
         async with self.locks.hold(self.path):
-            document = await asyncio.to_thread(self._read)
-            change(document)
-            text = json.dumps(document, ensure_ascii=False, indent=1)
+            book = await asyncio.to_thread(self._read)
+            change(book)
+            body = {
+                "receipts": {key: asdict(r) for key, r in book.receipts.items()},
+                "editing": book.editing,
+            }
+            text = versioned.encode(VERSION, body, indent=1)
             await asyncio.to_thread(self.documents.write, self.path, text.encode("utf-8"))
 
-    def _read(self) -> dict[str, Any]:
-        empty: dict[str, Any] = {"version": VERSION, "receipts": {}, "editing": {}}
-        try:
-            data = self.documents.read(self.path)
-            if data is None:
-                return empty
-            document = json.loads(data.decode("utf-8"))
-        except (OSError, ValueError) as exc:
-            log.warning("receipts_unreadable", path=str(self.path), reason=str(exc)[:200])
-            return empty
-        if not isinstance(document, dict) or document.get("version") != VERSION:
-            return empty
-        receipts, editing = document.get("receipts"), document.get("editing")
-        return {
-            "version": VERSION,
-            "receipts": receipts if isinstance(receipts, dict) else {},
-            "editing": editing if isinstance(editing, dict) else {},
-        }
+    def _read(self) -> Book:
+        document = versioned.load(
+            self.documents.read, self.path, VERSION, event="receipts_unreadable"
+        )
+        if document is None:
+            return Book({}, {})
+        receipts = versioned.mapping(document.get("receipts")).items()
+        editing = versioned.mapping(document.get("editing")).items()
+        return Book(
+            receipts={key: r for key, raw in receipts if (r := _receipt(raw)) is not None},
+            editing={who: key for who, key in editing if isinstance(key, str)},
+        )
+
+
+@dataclass(frozen=True)
+class Book:
+    """The document: receipts by id, and each waiting edit's receipt by chat and user."""
+
+    receipts: dict[str, Receipt]
+    editing: dict[str, str]
 
 
 def _editor(chat: str, user: int) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from bot import versioned
 from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.models import ChatMessage, Completion, Inbound, ToolSpec
@@ -121,7 +122,8 @@ class DailySpend:
             day, spent, told = await asyncio.to_thread(self._read)
             today = self.now().date().isoformat()
             spent, told = change(*((spent, told) if day == today else (0, [])))
-            document = json.dumps({"version": 1, "day": today, "tokens": spent, "told": told})
+            body = {"day": today, "tokens": spent, "told": told}
+            document = versioned.encode(1, body, ascii_only=True)
             await asyncio.to_thread(self.documents.write, self.path, document.encode("utf-8"))
 
     async def today(self) -> int:

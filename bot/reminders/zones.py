@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import structlog
 
+from bot import versioned
 from bot.storage.files import ON_DISK, Documents, Locks
 
 log = structlog.get_logger(__name__)
@@ -44,7 +45,9 @@ class Zones:
         async with self.locks.hold(self.path):
             people = await asyncio.to_thread(self._read, True)
             people[str(user_id)] = zone
-            document = json.dumps({"version": FORMAT_VERSION, "people": people}, indent=1)
+            document = versioned.encode(
+                FORMAT_VERSION, {"people": people}, indent=1, ascii_only=True
+            )
             await asyncio.to_thread(self.documents.write, self.path, document.encode("utf-8"))
 
     def _read(self, strict: bool = False) -> dict[str, str]:

@@ -16,25 +16,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Protocol
 
 import structlog
 from psycopg import AsyncConnection
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
+from bot.background import Service
 from bot.errors import StoreAway
 from bot.replicas.database import OUTAGES, is_away, met, stop_if_cancelled, until
 
 log = structlog.get_logger(__name__)
 LOOK_EVERY = 2.0  # seconds between two tries at the work this replica does not run
 APPLICATION = "mnemo-once"  # the connection's application_name, as pg_stat_activity shows it
-
-
-class Service(Protocol):
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
 
 
 class OnceInCluster:

@@ -18,16 +18,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import structlog
 
+from bot import versioned
 from bot.models import Said
 from bot.storage.files import Documents, Locks
 from bot.storage.workspace import Workspace
+from bot.versioned import Fields, objects
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -95,8 +96,8 @@ def _rewrite(documents: Documents, path: Path, change: Callable[[list[Said]], li
     if not changed:
         documents.delete(path)
         return
-    document = {"version": VERSION, "said": [_encode(s) for s in changed]}
-    documents.write(path, json.dumps(document, ensure_ascii=False).encode("utf-8"))
+    text = versioned.encode(VERSION, {"said": [_encode(s) for s in changed]})
+    documents.write(path, text.encode("utf-8"))
 
 
 def _load(documents: Documents, path: Path) -> list[Said]:
@@ -104,8 +105,8 @@ def _load(documents: Documents, path: Path) -> list[Said]:
         data = documents.read(path)
         if data is None:
             return []
-        document = json.loads(data.decode("utf-8"))
-        return [_decode(item) for item in document["said"]]
+        document = versioned.mapping(json.loads(data.decode("utf-8")))
+        return [_decode(item) for item in objects(document["said"], "said")]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         aside = path.with_name(path.name + ".unreadable")
         documents.delete(aside)  # the one set aside before: a move needs its target free
@@ -119,8 +120,10 @@ def _encode(said: Said) -> dict[str, str]:
     return {"id": said.id, "name": said.name, "text": said.text, "at": said.at.isoformat()}
 
 
-def _decode(item: dict[str, Any]) -> Said:
-    fields: Sequence[str] = ("id", "name", "text", "at")
-    if not all(isinstance(item[f], str) for f in fields):
+def _decode(item: Fields) -> Said:
+    said, name, text, at = (item[f] for f in ("id", "name", "text", "at"))
+    if not (isinstance(said, str) and isinstance(name, str) and isinstance(text, str)):
         raise TypeError("a field is not text")
-    return Said(item["id"], item["name"], item["text"], datetime.fromisoformat(item["at"]))
+    if not isinstance(at, str):
+        raise TypeError("at is not text")
+    return Said(said, name, text, datetime.fromisoformat(at))

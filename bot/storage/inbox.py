@@ -44,13 +44,15 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, get_args
+from typing import Any, Protocol, TypeVar, cast, get_args
 
 import structlog
 
+from bot import versioned
 from bot.models import Attachment, AttachmentKind, ChatType, Inbound, InboundKind
 from bot.storage.files import FILE_MODE, atomic_write_text, fsync_path
 from bot.storage.workspace import encode_key
+from bot.versioned import Fields, number, objects
 
 FORMAT_VERSION = 2  # 1: no reply, no sent count; "attachments" may be missing (none);
 # "user_display_name" may be missing too (an entry of an older version 2: none)
@@ -258,7 +260,7 @@ class Inbox:
         entries: list[Entry] = []
         for path in self.folder.glob("*.json"):
             try:
-                entry = _entry(json.loads(path.read_text(encoding="utf-8")))
+                entry = _entry(versioned.mapping(json.loads(path.read_text(encoding="utf-8"))))
                 entries.append(
                     replace(entry, sent=max(entry.sent, _sent(path.with_suffix(".sent"))))
                 )
@@ -289,16 +291,16 @@ def _sent(path: Path) -> int:
     return max((int(line) for line in lines if line.isdigit()), default=0)
 
 
-def _entry(document: dict[str, Any]) -> Entry:
+def _entry(document: Fields) -> Entry:
     reply = document.get("reply")
     if reply is not None and not isinstance(reply, str):
         raise TypeError("reply is not text")
-    absorbed = tuple(str(inbound_id) for inbound_id in document.get("absorbed") or ())
-    sent = int(document.get("sent", 0))
-    return Entry(decode_inbound(document), int(document["seq"]), reply, sent, absorbed)
+    absorbed = tuple(str(inbound_id) for inbound_id in _listed(document.get("absorbed")))
+    sent = number(document.get("sent", 0))
+    return Entry(decode_inbound(document), number(document["seq"]), reply, sent, absorbed)
 
 
-def encode_inbound(inbound: Inbound) -> dict[str, Any]:
+def encode_inbound(inbound: Inbound) -> Fields:
     return {
         "id": inbound.id,
         "channel": inbound.channel,
@@ -319,44 +321,62 @@ def encode_inbound(inbound: Inbound) -> dict[str, Any]:
     } | ({"joins": inbound.joins} if inbound.joins > 1 else {})
 
 
-def decode_inbound(document: dict[str, Any]) -> Inbound:
+def decode_inbound(document: Fields) -> Inbound:
     chat_type = document.get("chat_type", "private")
     if chat_type not in get_args(ChatType):
         raise ValueError(f"unknown chat type {chat_type!r}")
-    kind: InboundKind = document.get("kind", "message")
+    kind = document.get("kind", "message")
     if kind not in get_args(InboundKind):
         raise ValueError(f"unknown entry kind {kind!r}")
+    attachments = objects(_listed(document.get("attachments")), "attachments")
     return Inbound(
         id=str(document["id"]),
         channel=str(document["channel"]),
-        chat_id=int(document["chat_id"]),
-        user_id=int(document["user_id"]),
+        chat_id=number(document["chat_id"]),
+        user_id=number(document["user_id"]),
         text=str(document["text"]),
-        received_at=datetime.fromisoformat(document["received_at"]),
-        chat_type=chat_type,
-        thread_id=document.get("thread_id"),
-        message_id=document.get("message_id"),
-        reply_to_message_id=document.get("reply_to_message_id"),
-        user_name=document.get("user_name"),
-        user_display_name=document.get("user_display_name"),
+        received_at=datetime.fromisoformat(str(document["received_at"])),
+        chat_type=cast(ChatType, chat_type),
+        thread_id=_maybe_number(document.get("thread_id")),
+        message_id=_maybe_number(document.get("message_id")),
+        reply_to_message_id=_maybe_number(document.get("reply_to_message_id")),
+        user_name=_maybe_text(document.get("user_name")),
+        user_display_name=_maybe_text(document.get("user_display_name")),
         addressed=bool(document.get("addressed", True)),
-        attachments=tuple(_attachment(raw) for raw in document.get("attachments") or ()),
+        attachments=tuple(_attachment(raw) for raw in attachments),
         forwarded=bool(document.get("forwarded", False)),
-        kind=kind,
-        joins=max(1, int(document.get("joins", 1))),
+        kind=cast(InboundKind, kind),
+        joins=max(1, _maybe_number(document.get("joins")) or 1),
     )
 
 
-def _attachment(raw: dict[str, Any]) -> Attachment:
+def _attachment(raw: Fields) -> Attachment:
     kind = raw["kind"]
     if kind not in get_args(AttachmentKind):
         raise ValueError(f"unknown attachment kind {kind!r}")
     return Attachment(
-        kind=kind,
+        kind=cast(AttachmentKind, kind),
         file_id=str(raw["file_id"]),
-        file_name=raw.get("file_name"),
-        mime_type=raw.get("mime_type"),
-        size=raw.get("size"),
-        duration=raw.get("duration"),
+        file_name=_maybe_text(raw.get("file_name")),
+        mime_type=_maybe_text(raw.get("mime_type")),
+        size=_maybe_number(raw.get("size")),
+        duration=_maybe_number(raw.get("duration")),
         what=str(raw.get("what") or ""),
     )
+
+
+def _listed(value: object) -> list[object]:
+    """A list, or none (null, missing)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"not a list: {value!r}")
+    return value
+
+
+def _maybe_number(value: object) -> int | None:
+    return None if value is None else number(value)
+
+
+def _maybe_text(value: object) -> str | None:
+    return None if value is None else str(value)

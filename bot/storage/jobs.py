@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import structlog
 
+from bot import versioned
 from bot.models import ChatMessage, MemoryScope, scope_key
 from bot.storage.files import ON_DISK, Documents, Locks
 from bot.storage.sessions import decode_message, encode_message, message_document
@@ -102,30 +101,31 @@ class JobStore:
 
 
 def encode_job(job: ConsolidationJob) -> str:
-    document = {
-        "version": FORMAT_VERSION,
+    document: dict[str, object] = {
         "id": job.id,
         "chat_key": job.scope.chat_key,
         "session_key": job.session_key,
         "created_at": job.created_at.isoformat(),
         "messages": [encode_message(m) for m in job.messages],
     }
-    return message_document(document)
+    return message_document(FORMAT_VERSION, document)
 
 
 def decode_job(text: str) -> ConsolidationJob:
     """The job in `text`; `ValueError` when it is not a job document this code can read."""
+    document = versioned.decode(text, FORMAT_VERSION)
     try:
-        document: dict[str, Any] = json.loads(text)
-        if document.get("version") != FORMAT_VERSION:
-            raise ValueError(f"unsupported job format: {str(document)[:60]!r}")
-        chat_key = document["chat_key"]
+        chat_key, messages = document["chat_key"], document["messages"]
+        if not isinstance(messages, list):
+            raise TypeError("messages is not a list")
         return ConsolidationJob(
             id=str(document["id"]),
             scope=MemoryScope(chat_key=None if chat_key is None else str(chat_key)),
             session_key=str(document["session_key"]),
-            messages=tuple(decode_message(m) for m in document["messages"]),
-            created_at=datetime.fromisoformat(document["created_at"]),
+            messages=tuple(
+                decode_message(m) for m in versioned.objects(document["messages"], "messages")
+            ),
+            created_at=datetime.fromisoformat(str(document["created_at"])),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{type(exc).__name__}: {exc}") from exc

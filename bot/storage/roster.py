@@ -21,17 +21,18 @@ document in PostgreSQL, shared by every replica (`bot.replicas.roster`).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import structlog
 
+from bot import versioned
 from bot.errors import StorageError
 from bot.storage.files import Locks, atomic_write_text
+from bot.versioned import Fields, objects
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -152,42 +153,55 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 def loads(text: str) -> Roster:
     """The roster a document holds (`ValueError`, `KeyError` or `TypeError` when it is damaged)."""
-    document: dict[str, Any] = json.loads(text)
-    if document.get("version") != VERSION:
-        raise ValueError(f"unknown version {document.get('version')!r}")
+    document = versioned.decode(text, VERSION)
     return Roster(
-        owners=tuple(_member(m) for m in document.get("owners", [])),
-        paired=tuple(_member(m) for m in document.get("paired", [])),
-        pending=tuple(_request(r) for r in document.get("pending", [])),
-        claim_code=document.get("claim_code") or None,
+        owners=tuple(_member(m) for m in objects(document.get("owners", []), "owners")),
+        paired=tuple(_member(m) for m in objects(document.get("paired", []), "paired")),
+        pending=tuple(_request(r) for r in objects(document.get("pending", []), "pending")),
+        claim_code=str(document.get("claim_code") or "") or None,
     )
 
 
-def _member(raw: dict[str, Any]) -> Member:
-    return Member(id=int(raw["id"]), name=raw.get("name"), at=datetime.fromisoformat(raw["at"]))
+def _member(raw: Fields) -> Member:
+    return Member(id=_id(raw["id"]), name=_name(raw.get("name")), at=_time(raw["at"]))
 
 
-def _request(raw: dict[str, Any]) -> Request:
+def _request(raw: Fields) -> Request:
     return Request(
         code=str(raw["code"]),
-        user_id=int(raw["user_id"]),
-        chat_id=int(raw["chat_id"]),
-        name=raw.get("name"),
-        at=datetime.fromisoformat(raw["at"]),
-        expires_at=datetime.fromisoformat(raw["expires_at"]),
+        user_id=_id(raw["user_id"]),
+        chat_id=_id(raw["chat_id"]),
+        name=_name(raw.get("name")),
+        at=_time(raw["at"]),
+        expires_at=_time(raw["expires_at"]),
     )
+
+
+def _id(value: object) -> int:
+    if not isinstance(value, int | str):
+        raise TypeError(f"not an id: {value!r}")
+    return int(value)
+
+
+def _name(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _time(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise TypeError(f"not a time: {value!r}")
+    return datetime.fromisoformat(value)
 
 
 def dumps(roster: Roster) -> str:
-    def plain(record: Member | Request) -> dict[str, Any]:
+    def plain(record: Member | Request) -> Fields:
         fields = asdict(record).items()
         return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in fields}
 
-    document: dict[str, Any] = {
-        "version": VERSION,
+    body: Fields = {
         **({"claim_code": roster.claim_code} if roster.claim_code else {}),
         "owners": [plain(m) for m in roster.owners],
         "paired": [plain(m) for m in roster.paired],
         "pending": [plain(r) for r in roster.pending],
     }
-    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    return versioned.encode(VERSION, body, indent=1) + "\n"

@@ -23,19 +23,21 @@ import asyncio
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import cast, get_args
 
 import structlog
 
+from bot import versioned
 from bot.models import ChatMessage, Session, SessionMarks, ToolCall, Via
 from bot.storage.files import Documents, Locks, Signature
 from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
 from bot.storage.workspace import Workspace, file_key, key_of_file
+from bot.versioned import Fields, number
 
 FORMAT_VERSION = 1
 _VIAS: tuple[str, ...] = get_args(Via)
@@ -263,8 +265,8 @@ def _repaired(session: Session, unreadable: tuple[str, ...]) -> Session:
 
 def encode_session(session: Session) -> str:
     return message_document(
+        FORMAT_VERSION,
         {
-            "version": FORMAT_VERSION,
             "key": session.key,
             "created_at": session.created_at.isoformat(),
             "updated_at": session.updated_at.isoformat(),
@@ -274,18 +276,19 @@ def encode_session(session: Session) -> str:
             "compactions": session.compactions,
             "metadata": encode_marks(session.marks),
             "messages": [encode_message(m) for m in session.messages],
-        }
+        },
     )
 
 
-def message_document(document: dict[str, Any]) -> str:
-    """A document with a `messages` list (a session, a consolidation job) as its file holds
-    it: a message a line, as readable as an indented one, and encoded by json's C encoder (an
-    indent makes json take its pure-Python one, ~6× slower)."""
-    head = {key: value for key, value in document.items() if key != "messages"}
-    lines = [json.dumps(message, ensure_ascii=False) for message in document["messages"]]
+def message_document(version: int, body: Mapping[str, object]) -> str:
+    """A versioned document with a `messages` list (a session, a consolidation job) as its
+    file holds it: a message a line, as readable as an indented one, and encoded by json's C
+    encoder (an indent makes json take its pure-Python one, ~6× slower)."""
+    head = {key: value for key, value in body.items() if key != "messages"}
+    listed = cast(list[object], body["messages"])
+    lines = [json.dumps(message, ensure_ascii=False) for message in listed]
     messages = "\n".join(["[", ",\n".join(lines), " ]"]) if lines else "[]"
-    opened = json.dumps(head, ensure_ascii=False, indent=1).removesuffix("\n}")
+    opened = versioned.encode(version, head, indent=1).removesuffix("\n}")
     return f'{opened},\n "messages": {messages}\n}}\n'
 
 
@@ -293,20 +296,25 @@ def decode_session(text: str) -> tuple[Session, tuple[str, ...]]:
     """The session, and a note for each message left out because it cannot be read; raises
     `SessionFormatError` when the text is not a session document at all."""
     try:
-        document = json.loads(text)
-        if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
-            raise SessionFormatError(f"unsupported session format: {str(document)[:60]!r}")
+        document = versioned.decode(text, FORMAT_VERSION)
+    except versioned.VersionError as exc:
+        raise SessionFormatError(f"unsupported session format: {exc}") from exc
+    try:
         messages, unreadable = decode_messages(document["messages"])
+        last = document.get("last_prompt_tokens")
+        metadata = document.get("metadata", {})
+        if not isinstance(metadata, dict):
+            raise TypeError("metadata is not an object")
         session = Session(
             key=str(document["key"]),
             messages=messages,
-            created_at=datetime.fromisoformat(document["created_at"]),
-            updated_at=datetime.fromisoformat(document["updated_at"]),
-            last_prompt_tokens=document.get("last_prompt_tokens"),
-            total_prompt_tokens=int(document.get("total_prompt_tokens", 0)),
-            total_completion_tokens=int(document.get("total_completion_tokens", 0)),
-            compactions=int(document.get("compactions", 0)),
-            marks=decode_marks(document.get("metadata", {})),
+            created_at=datetime.fromisoformat(str(document["created_at"])),
+            updated_at=datetime.fromisoformat(str(document["updated_at"])),
+            last_prompt_tokens=None if last is None else number(last),
+            total_prompt_tokens=number(document.get("total_prompt_tokens", 0)),
+            total_completion_tokens=number(document.get("total_completion_tokens", 0)),
+            compactions=number(document.get("compactions", 0)),
+            marks=decode_marks(metadata),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, SessionFormatError):
@@ -329,11 +337,11 @@ def decode_messages(raw: object) -> tuple[tuple[ChatMessage, ...], tuple[str, ..
     return tuple(messages), tuple(unreadable)
 
 
-def encode_message(message: ChatMessage) -> dict[str, Any]:
+def encode_message(message: ChatMessage) -> Fields:
     content = message.content
     if content is None and message.role == "assistant" and not message.tool_calls:
         content = ""  # an empty answer is saved as one: nothing to repair at the next start
-    encoded: dict[str, Any] = {"role": message.role, "content": content}
+    encoded: Fields = {"role": message.role, "content": content}
     if message.tool_calls:
         encoded["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
@@ -351,7 +359,9 @@ def encode_message(message: ChatMessage) -> dict[str, Any]:
     return encoded
 
 
-def decode_message(raw: dict[str, Any]) -> ChatMessage:
+def decode_message(raw: object) -> ChatMessage:
+    if not isinstance(raw, dict):
+        raise TypeError(f"a message is a {type(raw).__name__}, not an object")
     role = raw["role"]
     if role not in ("system", "user", "assistant", "tool"):
         raise SessionFormatError(f"unknown role {role!r}")

@@ -15,18 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import structlog
 
+from bot import versioned
 from bot.background import OwnedTask, periodically
 from bot.storage.files import ON_DISK, Documents
 from bot.storage.workspace import encode_key
+from bot.versioned import Fields
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -78,7 +79,7 @@ class UndoStore:
         """Start a new undo for `chat`, replacing the one before."""
         folder = self._folder(chat)
         self._remove(folder)
-        self._save(folder, {"at": self.now().isoformat(), "needle": needle, "files": []})
+        self._save(folder, Manifest(at=self.now().isoformat(), needle=needle, files=()))
 
     def keep_file(
         self, chat: str, path: Path, *, kind: str, original: bytes, written: bytes
@@ -88,11 +89,10 @@ class UndoStore:
         manifest = self._read(folder)
         if manifest is None:
             return
-        blob = f"{len(manifest['files'])}.orig"
+        blob = f"{len(manifest.files)}.orig"
         self.documents.write(folder / blob, original)
-        entry = {"path": self._named(path), "kind": kind, "blob": blob, "written": digest(written)}
-        manifest["files"].append(entry)
-        self._save(folder, manifest)
+        entry = Entry(path=self._named(path), kind=kind, blob=blob, written=digest(written))
+        self._save(folder, replace(manifest, files=(*manifest.files, entry)))
 
     def drop(self, chat: str) -> None:
         self._remove(self._folder(chat))
@@ -114,15 +114,15 @@ class UndoStore:
         manifest = self._read(folder)
         if manifest is None:
             return None
-        at = datetime.fromisoformat(manifest["at"])
+        at = datetime.fromisoformat(manifest.at)
         if self.now() - at > self.keep:
             self.drop(chat)
             return None
         files = tuple(
-            Kept(self._path(e["path"]), e["kind"], self._blob(folder / e["blob"]), e["written"])
-            for e in manifest["files"]
+            Kept(self._path(e.path), e.kind, self._blob(folder / e.blob), e.written)
+            for e in manifest.files
         )
-        return Undo(at=at, needle=str(manifest["needle"]), files=files)
+        return Undo(at=at, needle=manifest.needle, files=files)
 
     def expired(self, chat: str) -> bool:
         """True when the chat had an undo that has expired (it is deleted now)."""
@@ -180,18 +180,46 @@ class UndoStore:
         manifest = self._read(folder)
         if manifest is None:
             return True
-        return self.now() - datetime.fromisoformat(manifest["at"]) > self.keep
+        return self.now() - datetime.fromisoformat(manifest.at) > self.keep
 
-    def _read(self, folder: Path) -> dict[str, Any] | None:
+    def _read(self, folder: Path) -> Manifest | None:
         try:
             data = self.documents.read(folder / MANIFEST)
-            document = json.loads(data.decode("utf-8")) if data is not None else None
+            document = versioned.decode(data, VERSION) if data is not None else None
         except (OSError, ValueError):
             return None
-        return (
-            document if isinstance(document, dict) and document.get("version") == VERSION else None
-        )
+        if document is None:
+            return None
+        try:
+            files = cast(list[Fields], document.get("files", []))
+            return Manifest(
+                at=str(document["at"]),
+                needle=str(document["needle"]),
+                files=tuple(Entry(**{k: str(e[k]) for k in ENTRY}) for e in files),
+            )
+        except (KeyError, TypeError, AttributeError):
+            return None  # damaged: as if there were none
 
-    def _save(self, folder: Path, manifest: dict[str, Any]) -> None:
-        text = json.dumps({**manifest, "version": VERSION})
+    def _save(self, folder: Path, manifest: Manifest) -> None:
+        text = versioned.encode(VERSION, asdict(manifest), ascii_only=True)
         self.documents.write(folder / MANIFEST, text.encode("utf-8"))
+
+
+ENTRY = ("path", "kind", "blob", "written")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file an undo keeps: where it was, its kind, its original's blob, what forget wrote."""
+
+    path: str  # as `_named` keeps it
+    kind: str
+    blob: str
+    written: str  # the digest of the bytes forget wrote
+
+
+@dataclass(frozen=True)
+class Manifest:
+    at: str  # ISO time the undo began
+    needle: str
+    files: tuple[Entry, ...]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import structlog
 
+from bot import versioned
 from bot.storage.files import ON_DISK, Documents, Locks
 
 log = structlog.get_logger(__name__)
@@ -42,7 +43,7 @@ class ToldNotices:
                 return False
             told = {k: v for k, v in told.items() if v is None or _after(v, now)}  # expired go
             told[key] = until.isoformat() if until is not None else None
-            document = json.dumps({"version": FORMAT_VERSION, "told": told}, indent=1)
+            document = versioned.encode(FORMAT_VERSION, {"told": told}, indent=1, ascii_only=True)
             await asyncio.to_thread(self.documents.write, self.path, document.encode("utf-8"))
         return True
 

@@ -14,19 +14,17 @@ reads it again only when something else changed it, not at every model call.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-import structlog
-
+from bot import versioned
 from bot.models import Usage
 from bot.storage.files import ON_DISK, Documents, Locks, Signature
+from bot.versioned import Fields, whole
 
-log = structlog.get_logger(__name__)
 VERSION = 1
 KINDS = ("reply", "consolidation", "flush", "compaction", "transcription", "task")
 BACKGROUND = frozenset({"consolidation", "flush", "compaction"})
@@ -50,6 +48,16 @@ class Spent:
         return self.tokens_in + self.tokens_out
 
 
+Key = tuple[str, str, str, str]  # day, chat, kind, model
+Lines = dict[Key, Spent]  # the ledger, in the document's order
+Days = dict[str, dict[str, dict[str, dict[str, dict[str, int]]]]]  # day → chat → kind → model
+
+
+class Document(TypedDict):
+    version: int
+    days: Days  # … → {"in", "out", "cached", "calls"}
+
+
 class UsageLedger:
     def __init__(
         self,
@@ -63,7 +71,7 @@ class UsageLedger:
         self.locks = locks
         self.now = now
         self.documents = documents
-        self._known: tuple[Signature, dict[str, Any]] | None = None  # the file as last read
+        self._known: tuple[Signature, Lines] | None = None  # the file as last read
         self._waiting: list[tuple[date, str, str, str, Usage]] = []  # recorded, not yet written
 
     async def record(self, chat: str, kind: str, model: str, usage: Usage) -> None:
@@ -76,51 +84,40 @@ class UsageLedger:
                 return  # a holder before us wrote it with its own
             taken, self._waiting = self._waiting, []
             try:
-                document = await asyncio.to_thread(self.read)
+                lines = await asyncio.to_thread(self._read)
                 for entry in taken:
-                    document = _added(document, *entry)
-                text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-                await asyncio.to_thread(self._write, text, document)
+                    lines = _added(lines, *entry)
+                await asyncio.to_thread(self._write, lines)
             except BaseException:
                 self._waiting[:0] = taken  # the next holder tries them again
                 raise
 
-    def _write(self, text: str, document: dict[str, Any]) -> None:
+    def _write(self, lines: Lines) -> None:
+        text = versioned.encode(VERSION, {"days": _days(lines)}, compact=True)
         self.documents.write(self.path, text.encode("utf-8"))
         signature = self.documents.version(self.path)  # the lock held: none changed it since
-        self._known = None if signature is None else (signature, document)
+        self._known = None if signature is None else (signature, lines)
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Document:
         """The document (blocking); an empty one when there is none or it cannot be read."""
+        return {"version": VERSION, "days": _days(self._read())}
+
+    def _read(self) -> Lines:
         try:
             signature = self.documents.version(self.path)
         except OSError:
             signature = None
         if self._known is not None and self._known[0] == signature:
             return self._known[1]
-        document = self._parse()
+        document = versioned.load(self.documents.read, self.path, VERSION, event="usage_unreadable")
+        lines = {} if document is None else _lines(versioned.mapping(document.get("days")))
         if signature is not None:
-            self._known = (signature, document)
-        return document
-
-    def _parse(self) -> dict[str, Any]:
-        empty: dict[str, Any] = {"version": VERSION, "days": {}}
-        try:
-            data = self.documents.read(self.path)
-            if data is None:
-                return empty
-            document = json.loads(data.decode("utf-8"))
-        except (OSError, ValueError) as exc:
-            log.warning("usage_unreadable", path=str(self.path), reason=str(exc)[:200])
-            return empty
-        if not isinstance(document, dict) or document.get("version") != VERSION:
-            return empty
-        days = document.get("days")
-        return {"version": VERSION, "days": days if isinstance(days, dict) else {}}
+            self._known = (signature, lines)
+        return lines
 
     def lines(self) -> list[Spent]:
         """Every line of the ledger (blocking)."""
-        return list(_lines(self.read()["days"]))
+        return list(self._read().values())
 
     def tokens(self, day: date, *, chat: str | None = None, kinds: Iterable[str] = KINDS) -> int:
         """Tokens in and out on `day`, for `chat` (None: every chat) and `kinds` (blocking)."""
@@ -132,54 +129,57 @@ class UsageLedger:
         )
 
 
-def _lines(days: dict[str, Any]) -> Iterator[Spent]:
+def _lines(days: Fields) -> Lines:
+    found: Lines = {}
     for day, chats in days.items():
         for chat, kinds in _items(chats):
             for kind, models in _items(kinds):
                 for model, n in _items(models):
-                    yield Spent(
+                    found[(day, chat, kind, model)] = Spent(
                         day=day,
                         chat=chat,
                         kind=kind,
                         model=model,
-                        tokens_in=_int(n.get("in")),
-                        tokens_out=_int(n.get("out")),
-                        cached=_int(n.get("cached")),
-                        calls=_int(n.get("calls")),
+                        tokens_in=whole(n.get("in")),
+                        tokens_out=whole(n.get("out")),
+                        cached=whole(n.get("cached")),
+                        calls=whole(n.get("calls")),
                     )
+    return found
 
 
-def _added(
-    document: dict[str, Any], today: date, chat: str, kind: str, model: str, usage: Usage
-) -> dict[str, Any]:
-    """A new document: `document` (left as it is, a reader may hold it) with `usage` added and
-    the days no longer kept dropped; only the dicts on the changed path are copied."""
-    days = {day: v for day, v in document["days"].items() if _kept(day, today)}
-    day = days[today.isoformat()] = dict(_dict(days.get(today.isoformat())))
-    chats = day[chat] = dict(_dict(day.get(chat)))
-    models = chats[kind] = dict(_dict(chats.get(kind)))
-    was = _dict(models.get(model))
-    models[model] = {
-        "in": _int(was.get("in")) + usage.prompt_tokens,
-        "out": _int(was.get("out")) + usage.completion_tokens,
-        "cached": _int(was.get("cached")) + usage.cached_tokens,
-        "calls": _int(was.get("calls")) + 1,
-    }
-    return {"version": VERSION, "days": days}
+def _days(lines: Lines) -> Days:
+    """The document's `days`."""
+    days: Days = {}
+    for s in lines.values():
+        models = days.setdefault(s.day, {}).setdefault(s.chat, {}).setdefault(s.kind, {})
+        models[s.model] = {
+            "in": s.tokens_in,
+            "out": s.tokens_out,
+            "cached": s.cached,
+            "calls": s.calls,
+        }
+    return days
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _added(lines: Lines, today: date, chat: str, kind: str, model: str, usage: Usage) -> Lines:
+    """New lines: `lines` (left as they are, a reader may hold them) with `usage` added and the
+    days no longer kept dropped."""
+    kept = {key: s for key, s in lines.items() if _kept(key[0], today)}
+    key = (today.isoformat(), chat, kind, model)
+    was = kept.get(key) or Spent(*key, tokens_in=0, tokens_out=0, cached=0, calls=0)
+    kept[key] = replace(
+        was,
+        tokens_in=was.tokens_in + usage.prompt_tokens,
+        tokens_out=was.tokens_out + usage.completion_tokens,
+        cached=was.cached + usage.cached_tokens,
+        calls=was.calls + 1,
+    )
+    return kept
 
 
-def _items(value: object) -> list[tuple[str, dict[str, Any]]]:
-    if not isinstance(value, dict):
-        return []
-    return [(k, v) for k, v in value.items() if isinstance(v, dict)]
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _items(value: object) -> list[tuple[str, Fields]]:
+    return [(k, v) for k, v in versioned.mapping(value).items() if isinstance(v, dict)]
 
 
 def _kept(day: str, today: date) -> bool:

@@ -104,27 +104,29 @@ class Caps:
 
     async def check(self, chat: str, kind: str) -> None:
         """`LLMError` (cause `CAPPED`) when the cap holding this call is reached."""
-        cap = self._cap(chat, kind)
-        if cap is None:
-            return
-        name, limit = cap
-        spent = await self._spent(chat, kind)
-        if spent >= limit:
-            await self._tell_once(name, "stop", chat=chat, spent=spent, limit=limit)
-            stop = BACKGROUND_STOP if name == "background" else CHAT_STOP
-            raise LLMError(stop.format(limit=limit), cause=LLMCause.CAPPED)
+        reached = await self._reached(chat, kind)
+        if reached is not None:
+            stop = BACKGROUND_STOP if reached[0] == "background" else CHAT_STOP
+            raise LLMError(stop.format(limit=reached[1]), cause=LLMCause.CAPPED)
 
     async def after(self, chat: str, kind: str) -> None:
         """The owners hear once a day when a cap is at `warn_share`, and when it is reached."""
+        await self._reached(chat, kind, warn=True)
+
+    async def _reached(self, chat: str, kind: str, *, warn: bool = False) -> tuple[str, int] | None:
+        """The cap holding this call (its name and limit) when it is reached, the owners told
+        once; with `warn`, told once too when it is at `warn_share`."""
         cap = self._cap(chat, kind)
         if cap is None:
-            return
+            return None
         name, limit = cap
         spent = await self._spent(chat, kind)
         if spent >= limit:
             await self._tell_once(name, "stop", chat=chat, spent=spent, limit=limit)
-        elif spent >= self.limits.warn_share * limit:
+            return cap
+        if warn and spent >= self.limits.warn_share * limit:
             await self._tell_once(name, "warn", chat=chat, spent=spent, limit=limit)
+        return None
 
     def _cap(self, chat: str, kind: str) -> tuple[str, int] | None:
         """(the cap's name, its tokens) holding a call, or None."""

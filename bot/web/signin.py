@@ -18,16 +18,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import structlog
 
+from bot import versioned
 from bot.storage.files import ON_DISK, Documents, Locks
 
 log = structlog.get_logger(__name__)
@@ -81,7 +80,7 @@ class SignIns:
         """A new one-time link's token for `visitor` (shown once, kept only hashed)."""
         token = secrets.token_hex(32)
         until = self.now() + self.link_life
-        await self._change(lambda doc: doc["links"].update({digest(token): _entry(visitor, until)}))
+        await self._change(lambda book: book.links.update({digest(token): Pass(visitor, until)}))
         log.info("web_link_issued", user=visitor.user)
         return token
 
@@ -90,12 +89,11 @@ class SignIns:
         session = secrets.token_hex(32)
         found: list[Visitor] = []
 
-        def change(document: dict[str, Any]) -> None:
-            entry = document["links"].pop(digest(token), None)
-            visitor = self._live(entry)
+        def change(book: Book) -> None:
+            visitor = self._live(book.links.pop(digest(token), None))
             if visitor is not None:
                 until = self.now() + self.session_life
-                document["sessions"][digest(session)] = _entry(visitor, until)
+                book.sessions[digest(session)] = Pass(visitor, until)
                 found.append(visitor)
 
         await self._change(change)
@@ -107,52 +105,71 @@ class SignIns:
 
     async def visitor(self, session: str) -> Visitor | None:
         """Whose session this is, while it lasts."""
-        document = await asyncio.to_thread(self._read)
-        return self._live(document["sessions"].get(digest(session)))
+        book = await asyncio.to_thread(self._read)
+        return self._live(book.sessions.get(digest(session)))
 
     async def end(self, session: str) -> None:
         """Sign out: the session is gone."""
-        await self._change(lambda document: document["sessions"].pop(digest(session), None))
+        await self._change(lambda book: book.sessions.pop(digest(session), None))
 
     # ------------------------------------------------------------------ the file
 
-    def _live(self, entry: object) -> Visitor | None:
-        if not isinstance(entry, dict):
-            return None
-        try:
-            until = datetime.fromisoformat(str(entry["until"]))
-            visitor = Visitor(int(entry["user"]), str(entry["chat"]))
-        except (KeyError, TypeError, ValueError):
-            return None
-        return visitor if until > self.now() else None
+    def _live(self, entry: Pass | None) -> Visitor | None:
+        return entry.visitor if entry is not None and entry.until > self.now() else None
 
-    async def _change(self, change: Callable[[dict[str, Any]], object]) -> None:
+    async def _change(self, change: Callable[[Book], object]) -> None:
         async with self.locks.hold(self.path):
-            document = await asyncio.to_thread(self._read)
-            change(document)
-            for kind in ("links", "sessions"):
-                kept = {k: v for k, v in document[kind].items() if self._live(v) is not None}
-                document[kind] = kept
-            data = json.dumps(document, indent=1).encode("utf-8")
+            book = await asyncio.to_thread(self._read)
+            change(book)
+            body = {
+                kind: {k: entry.plain() for k, entry in passes.items() if self._live(entry)}
+                for kind, passes in (("links", book.links), ("sessions", book.sessions))
+            }
+            data = versioned.encode(VERSION, body, indent=1, ascii_only=True).encode("utf-8")
             await asyncio.to_thread(self.documents.write, self.path, data)
 
-    def _read(self) -> dict[str, Any]:
-        empty: dict[str, Any] = {"version": VERSION, "links": {}, "sessions": {}}
-        try:
-            data = self.documents.read(self.path)
-            document = json.loads(data.decode("utf-8")) if data is not None else empty
-        except (OSError, ValueError):
-            log.warning("web_signins_unreadable", path=str(self.path))
-            return empty
-        if not isinstance(document, dict) or document.get("version") != VERSION:
-            return empty
-        links, sessions = document.get("links"), document.get("sessions")
+    def _read(self) -> Book:
+        document = versioned.load(
+            self.documents.read, self.path, VERSION, event="web_signins_unreadable"
+        )
+        if document is None:
+            return Book({}, {})
+        return Book(_passes(document.get("links")), _passes(document.get("sessions")))
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A link or a session: whose it is, and until when it works."""
+
+    visitor: Visitor
+    until: datetime
+
+    def plain(self) -> dict[str, object]:
         return {
-            "version": VERSION,
-            "links": links if isinstance(links, dict) else {},
-            "sessions": sessions if isinstance(sessions, dict) else {},
+            "user": self.visitor.user,
+            "chat": self.visitor.chat,
+            "until": self.until.isoformat(),
         }
 
 
-def _entry(visitor: Visitor, until: datetime) -> dict[str, Any]:
-    return {"user": visitor.user, "chat": visitor.chat, "until": until.isoformat()}
+@dataclass(frozen=True)
+class Book:
+    """The document: links and sessions, each by the SHA-256 of its secret."""
+
+    links: dict[str, Pass]
+    sessions: dict[str, Pass]
+
+
+def _passes(raw: object) -> dict[str, Pass]:
+    """The entries that can be read (the others are dropped at the next change, as expired)."""
+    found = {}
+    for key, entry in versioned.mapping(raw).items():
+        try:
+            until = datetime.fromisoformat(str(versioned.mapping(entry)["until"]))
+            visitor = Visitor(
+                int(str(versioned.mapping(entry)["user"])), str(versioned.mapping(entry)["chat"])
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+        found[key] = Pass(visitor, until)
+    return found

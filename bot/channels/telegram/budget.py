@@ -44,9 +44,11 @@ Pace = Callable[[int | str | None], Awaitable[None]]
 
 
 class AnswersFirst(AIORateLimiter):
-    def __init__(self, *, pace: Pace | None = None, **limits: Any) -> None:
-        shared = {"overall_max_rate": 0, "group_max_rate": 0} if pace else {}
-        super().__init__(**shared, **limits)
+    def __init__(self, *, pace: Pace | None = None, max_retries: int = 0) -> None:
+        if pace is None:
+            super().__init__(max_retries=max_retries)
+        else:  # the shared pace holds the bot's and each group's rate
+            super().__init__(overall_max_rate=0, group_max_rate=0, max_retries=max_retries)
         self.pace = pace
         self._recent: deque[float] = deque()  # when each recent request started (monotonic)
         self._waiting = 0  # requests not answered yet (held by the limiter, or on the wire)

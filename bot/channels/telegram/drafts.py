@@ -27,7 +27,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import structlog
 from telegram import Bot, Message, MessageEntity
@@ -75,9 +74,20 @@ class DraftingReplier(TelegramReplier):
         *,
         support: DraftSupport,
         interval: float,  # seconds between two showings
-        **answering: Any,  # `TelegramReplier`'s
+        typing_interval: float,
+        message_id: int | None = None,  # as `TelegramReplier`'s
+        threaded: bool = False,
+        reaction: str = "",
     ) -> None:
-        super().__init__(bot, chat_id, thread_id, **answering)
+        super().__init__(
+            bot,
+            chat_id,
+            thread_id,
+            typing_interval=typing_interval,
+            message_id=message_id,
+            threaded=threaded,
+            reaction=reaction,
+        )
         self.support = support
         self.interval = interval
         self._kept: _Kept | None = None  # the preview the turn's reply goes into

@@ -16,6 +16,8 @@ from telegram import Audio, Chat, Message, Update, User, Voice
 from bot.models import Attachment, AttachmentKind, ChatType, Inbound
 
 CHANNEL = "telegram"
+# the updates we ask for: new messages (not edits, not channel posts), presses of our buttons
+ALLOWED = ["message", "callback_query"]
 # what a message may hold besides text that we only name (kind "other"), in PTB's words
 OTHER_CONTENT = (
     "sticker", "video", "video_note", "animation", "location", "venue", "contact", "poll",

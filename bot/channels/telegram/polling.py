@@ -21,35 +21,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import ExtBot
-from telegram.request import HTTPXRequest
 
-from bot.channels.telegram.budget import AnswersFirst
 from bot.channels.telegram.buttons import Presses
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
-from bot.channels.telegram.inbound import CHANNEL, to_inbound, update_id_of
+from bot.channels.telegram.inbound import ALLOWED, CHANNEL, to_inbound, update_id_of
 from bot.channels.telegram.replies import TelegramReplier
 from bot.errors import StartupError
 from bot.models import Inbound
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
-from bot.storage.inbox import wire_hook
 from bot.turn.commands.handler import COMMANDS
 from bot.turn.intake import Intake, IntakeFactory, MemoryIntake
 from bot.turn.router import Router
 from bot.usage import OwnerLine
 
+if TYPE_CHECKING:
+    from bot.channels.telegram.webhook import Hook
+
 log = structlog.get_logger(__name__)
 
-# the updates we ask for: new messages (not edits, not channel posts), presses of our buttons
-ALLOWED = ["message", "callback_query"]
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between failing polls; the last repeats
 REJECTED_POLLS = 4  # a token rejected this many polls in a row ends the run
 
@@ -61,61 +58,45 @@ class Showing:
     stream: bool = True  # replies shown while they are written (`drafts`)
     interval: float = 1.0  # seconds between two showings
     reaction: str = ""  # set on a message when its turn starts ("": none)
+    typing: float = 4.0  # seconds between two "typing…" actions
 
 
 class TelegramChannel:
-    intake: IntakeFactory = MemoryIntake  # how what is received is queued (bot.app.channel)
+    """The chats on Telegram over `router`, through `bot` (built by the composition root,
+    `connect.telegram_bot`); updates taken by long polling (`run_polling`) or by webhooks
+    (`run_webhook`, replicated mode)."""
 
     def __init__(
         self,
+        bot: Bot,
         router: Router,
         *,
-        token: str,
-        base_url: str,
-        poll_timeout: int,
-        typing_interval: float,
-        state_path: Path,
-        shutdown_grace: float = 8.0,
-        heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
+        intake: IntakeFactory = MemoryIntake,  # how what is received is queued
         showing: Showing | None = None,  # how a turn shows itself while it runs
-        proxy: str | None = None,  # an http(s):// or socks5:// proxy for every request
         debounce: float = 0.0,  # seconds a chat's first turn waits for follow-ups
+        heartbeat: Heartbeat | None = None,  # beaten after every poll (`python -m bot health`)
         owner_line: OwnerLine | None = None,  # connected: caps on spending tell the owners
     ) -> None:
-        self.owner_line = owner_line
-        self.debounce = debounce
+        self.bot = bot
         self.router = router
-        self.proxy = proxy
-        self.token = token
-        self.base_url = base_url
-        self.poll_timeout = poll_timeout
-        self.typing_interval = typing_interval
-        self.offset = Offset(state_path)
-        self.shutdown_grace = shutdown_grace
+        self.intake = intake
+        self.showing = showing or Showing()
+        self.debounce = debounce
         self.heartbeat = heartbeat
+        self.owner_line = owner_line
         self.serving = asyncio.Event()  # set once updates are taken (the start is over)
-        showing = showing or Showing()
-        self.stream = showing.stream
-        self.stream_interval = showing.interval
         self.drafts = DraftSupport()
-        self.reaction = showing.reaction
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Start, answer what a stop left in the journal, poll until `stop` is set, then give
-        the running turns `shutdown_grace` seconds (what is left stays journaled)."""
-        bot = ExtBot(
-            self.token,
-            base_url=self.base_url,
-            base_file_url=file_url(self.base_url),
-            rate_limiter=AnswersFirst(max_retries=3),
-            request=request_via(self.proxy),
-            get_updates_request=request_via(self.proxy),
-        )
-        await started(bot, self.base_url)
-        self._connect(bot)
-        await self._beat()
+    async def run_polling(
+        self, stop: asyncio.Event, *, offset_path: Path, poll_timeout: int, grace: float = 8.0
+    ) -> None:
+        """Start, answer what a stop left in the journal, poll (`poll_timeout`: seconds a poll
+        waits) until `stop` is set, then give the running turns `grace` seconds (what is left
+        stays journaled). The next offset is saved at `offset_path`."""
+        bot = self.bot
+        intake = await self.open()
         try:
-            intake = self._intake(bot)
+            await self._beat()
             replayed = await intake.start()
             log.info("telegram_started", bot=bot.username, replayed=len(replayed))
             self.serving.set()
@@ -124,44 +105,59 @@ class TelegramChannel:
             presses = Presses(bot, receipts.press if receipts is not None else None)
             try:
                 after = max(filter(None, journaled), default=0)
-                await self._poll(bot, intake, presses, stop, after=after)
+                polls = Polls(Offset(offset_path), poll_timeout)
+                await self._poll(polls, intake, presses, stop, after=after)
             finally:
                 log.info("telegram_stopping", backlog=intake.backlog())
-                await presses.close(self.shutdown_grace)
-                await intake.close(self.shutdown_grace)
+                await presses.close(grace)
+                await intake.close(grace)
         finally:
             with contextlib.suppress(TelegramError):
                 await bot.shutdown()
 
-    def _connect(self, bot: Bot) -> None:
-        """Hand `bot` to what reaches Telegram outside a turn: media downloads, owner lines."""
+    async def run_webhook(self, stop: asyncio.Event, hook: Hook, *, grace: float = 8.0) -> None:
+        """Start, set the webhook, serve until `stop` is set, then give the running turns
+        `grace` seconds (the rest stay queued for the other replicas)."""
+        from bot.channels.telegram.webhook import serve  # aiohttp: the `replicas` extra
+
+        intake = await self.open()
+        await intake.start()
+        try:
+            await serve(self.bot, intake, hook, stop, serving=self.serving)
+        finally:
+            log.info("telegram_stopping", running=intake.backlog())
+            await intake.close(grace)
+            await self.bot.shutdown()
+
+    async def open(self) -> Intake:
+        """Initialise the bot and hand it to what reaches Telegram outside a turn (media
+        downloads, owner lines, alerts); the chats' queues, answering through it."""
+        bot = self.bot
+        await started(bot)
         if self.router.media is not None:
             self.router.media.connect(CHANNEL, TelegramFiles(bot))
         if self.owner_line is not None:
-            self.owner_line.connect(lambda chat_id, text: self._tell(bot, chat_id, text))
-
-    def _intake(self, bot: Bot) -> Intake:
-        """The chats' queues over the router, answering through `bot`; owners told in private."""
-        self.router.turns.alerts.connect(lambda chat_id: self._private(bot, chat_id))
+            self.owner_line.connect(self._tell)
+        self.router.turns.alerts.connect(self._private)
         return self.intake(
             self.router,
-            lambda i: self._replier(bot, i),
+            self._replier,
             channel=CHANNEL,
-            reach=lambda chat_id: self._private(bot, chat_id),
+            reach=self._private,
             debounce=self.debounce,
         )
 
     async def _poll(
-        self, bot: Bot, intake: Intake, presses: Presses, stop: asyncio.Event, *, after: int
+        self, polls: Polls, intake: Intake, presses: Presses, stop: asyncio.Event, *, after: int
     ) -> None:
         """Fetch, journal, confirm, until `stop`. Updates up to `after` are in the journal
         already (a stop came between journaling them and saving the offset)."""
-        saved = await asyncio.to_thread(self.offset.load)
+        saved = await asyncio.to_thread(polls.offset.load)
         offset = max(saved or 0, after + 1) if after else saved
         outage = Outage()
         while not stop.is_set():
             fetch = asyncio.ensure_future(
-                bot.get_updates(offset=offset, timeout=self.poll_timeout, allowed_updates=ALLOWED)
+                self.bot.get_updates(offset=offset, timeout=polls.timeout, allowed_updates=ALLOWED)
             )
             if not await _first(fetch, stop):
                 return
@@ -174,47 +170,59 @@ class TelegramChannel:
             outage.over()
             if updates:
                 messages = [update for update in updates if not presses.take(update)]
-                await self._take(bot, intake, messages)
+                await self._take(intake, messages)
                 offset = updates[-1].update_id + 1
-                await asyncio.to_thread(self.offset.save, offset)
+                await asyncio.to_thread(polls.offset.save, offset)
 
     async def _beat(self) -> None:
         if self.heartbeat is not None:
             await asyncio.to_thread(self.heartbeat.beat)
 
-    async def _take(self, bot: Bot, intake: Intake, updates: Sequence[Update]) -> None:
-        inbounds = (to_inbound(update, bot_username=bot.username) for update in updates)
+    async def _take(self, intake: Intake, updates: Sequence[Update]) -> None:
+        inbounds = (to_inbound(update, bot_username=self.bot.username) for update in updates)
         await intake.receive([inbound for inbound in inbounds if inbound is not None])
 
-    async def _tell(self, bot: Bot, chat_id: int, text: str) -> None:
+    async def _tell(self, chat_id: int, text: str) -> None:
         """One short message to a private chat, outside any turn (`SendFailed` if it fails)."""
-        replier = self._private(bot, chat_id)
+        replier = self._private(chat_id)
         for part in replier.parts(text):
             await replier.send_part(part)
 
-    def _private(self, bot: Bot, chat_id: int) -> TelegramReplier:
+    def _private(self, chat_id: int) -> TelegramReplier:
         """A replier for a private chat (a user's chat id is their user id)."""
-        return TelegramReplier(bot, chat_id, None, typing_interval=self.typing_interval)
+        return TelegramReplier(self.bot, chat_id, None, typing_interval=self.showing.typing)
 
-    def _replier(self, bot: Bot, inbound: Inbound) -> TelegramReplier:
+    def _replier(self, inbound: Inbound) -> TelegramReplier:
         """A replier answering `inbound`: it reacts to it, in a group replies to it, and
         shows the reply while it is written unless streaming is off."""
-        answering: dict[str, Any] = {
-            "typing_interval": self.typing_interval,
-            "message_id": inbound.message_id,
-            "threaded": not inbound.is_private,
-            "reaction": self.reaction,
-        }
-        if self.stream:
+        showing, bot = self.showing, self.bot
+        where = (bot, inbound.chat_id, inbound.thread_id)
+        threaded = not inbound.is_private
+        if showing.stream:
             return DraftingReplier(
-                bot,
-                inbound.chat_id,
-                inbound.thread_id,
+                *where,
                 support=self.drafts,
-                interval=self.stream_interval,
-                **answering,
+                interval=showing.interval,
+                typing_interval=showing.typing,
+                message_id=inbound.message_id,
+                threaded=threaded,
+                reaction=showing.reaction,
             )
-        return TelegramReplier(bot, inbound.chat_id, inbound.thread_id, **answering)
+        return TelegramReplier(
+            *where,
+            typing_interval=showing.typing,
+            message_id=inbound.message_id,
+            threaded=threaded,
+            reaction=showing.reaction,
+        )
+
+
+@dataclass(frozen=True)
+class Polls:
+    """A run's long polls: where the next offset is kept, and how long a poll waits."""
+
+    offset: Offset
+    timeout: int  # seconds
 
 
 class Offset:
@@ -267,13 +275,14 @@ class Outage:
         self.failures = self.rejected = 0
 
 
-async def started(bot: Bot, base_url: str) -> None:
+async def started(bot: Bot) -> None:
     """Initialise the bot (getMe) and set its command menu; a `StartupError` when that fails."""
     try:
         await bot.initialize()
         await bot.set_my_commands([BotCommand(name, text) for name, text in COMMANDS])
     except TelegramError as exc:
-        stopped = startup_error(exc, base_url=base_url)
+        shown = bot.base_url.replace(bot.token, "")  # the Bot API's address, not the token
+        stopped = startup_error(exc, base_url=shown)
         if stopped is None:
             raise
         raise stopped from None
@@ -296,26 +305,3 @@ async def _first(fetch: asyncio.Future[tuple[Update, ...]], stop: asyncio.Event)
 async def _pause(seconds: float, stop: asyncio.Event) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), timeout=seconds)
-
-
-async def check_token(token: str, base_url: str, proxy: str | None = None) -> str:
-    """The bot's @username, proving the token and base URL (and proxy) work."""
-    bot = Bot(
-        token, base_url=base_url, base_file_url=file_url(base_url), request=request_via(proxy)
-    )
-    async with bot:
-        return f"@{bot.username}"
-
-
-def request_via(proxy: str | None, *, wired: bool = False) -> HTTPXRequest | None:
-    """PTB's own HTTP client, through `proxy`; None (PTB's default) without one. `wired`: each
-    request runs its turn's check at the wire (`bot.storage.inbox.wire_hook`, replicas)."""
-    if wired:
-        hooks = {"event_hooks": {"request": [wire_hook]}}
-        return HTTPXRequest(proxy=proxy, httpx_kwargs=hooks)
-    return HTTPXRequest(proxy=proxy) if proxy else None
-
-
-def file_url(base_url: str) -> str:
-    head, sep, _ = base_url.rstrip("/").rpartition("/bot")
-    return f"{head}/file/bot" if sep else base_url

@@ -1,4 +1,4 @@
-"""`TelegramWebhook`: Telegram POSTs each update to this replica (replicated mode, where any
+"""Webhooks: Telegram POSTs each update to this replica (replicated mode, where any
 replica may take any chat's update, `bot.replicas`).
 
 An update is journaled and queued for its chat in one transaction (`Intake.receive`), and the
@@ -27,19 +27,10 @@ import structlog
 from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import TelegramError
-from telegram.ext import ExtBot
 
-from bot.channels.telegram.budget import AnswersFirst, Pace
-from bot.channels.telegram.inbound import to_inbound
-from bot.channels.telegram.polling import (
-    ALLOWED,
-    TelegramChannel,
-    file_url,
-    request_via,
-    started,
-)
+from bot.channels.telegram.connect import plain_bot
+from bot.channels.telegram.inbound import ALLOWED, to_inbound
 from bot.turn.intake import Intake
-from bot.turn.router import Router
 
 log = structlog.get_logger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -68,10 +59,7 @@ class HookState:
 
 
 async def webhook_info(token: str, base_url: str, proxy: str | None = None) -> HookState:
-    bot = Bot(
-        token, base_url=base_url, base_file_url=file_url(base_url), request=request_via(proxy)
-    )
-    async with bot:
+    async with plain_bot(token, base_url, proxy) as bot:
         info = await bot.get_webhook_info()
     when = info.last_error_date
     return HookState(
@@ -82,81 +70,62 @@ async def webhook_info(token: str, base_url: str, proxy: str | None = None) -> H
     )
 
 
-class TelegramWebhook(TelegramChannel):
-    def __init__(
-        self, router: Router, *, hook: Hook, pace: Pace | None = None, **options: Any
-    ) -> None:
-        super().__init__(router, **options)  # the polling channel's: repliers, grace, intake
-        self.hook = hook
-        self.pace = pace  # the bot's overall send rate, shared by the replicas
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Start, set the webhook, serve until `stop` is set, then give the running turns
-        `shutdown_grace` seconds (the rest stay queued for the other replicas)."""
-        bot = ExtBot(
-            self.token,
-            base_url=self.base_url,
-            base_file_url=file_url(self.base_url),
-            rate_limiter=AnswersFirst(max_retries=3, pace=self.pace),
-            request=request_via(self.proxy, wired=True),
-        )
-        await started(bot, self.base_url)
-        self._connect(bot)
-        intake = self._intake(bot)
-        await intake.start()
-        server = web.AppRunner(self._app(bot, intake, stop), access_log=None)
-        await server.setup()
-        try:
-            await web.TCPSite(server, self.hook.host, self.hook.port).start()
-            await self._set_webhook(bot)
-            started_cpu = round(time.process_time(), 2)  # the start's CPU (benchmarks read it)
-            log.info(
-                "telegram_webhook_started", bot=bot.username, port=self.hook.port, cpu_s=started_cpu
-            )
-            self.serving.set()
-            await stop.wait()
-        finally:
-            log.info("telegram_stopping", running=intake.backlog())
-            await server.cleanup()  # no more updates taken: Telegram retries at another replica
-            await intake.close(self.shutdown_grace)
-            await bot.shutdown()
-
-    async def _set_webhook(self, bot: Bot) -> None:
+async def serve(
+    bot: Bot, intake: Intake, hook: Hook, stop: asyncio.Event, *, serving: asyncio.Event
+) -> None:
+    """Serve `hook` and set the webhook (`serving` set then) until `stop` is set; no update
+    is taken after (Telegram sends it again, to another replica)."""
+    server = web.AppRunner(Webhook(bot, intake, hook).app(stop), access_log=None)
+    await server.setup()
+    try:
+        await web.TCPSite(server, hook.host, hook.port).start()
         await bot.set_webhook(
-            self.hook.url,
-            secret_token=self.hook.secret,
-            max_connections=self.hook.max_connections,
+            hook.url,
+            secret_token=hook.secret,
+            max_connections=hook.max_connections,
             allowed_updates=ALLOWED,
         )
+        started_cpu = round(time.process_time(), 2)  # the start's CPU (benchmarks read it)
+        log.info("telegram_webhook_started", bot=bot.username, port=hook.port, cpu_s=started_cpu)
+        serving.set()
+        await stop.wait()
+    finally:
+        await server.cleanup()
 
-    def _app(self, bot: Bot, intake: Intake, stop: asyncio.Event) -> web.Application:
-        async def update(request: web.Request) -> web.Response:
-            return await self._update(request, bot, intake)
 
+class Webhook:
+    """The replica's web server: Telegram's posts at the hook's path, `GET /healthz`."""
+
+    def __init__(self, bot: Bot, intake: Intake, hook: Hook) -> None:
+        self.bot = bot
+        self.intake = intake
+        self.hook = hook
+
+    def app(self, stop: asyncio.Event) -> web.Application:
         async def healthz(_request: web.Request) -> web.Response:
             return web.Response(status=503 if stop.is_set() else 200, text="ok\n")
 
         app = web.Application()
-        app.router.add_post(urlsplit(self.hook.url).path or "/", update)
+        app.router.add_post(urlsplit(self.hook.url).path or "/", self._update)
         app.router.add_get("/healthz", healthz)
         return app
 
-    async def _update(self, request: web.Request, bot: Bot, intake: Intake) -> web.Response:
+    async def _update(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "")
         if not hmac.compare_digest(given.encode(), self.hook.secret.encode()):
             log.warning("telegram_webhook_refused", reason="secret token")
             return web.Response(status=403)
         try:
             raw: Any = await request.json()
-            update = Update.de_json(raw, bot)
+            update = Update.de_json(raw, self.bot)
         except (ValueError, TypeError, KeyError, TelegramError):
             log.warning("telegram_webhook_unreadable")
             return web.Response(status=200)  # sent again it would be as unreadable
-        inbound = to_inbound(update, bot_username=bot.username)
+        inbound = to_inbound(update, bot_username=self.bot.username)
         if inbound is None:
             return web.Response(status=200)
         try:
-            await intake.receive([inbound])
+            await self.intake.receive([inbound])
         except Exception as exc:  # not journaled (the database is away): Telegram retries
             log.warning("telegram_webhook_not_journaled", error=type(exc).__name__)
             return web.Response(status=500)

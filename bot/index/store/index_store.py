@@ -180,7 +180,7 @@ class IndexStore:
 
     def every_row(self) -> list[ChunkRow]:
         """Every chunk with its text, in id order: the index copied into another engine
-        (`bot.replicas.keywords`)."""
+        (`benchmarks/pg_keywords.py`)."""
         with self._lock:
             return reads.every_row(self._db)
 

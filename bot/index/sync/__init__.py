@@ -23,7 +23,7 @@ A symlink is a source only where its reader `allows` it (for memory files, the p
 read: it is recorded with the digest `OUT_OF_SCOPE` and no sources (so what it held before goes,
 with one warning), and judged again at every sync. The walk never enters a linked folder.
 
-    reader.py        `SourceReader` (the protocol), `Growth`, `digest_of`
+    reader.py        `SourceReader` (the protocol), `Growth`, `Appended`, `digest_of`
     markdown.py      `MarkdownSource`: the memory markdown
     transcripts.py   `TranscriptSource`: the session files, one source an exchange
     walk.py          `source_files` (the walk), `source_files_at` (given paths), `SourceFile`
@@ -32,11 +32,12 @@ with one warning), and judged again at every sync. The walk never enters a linke
 
 from bot.index.sync.delta import OUT_OF_SCOPE, ChangedFile, FileDelta, file_delta
 from bot.index.sync.markdown import MarkdownSource
-from bot.index.sync.reader import Growth, LastLine, SourceReader, digest_of
+from bot.index.sync.reader import Appended, Growth, LastLine, SourceReader, digest_of
 from bot.index.sync.walk import SourceFile, source_files, source_files_at
 
 __all__ = [
     "OUT_OF_SCOPE",
+    "Appended",
     "ChangedFile",
     "FileDelta",
     "Growth",

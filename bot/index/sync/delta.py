@@ -12,7 +12,7 @@ import structlog
 
 from bot.index.chunking import Chunker
 from bot.index.store import FileSignature, SourceUpdate
-from bot.index.sync.reader import Growth, LastLine, SourceReader
+from bot.index.sync.reader import Appended, Growth, LastLine, SourceReader
 from bot.index.sync.walk import SourceFile
 from bot.storage.lines import decode_text
 
@@ -119,8 +119,8 @@ def _changed(
     if before is not None and digest == before.sha256:
         return replace(signature, text=before.text)
     if before is not None and grown_from and old_digest == before.sha256:
-        growth = Growth(data, grown_from)
-        updates = _grown(key, file.reader, growth, digest, mtime, chunker, last_line)
+        appended = Appended(Growth(data, grown_from), digest, mtime, chunker, last_line)
+        updates = _grown(key, file.reader, appended)
         if updates is not None:
             return ChangedFile(signature, tuple(updates), grown=True)
     text = decode_text(data)
@@ -130,22 +130,12 @@ def _changed(
     return ChangedFile(replace(signature, text=text is not None), tuple(updates))
 
 
-def _grown(
-    key: str,
-    reader: SourceReader,
-    growth: Growth,
-    digest: str,
-    mtime: float,
-    chunker: Chunker,
-    last_line: LastLine,
-) -> list[SourceUpdate] | None:
+def _grown(key: str, reader: SourceReader, appended: Appended) -> list[SourceUpdate] | None:
     """The reader's updates for an append, or None: read whole (it cannot, or the new bytes
     are not text: whether the whole file still is is a question for the whole file)."""
-    if growth.added is None:
+    if appended.growth.added is None:
         return None
-    return reader.grown(
-        key, growth, digest=digest, mtime=mtime, chunker=chunker, last_line=last_line
-    )
+    return reader.grown(key, appended)
 
 
 def _grown_from(before: FileSignature | None, data: bytes) -> int:

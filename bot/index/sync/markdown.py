@@ -8,7 +8,7 @@ from pathlib import Path
 from bot.index.chunking import Chunker
 from bot.index.sources import source_of_file, timed_by_text
 from bot.index.store import SourceUpdate
-from bot.index.sync.reader import Growth, LastLine
+from bot.index.sync.reader import Appended
 from bot.storage.confined import scope_escape
 
 
@@ -35,22 +35,13 @@ class MarkdownSource:
         chunks = chunker.file(key, text or "", mtime=mtime)
         return [SourceUpdate(source_of_file(key), tuple(chunks), digest=digest)]
 
-    def grown(
-        self,
-        key: str,
-        growth: Growth,
-        *,
-        digest: str,
-        mtime: float,
-        chunker: Chunker,
-        last_line: LastLine,
-    ) -> list[SourceUpdate] | None:
+    def grown(self, key: str, appended: Appended) -> list[SourceUpdate] | None:
         source = source_of_file(key)
-        line = last_line(source) if timed_by_text(key) else None
-        text = growth.text_from(line) if line is not None else None
+        line = appended.last_line(source) if timed_by_text(key) else None
+        text = appended.growth.text_from(line) if line is not None else None
         if line is None or text is None:
             return None
-        chunks = chunker.file_from(key, text, line=line, mtime=mtime)
+        chunks = appended.chunker.file_from(key, text, line=line, mtime=appended.mtime)
         if chunks is None:
             return None
-        return [SourceUpdate(source, tuple(chunks), digest=digest, from_line=line)]
+        return [SourceUpdate(source, tuple(chunks), digest=appended.digest, from_line=line)]

@@ -1,6 +1,6 @@
 """What a source reader is: the `SourceReader` protocol (one kind of file under one root, its
-text → sources), `Growth` (a file that only grew, for a reader that indexes appends) and
-`digest_of` (what a source was made from)."""
+text → sources), `Growth` and `Appended` (a file that only grew, for a reader that indexes
+appends) and `digest_of` (what a source was made from)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,19 @@ class Growth:
         return decode_text(self.data[end + 1 :])
 
 
+@dataclass(frozen=True)
+class Appended:
+    """A file that only grew, as its reader is handed it: the growth, what the whole file's
+    source would be recorded with (its digest and mtime), the chunker, and where each source's
+    last chunk starts in the index (`last_line`)."""
+
+    growth: Growth
+    digest: str
+    mtime: float
+    chunker: Chunker
+    last_line: LastLine
+
+
 class SourceReader(Protocol):
     """One kind of source file: where it lives and what it holds."""
 
@@ -66,16 +79,7 @@ class SourceReader(Protocol):
         """The file's sources; `text` is None when the file is not text."""
         ...
 
-    def grown(
-        self,
-        key: str,
-        growth: Growth,
-        *,
-        digest: str,
-        mtime: float,
-        chunker: Chunker,
-        last_line: LastLine,
-    ) -> list[SourceUpdate] | None:
+    def grown(self, key: str, appended: Appended) -> list[SourceUpdate] | None:
         """The updates that index only what was appended, as reading the whole file would
         (`sources` of the whole text), or None: read it whole."""
         ...

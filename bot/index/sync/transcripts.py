@@ -23,7 +23,7 @@ from pathlib import Path
 from bot.index.chunking import DEFAULT_SALIENCE, Chunker
 from bot.index.sources import Exchange, origin_of_turn, source_of_exchange
 from bot.index.store import SourceUpdate
-from bot.index.sync.reader import Growth, LastLine, digest_of
+from bot.index.sync.reader import Appended, digest_of
 from bot.models import ChatMessage, Session
 from bot.storage.sessions import SessionFormatError, decode_session
 
@@ -57,16 +57,7 @@ class TranscriptSource:
             return []
         return [_update(exchange, chunker) for exchange in exchanges(session)]
 
-    def grown(
-        self,
-        key: str,
-        growth: Growth,
-        *,
-        digest: str,
-        mtime: float,
-        chunker: Chunker,
-        last_line: LastLine,
-    ) -> list[SourceUpdate] | None:
+    def grown(self, key: str, appended: Appended) -> list[SourceUpdate] | None:
         return None  # a session file is one JSON document: read whole
 
 

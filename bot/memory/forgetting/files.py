@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from bot import versioned
 from bot.models import ChatMessage
 from bot.storage.files import Documents
 from bot.storage.lines import decode_text
@@ -144,7 +145,7 @@ def document_of(data: bytes) -> dict[str, Any] | None:
 
 
 def _encode(document: dict[str, Any]) -> bytes:
-    return message_document(document).encode("utf-8")
+    return message_document(versioned.whole(document.get("version")), document).encode("utf-8")
 
 
 def job_of(documents: Documents, path: Path) -> str | None:

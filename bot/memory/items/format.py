@@ -17,13 +17,14 @@ as they are and `str.splitlines` would cut at.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
-from typing import Any, cast, get_args
+from typing import get_args
 
+from bot import versioned
 from bot.memory import provenance
 from bot.memory.lines import fingerprint
 from bot.models import ItemStatus, MemoryItem, MemoryLayer
+from bot.versioned import Fields
 
 VERSION = 1
 _STATUSES: tuple[ItemStatus, ...] = get_args(ItemStatus)
@@ -35,8 +36,7 @@ class ItemFormatError(ValueError):
 
 def encode(item: MemoryItem) -> str:
     """One line of JSON, without the newline."""
-    record = {
-        "version": VERSION,
+    record: Fields = {
         "id": item.id,
         "layer": item.layer.value,
         "type": item.type,
@@ -55,7 +55,7 @@ def encode(item: MemoryItem) -> str:
     }
     if item.provenance is not None:
         record["provenance"] = provenance.to_json(item.provenance)
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return versioned.encode(VERSION, record, compact=True)
 
 
 def file_lines(text: str) -> list[str]:
@@ -69,27 +69,23 @@ def file_lines(text: str) -> list[str]:
 
 def decode(line: str) -> MemoryItem:
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ItemFormatError(f"not JSON: {exc.msg}") from exc
-    if not isinstance(record, dict):
-        raise ItemFormatError("not a JSON object")
-    if record.get("version") != VERSION:
-        raise ItemFormatError(f"unknown version {record.get('version')!r}")
+        record = versioned.decode(line, VERSION)
+    except versioned.VersionError as exc:
+        raise ItemFormatError(str(exc)) from exc
     try:
-        return _item(cast(dict[str, Any], record))
+        return _item(record)
     except (KeyError, TypeError, ValueError) as exc:
         raise ItemFormatError(f"bad item: {exc!r}") from exc
 
 
-def _item(record: dict[str, Any]) -> MemoryItem:
+def _item(record: Fields) -> MemoryItem:
     text = _text(record, "text")
     status = record.get("status", "active")
     if status not in _STATUSES:
         raise ValueError(f"status {status!r}")
     return MemoryItem(
         id=_text(record, "id"),
-        layer=MemoryLayer(record["layer"]),
+        layer=MemoryLayer(str(record["layer"])),
         type=_text(record, "type"),
         text=text,
         fingerprint=fingerprint(text),
@@ -107,7 +103,7 @@ def _item(record: dict[str, Any]) -> MemoryItem:
     )
 
 
-def _text(record: dict[str, Any], key: str) -> str:
+def _text(record: Fields, key: str) -> str:
     value = record[key]
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{key} must be a non-empty string")

@@ -27,7 +27,7 @@ import structlog
 from bot.index.chunking import Chunker
 from bot.index.sources import scope_of
 from bot.index.store import SourceUpdate
-from bot.index.sync import Growth, LastLine, digest_of
+from bot.index.sync import Appended, digest_of
 from bot.memory.items.format import ItemFormatError, decode, file_lines
 from bot.memory.lines import marked
 from bot.models import MemoryItem
@@ -97,20 +97,11 @@ class ItemSource:
             key, lines, lambda line: _source(key, line, scope, chunker), added=added
         )
 
-    def grown(
-        self,
-        key: str,
-        growth: Growth,
-        *,
-        digest: str,
-        mtime: float,
-        chunker: Chunker,
-        last_line: LastLine,
-    ) -> list[SourceUpdate] | None:
-        added = growth.added
+    def grown(self, key: str, appended: Appended) -> list[SourceUpdate] | None:
+        added = appended.growth.added
         if added is None:
             return None
-        return self._sources(key, added, chunker, added=True)
+        return self._sources(key, added, appended.chunker, added=True)
 
 
 def _source(path: str, line: str, scope: str, chunker: Chunker) -> SourceUpdate | None:

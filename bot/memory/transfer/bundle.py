@@ -1,6 +1,6 @@
 """The bundle a memory export writes and an import reads.
 
-    manifest.json   {"format": "mnemo-memory", "version": 1, "exported_at": "…",
+    manifest.json   {"version": 1, "format": "mnemo-memory", "exported_at": "…",
                      "documents": [{"path": "MEMORY.md", "bytes": 120, "sha256": "…"}, …],
                      "checks": [{"scope": "", "query": "…", "first": "MEMORY.md#L3-L3"}, …]}
     memory/<path>   each document's bytes
@@ -17,11 +17,13 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from bot import versioned
 from bot.storage.files import atomic_write_bytes, ensure_dir
+from bot.versioned import Fields, objects
 
 FORMAT = "mnemo-memory"
 VERSION = 1
@@ -63,7 +65,7 @@ def is_archive(target: Path) -> bool:
 def write_bundle(bundle: Bundle, target: Path) -> None:
     """`bundle` as a folder (which must not exist or be empty) or a .tar.gz file (which must
     not exist)."""
-    manifest = json.dumps(_manifest(bundle), ensure_ascii=False, indent=1).encode("utf-8")
+    manifest = _manifest(bundle).encode("utf-8")
     if is_archive(target):
         if target.exists():
             raise BundleError(f"{target} exists; give a new file name")
@@ -95,10 +97,9 @@ def read_bundle(source: Path) -> Bundle:
         raise BundleError(f"{source} is not a readable .tar.gz bundle ({exc})") from None
 
 
-def _manifest(bundle: Bundle) -> dict[str, Any]:
-    return {
+def _manifest(bundle: Bundle) -> str:
+    body: Fields = {
         "format": FORMAT,
-        "version": VERSION,
         "exported_at": bundle.exported_at,
         "documents": [
             {"path": d.path, "bytes": len(d.data), "sha256": hashlib.sha256(d.data).hexdigest()}
@@ -106,28 +107,37 @@ def _manifest(bundle: Bundle) -> dict[str, Any]:
         ],
         "checks": [{"scope": c.scope, "query": c.query, "first": c.first} for c in bundle.checks],
     }
+    return versioned.encode(VERSION, body, indent=1)
 
 
-def _parsed(read: Any) -> Bundle:
+Read = Callable[[str], bytes]  # a bundle's file by its name in the bundle
+
+
+def _parsed(read: Read) -> Bundle:
     try:
         manifest = json.loads(read(MANIFEST))
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"{MANIFEST} is not JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BundleError(f"{MANIFEST} is not a Mnemo memory bundle's")
-    if manifest.get("version") != VERSION:
-        raise BundleError(f"bundle version {manifest.get('version')!r}; this bot reads {VERSION}")
     try:
-        documents = tuple(_document(entry, read) for entry in manifest["documents"])
+        manifest = versioned.fields(manifest, VERSION)
+    except versioned.VersionError:
+        raise BundleError(
+            f"bundle version {manifest.get('version')!r}; this bot reads {VERSION}"
+        ) from None
+    try:
+        documents = tuple(_document(entry, read) for entry in objects(manifest["documents"]))
         checks = tuple(
-            Check(str(c["scope"]), str(c["query"]), str(c["first"])) for c in manifest["checks"]
+            Check(str(c["scope"]), str(c["query"]), str(c["first"]))
+            for c in objects(manifest["checks"])
         )
     except (KeyError, TypeError) as exc:
         raise BundleError(f"{MANIFEST} lacks a field or has a wrong one ({exc})") from None
     return Bundle(str(manifest.get("exported_at", "")), documents, checks)
 
 
-def _document(entry: dict[str, Any], read: Any) -> Document:
+def _document(entry: Fields, read: Read) -> Document:
     path = safe_path(str(entry["path"]))
     data = read(f"{FOLDER}/{path}")
     if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:

@@ -1,7 +1,7 @@
 """The index's keyword search on PostgreSQL full text, to weigh its ranking against SQLite FTS5
-(`benchmarks/pg_index_gate.py`). Not the product's index (yet): replicated mode keeps a
-SQLite index of its own per replica, derived from the shared documents; the figures that
-decide are in benchmarks/README.md, "pg_index_gate".
+(`benchmarks/pg_index_gate.py`, its only user beside its test). Not the product's index:
+replicated mode keeps a SQLite index of its own per replica, derived from the shared documents;
+the figures that decide are in benchmarks/README.md, "pg_index_gate".
 
 `PgChunks` holds the same chunks as an `IndexStore` (`load` copies them) in `mnemo_chunks`:
 a `tsvector` of each text (`CONFIGURATIONS`: English Snowball stemming, with or without its
