@@ -48,6 +48,7 @@ class Inbound:
     attachments: tuple[Attachment, ...] = ()
     forwarded: bool = False  # forwarded from someone else: their words, not the sender's
     kind: InboundKind = "message"  # not "message": made by the scheduler, never said by anyone
+    joins: int = 1  # messages its text joins (quick follow-ups answered together, `together`)
 
     @property
     def session_key(self) -> str:
@@ -314,6 +315,9 @@ class Completion:
     model: str = ""
 
 
+SessionState = Literal["active", "ended"]  # seed 000's ACTIVE / TERMINATED (docs/seeds.md)
+
+
 @dataclass(frozen=True)
 class SessionMarks:
     """What a session keeps beside its messages. Each field names the one that writes it; the
@@ -329,6 +333,11 @@ class SessionMarks:
     recovered_from: str | None = None  # `SessionStore`: the damaged file set aside; cleared
     # once the chat is told (`bot.conversation.continuation`)
     archived_part: bool = False  # `SessionStore`: an archive file of a part cut from a session
+    revision: int | None = None  # `SessionStore`: how many times the file was saved (a save
+    # over a file another process changed meanwhile is merged, never lost)
+    state: SessionState | None = None  # `SessionStore`: "ended" in an archive file (None:
+    # active, the chat's current conversation)
+    ended: str | None = None  # `SessionStore.archive`: why it ended ("/new", "idle for 5 hours")
     unknown: tuple[tuple[str, str], ...] = ()  # `SessionStore`: marks it does not know (a newer
     # version's, a person's), kept as they were
 

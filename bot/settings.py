@@ -60,8 +60,7 @@ class _Section(BaseModel):
 
 
 def _proxy(value: str | None) -> str | None:
-    """A proxy URL, `http://`, `https://`, `socks5://` or `socks5h://` (user:password@ may
-    come before the host); "" for none."""
+    """A proxy URL: `http://`, `https://`, `socks5://`, `socks5h://` (user:password@ too)."""
     if value is None or not value.strip():
         return None
     url = urlsplit(value.strip())
@@ -86,19 +85,14 @@ class TelegramSettings(_Section):
     pairing: bool = True  # strangers get a code an owner approves with /pair (bot.turn.door)
     poll_timeout: int = Field(default=30, ge=0)
     typing_interval: float = Field(default=4.0, gt=0)
-    max_message_length: int = Field(default=4096, gt=0, le=4096)
     shutdown_grace: float = Field(default=8.0, ge=0)  # seconds running turns get on SIGTERM
     stream: bool = True  # show a reply while it is written (bot.channels.telegram.drafts)
     stream_interval: float = Field(default=1.0, gt=0)  # seconds between two showings
     reaction: str = "👀"  # set on a message when work on it starts; "" for none
-    # seconds a chat's first turn waits, so quick follow-ups are answered together (0: each
-    # message is answered on its own)
-    debounce: float = Field(default=0.5, ge=0, le=10)
-    # group messages not addressed to the bot, kept for its next turn there (0: none)
-    group_chatter_messages: int = Field(default=20, ge=0)
+    debounce: float = Field(default=0.5, ge=0, le=10)  # s: follow-ups answered together
+    group_chatter_messages: int = Field(default=20, ge=0)  # group talk kept for the next turn
     group_chatter_chars: int = Field(default=3000, ge=1)  # all of them together
-    # how updates arrive: "polling" (one process, the default) or "webhook" (replicated mode:
-    # Telegram POSTs each update to `webhook_url`, any replica takes it; bot.replicas)
+    # "polling" (one process) or "webhook" (replicated: any replica takes an update)
     mode: Literal["polling", "webhook"] = "polling"
     webhook_url: str | None = None  # the public HTTPS address Telegram posts to (a balancer)
     webhook_host: str = "0.0.0.0"  # where this replica's webhook server listens
@@ -160,7 +154,7 @@ class MemorySettings(_Section):
     prompt_budget_tokens: int = Field(default=3500, gt=0)  # the whole `# Memory` section
     # Consolidation
     memory_window: int = Field(default=50, ge=0)  # 0 disables consolidation
-    keep_messages: int = Field(default=10, ge=2)
+    keep_messages: int = Field(default=10, ge=2, le=10)  # seed 001: 2 to 10
     max_memory_size: int = Field(default=8192, gt=0)  # bytes of MEMORY.md before compression
     consolidation_timeout: float = Field(default=900.0, gt=0)  # all told; see docs/settings.md
     raw_fallback_messages: int = Field(default=10, gt=0)
@@ -228,11 +222,17 @@ class MediaSettings(_Section):
     document_chars: int = Field(default=20_000, ge=500)
 
 
-class SessionPolicySettings(_Section):
-    """Seed 004 freshness: both off by default."""
-
+class FreshnessSettings(_Section):
     daily_reset_hour: int | None = Field(default=None, ge=0, le=23)  # local hour, e.g. 4
     idle_minutes: int | None = Field(default=None, gt=0)
+
+
+class SessionPolicySettings(FreshnessSettings):
+    """Seed 004: freshness (off by default), per kind of chat; reset triggers; recovery."""
+
+    chats: dict[Literal["private", "group", "topic"], FreshnessSettings] = {}  # overrides
+    reset_triggers: tuple[str, ...] = ()  # e.g. ["new chat"]: the whole message, any case
+    restart_after_errors: int = Field(default=3, ge=0)  # bot.conversation.breakdown; 0: never
 
 
 class UsageSettings(_Section):

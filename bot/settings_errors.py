@@ -57,6 +57,11 @@ _WORDS = {
 }
 
 
+RETIRED = {  # settings that did nothing and were removed: what a person who set one should know
+    "BOT_TELEGRAM__MAX_MESSAGE_LENGTH": "replies are split at Telegram's own limit; remove it",
+}
+
+
 def describe(exc: ValidationError, model: type[BaseModel]) -> str:
     """Every problem in `exc` (from validating `model`), joined in one line."""
     return "; ".join(dict.fromkeys(problem(error, model) for error in exc.errors()))
@@ -65,6 +70,8 @@ def describe(exc: ValidationError, model: type[BaseModel]) -> str:
 def problem(error: ErrorDetails, model: type[BaseModel]) -> str:
     path = [part for part in error["loc"] if isinstance(part, str)]
     name = PREFIX + DELIMITER.join(part.upper() for part in path)
+    if error["type"] == "extra_forbidden" and name in RETIRED:
+        return f"{name}: no longer a setting ({RETIRED[name]})"
     if error["type"] == "extra_forbidden":
         return f"{name}: not a setting Mnemo knows{_nearest(model, path)}"
     field = _field(model, path)

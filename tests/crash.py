@@ -12,7 +12,12 @@ What it counts, from outside the code (the fakes' records and the workspace's fi
 - extra calls: model calls beyond one per message (a kill during a call may cost one);
 - broken files: a JSON or JSONL file in the workspace that does not parse;
 - history: HISTORY.md and the monthly files holding different entries, or one entry twice;
-- unnoted / noted twice: an answered message with no daily-note line, or more than one.
+- unnoted / noted twice: an answered message with no daily-note line, or more than one;
+- out of order: in a chat, a reply to a message sent after a reply to a later message.
+
+`together=True` is the default setting's way (a 0.5 s debounce: quick follow-ups answered in
+one reply, "re: m00003 m00004", and noted in one line holding them all) in three places, a
+private chat, a group and a forum topic (each message from one of two people there).
 """
 
 from __future__ import annotations
@@ -33,8 +38,14 @@ from tests.fakes.openai_api import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import OWNER, bot_env, start_bot_process
 
-TEXT = re.compile(r"^m\d{5}$")
-NOTED = re.compile(r"\] User: (m\d{5}) \| Assistant: ")
+ONE = r"(?:\w+: )?m\d{5}[a-z ]*"  # a message as the model reads it ("U2101: " in a group)
+TEXT = re.compile(rf"^{ONE}(?:\n{ONE})*$")  # one message, or follow-ups answered together
+WORDS = " about the shed roof and the tar paper it needs"  # `together`: each message's words
+NUMBER = re.compile(r"m\d{5}")
+REPLY = re.compile(r"^re: m\d{5}(?: m\d{5})*$")
+NOTED = re.compile(r"\] User: (.*?) \| Assistant: ")
+GROUP, TOPIC, THREAD = -100500, -100600, 7  # the group and the forum (its topic THREAD)
+MENTION = "@mnemo_test_bot "  # the fake's bot: a group message must address it
 NOTE_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 IN_FLIGHT = 0.05  # seconds before a SIGKILL in which a reply sent may be sent again
 USERS = (OWNER, 2101, 2102, 2103, 2104, 2105, 2106, 2107, 2108, 2109, 2110, 2111, 2112, 2113)
@@ -55,12 +66,49 @@ class CrashFigures:
     history_problems: list[str] = field(default_factory=list)
     unnoted: int = 0  # answered, with no daily-note line
     noted_twice: int = 0  # answered, with more than one
+    out_of_order: int = 0  # replies to a message sent after one to a later message, per chat
     term_exit_codes: list[int] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)  # a few lost or duplicated messages
     seconds: float = 0.0
 
     def line(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("term_exit_codes", "examples")}
+
+
+@dataclass(frozen=True)
+class Place:
+    chat: int
+    users: tuple[int, ...]
+    kind: str = "private"
+    thread: int | None = None
+    words: str = ""  # after the message's number
+
+    def push(self, telegram: FakeTelegram, rng: random.Random, text: str) -> None:
+        user = rng.choice(self.users)
+        text += self.words
+        if self.kind == "private":
+            telegram.push_text(self.chat, user, text)
+            return
+        telegram.push_text(
+            self.chat,
+            user,
+            MENTION + text,
+            chat_type="supergroup",
+            first_name=f"U{user}",
+            message_thread_id=self.thread,
+        )
+
+
+def places_for(users: tuple[int, ...], *, together: bool) -> list[Place]:
+    """Each user's private chat; `together`: the owner's, a group and a forum topic."""
+    if not together:
+        return [Place(user, (user,)) for user in users]
+    two = (users[0], users[1])
+    return [
+        Place(users[0], (users[0],), words=WORDS),
+        Place(GROUP, two, "supergroup", words=WORDS),
+        Place(TOPIC, two, "supergroup", THREAD, words=WORDS),
+    ]
 
 
 async def crash_run(
@@ -72,14 +120,16 @@ async def crash_run(
     sigterm_every: int = 3,
     seed: int = 1,
     window: int = 12,
+    together: bool = False,
 ) -> CrashFigures:
     """`stops` stops (every `sigterm_every`-th a SIGTERM, the rest SIGKILL) while `messages`
     messages from `chats` chats arrive in bursts; then a last run answers what is left."""
     rng = random.Random(seed)
     workspace, log_path = tmp / "ws", tmp / "bot.log"
-    users = USERS[:chats]
+    users = USERS[: max(chats, 2)]
+    places = places_for(users[:chats] if not together else users, together=together)
     texts = [f"m{n:05d}" for n in range(messages)]
-    figures = CrashFigures(messages, chats, 0, 0)
+    figures = CrashFigures(messages, len(places), 0, 0)
     started = time.monotonic()
     async with FakeTelegram() as telegram, FakeOpenAI() as model:
         model.answer_all(lambda request: _answer(request, rng))
@@ -90,6 +140,9 @@ async def crash_run(
             "BOT_MEMORY__KEEP_MESSAGES": "4",
             "BOT_LOG__LEVEL": "INFO",
         }
+        if together:
+            env["BOT_TELEGRAM__DEBOUNCE"] = "0.5"
+        chat_ids = [place.chat for place in places]
         saved_calls: dict[str, int] = {}  # message → model calls when its answer was saved
         in_flight: set[str] = set()  # replies sent just before a SIGKILL
         pushed = 0
@@ -98,11 +151,10 @@ async def crash_run(
             try:
                 burst = rng.randint(1, max(1, 2 * messages // stops))
                 for text in texts[pushed : pushed + burst]:
-                    user = rng.choice(users)
-                    telegram.push_text(user, user, text)
+                    rng.choice(places).push(telegram, rng, text)
                 pushed = min(messages, pushed + burst)
                 await asyncio.sleep(rng.uniform(0.2, 2.0) - IN_FLIGHT)
-                before = _sent(telegram, users)
+                before = _sent(telegram, chat_ids)
                 await asyncio.sleep(IN_FLIGHT)
             finally:
                 if stop % sigterm_every == 0:
@@ -113,21 +165,21 @@ async def crash_run(
                     process.kill()
                     figures.kills += 1
                     await _exit(process, 30)
-                    in_flight |= (_sent(telegram, users) - before).keys()
+                    in_flight |= (_sent(telegram, chat_ids) - before).keys()
             calls = _calls(model)
             for text in _saved(workspace) - saved_calls.keys():
                 saved_calls[text] = calls[text]
         for text in texts[pushed:]:
-            user = rng.choice(users)
-            telegram.push_text(user, user, text)
+            rng.choice(places).push(telegram, rng, text)
         process = await _started(env, tmp, log_path)
         try:
-            await _all_answered(telegram, users, texts, within=120)
+            await _all_answered(telegram, chat_ids, texts, within=120)
             await asyncio.sleep(0.5)  # a duplicate would come now
         finally:
             process.send_signal(signal.SIGTERM)
             figures.term_exit_codes.append(await _exit(process, 30))
-        _count(figures, _sent(telegram, users), texts, _calls(model), saved_calls, in_flight)
+        _count(figures, _sent(telegram, chat_ids), texts, _calls(model), saved_calls, in_flight)
+        figures.out_of_order = _out_of_order(telegram, chat_ids)
     figures.broken_files = _broken_files(workspace)
     figures.history_problems = _history_problems(workspace)
     noted = _noted(workspace)
@@ -141,7 +193,8 @@ def _answer(request: dict[str, Any], rng: random.Random) -> Reply:
     messages = request["messages"]
     last = messages[-1].get("content") if messages else None
     if isinstance(last, str) and TEXT.match(last):
-        return Reply(f"re: {last}", delay=rng.uniform(0.02, 0.3))
+        said = " ".join(NUMBER.findall(last))
+        return Reply(f"re: {said}", delay=rng.uniform(0.02, 0.3))
     if "history_entry" in json.dumps(messages):
         entry = f"[2026-11-24 10:00] A consolidation ({rng.getrandbits(32):08x})."
         return Reply(json.dumps({"history_entry": entry, "memory_update": None}))
@@ -175,7 +228,7 @@ def _calls(model: FakeOpenAI) -> Counter[str]:
     for request in model.requests:
         last = request["messages"][-1].get("content") if request["messages"] else None
         if isinstance(last, str) and TEXT.match(last):
-            asked[last] += 1
+            asked.update(NUMBER.findall(last))
     return asked
 
 
@@ -187,25 +240,46 @@ def _saved(workspace: Path) -> set[str]:
             messages = json.loads(path.read_text(encoding="utf-8"))["messages"]
         except (OSError, ValueError, KeyError):
             continue
-        said = {m.get("content") for m in messages if m.get("role") == "assistant"}
-        saved |= {m["content"] for m in messages if f"re: {m.get('content')}" in said}
+        for message in messages:
+            content = message.get("content")
+            if message.get("role") == "assistant" and isinstance(content, str):
+                saved |= set(NUMBER.findall(content)) if REPLY.match(content) else set()
     return saved
 
 
 async def _all_answered(
-    telegram: FakeTelegram, users: tuple[int, ...], texts: list[str], *, within: float
+    telegram: FakeTelegram, chat_ids: list[int], texts: list[str], *, within: float
 ) -> None:
     deadline = time.monotonic() + within
-    wanted = {f"re: {text}" for text in texts}
     while time.monotonic() < deadline:
-        sent = {m.text for user in users for m in telegram.sent_messages(user)}
-        if wanted <= sent:
+        if set(texts) <= _sent(telegram, chat_ids).keys():
             return
         await asyncio.sleep(0.2)
 
 
-def _sent(telegram: FakeTelegram, users: tuple[int, ...]) -> Counter[str]:
-    return Counter(m.text for user in users for m in telegram.sent_messages(user))
+def _replies(telegram: FakeTelegram, chat: int) -> list[list[str]]:
+    """The chat's replies in sending order, each as the messages it answers."""
+    sent = (m.text for m in telegram.sent_messages(chat))
+    return [NUMBER.findall(text) for text in sent if REPLY.match(text)]
+
+
+def _sent(telegram: FakeTelegram, chat_ids: list[int]) -> Counter[str]:
+    """How many replies answered each message."""
+    return Counter(
+        text for chat in chat_ids for reply in _replies(telegram, chat) for text in reply
+    )
+
+
+def _out_of_order(telegram: FakeTelegram, chat_ids: list[int]) -> int:
+    """Replies that answer a message older than one an earlier reply in the chat answered (a
+    message's messages arrive in the order of their numbers)."""
+    late = 0
+    for chat in chat_ids:
+        newest = ""
+        for reply in _replies(telegram, chat):
+            late += 1 if reply and min(reply) < newest else 0
+            newest = max([newest, *reply])
+    return late
 
 
 def _count(
@@ -216,11 +290,11 @@ def _count(
     saved_calls: dict[str, int],
     in_flight: set[str],
 ) -> None:
-    figures.lost = sum(1 for text in texts if sent[f"re: {text}"] == 0)
-    twice = [text for text in texts if sent[f"re: {text}"] > 1]
-    figures.in_flight = sum(1 for text in twice if f"re: {text}" in in_flight)
+    figures.lost = sum(1 for text in texts if sent[text] == 0)
+    twice = [text for text in texts if sent[text] > 1]
+    figures.in_flight = sum(1 for text in twice if text in in_flight)
     figures.duplicated = len(twice) - figures.in_flight
-    odd = [f"{text}×{sent[f're: {text}']}" for text in texts if sent[f"re: {text}"] != 1]
+    odd = [f"{text}×{sent[text]}" for text in texts if sent[text] != 1]
     figures.examples = odd[:10]
     figures.recalled = sum(1 for text, then in saved_calls.items() if calls[text] > then)
     figures.extra_calls = sum(max(0, calls[text] - 1) for text in texts)
@@ -248,7 +322,8 @@ def _noted(workspace: Path) -> Counter[str]:
     for path in (workspace / "memory").rglob("*.md"):
         if NOTE_FILE.match(path.name):
             text = path.read_text(encoding="utf-8", errors="replace")
-            noted.update(found[1] for found in NOTED.finditer(text))
+            for found in NOTED.finditer(text):
+                noted.update(set(NUMBER.findall(found[1])))
     return noted
 
 

@@ -97,8 +97,8 @@ def small_window_settings(
         telegram=None,
         openai=openai,
         fast_model="fake-fast",
-        # no consolidation, and no trim before compaction has its say
-        memory=MemorySettings(memory_window=0, keep_messages=1000, prompt_budget_tokens=200),
+        # no consolidation (a window no test reaches), and no trim before compaction has its say
+        memory=MemorySettings(memory_window=100_000, keep_messages=10, prompt_budget_tokens=200),
         compaction=CompactionSettings(**{**config, **compaction}),
     )
 

@@ -168,7 +168,7 @@ async def test_the_summary_request_uses_the_fast_model_and_short_lines_without_t
     ],
     ids=["error", "empty", "timeout"],
 )
-async def test_when_the_model_fails_the_oldest_messages_are_dropped_and_logged(
+async def test_when_the_model_fails_no_message_is_dropped(
     make_app: MakeApp,
     fake_openai: FakeOpenAI,
     workspace: Path,
@@ -177,21 +177,23 @@ async def test_when_the_model_fails_the_oldest_messages_are_dropped_and_logged(
 ) -> None:
     app = await make_app(summary_timeout=0.2)
     await a_tool_conversation(app, fake_openai)
+    before = contents(workspace)
     fake_openai.script(step)
 
     with capture_logs() as logs:
         [reply] = await say(app, "/compact 2")
 
-    assert "could not summarise, so I dropped the oldest messages" in reply
-    assert contents(workspace) == [("user", "thanks"), ("assistant", "welcome")]
-    assert session(workspace)["compactions"] == 1
+    assert "Not compacted" in reply and "all 8 stay as they were" in reply
+    assert contents(workspace) == before and len(before) == 8
+    assert session(workspace)["compactions"] == 0
     warnings = [e for e in logs if e["log_level"] == "warning" and e["event"] != "llm_error"]
-    assert [e["event"] for e in warnings] == [cause, "compaction_fallback"]
-    assert (warnings[1]["dropped"], warnings[1]["kept"]) == (6, 2)
-    assert "[checkpoint] 6 messages" in (workspace / "memory" / "HISTORY.md").read_text()
+    assert [e["event"] for e in warnings] == [cause, "compaction_failed"]
+    assert (warnings[1]["old"], warnings[1]["kept"]) == (6, 2)
+    history = workspace / "memory" / "HISTORY.md"
+    assert not history.exists() or "[checkpoint]" not in history.read_text()
 
 
-async def test_the_fallback_keeps_an_earlier_summary(
+async def test_a_failed_summary_keeps_the_earlier_summary_and_every_message_after_it(
     make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path
 ) -> None:
     app = await make_app()
@@ -206,10 +208,75 @@ async def test_the_fallback_keeps_an_earlier_summary(
 
     assert contents(workspace) == [
         ("system", f"{SUMMARY}\nfirst summary"),
+        ("user", "q2"),
+        ("assistant", "a2"),
         ("user", "q3"),
         ("assistant", "a3"),
     ]
-    assert session(workspace)["compactions"] == 2
+    assert session(workspace)["compactions"] == 1
+
+
+def staged_models(folder: Path) -> Path:
+    """The main model a large window, the summary model 2,000 tokens (issue 36: a 5,677-token
+    request went to such a model in one piece)."""
+    path = folder / "staged-models.json"
+    windows = {"fake-model": 32768, "fake-fast": 2000}
+    path.write_text(json.dumps({"version": 1, "context_windows": windows}))
+    return path
+
+
+def staged_answers(request: dict[str, Any]) -> Step:
+    if request["model"] != "fake-fast":
+        return Reply("fine")
+    text = request["messages"][-1]["content"]
+    return Reply("the whole story" if "## Summaries of consecutive parts" in text else "a part")
+
+
+def request_tokens(request: dict[str, Any]) -> int:
+    """The request's messages and its answer's room, counted as the bot counts (tiktoken)."""
+    from bot.llm.tokens import TokenCounter
+
+    counter = TokenCounter()
+    return sum(counter.count(m["content"]) + 4 for m in request["messages"]) + int(
+        request["max_tokens"]
+    )
+
+
+async def test_a_conversation_larger_than_the_summary_window_is_summarised_in_stages(
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path, tmp_path: Path
+) -> None:
+    app = await make_app(models_file=staged_models(tmp_path))
+    fake_openai.answer_all(staged_answers)
+    for turn in range(40):
+        await say(app, f"turn{turn} {WORDS}")
+
+    [reply] = await say(app, "/compact 2")
+
+    requests = summary_requests(fake_openai)
+    assert "now one summary" in reply
+    assert len(requests) >= 3  # two parts at least, and the summary of their summaries
+    assert max(request_tokens(r) for r in requests) <= 2000
+    parts = "\n".join(r["messages"][-1]["content"] for r in requests[:-1])
+    assert all(f"turn{turn} " in parts for turn in range(39))  # every old message in a part
+    assert requests[-1]["messages"][-1]["content"].count("a part") == len(requests) - 1
+    assert contents(workspace)[0] == ("system", f"{SUMMARY}\nthe whole story")
+    assert len(contents(workspace)) == 3
+
+
+async def test_a_failed_part_leaves_the_conversation_whole(
+    make_app: MakeApp, fake_openai: FakeOpenAI, workspace: Path, tmp_path: Path
+) -> None:
+    app = await make_app(models_file=staged_models(tmp_path))
+    fake_openai.answer_all(staged_answers)
+    for turn in range(40):
+        await say(app, f"turn{turn} {WORDS}")
+    fake_openai.script(Reply("a part"), Fail(400, "context length exceeded"))
+
+    [reply] = await say(app, "/compact 2")
+
+    assert "Not compacted" in reply
+    assert len(contents(workspace)) == 80
+    assert session(workspace)["compactions"] == 0
 
 
 async def test_a_tool_call_is_never_parted_from_its_result(

@@ -204,6 +204,24 @@ async def test_the_pack_keeps_to_its_soft_budget(parts: Parts) -> None:
     assert text.endswith("more memory items not shown: available via memory search)")
 
 
+async def test_the_pack_says_in_the_log_what_it_offered_showed_and_left_out(
+    parts: Parts,
+) -> None:
+    for n in range(30):
+        await parts.add(MemoryLayer.SEMANTIC, f"Garden fact {n}: the shed roof needs tar paper.")
+    limits = PackLimits(top_k=TopK(semantic=30), soft_budget_tokens=120, max_budget_tokens=400)
+
+    with structlog.testing.capture_logs() as captured:
+        text = (await sections(parts.prompt(limits=limits), query="")).recalled
+
+    [line] = [e for e in captured if e["event"] == "memory_pack"]
+    shown = text.count("Garden fact")
+    assert line["offered"]["semantic"] == 30
+    assert (line["shown"], line["left_out"]) == (shown, 30 - shown)
+    assert 0 < line["tokens"] <= 120
+    assert line["budget"] == (120, 400)
+
+
 async def test_relevant_memory_keeps_to_k_and_its_budget_and_counts_the_rest(
     parts: Parts,
 ) -> None:

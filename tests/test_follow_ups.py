@@ -1,5 +1,6 @@
 """Quick follow-ups in one chat, arriving before its turn starts, are answered together: one
-turn, one answer, every message in it once, and the journal empty after."""
+turn, one answer, every message in it once, its daily note line holding every message's words,
+and the journal empty after."""
 
 from __future__ import annotations
 
@@ -58,6 +59,35 @@ async def test_three_quick_messages_get_one_answer(
     asked = [last_said(request) for request in fake_openai.requests]
     assert sorted(asked) == ["hi", "wait\nactually\nwhat time is it?"]
     assert not list((tmp_path / "ws" / "state" / "inbox").glob("*.json"))
+
+
+async def test_the_daily_note_keeps_every_follow_ups_words(
+    tmp_path: Path, fake_telegram: FakeTelegram, fake_openai: FakeOpenAI
+) -> None:
+    said = [
+        f"{word} " + "about the shed roof and the tar paper it needs " * 3
+        for word in ("first", "second", "third", "fourth", "fifth")
+    ]  # each ~150 characters: together far more than one note line's 200
+    fake_openai.answer_all(lambda request: Reply("Noted, all five."))
+    settings = make_settings(tmp_path / "ws", telegram=fake_telegram, openai=fake_openai)
+    debounced = settings.telegram.model_copy(update={"debounce": 0.5})  # the default
+    settings = settings.model_copy(update={"telegram": debounced})
+    async with running_bot(settings, fake_telegram):
+        for text in said:
+            fake_telegram.push_text(OWNER, OWNER, text)
+        [answer] = await fake_telegram.wait_for_messages(OWNER, 1)
+        await asyncio.sleep(0.3)
+
+    assert answer.text == "Noted, all five."
+    [line] = [
+        line
+        for note in (tmp_path / "ws" / "memory").glob("????-??-??.md")
+        for line in note.read_text().splitlines()
+        if "User:" in line
+    ]
+    for text in said:
+        assert " ".join(text.split()) in line
+    assert line.endswith("| Assistant: Noted, all five.")
 
 
 async def test_merged_messages_are_journaled_as_one(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Session freshness: daily boundary and idle expiry, announced, summarised, archived."""
+"""Session freshness: daily boundary and idle expiry (each kind of chat may have its own),
+announced, summarised, archived; reset triggers that act as /new."""
 
 from __future__ import annotations
 
@@ -14,14 +15,20 @@ import pytest
 
 from bot.app import App
 from bot.conversation import compaction
-from bot.conversation.renewal import NO_SUMMARY, FreshnessPolicy, duration_phrase
+from bot.conversation.renewal import (
+    NO_SUMMARY,
+    Freshness,
+    FreshnessPolicy,
+    chat_kind,
+    duration_phrase,
+)
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.upkeep.requests import ROLE as CONSOLIDATION_ROLE
 from bot.models import ChatMessage, Session
-from bot.settings import SessionPolicySettings, Settings
+from bot.settings import FreshnessSettings, SessionPolicySettings, Settings
 from tests.fakes.openai_api import Fail, FakeOpenAI, Hang, Reply, Respond, Step
 from tests.harness import make_settings, started_app
-from tests.talk import conversation, say, session, write_session
+from tests.talk import GROUP, conversation, say, session, write_session
 
 BERLIN = ZoneInfo("Europe/Berlin")
 OLD_TALK = [
@@ -308,3 +315,74 @@ async def test_a_failed_first_turn_keeps_the_new_conversation_and_its_summary(
         {"role": "system", "content": f"[Conversation summary]\n{SUMMARY}"},
         {"role": "user", "content": "two"},
     ]
+
+
+# ----------------------------------------------------------------- per kind of chat, triggers
+
+
+@pytest.mark.parametrize(
+    ("key", "kind_of_chat"),
+    [
+        ("telegram:1001", "private"),
+        ("telegram:-100500", "group"),
+        ("telegram:-100600:7", "topic"),
+        ("console:local", "private"),
+    ],
+)
+def test_a_session_key_names_its_kind_of_chat(key: str, kind_of_chat: str) -> None:
+    assert chat_kind(key) == kind_of_chat
+
+
+def test_a_kind_of_chat_may_have_its_own_freshness() -> None:
+    now = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+    rules = FreshnessPolicy(
+        daily_reset_hour=None,
+        idle_minutes=600,
+        now=lambda: now,
+        by_kind={"group": Freshness(daily_reset_hour=None, idle_minutes=60)},
+    )
+    two_hours = now - timedelta(hours=2)
+
+    def aged(key: str) -> Session:
+        return Session(
+            key, (ChatMessage("user", "hi"),), created_at=two_hours, updated_at=two_hours
+        )
+
+    assert rules.expired(aged("telegram:-100500")) == "idle for 2 hours"
+    assert rules.expired(aged("telegram:1001")) is None  # the general 600 minutes
+    assert rules.expired(aged("telegram:-100600:7")) is None
+
+
+async def test_a_group_setting_renews_the_group_and_leaves_private_chats(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    steps = by_kind(summary=Reply(SUMMARY), consolidation=Reply(CONSOLIDATED), turn=Reply("Hi!"))
+    fake_openai.script(steps, steps, steps, Reply("Still here."))
+    chats = {"group": FreshnessSettings(idle_minutes=60)}
+    async with app_with(workspace, fake_openai, chats=chats) as app:
+        ago = app.now() - timedelta(hours=2)
+        write_session(workspace, OLD_TALK, updated_at=ago, key=f"telegram:{GROUP}")
+        write_session(workspace, OLD_TALK, updated_at=ago)
+
+        in_group = await say(app, "hello all", chat=GROUP, chat_type="group")
+        in_private = await say(app, "and hotels?")
+        await consolidated(app)
+
+    assert in_group[0].startswith("New conversation (idle for 2 hours)")
+    assert in_private == ["Still here."]
+
+
+async def test_a_reset_trigger_starts_a_new_conversation_as_new_does(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply(CONSOLIDATED))
+    async with app_with(workspace, fake_openai, reset_triggers=("new chat", "start over")) as app:
+        write_session(workspace, OLD_TALK, updated_at=app.now() - timedelta(minutes=5))
+
+        [reply] = await say(app, "New chat!")
+
+    assert "new" in reply.lower()
+    [archived] = (workspace / "sessions" / "archive").glob("*.json")
+    assert json.loads(archived.read_text())["messages"] == OLD_TALK
+    assert json.loads(archived.read_text())["metadata"]["ended"] == "/new"
+    assert session(workspace)["messages"] == []

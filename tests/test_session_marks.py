@@ -70,7 +70,8 @@ async def test_an_old_session_file_reads_into_typed_marks_and_is_written_back_th
     await sessions.save(session)
     saved = Workspace(tmp_path).session_path("telegram:1")  # the old name renamed at start
     assert not path.exists() and saved.name == "telegram_1.json"
-    assert json.loads(saved.read_text(encoding="utf-8"))["metadata"] == OLD_METADATA
+    metadata = json.loads(saved.read_text(encoding="utf-8"))["metadata"]
+    assert metadata == OLD_METADATA | {"revision": "1"}  # and the save counted
 
 
 async def test_a_mark_that_cannot_be_read_is_left_out_and_nothing_else_is_lost(

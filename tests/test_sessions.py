@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from structlog.testing import capture_logs
 
 from bot.models import ChatMessage, Session, SessionMarks, ToolCall
+from bot.settings import MemorySettings
+from bot.storage.files import FileLocks
 from bot.storage.sessions import SessionStore, decode_session, encode_session
 from bot.storage.workspace import Workspace, decode_key, encode_key, file_key, key_of_file
+from tests.fakes.openai_api import FakeOpenAI, Reply, Step
+from tests.harness import OWNER, make_settings, started_app
+from tests.talk import say
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+
+
+def revised(session: Session, revision: int) -> Session:
+    """`session` as its file's `revision`-th save left it (`SessionStore` counts them)."""
+    return replace(session, marks=replace(session.marks, revision=revision))
 
 
 def store(tmp_path: Path) -> SessionStore:
@@ -52,7 +64,7 @@ async def test_session_round_trips_with_tool_calls(tmp_path: Path) -> None:
     await sessions.save(session)
     path = tmp_path / "sessions" / f"{file_key(session.key)}.json"
     assert json.loads(path.read_text())["version"] == 1
-    assert await sessions.load(session.key) == session
+    assert await sessions.load(session.key) == revised(session, 1)
 
 
 async def test_missing_session_is_fresh(tmp_path: Path) -> None:
@@ -154,7 +166,7 @@ async def test_a_session_changed_on_disk_is_read_again(tmp_path: Path) -> None:
     said = ChatMessage(role="user", content="my code is 4721", at=NOW)
     session = Session(key="telegram:1", messages=(said,), created_at=NOW, updated_at=NOW)
     await sessions.save(session)
-    assert await sessions.load("telegram:1") == session  # kept from the save
+    assert await sessions.load("telegram:1") == revised(session, 1)  # kept from the save
     path = tmp_path / "sessions" / f"{file_key(session.key)}.json"
 
     rewritten = replace(session, messages=(replace(said, content="my code was forgotten"),))
@@ -224,3 +236,66 @@ async def test_old_session_file_names_are_renamed_at_start_and_still_read(
     ]
     assert sessions.keys() == ["telegram:-100123:7"]
     assert [m.content for m in loaded.messages] == ["topic seven"]
+
+
+# ----------------------------------------------------------- another writer, and the end
+
+
+async def test_a_forget_by_another_process_during_a_turn_is_kept_with_the_turn(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    """Another process (the CLI, the memory page) rewrites the conversation while a turn is
+    under way: the turn's save puts its messages after that version instead of over it."""
+    settings = make_settings(workspace, telegram=None, openai=fake_openai)
+    path = Workspace(workspace).session_path(f"telegram:{OWNER}")
+
+    def meanwhile(request: dict[str, Any]) -> Step:
+        document = json.loads(path.read_text())
+        document["messages"][0]["content"] = "[forgotten]"  # as another process would
+        path.write_text(json.dumps(document))
+        return Reply("second answer")
+
+    async with started_app(settings) as app:
+        fake_openai.script(Reply("first answer"))
+        await say(app, "my secret is 1234")
+        fake_openai.answer_all(meanwhile)
+        assert await say(app, "and now?") == ["second answer"]
+
+    saved = json.loads(path.read_text())
+    contents = [m["content"] for m in saved["messages"]]
+    assert contents == ["[forgotten]", "first answer", "and now?", "second answer"]
+    assert saved["metadata"]["revision"] == "2"  # one save a turn, the second over theirs
+
+
+async def test_a_save_waits_for_another_process_holding_the_sessions_lock(
+    tmp_path: Path,
+) -> None:
+    workspace = Workspace(tmp_path)
+    ours = SessionStore(workspace, now=lambda: NOW, locks=FileLocks(tmp_path / "locks"))
+    other = FileLocks(tmp_path / "locks")  # another process's: its byte of the same lock file
+    session = replace(ours.fresh("telegram:1"), messages=(ChatMessage("user", "hi"),))
+
+    async with other.hold(workspace.session_path("telegram:1")):
+        saving = asyncio.create_task(ours.save(session))
+        await asyncio.sleep(0.2)
+        assert not saving.done() and not workspace.session_path("telegram:1").exists()
+    await asyncio.wait_for(saving, timeout=5)
+    assert workspace.session_path("telegram:1").exists()
+
+
+async def test_an_archived_conversation_is_marked_ended_with_why(
+    workspace: Path, fake_openai: FakeOpenAI
+) -> None:
+    settings = make_settings(
+        workspace, telegram=None, openai=fake_openai, memory=MemorySettings(memory_window=0)
+    )
+    async with started_app(settings) as app:
+        fake_openai.script(Reply("hello"))
+        await say(app, "hi")
+        await say(app, "/new")
+
+    [archived] = (workspace / "sessions" / "archive").glob("*.json")
+    metadata = json.loads(archived.read_text())["metadata"]
+    assert (metadata["state"], metadata["ended"]) == ("ended", "/new")
+    current = json.loads(Workspace(workspace).session_path(f"telegram:{OWNER}").read_text())
+    assert "state" not in current["metadata"] and current["messages"] == []

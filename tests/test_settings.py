@@ -108,6 +108,24 @@ def test_user_ids_as_a_person_writes_them(
             "BOT_TIMEZONE: unknown time zone 'Mars/Base', e.g. BOT_TIMEZONE=Europe/Berlin",
         ),
         (
+            "BOT_MEMORY__KEEP_MESSAGES",
+            "50",
+            "BOT_MEMORY__KEEP_MESSAGES: must be 10 or less (got '50'), "
+            "e.g. BOT_MEMORY__KEEP_MESSAGES=10",
+        ),
+        (
+            "BOT_MEMORY__KEEP_MESSAGES",
+            "1",
+            "BOT_MEMORY__KEEP_MESSAGES: must be 2 or more (got '1'), "
+            "e.g. BOT_MEMORY__KEEP_MESSAGES=10",
+        ),
+        (
+            "BOT_TELEGRAM__MAX_MESSAGE_LENGTH",
+            "4000",
+            "BOT_TELEGRAM__MAX_MESSAGE_LENGTH: no longer a setting (replies are split at "
+            "Telegram's own limit; remove it)",
+        ),
+        (
             "BOT_LLM__MODLE",
             "gpt-4o",
             "BOT_LLM__MODLE: not a setting Mnemo knows; did you mean BOT_LLM__MODEL?",

@@ -1,4 +1,4 @@
-"""Atomic writes, appends, permissions and locks."""
+"""Atomic writes, appends, permissions (the workspace root too) and locks."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.storage import files
+from tests.fakes.openai_api import FakeOpenAI
+from tests.harness import make_settings, started_app
 
 
 def mode(path: Path) -> int:
@@ -78,3 +80,28 @@ async def test_a_lock_is_released_even_when_its_body_never_leaves_the_loop(tmp_p
 
     assert await asyncio.to_thread(asyncio.run, grab())
     assert not target.with_name("MEMORY.md.lock").exists()  # lock files live in the lock folder
+
+
+def test_every_folder_made_on_the_way_is_private(tmp_path: Path) -> None:
+    files.ensure_dir(tmp_path / "a" / "b" / "c")
+
+    assert [mode(tmp_path / p) for p in ("a", "a/b", "a/b/c")] == [0o700] * 3
+
+
+@pytest.mark.parametrize("existing", [None, 0o755], ids=["made by the bot", "made by git"])
+async def test_the_workspace_root_is_private_once_the_bot_has_started(
+    tmp_path: Path, fake_openai: FakeOpenAI, existing: int | None
+) -> None:
+    root = tmp_path / "home" / "workspace"
+    if existing is not None:
+        root.mkdir(parents=True)
+        root.chmod(existing)
+    settings = make_settings(root, telegram=None, openai=fake_openai)
+
+    async with started_app(settings):
+        pass
+
+    assert mode(root) == 0o700
+    assert {mode(folder) for folder in root.rglob("*") if folder.is_dir()} == {0o700}
+    if existing is None:
+        assert mode(root.parent) == 0o700

@@ -1,4 +1,5 @@
-"""Working memory: replaced on write, read with its age, ignored (never deleted) once stale."""
+"""Working memory: replaced on write, read with its age, ignored (never deleted) once stale,
+shown in the prompt up to `memory.items.working_top_k` lines."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.memory.notes.working import WorkingMemory, WorkingNote, age_phrase
+from bot.settings import ItemSettings, MemorySettings
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
+from tests.fakes.openai_api import FakeOpenAI
+from tests.harness import OWNER, make_settings, started_app
+from tests.talk import memory_section, prompt_of_turn
 
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))
 KEY = "telegram:-100123:7"
@@ -165,3 +170,22 @@ async def test_the_age_is_measured_against_the_injected_clock(tmp_path: Path) ->
     assert note is not None
     assert note.age == "updated 3 days ago"
     assert note.updated_at == NOW.astimezone(UTC)
+
+
+@pytest.mark.parametrize(("top_k", "shown"), [(1, 1), (3, 3), (6, 5)])
+async def test_working_top_k_bounds_the_lines_the_prompt_shows(
+    workspace: Path, fake_openai: FakeOpenAI, top_k: int, shown: int
+) -> None:
+    memory = MemorySettings(receipts=False, items=ItemSettings(working_top_k=top_k))
+    settings = make_settings(workspace, telegram=None, openai=fake_openai, memory=memory)
+    lines = [f"- step {n}: check the valve {n}" for n in range(1, 6)]
+    path = Workspace(workspace).working_memory_path(f"telegram:{OWNER}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+    async with started_app(settings) as app:
+        prompt = memory_section(await prompt_of_turn(app, fake_openai))
+
+    assert [line for line in lines if line in prompt] == lines[:shown]
+    if shown < len(lines):
+        assert f"({len(lines) - shown} more lines not shown" in prompt

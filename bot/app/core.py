@@ -81,7 +81,7 @@ def build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) ->
     return Core(
         workspace=workspace,
         store=store,
-        sessions=SessionStore(workspace, now=now),
+        sessions=SessionStore(workspace, now=now, locks=store.locks),
         windows=windows,
         llm=llm,
         memory=memory,

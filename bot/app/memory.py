@@ -106,6 +106,7 @@ def build_memory(
         count,
         recent_days=settings.memory.recent_days,
         budget_tokens=settings.memory.prompt_budget_tokens,
+        working_lines=settings.memory.items.working_top_k,
     )
     notes = DailyNotes(
         workspace, NoteFormat(settings.memory.note_user_chars, settings.memory.note_assistant_chars)

@@ -4,18 +4,19 @@ in front of them. Part of the composition root (see `bot.app`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.app.core import Core
 from bot.app.pipeline import Turn
+from bot.conversation.breakdown import Breakdowns
 from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
-from bot.conversation.renewal import FreshnessPolicy, SessionRenewal
+from bot.conversation.renewal import ChatKind, Freshness, FreshnessPolicy, SessionRenewal
 from bot.media.reader import MediaReader
 from bot.memory.recall.inventory import MemoryInventory
-from bot.settings import Settings
+from bot.settings import SessionPolicySettings, Settings
 from bot.storage.sessions import SessionStore
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks, RunningTurns
@@ -63,6 +64,7 @@ def build_router(
         delivery=delivery,
         chatter=core.chatter,
         receipts=steering.receipts,
+        reset_triggers=settings.session.reset_triggers,
     )
 
 
@@ -78,10 +80,12 @@ def _build_turns(
 ) -> TurnRunner:
     compaction = turn.compaction
     compactor = compaction.compactor if compaction.enabled else None
+    config = settings.session
     policy = FreshnessPolicy(
-        daily_reset_hour=settings.session.daily_reset_hour,
-        idle_minutes=settings.session.idle_minutes,
+        daily_reset_hour=config.daily_reset_hour,
+        idle_minutes=config.idle_minutes,
         now=now,
+        by_kind=_freshness_by_kind(config),
     )
     renewal = SessionRenewal(
         policy=policy, closing=closing, summarizer=compaction.compactor, now=now
@@ -95,7 +99,17 @@ def _build_turns(
         delivery=delivery,
         chatter=core.chatter,
         media=media,
+        breakdowns=Breakdowns(closing, limit=settings.session.restart_after_errors, now=now),
     )
+
+
+def _freshness_by_kind(config: SessionPolicySettings) -> dict[ChatKind, Freshness]:
+    """Each kind of chat's freshness: its own settings where set, else the general ones."""
+    general = Freshness(config.daily_reset_hour, config.idle_minutes)
+    return {
+        kind: replace(general, **{name: getattr(own, name) for name in own.model_fields_set})
+        for kind, own in config.chats.items()
+    }
 
 
 def build_commands(

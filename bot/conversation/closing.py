@@ -62,6 +62,7 @@ class ConversationClose:
         at: datetime,
         wait: bool,
         opening: tuple[ChatMessage, ...] = (),
+        reason: str = "/new",  # why it ended, in its archive file
     ) -> Closed:
         consolidated: bool | None = None
         if self.consolidator is not None and (messages := kept(session)):
@@ -71,7 +72,7 @@ class ConversationClose:
             else:
                 await self.consolidator.submit(job)
                 consolidated = True
-        fresh = await self.sessions.archive(session.key)
+        fresh = await self.sessions.archive(session.key, reason=reason)
         if opening:
             fresh = replace(fresh, messages=opening)
             await self.sessions.save(fresh)

@@ -36,15 +36,19 @@ class Continuation:
         self.notes = notes
         self.now = now
 
-    async def noted(self, session: Session, scope: MemoryScope, reply: str) -> None:
-        """The daily note line of the session's last exchange, answered `reply` before a kill
-        that may have come before its line was written: written unless it is there."""
+    async def noted(
+        self, session: Session, scope: MemoryScope, reply: str, *, messages: int = 1
+    ) -> None:
+        """The daily note line of the session's last exchange (its user message joining
+        `messages`), answered `reply` before a kill that may have come before its line was
+        written: written unless it is there."""
         user = next((m for m in reversed(session.messages) if m.role == "user"), None)
         if self.notes is None or self.now is None or user is None or not reply:
             return
         now = self.now()
         since = user.at.date() if user.at is not None else now.date()
-        if await self.notes.append_once(scope, now, user.content or "", reply, since=since):
+        said = user.content or ""
+        if await self.notes.append_once(scope, now, said, reply, since=since, messages=messages):
             log.info("note_line_recovered", session=session.key)
 
     async def load(self, key: str) -> Session:

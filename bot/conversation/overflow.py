@@ -17,6 +17,11 @@ KEEP_SHARE = 0.5  # of the conversation's room in the window: kept after an over
 TOO_LONG = (
     "This conversation is too long for the model even after compacting it. Use /new to start fresh."
 )
+NO_SUMMARY = (
+    "The model could not summarise our older messages, and the conversation no longer fits its "
+    "window (nothing was dropped). Try again in a while, or /new to start fresh; your memory "
+    "stays."
+)
 MESSAGE_TOO_LONG = (
     "This message does not fit the model's context window. Please send a shorter one, or split "
     "it in parts."
@@ -46,18 +51,19 @@ class OverflowRetry:
         except ContextOverflow:
             if self.compactor is None:
                 raise
-            retry, compacted = await self._compacted(ctx, self.compactor)
+            retry, words = await self._compacted(ctx, self.compactor)
         log.info("turn_retry_after_overflow", messages=len(retry.session.messages))
         try:
             await self.pipeline.run(retry)
         except ContextOverflow as exc:
-            log.warning("turn_overflow_again", compacted=compacted)
-            raise StopTurn(TOO_LONG if compacted else MESSAGE_TOO_LONG) from exc
+            log.warning("turn_overflow_again", compacted=words == TOO_LONG)
+            raise StopTurn(words) from exc
         return retry
 
-    async def _compacted(self, ctx: TurnContext, compactor: Compactor) -> tuple[TurnContext, bool]:
-        """A fresh context for the same turn over the compacted (and saved) session, and
-        whether compacting changed it."""
+    async def _compacted(self, ctx: TurnContext, compactor: Compactor) -> tuple[TurnContext, str]:
+        """A fresh context for the same turn over the compacted (and saved) session, and what
+        to tell the user if it is still too long: compacting did not help, the summary
+        failed, or there was nothing to compact (the message itself is too long)."""
         log.warning("turn_context_overflow", messages=len(ctx.session.messages))
         result = await compactor.compact(
             ctx.session,
@@ -78,4 +84,6 @@ class OverflowRetry:
             attached=ctx.attached,
             written=list(ctx.written),
         )
-        return fresh, result.compacted
+        if result.compacted:
+            return fresh, TOO_LONG
+        return fresh, NO_SUMMARY if result.failed else MESSAGE_TOO_LONG

@@ -1,6 +1,7 @@
 """Session freshness: when a conversation has gone stale, and starting the next one.
 
-    FreshnessPolicy.expired(session) ─▶ the reason, or None   (daily boundary hour, idle minutes)
+    FreshnessPolicy.expired(session) ─▶ the reason, or None   (daily boundary hour, idle minutes;
+        a private chat, a group and a forum topic may each have their own, `by_kind`)
     SessionRenewal.renew(session, scope, reason) ─▶ Renewal
         ├─ summary of the old conversation (the `Summarizer`; its last lines when that fails)
         └─ the old conversation closed as /new closes it (`bot.conversation.closing`), its
@@ -13,10 +14,10 @@ Both policies off (the default) means a session never expires; nor does an empty
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Literal, Protocol
 
 import structlog
 
@@ -39,24 +40,48 @@ class Summarizer(Protocol):
     async def summarize(self, messages: tuple[ChatMessage, ...]) -> str | None: ...
 
 
+ChatKind = Literal["private", "group", "topic"]
+
+
+def chat_kind(session_key: str) -> ChatKind:
+    """What kind of chat a session key names: `telegram:<id>:<thread>` a forum topic,
+    `telegram:<negative id>` a group, anything else a private chat (the console too)."""
+    parts = session_key.split(":")
+    if len(parts) >= 3:
+        return "topic"
+    return "group" if len(parts) == 2 and parts[1].startswith("-") else "private"
+
+
+@dataclass(frozen=True)
+class Freshness:
+    daily_reset_hour: int | None  # local hour (the clock's zone); None: no daily boundary
+    idle_minutes: int | None  # None: no idle expiry
+
+
 @dataclass(frozen=True)
 class FreshnessPolicy:
     daily_reset_hour: int | None  # local hour (the clock's zone); None: no daily boundary
     idle_minutes: int | None  # None: no idle expiry
     now: Callable[[], datetime]
+    by_kind: Mapping[ChatKind, Freshness] = field(default_factory=dict)  # a kind's own rule
+
+    def rule(self, session_key: str) -> Freshness:
+        fallback = Freshness(self.daily_reset_hour, self.idle_minutes)
+        return self.by_kind.get(chat_kind(session_key), fallback)
 
     def expired(self, session: Session) -> str | None:
         """Why the session is stale ("idle for 5 hours", "daily reset at 04:00"), or None."""
         if all(message.role == "system" for message in session.messages):
             return None  # nothing said since it started: nothing to close
+        rule = self.rule(session.key)
         moment = self.now()
         updated = session.updated_at
         if updated.tzinfo is None:  # a hand-edited file: read it on the clock's wall time
             updated = updated.replace(tzinfo=moment.tzinfo)
         idle = moment - updated
-        if self.idle_minutes is not None and idle > timedelta(minutes=self.idle_minutes):
+        if rule.idle_minutes is not None and idle > timedelta(minutes=rule.idle_minutes):
             return f"idle for {duration_phrase(idle)}"
-        hour = self.daily_reset_hour
+        hour = rule.daily_reset_hour
         if hour is not None and updated < last_boundary(moment, hour):
             return f"daily reset at {hour:02d}:00"
         return None
@@ -111,7 +136,7 @@ class SessionRenewal:
         carried, summarized = await self._carried_text(session.messages)
         summary = ChatMessage(role="system", content=summary_text(carried), at=self.now())
         closed = await self.closing.close(
-            session, scope, at=self.now(), wait=False, opening=(summary,)
+            session, scope, at=self.now(), wait=False, opening=(summary,), reason=reason
         )
         return Renewal(session=closed.session, notice=renewal_notice(reason, summarized=summarized))
 

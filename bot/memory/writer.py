@@ -110,7 +110,9 @@ class MemoryWriter:
         """The turn's daily note line, then its items; both best-effort (logged)."""
         note = self.workspace.daily_note_path(turn.scope, turn.at.date())
         try:
-            await self.notes.append(turn.scope, turn.at, turn.user_text, turn.reply)
+            await self.notes.append(
+                turn.scope, turn.at, turn.user_text, turn.reply, messages=turn.joins
+            )
         except OSError:
             log.warning("daily_note_failed", exc_info=True)
         if self.items is None:

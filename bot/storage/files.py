@@ -52,7 +52,17 @@ log = structlog.get_logger(__name__)
 
 
 def ensure_dir(path: Path) -> Path:
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    """`path` made a folder, with each missing folder on the way 0700 (`mkdir(parents=True)`
+    makes the parents with the default mode: a workspace root was 0755)."""
+    missing: list[Path] = []
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
+    if not path.is_dir():
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)  # raises what is wrong
     return path
 
 

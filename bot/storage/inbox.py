@@ -318,7 +318,7 @@ def encode_inbound(inbound: Inbound) -> Fields:
         "attachments": [asdict(attachment) for attachment in inbound.attachments],
         "forwarded": inbound.forwarded,
         "kind": inbound.kind,
-    }
+    } | ({"joins": inbound.joins} if inbound.joins > 1 else {})
 
 
 def decode_inbound(document: Fields) -> Inbound:
@@ -346,6 +346,7 @@ def decode_inbound(document: Fields) -> Inbound:
         attachments=tuple(_attachment(raw) for raw in attachments),
         forwarded=bool(document.get("forwarded", False)),
         kind=cast(InboundKind, kind),
+        joins=max(1, _maybe_number(document.get("joins")) or 1),
     )
 
 

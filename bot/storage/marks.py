@@ -22,6 +22,9 @@ FLUSHED_CYCLE = "memory_flush_cycle"
 FLUSHED_AT = "memory_flush_at"
 RECOVERED_FROM = "recovered_from"
 ARCHIVED_PART = "archived_part"
+REVISION = "revision"
+STATE = "state"
+ENDED = "ended"
 
 KEYS = {  # field → its key in the file
     "last_inbound": LAST_INBOUND,
@@ -32,6 +35,9 @@ KEYS = {  # field → its key in the file
     "flushed_at": FLUSHED_AT,
     "recovered_from": RECOVERED_FROM,
     "archived_part": ARCHIVED_PART,
+    "revision": REVISION,
+    "state": STATE,
+    "ended": ENDED,
 }
 
 
@@ -100,4 +106,7 @@ _READ: dict[str, Callable[[str], object]] = {
     "flushed_at": _datetime,
     "recovered_from": _str,
     "archived_part": lambda text: text == "true" or None,
+    "revision": _int,
+    "state": lambda text: text if text in ("active", "ended") else None,
+    "ended": _str,
 }

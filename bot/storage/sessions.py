@@ -7,6 +7,14 @@ marked (`SessionMarks.recovered_from`) until a turn has told the user. `/new` ar
 file under `sessions/archive/` instead of deleting it, and a part cut from a session
 (consolidation's trim, a compaction) is archived the same way (`archive_part`): no message a
 chat sent is ever deleted. A session's marks are its file's `metadata` (`bot.storage.marks`).
+
+States (seed 000): the chat's current file is its active conversation; an archived one is
+marked `"state": "ended"`, with why (`/new`, a freshness policy, a conversation the model kept
+refusing). Writes are versioned: each save counts the file's `revision` and holds the path's
+lock (`Locks`: across processes in the embedded mode, across replicas in the replicated one);
+when the file changed since this store last read or wrote it (another process: the CLI's
+forget, the memory page, a replica), it is written only over that version (`write_if`), with
+the messages this save adds put after the other's (`rebased`): neither change is lost.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import structlog
 
 from bot import versioned
 from bot.models import ChatMessage, Session, SessionMarks, ToolCall, Via
-from bot.storage.files import Documents, Signature
+from bot.storage.files import Documents, Locks, Signature
 from bot.storage.marks import decode_marks, encode_marks
 from bot.storage.transcript import repair
 from bot.storage.workspace import Workspace, file_key, key_of_file
@@ -34,6 +42,7 @@ from bot.versioned import Fields, number
 FORMAT_VERSION = 1
 _VIAS: tuple[str, ...] = get_args(Via)
 KNOWN = 64  # chats whose last session is kept in memory (`SessionStore`)
+SAVE_TRIES = 5  # a save over a file that keeps changing under it, at most
 log = structlog.get_logger(__name__)
 
 
@@ -48,10 +57,17 @@ class SessionStore:
     caller's thread), not a read and a parse in a worker's. A document changed by anything
     else (a forget's rewrite, a hand edit, another replica) is read again."""
 
-    def __init__(self, workspace: Workspace, *, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        now: Callable[[], datetime],
+        locks: Locks | None = None,  # None: this process is the only writer (tests, tools)
+    ) -> None:
         self.workspace = workspace
         self.documents: Documents = workspace.documents
         self.now = now
+        self.locks = locks
         self._known: OrderedDict[str, tuple[Signature, Session]] = OrderedDict()
         self._known_lock = threading.Lock()
 
@@ -70,12 +86,50 @@ class SessionStore:
         return await asyncio.to_thread(self._load, key)
 
     async def save(self, session: Session) -> None:
-        await asyncio.to_thread(self._save, session)
+        if self.locks is None:
+            await asyncio.to_thread(self._save, session)
+            return
+        async with self.locks.hold(self.workspace.session_path(session.key)):
+            await asyncio.to_thread(self._save, session)
 
     def _save(self, session: Session) -> None:
+        """Write `session` as the file's next revision; over another writer's change, rebased
+        on it (see the module docstring)."""
         path = self.workspace.session_path(session.key)
-        self.documents.write(path, encode_session(session).encode("utf-8"))
-        self._remember(session.key, path, session)
+        for _ in range(SAVE_TRIES):
+            current = self.documents.version(path)
+            with self._known_lock:
+                kept = self._known.get(session.key)
+            ours = session
+            if current is not None and (kept is None or kept[0] != current):
+                ours = self._over_theirs(session, path, base=kept[1] if kept else None)
+            marks = replace(ours.marks, revision=(ours.marks.revision or 0) + 1, state=None)
+            ours = replace(ours, marks=marks)
+            if self.documents.write_if(path, encode_session(ours).encode("utf-8"), current):
+                self._remember(session.key, path, ours)
+                return
+        raise OSError(f"session {session.key}: changed by another writer {SAVE_TRIES} times")
+
+    def _over_theirs(self, ours: Session, path: Path, *, base: Session | None) -> Session:
+        """`ours` over what the file holds now, written by someone else since `base`."""
+        data = self.documents.read(path)
+        try:
+            theirs, _ = decode_session(data.decode("utf-8")) if data else (None, ())
+        except (SessionFormatError, UnicodeDecodeError):
+            return ours  # a damaged file is set aside at the next load; ours replaces it
+        if theirs is None:
+            return ours
+        if base is None and theirs.marks.revision == ours.marks.revision:
+            return ours  # this store forgot the file (KNOWN), and nobody counted a save since
+        merged = rebased(ours, base=base, theirs=theirs)
+        log.warning(
+            "session_changed_meanwhile",
+            key=ours.key,
+            revision=theirs.marks.revision,
+            kept=len(theirs.messages),
+            added=len(merged.messages) - len(theirs.messages),
+        )
+        return merged
 
     def _unchanged(self, key: str) -> Session | None:
         """The session kept for `key` when its file has not changed since."""
@@ -106,9 +160,10 @@ class SessionStore:
             while len(self._known) > KNOWN:
                 self._known.popitem(last=False)
 
-    async def archive(self, key: str) -> Session:
-        """Move the session's file into the archive and return a fresh, saved session."""
-        await asyncio.to_thread(self._archive, key)
+    async def archive(self, key: str, *, reason: str = "/new") -> Session:
+        """Move the session's file into the archive, marked ended (`reason`), and return a
+        fresh, saved session."""
+        await asyncio.to_thread(self._archive, key, reason)
         session = self.fresh(key)
         await self.save(session)
         return session
@@ -157,11 +212,38 @@ class SessionStore:
         self.documents.write(path, encode_session(session).encode("utf-8"))
         return session
 
-    def _archive(self, key: str) -> None:
+    def _archive(self, key: str, reason: str) -> None:
         path = self.workspace.session_path(key)
-        if self.documents.version(path) is None:
+        data = self.documents.read(path) if self.documents.version(path) is not None else None
+        if data is None:
             return
-        self.documents.move(path, _unused(self._archive_path(key), self.documents))
+        target = _unused(self._archive_path(key), self.documents)
+        try:
+            session, _ = decode_session(data.decode("utf-8"))
+        except (SessionFormatError, UnicodeDecodeError):
+            self.documents.move(path, target)  # kept as it is
+            return
+        marks = replace(session.marks, state="ended", ended=reason)
+        self.documents.write(target, encode_session(replace(session, marks=marks)).encode())
+        self.documents.delete(path)
+
+
+def rebased(ours: Session, *, base: Session | None, theirs: Session) -> Session:
+    """`theirs` (another writer's version) with what `ours` adds to `base` (the version ours
+    was made from) after its messages: a turn's new messages after a forget's rewrite. Without
+    a base, or when ours is no extension of it (a compaction), the messages of ours after the
+    last one `theirs` holds too."""
+    if base is not None and ours.messages[: len(base.messages)] == base.messages:
+        added = ours.messages[len(base.messages) :]
+    else:
+        held = set(theirs.messages)
+        shared = [index for index, message in enumerate(ours.messages) if message in held]
+        added = ours.messages[shared[-1] + 1 :] if shared else ours.messages
+    return replace(
+        ours,
+        messages=(*theirs.messages, *added),
+        marks=replace(ours.marks, revision=theirs.marks.revision),
+    )
 
 
 def _unused(path: Path, documents: Documents) -> Path:

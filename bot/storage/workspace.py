@@ -4,17 +4,34 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from datetime import date
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+import structlog
+
 from bot.models import MemoryScope
 from bot.storage.confined import inside_scope
 from bot.storage.files import ON_DISK, Documents, ensure_dir
 
+log = structlog.get_logger(__name__)
 MEDIA_FOLDER = "files"  # beside a scope's memory: the files that came with messages
 QUOTED_NAME = "QUOTED.md"  # beside a scope's MEMORY.md: quoted material (`bot.memory.notes.quoted`)
+
+
+def _private(root: Path) -> None:
+    """`root` without group and other permissions (logged when it had some)."""
+    mode = stat.S_IMODE(root.stat().st_mode)
+    if mode & 0o077 == 0:
+        return
+    try:
+        os.chmod(root, mode & 0o700)
+    except OSError as exc:  # not ours: doctor says what to do if it cannot be written
+        log.warning("workspace_not_private", path=str(root), mode=oct(mode), error=str(exc))
+        return
+    log.info("workspace_made_private", path=str(root), was=oct(mode))
 
 
 def encode_key(key: str) -> str:
@@ -78,6 +95,10 @@ class Workspace:
         return None
 
     def ensure(self) -> None:
+        """The workspace's folders, made 0700; a root that others may read (a folder made by
+        hand or by git) is made private too, as everything in it is the owner's."""
+        ensure_dir(self.root)
+        _private(self.root)
         for folder in (self.sessions_dir, self.memory_root, self.state_dir, self.inbox_dir):
             ensure_dir(folder)
         self._rename_old_session_files()

@@ -152,4 +152,5 @@ def _event(ctx: TurnContext, reply: str, at: datetime, origin: TurnOrigin) -> Tu
         tool_names=tuple(tools),
         origin=origin.source,
         trusted=origin.trusted,
+        joins=ctx.inbound.joins,
     )

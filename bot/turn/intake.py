@@ -88,12 +88,15 @@ class MemoryIntake:
         self._queues: dict[str, deque[Entry]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._at_once: set[asyncio.Task[None]] = set()
+        self._left: set[str] = set()  # each chat's first entry a stop left: answered alone
         self._closing = False
 
     async def start(self) -> list[Entry]:
         """Queue the entries a stop left behind (and say which)."""
         pending = await self.router.inbox.pending()
         left = [entry for entry in pending if entry.inbound.channel == self.channel]
+        firsts = {entry.inbound.session_key: entry.inbound.id for entry in reversed(left)}
+        self._left = set(firsts.values())  # the turn a stop cut: its answer may be saved
         for entry in left:
             self._queue(entry)
         self.router.outlets[self.channel] = self._queue
@@ -151,9 +154,12 @@ class MemoryIntake:
             if self.debounce:
                 await asyncio.sleep(self.debounce)
             while queue and not self._closing:
-                entry = await together(queue, self.router.inbox) if self.debounce else queue[0]
+                entry = queue[0]
+                if self.debounce:
+                    entry = await together(queue, self.router.inbox, alone=self._left)
                 await self.router.answer(entry, self.replier_for(entry.inbound))
                 queue.popleft()
+                self._left.discard(entry.inbound.id)
         except Exception:
             log.exception("chat_worker_failed", chat=key, left=len(queue))
         finally:

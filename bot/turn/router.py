@@ -22,7 +22,8 @@ answered by the receipts' desk instead of a command or a turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 import structlog
@@ -61,6 +62,7 @@ class Router:
         chatter: ChatterStore | None = None,  # None: group messages not for the bot are dropped
         notice_after: float = NOTICE_AFTER,  # seconds before a slow command says what it does
         receipts: ReceiptDesk | None = None,  # None: no memory receipts
+        reset_triggers: Sequence[str] = (),  # whole messages that act as /new (seed 004)
     ) -> None:
         self.inbox = inbox
         self.access = access
@@ -71,6 +73,7 @@ class Router:
         self.chatter = chatter
         self.notice_after = notice_after
         self.receipts = receipts
+        self.reset_triggers = frozenset(trigger_text(t) for t in reset_triggers if t.strip())
         # an entry not sent by anyone (`Inbound.kind`, e.g. a scheduled task): its own turn
         self.kinds: dict[str, Callable[[Inbound, Replier], Awaitable[str]]] = {}
         # each running channel's queue, for entries journaled outside it (`bot.reminders`)
@@ -169,7 +172,7 @@ class Router:
                 return await own_turn(inbound, replier)
             if self.receipts is not None and (taken := await self.receipts.intercept(inbound)):
                 return taken
-            if (command := parse_command(inbound.text)) is not None:
+            if (command := self._command_of(inbound)) is not None:
                 return await self._command(command, inbound, replier)
             return await self.turns.run(inbound, replier)
         except (asyncio.CancelledError, Fenced, StoreAway):  # the turn is another's, or later
@@ -177,6 +180,15 @@ class Router:
         except Exception:
             log.exception("turn_failed", inbound=inbound.id)
             return SORRY
+
+    def _command_of(self, inbound: Inbound) -> Command | None:
+        """The message's command: a /command, or a reset trigger as /new."""
+        if (command := parse_command(inbound.text)) is not None:
+            return command
+        if self.reset_triggers and trigger_text(inbound.text) in self.reset_triggers:
+            log.info("reset_trigger", chars=len(inbound.text))
+            return Command(name="new", args="")
+        return None
 
     async def _command(self, command: Command, inbound: Inbound, replier: Replier) -> str:
         """A command's answer (a file it has goes first, outside the ledger); one that takes
@@ -194,3 +206,8 @@ class Router:
         if answer.document is not None:
             await self.delivery.notice(answer.document, replier)
         return answer.text
+
+
+def trigger_text(text: str) -> str:
+    """A message as a reset trigger is matched: words only, any case ("New chat!" = "new chat")."""
+    return " ".join(re.findall(r"\w+", text.casefold()))

@@ -10,7 +10,9 @@ A turn whose answer was saved but not recorded takes the reply from the session
 saved.
 
 A model failure is told by its cause (`bot.llm.failures`): the owner, in their private chat,
-what failed and which setting to change; anyone else a short line.
+what failed and which setting to change; anyone else a short line. The same persistent failure
+several turns in a row (`bot.conversation.breakdown`) closes the conversation: the chat is told,
+and the message is answered once more in a new one.
 
 While the model writes, a replier that can shows the text as it comes (`bot.turn.live`); that
 draft is handed over to the reply (or closed) before the reply is recorded: the ledger's
@@ -25,13 +27,15 @@ dropped once a turn showed it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 
 import structlog
 
 from bot.conversation import speakers
+from bot.conversation.breakdown import OVERFLOW_KIND, Breakdowns, kind_of
 from bot.conversation.continuation import Continuation
-from bot.conversation.overflow import OverflowRetry
-from bot.errors import LLMError
+from bot.conversation.overflow import MESSAGE_TOO_LONG, OverflowRetry
+from bot.errors import ContextOverflow, LLMError
 from bot.llm import failures
 from bot.media.reader import MediaReader
 from bot.models import ChatMessage, Inbound, Said, Session
@@ -59,6 +63,7 @@ class TurnRunner:
         delivery: Delivery,  # the chat's notices before the reply
         chatter: ChatterStore | None = None,  # None: group messages not for the bot are dropped
         media: MediaReader | None = None,  # None: a message's attachments are not read
+        breakdowns: Breakdowns | None = None,  # None: a conversation is never restarted
     ) -> None:
         self.overflow = overflow
         self.continuation = continuation
@@ -68,6 +73,7 @@ class TurnRunner:
         self.delivery = delivery
         self.chatter = chatter
         self.media = media
+        self.breakdowns = breakdowns
         self.alerts = OwnerAlerts(access, delivery)  # a channel connects its reach
 
     async def run(self, inbound: Inbound, replier: Replier) -> str:
@@ -84,7 +90,8 @@ class TurnRunner:
         if session.marks.last_inbound == inbound.id:
             log.info("turn_already_answered", inbound=inbound.id)
             reply = _last_reply(session)
-            await self.continuation.noted(session, self.access.scope_for(inbound), reply)
+            scope = self.access.scope_for(inbound)
+            await self.continuation.noted(session, scope, reply, messages=inbound.joins)
             return reply
         await replier.acknowledge()
 
@@ -96,7 +103,7 @@ class TurnRunner:
         )
         log.info("turn_start", chars=len(inbound.text), attachments=len(inbound.attachments))
         async with replier.typing(), live_reply(replier) as live:
-            reply, ctx = await self._answer(inbound, turn_id, session, live)
+            reply, ctx = await self._answer(inbound, turn_id, session, live, say)
             if live is not None:
                 live.ends_in(reply)
         if ctx is None:
@@ -107,20 +114,46 @@ class TurnRunner:
         return reply
 
     async def _answer(
-        self, inbound: Inbound, turn_id: str, session: Session, live: LiveReply | None
+        self,
+        inbound: Inbound,
+        turn_id: str,
+        session: Session,
+        live: LiveReply | None,
+        say: Callable[[str], Awaitable[None]],
     ) -> tuple[str, TurnContext | None]:
-        """The turn's reply, with its context when the pipeline ran to its end."""
+        """The turn's reply, with its context when the pipeline ran to its end; after the same
+        persistent failure `Breakdowns.limit` times in a row, a new conversation (the chat
+        told) and the message answered once more in it."""
+        reply, ctx, kind = await self._attempt(inbound, turn_id, session, live)
+        key = inbound.session_key
+        if self.breakdowns is None or kind is None:
+            if self.breakdowns is not None and ctx is not None:
+                self.breakdowns.answered(key)
+            return reply, ctx
+        if not self.breakdowns.failed(key, kind):
+            return reply, ctx
+        renewal = await self.breakdowns.restart(session, self.access.scope_for(inbound), kind=kind)
+        await say(renewal.notice)
+        reply, ctx, _ = await self._attempt(inbound, turn_id, renewal.session, live)
+        return reply, ctx
+
+    async def _attempt(
+        self, inbound: Inbound, turn_id: str, session: Session, live: LiveReply | None
+    ) -> tuple[str, TurnContext | None, str | None]:
+        """The reply, the context when the pipeline ran to its end, and the kind of a failure
+        a new conversation may cure (`bot.conversation.breakdown`)."""
         try:
             ctx = await self._context(inbound, turn_id, session)
             ctx.live = live
             ctx = await self.overflow.run(ctx)
         except StopTurn as stop:
-            return stop.reply or "", None
+            unfit = isinstance(stop.__cause__, ContextOverflow) and stop.reply != MESSAGE_TOO_LONG
+            return stop.reply or "", None, OVERFLOW_KIND if unfit else None
         except LLMError as exc:
             log.warning("turn_llm_failed", error=type(exc).__name__, cause=str(exc.cause))
             await self.alerts.failed(exc, inbound)
-            return failures.tell(exc, owner=self._owner_chat(inbound)), None
-        return ctx.reply or "", ctx
+            return failures.tell(exc, owner=self._owner_chat(inbound)), None, kind_of(exc)
+        return ctx.reply or "", ctx, None
 
     async def _context(self, inbound: Inbound, turn_id: str, session: Session) -> TurnContext:
         """The turn's context, what came with the message read first (`bot.media`: its one

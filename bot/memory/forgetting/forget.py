@@ -117,7 +117,8 @@ class Forgetting:
         ws, documents = self.workspace, self.documents
         working = ws.working_memory_path(session_key)
         found.append(Target("working memory", working, "lines", working))
-        found.append(Target("this conversation", ws.session_path(session_key), "messages", None))
+        current = ws.session_path(session_key)  # locked as `SessionStore.save` locks it
+        found.append(Target("this conversation", current, "messages", current))
         for path in ws.archived_session_paths(session_key):
             found.append(Target("past conversations", path, "messages", None))
         for path in documents.listing(ws.consolidation_dir, "*.json"):

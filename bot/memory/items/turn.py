@@ -44,6 +44,7 @@ class TurnMemoryEvent:
     origin: Provenance | None = None  # who said it, as what: every item of the turn carries it
     trusted: bool = True  # False: the turn carried others' words (`bot.memory.trust`)
     carried: Provenance | None = None  # others' words its answer drew on: the episode's source
+    joins: int = 1  # messages `user_text` joins (`Inbound.joins`): its note line keeps them all
 
 
 def session_reference(session_key: str) -> str:

@@ -32,15 +32,17 @@ def note_line(
 
 @dataclass(frozen=True)
 class NoteFormat:
-    user_chars: int  # each side is folded to one line and cut to its length
+    user_chars: int  # each side is folded to one line and cut to its length (the user's, of
+    # each message the turn joins: quick follow-ups answered together keep all their words)
     assistant_chars: int
 
-    def line(self, at: datetime, user: str, assistant: str) -> str:
-        return f"[{at:%H:%M}] {self.body(user, assistant)}"
+    def line(self, at: datetime, user: str, assistant: str, *, messages: int = 1) -> str:
+        return f"[{at:%H:%M}] {self.body(user, assistant, messages=messages)}"
 
-    def body(self, user: str, assistant: str) -> str:
-        """The exchange's line without its clock."""
-        said, answered = _fold(user, self.user_chars), _fold(assistant, self.assistant_chars)
+    def body(self, user: str, assistant: str, *, messages: int = 1) -> str:
+        """The exchange's line without its clock; `messages`: how many the user side joins."""
+        room = self.user_chars * messages + messages - 1  # and the breaks between them
+        said, answered = _fold(user, room), _fold(assistant, self.assistant_chars)
         return f"User: {said} | Assistant: {answered}"
 
     def bodies(self, exchanges: Iterable[tuple[str, str]]) -> frozenset[str]:
@@ -65,11 +67,18 @@ class DailyNotes:
         self.format = fmt
 
     async def append_once(
-        self, scope: MemoryScope, at: datetime, user: str, assistant: str, *, since: date
+        self,
+        scope: MemoryScope,
+        at: datetime,
+        user: str,
+        assistant: str,
+        *,
+        since: date,
+        messages: int = 1,
     ) -> bool:
         """Append the exchange's line unless a note from `since` to `at`'s day holds it (a
         turn saved just before a kill, its line perhaps not written); whether it appended."""
-        body = self.format.body(user, assistant)
+        body = self.format.body(user, assistant, messages=messages)
         days = (since + timedelta(days=n) for n in range(max(0, (at.date() - since).days) + 1))
         for day in days:
             path = self.workspace.daily_note_path(scope, day)
@@ -78,11 +87,13 @@ class DailyNotes:
             )
             if held:
                 return False
-        await self.append(scope, at, user, assistant)
+        await self.append(scope, at, user, assistant, messages=messages)
         return True
 
-    async def append(self, scope: MemoryScope, at: datetime, user: str, assistant: str) -> None:
-        line = self.format.line(at, user, assistant)
+    async def append(
+        self, scope: MemoryScope, at: datetime, user: str, assistant: str, *, messages: int = 1
+    ) -> None:
+        line = self.format.line(at, user, assistant, messages=messages)
         path = self.workspace.daily_note_path(scope, at.date())
         if self.workspace.inside_scope(path):
             data = (line + "\n").encode("utf-8")

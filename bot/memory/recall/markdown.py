@@ -35,6 +35,7 @@ class MarkdownMemory:
         *,
         recent_days: int,
         budget_tokens: int,
+        working_lines: int | None = None,  # working memory's first lines shown; None: all
     ) -> None:
         self.workspace = workspace
         self.reader = reader
@@ -42,6 +43,7 @@ class MarkdownMemory:
         self.count = count
         self.recent_days = recent_days
         self.budget_tokens = budget_tokens
+        self.working_lines = working_lines
 
     async def view(
         self,
@@ -80,6 +82,7 @@ class MarkdownMemory:
             long_term=_current(self.reader.head(self.workspace.long_term_path(scope))),
             chat=_current(self.reader.head(self.workspace.long_term_path(chat))) if chat else None,
             working=self.working.read_fresh(session_key),
+            working_lines=self.working_lines,
             today=self._note(scope, today, carried),
             recent=self._recent(scope, today, carried),
         )

@@ -197,10 +197,27 @@ class MemoryPrompt:
             headings=HEADINGS,
         )
         try:
-            return await self.retriever.pack(request, mark_used=False)
+            pack = await self.retriever.pack(request, mark_used=False)
         except Exception:  # the pack is best-effort: the markdown section stands alone
             log.warning("memory_pack_failed", exc_info=True)
             return None
+        log_pack(pack)
+        return pack
+
+
+def log_pack(pack: packs.MemoryPack) -> None:
+    """The pack's diagnostics in the log (DEBUG): what each layer offered, what was shown,
+    what the budgets left out and what stretched past the soft budget, and its tokens."""
+    found = pack.diagnostics
+    log.debug(
+        "memory_pack",
+        offered=dict(found.candidates),
+        shown=len(pack.chosen),
+        left_out=len(found.budget_cuts),
+        stretched=len(found.stretched),
+        tokens=found.tokens,
+        budget=(found.soft_budget, found.max_budget),
+    )
 
 
 def recalled_section(pack: packs.MemoryPack | None) -> str:

@@ -36,6 +36,7 @@ class MemorySnapshot:
     long_term: FileLines | None = None
     chat: FileLines | None = None
     working: WorkingNote | None = None
+    working_lines: int | None = None  # its first lines shown at most (`working_top_k`)
     today: FileLines | None = None
     recent: Sequence[tuple[date, FileLines]] = ()  # newest first
 
@@ -82,7 +83,7 @@ def _sections(snapshot: MemorySnapshot) -> list[_Section]:
         _single("## Chat Memory", snapshot.chat),
     ]
     if working := snapshot.working:
-        lines = FileLines(lines=tuple(working.text.splitlines()))
+        lines = first_lines(working.text, snapshot.working_lines)
         found.append(_single(f"## Working Memory ({working.age})", lines))
     days = tuple(_Part(f"### {day.isoformat()}", lines, True) for day, lines in snapshot.recent)
     found += [
@@ -90,6 +91,15 @@ def _sections(snapshot: MemorySnapshot) -> list[_Section]:
         _Section("## Recent Context", days),
     ]
     return [section for section in found if section.parts]
+
+
+def first_lines(text: str, most: int | None) -> FileLines:
+    """The text's first `most` non-blank lines (all when None); the rest counted as unread,
+    so the section's last line says they were left out."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if most is None or len(lines) <= most:
+        return FileLines(lines=tuple(text.splitlines()))
+    return FileLines(lines=tuple(lines[:most]), unread=len(lines) - most)
 
 
 def _single(heading: str, lines: FileLines | None, *, keep_last: bool = False) -> _Section:

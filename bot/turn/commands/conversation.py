@@ -105,8 +105,13 @@ def keep_count(args: str, *, default: int) -> int | None:
 
 def compact_receipt(result: CompactionResult, *, keep: int, tokens: tuple[int, int]) -> str:
     """What /compact did: messages and tokens (how full the prompt is, as /status says it)
-    before → after, by summary or by dropping."""
+    before → after, or that the summary failed and nothing changed."""
     before, after = result.messages_before, result.messages_after
+    if result.failed:
+        return (
+            f"Not compacted: the model could not summarise the messages before the last {keep}, "
+            f"so all {before} stay as they were (nothing dropped). Try /compact again later."
+        )
     if not result.compacted:
         if before <= keep:
             return f"Nothing to compact: {before} messages, and /compact keeps the last {keep}."
@@ -117,7 +122,7 @@ def compact_receipt(result: CompactionResult, *, keep: int, tokens: tuple[int, i
     how = (
         "The older messages are now one summary"
         if result.summarized
-        else "The model could not summarise, so I dropped the oldest messages"
+        else "A kept message too long for the window is shortened"
     )
     return (
         f"Compacted: {before} → {after} messages, "
