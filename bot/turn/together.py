@@ -10,7 +10,7 @@ others (`Inbox.merged`), so a stop at any point answers each message once. The f
 stop left in a chat is answered on its own: its answer may be in the session already (saved
 just before the stop), and merged with the next one it would be asked of the model again.
 Replicated mode's queue does the same with the chat's later entries in the shared journal
-(`bot.replicas.queue.QueueIntake`).
+(`bot.replicas.journal.with_follow_ups`; there an entry taken before is the one answered alone).
 """
 
 from __future__ import annotations
