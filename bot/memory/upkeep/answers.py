@@ -22,12 +22,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.memory.lines import bare, bullet_of
+from bot.memory.lines import bare, bullet_of, fact_of, normal
 from bot.memory.upkeep.requests import PROMPT_ECHOES
+from bot.models import ChatMessage
 
 FIELDS = ("history_entry", "memory_update")
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -162,3 +163,62 @@ def _unescape(raw: str) -> str:
     except ValueError:
         return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m[1], m[0]), raw, flags=re.DOTALL)
     return str(value)
+
+
+_TRANSCRIPT = re.compile(
+    r"^\W*(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}\W*)?(?:USER|ASSISTANT)(?:\s*\[[^\]]*\])?\s*:"
+)  # the conversation's labels, upper case as `requests.conversation_lines` writes them
+_COPY_WORDS = 4  # a new memory line of this many words or more found in a message is a copy
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_ABOUT_USER = re.compile(r"^(?:the\s+)?(?:user\b|i\b|my\b|i'm\b|i’m\b)", re.IGNORECASE)
+_ROLES = ("user", "assistant")
+
+
+def facts_only(
+    answer: ConsolidationResult, messages: Sequence[ChatMessage], *, seen: str
+) -> ConsolidationResult:
+    """The answer without what is not a fact (the writer's rules, stated in docs/memory.md),
+    checked on the lines it adds to what the model was shown (`seen`: hand edits are never
+    touched):
+
+    - a line in the conversation's own form (`[time] USER: …`): the request echoed;
+    - a line that copies the assistant's words (at least `_COPY_WORDS` words of an ASSISTANT
+      message, verbatim, that no USER message holds), or a fact about the user (`User …`,
+      `I …`, `My …`) whose distinctive words (those only one side of the conversation used)
+      are all the assistant's: the assistant's words are never a fact about the user;
+    - a line that repeats a fact already in the update (the same normal form, any bullet:
+      `bot.memory.lines.normal`).
+
+    The history entry loses the conversation's lines too; an entry or update left with nothing
+    is missing (so the raw fallback keeps the turns instead)."""
+    said = {role: [normal(m.content or "") for m in messages if m.role == role] for role in _ROLES}
+    known = {normal(line) for line in seen.splitlines() if bare(line)}
+    kept: list[str] = []
+    facts: set[str] = set()
+    for line in (answer.memory_update or "").splitlines():
+        fact = normal(line)
+        if fact and not fact.startswith("#") and fact not in known:
+            if _TRANSCRIPT.match(bare(line)) or fact in facts or _theirs(fact, said):
+                continue
+            facts.add(fact)
+        kept.append(line)
+    history = (answer.history_entry or "").splitlines()
+    entry = "\n".join(line for line in history if not _TRANSCRIPT.match(line)).strip()
+    update = "\n".join(kept).strip()
+    return replace(
+        answer,
+        history_entry=entry or None,
+        memory_update=update if any(fact_of(line) for line in kept) else None,
+    )
+
+
+def _theirs(fact: str, said: dict[str, list[str]]) -> bool:
+    """Whether a new fact is the assistant's words, not the user's (see `facts_only`)."""
+    if len(fact.split()) >= _COPY_WORDS and any(fact in text for text in said["assistant"]):
+        return not any(fact in text for text in said["user"])
+    if not _ABOUT_USER.match(fact):
+        return False
+    user = {w for text in said["user"] for w in _WORD.findall(text)}
+    assistant = {w for text in said["assistant"] for w in _WORD.findall(text)}
+    distinctive = {w for w in _WORD.findall(fact) if (w in user) != (w in assistant)}
+    return bool(distinctive) and distinctive <= assistant

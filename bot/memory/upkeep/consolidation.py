@@ -40,11 +40,12 @@ import structlog
 from bot.errors import LLMError, NotTextError
 from bot.llm.client import LLM
 from bot.memory.notes.long_term import MemoryText, new_lines
-from bot.memory.upkeep.answers import ConsolidationResult, parse_consolidation
+from bot.memory.upkeep.answers import ConsolidationResult, facts_only, parse_consolidation
 from bot.memory.upkeep.requests import (
     MEMORY_SHARE,
     OVERHEAD_TOKENS,
     ROLE,
+    TASK,
     Count,
     compression_prompt,
     consolidation_prompt,
@@ -62,6 +63,7 @@ log = structlog.get_logger(__name__)
 TEMPERATURE = 0.3
 WAIT_GRACE = 5.0  # seconds `consolidate_now` allows past the model timeout for file writes
 MERGE_SECTION = "Consolidated"
+ENTRY_TOKENS = 512  # of an answer, for the history entry and the JSON around it
 
 
 class ConsolidationMemory(Protocol):
@@ -126,7 +128,10 @@ class Consolidator:
         self.raw_fallback_chars = raw_fallback_chars
         self.count = count
         self.memory_tokens = int(request_tokens * MEMORY_SHARE)
-        self.room = request_tokens - self.memory_tokens - count(ROLE) - OVERHEAD_TOKENS
+        self.room = request_tokens - self.memory_tokens - count(ROLE + TASK) - OVERHEAD_TOKENS
+        # an answer holds the memory (at most its share) and an entry: a model that loops
+        # (repeating the conversation) is stopped there instead of filling its window
+        self.output = self.memory_tokens + ENTRY_TOKENS
         self._queue: asyncio.Queue[ConsolidationJob] = asyncio.Queue()
         self._queued: set[str] = set()
         self._failed: set[str] = set()  # left for the next start (not `resume`d before)
@@ -290,7 +295,11 @@ class Consolidator:
             zone=self.now().tzinfo,
             partial=partial,
         )
-        return await self._answer(prompt, deadline)
+        result = await self._answer(prompt, deadline)
+        if result is None:
+            return None
+        result = facts_only(result, job.messages, seen=memory)
+        return None if result.is_empty else result
 
     async def _answer(
         self, prompt: list[ChatMessage], deadline: float
@@ -298,7 +307,7 @@ class Consolidator:
         try:
             async with asyncio.timeout_at(deadline):
                 completion = await self.llm.complete(
-                    prompt, model=self.model, temperature=TEMPERATURE
+                    prompt, model=self.model, temperature=TEMPERATURE, max_tokens=self.output
                 )
         except TimeoutError:
             log.warning("consolidation_timed_out", timeout=self.timeout)
