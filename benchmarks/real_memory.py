@@ -2,8 +2,8 @@
 notes, each question scored on the whole memory part of the prompt a turn builds for it.
 
     python benchmarks/real_memory.py --gguf MODEL.gguf           (starts llama.cpp's server)
-    python benchmarks/real_memory.py --base-url http://127.0.0.1:PORT/v1   (any OpenAI-compatible
-                                                                             endpoint; --upstream-model)
+    python benchmarks/real_memory.py --base-url http://127.0.0.1:PORT/v1
+                                            (any OpenAI-compatible endpoint; --upstream-model)
     options: --data eval-data/realtalk.json --chats 2 --seed 31 --days 3 --window 8192
 
 Opt-in, by hand (never in CI): without a model (`--gguf`, `--base-url` or $MNEMO_REAL_MODEL, a
@@ -32,8 +32,9 @@ A turn is held by a line that shows it: at least 60% of the turn's content words
 HISTORY, the items made of them) holds the turns its provenance names and it shares content
 with: it was written by the consolidation of one day's conversation (MEMORY.md's provenance
 side file names the chat and the time; the replay's clock maps the time to that day), so it
-counts for an evidence turn of that day when it shares min(2, the turn's own count) content
-words with it (the speakers' names and the words "user" and "assistant" left out). A line
+counts for an evidence turn of that day when what it says (after its `whom's kind:` label)
+shares min(2, either's count) content words with the turn (words compared by their first five
+letters; the speakers' names and the words "user" and "assistant" left out). A line
 without provenance counts for no turn. Answer coverage: the share of the gold answer's content
 words present anywhere in the memory part (a model-free proxy of what a model can answer from).
 
@@ -58,7 +59,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -116,7 +116,7 @@ STOP = frozenset(
     with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
     also yes yeah oh ok okay well im ive dont thats youre lol haha hey hi hello one thing things
     going go know think want time day today good great nice yeah sure still though even back
-    user assistant""".split()
+    user assistant""".split()  # noqa: SIM905 (a word list reads better as text)
 )
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 PLACEHOLDERS = re.compile(
@@ -133,11 +133,23 @@ ECHO_PHRASES = (
     "return only the json",
     "material to summarise",
 )
+LABEL = re.compile(r"\b(?:USER|ASSISTANT)\s*:", re.IGNORECASE)
 MEMORY_HEADINGS = ("# Memory", "# Memory for this message", "# Relevant Memory")
 
 
 def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.casefold().replace("\u2019", "'")) if w not in STOP]
+
+
+def stems(text: str) -> set[str]:
+    """Content words by their first five letters (`reading`, `read`; `games`, `game`)."""
+    return {w[:5] for w in words(text)}
+
+
+def told(line: str) -> str:
+    """What a fact line says, without the `whom's kind:` label the instructions ask for."""
+    label, colon, value = line.partition(":")
+    return value if colon and len(label.split()) <= 5 else line
 
 
 # ----------------------------------------------------------------------------- the chats
@@ -172,9 +184,7 @@ def day_of(session: Session) -> Day:
     for index in range(0, len(groups), 2):
         said = groups[index]
         reply = groups[index + 1] if index + 1 < len(groups) else ("assistant", [], [])
-        exchanges.append(
-            Exchange("\n".join(said[1]), "\n".join(reply[1]), (*said[2], *reply[2]))
-        )
+        exchanges.append(Exchange("\n".join(said[1]), "\n".join(reply[1]), (*said[2], *reply[2])))
     return Day(session, tuple(exchanges), frozenset(dropped))
 
 
@@ -212,6 +222,7 @@ class Model:
     upstream: str | None
     upstream_model: str
     cache: Path
+    max_output: int | None = None
     reply: str = ""
     caught: dict[str, Any] | None = None
     kinds: Counter[str] = field(default_factory=Counter)
@@ -233,12 +244,21 @@ class Model:
     async def forward(self, body: dict[str, Any], kind: str) -> web.Response:
         sent = {k: v for k, v in body.items() if k not in {"stream", "stream_options"}}
         sent["model"] = self.upstream_model
-        key = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).hexdigest()[:24]
+        if self.max_output and not sent.get("max_tokens"):
+            sent["max_tokens"] = self.max_output  # --max-output: a bound the bot did not set
+        # the key leaves the answer's bound out: an answer that stopped before a new bound is the
+        # answer under it too (the server samples with a fixed seed)
+        keyed = {k: v for k, v in sent.items() if k != "max_tokens"}
+        key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:24]
         path = self.cache / f"{key}.json"
         if path.is_file():
             record = json.loads(path.read_text())
-            self.cached.add(record)
-            return web.json_response(record["response"])
+            bound = sent.get("max_tokens") or 10**9
+            if int(record.get("completion_tokens", 0)) < bound and (
+                record.get("finish_reason", "stop") == "stop" or bound <= record.get("bound", 0)
+            ):
+                self.cached.add(record)
+                return web.json_response(record["response"])
         assert self.session is not None
         self.cache.mkdir(parents=True, exist_ok=True)
         path.with_suffix(".request").write_text(json.dumps(sent, indent=1))
@@ -258,6 +278,8 @@ class Model:
             "prompt_tokens": usage.get("prompt_tokens", 0),
             "completion_tokens": usage.get("completion_tokens", 0),
             "seconds": round(time.monotonic() - begun, 1),
+            "bound": sent.get("max_tokens"),
+            "finish_reason": (payload.get("choices") or [{}])[0].get("finish_reason"),
             "response": payload,
         }
         self.fresh.add(record)
@@ -337,9 +359,7 @@ def settings_for(root: Path, base_url: str, window: int, *, replaying: bool) -> 
         memory=MemorySettings(
             consolidation_timeout=LONG, memory_window=50 if replaying else 0, receipts=False
         ),
-        compaction=CompactionSettings(
-            models_file=models, summary_timeout=LONG, enabled=replaying
-        ),
+        compaction=CompactionSettings(models_file=models, summary_timeout=LONG, enabled=replaying),
         rag=RagSettings(embedder="none"),
     )
 
@@ -371,7 +391,9 @@ async def replay(
     seen: dict[str, set[str]] = {}
     clock = Clock()
     async with serving(model.handle) as base_url:
-        app = build_app(settings_for(root, base_url, window, replaying=True), api_key="bench", now=clock)
+        app = build_app(
+            settings_for(root, base_url, window, replaying=True), api_key="bench", now=clock
+        )
         await app.start()
         consolidator = consolidator_of(app)
         try:
@@ -429,9 +451,9 @@ def collect(workspace: Path, day: int, seen: dict[str, set[str]], written: list[
     history = workspace / "memory" / "HISTORY.md"
     if history.is_file():
         known = seen.setdefault("HISTORY", set())
-        for entry in re.split(r"\n\s*\n", history.read_text(errors="replace")):
-            entry = entry.strip()
-            if not entry or entry.startswith("#") or entry in known:
+        for chunk in re.split(r"\n\s*\n", history.read_text(errors="replace")):
+            entry = "\n".join(x for x in chunk.splitlines() if not x.startswith("#")).strip()
+            if not entry or entry in known:
                 continue
             known.add(entry)
             if RAW_FALLBACK not in entry:
@@ -538,12 +560,14 @@ def score(
     for turn in question.evidence:
         text = texts[turn]
         turn_words = words(text)
-        own = {w for w in turn_words if w not in names}
-        need = min(2, len(own))
+        own = stems(text) - {n[:5] for n in names}
         for line, line_words in by_line:
-            day = model_lines.get(fingerprint(shown_fact(line)))
+            fact = shown_fact(line)
+            day = model_lines.get(fingerprint(fact))
             if day is not None:
-                if need and day == day_of_turn[turn] and len(own & line_words) >= need:
+                says = stems(told(fact)) - {n[:5] for n in names}
+                need = min(2, len(own), len(says))
+                if need and day == day_of_turn[turn] and len(own & says) >= need:
                     break
             elif holds(line_words, turn_words, text, line):
                 break
@@ -589,6 +613,10 @@ def junk_of(
     folded = normal(text)
     if folded in PROMPT_ECHOES or any(p in folded for p in ECHO_PHRASES):
         return "prompt echo"
+    if LABEL.search(text) or any(
+        len(m.split()) >= 6 and m in folded for m in (normal(t) for _, t in day_turns)
+    ):
+        return "prompt echo"  # the conversation copied: a message's label or a whole message
     if PLACEHOLDERS.search(text.strip()):
         return "placeholder"
     key = f"{line.where}:{normal(text)}"
@@ -600,8 +628,8 @@ def junk_of(
         return "degenerate"
     if re.search(r"(\b\w+\b)(?:\W+\1\b){3,}", text, re.IGNORECASE):
         return "degenerate"
-    own = set(said) - names
-    overlaps = [(len(own & set(words(t))), who) for who, t in day_turns]
+    own = stems(told(text)) - {n[:5] for n in names}
+    overlaps = [(len(own & stems(t)), who) for who, t in day_turns]
     best = max((n for n, _ in overlaps), default=0)
     if best < min(2, len(own)) or not own:
         return "ungrounded"
@@ -679,21 +707,19 @@ async def run_chat(chat: ChatRun, model: Model, windows: Sequence[int], scratch_
             for question, part in zip(chat.questions, shown, strict=True):
                 answer = chat.answers.get(question.text, "")
                 lines = model_lines
-                recall, coverage = score(
-                    part, question, answer, texts, day_of_turn, lines, names
-                )
+                recall, coverage = score(part, question, answer, texts, day_of_turn, lines, names)
                 scored.recall.append(recall)
                 scored.coverage.append(coverage)
         (scratch_root / f"{conversation.id}-{variant}-shown.txt").write_text(
-            "\n\n=====\n\n".join(f"Q: {q.text}\n{p}" for q, p in zip(chat.questions, shown, strict=True))
+            "\n\n=====\n\n".join(
+                f"Q: {q.text}\n{p}" for q, p in zip(chat.questions, shown, strict=True)
+            )
         )
 
 
 def hygiene(chat: ChatRun, names: set[str], user_names: set[str]) -> None:
     earlier: set[str] = set()
-    by_day = [
-        [(t.speaker, t.text) for t in day.session.turns] for day in chat.days
-    ]
+    by_day = [[(t.speaker, t.text) for t in day.session.turns] for day in chat.days]
     for line in chat.written:
         kind = junk_of(line, earlier, by_day[line.day], user_names, names)
         chat.junk["lines"] += 1
@@ -707,11 +733,16 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def report(runs: Sequence[ChatRun], windows: Sequence[int], fresh: Cost, cached: Cost, seconds: float) -> None:
+def report(
+    runs: Sequence[ChatRun], windows: Sequence[int], fresh: Cost, cached: Cost, seconds: float
+) -> None:
     questions = sum(len(r.questions) for r in runs)
-    print(
-        f"chats: {', '.join(f'{r.conversation.id} ({len(r.days)} days, {sum(len(d.exchanges) for d in r.days)} exchanges, {len(r.questions)} questions)' for r in runs)}"
-    )
+    for r in runs:
+        exchanges = sum(len(d.exchanges) for d in r.days)
+        print(
+            f"chat {r.conversation.id}: {len(r.days)} days, {exchanges} exchanges, "
+            f"{len(r.questions)} questions"
+        )
     print(f"{questions} questions whose evidence lies in the replayed days")
     print(f"{'memory shown':<34}{'window':>8}{'evidence recall':>17}{'answer coverage':>17}")
     for variant, label in (("turns", "turns only"), ("model", "turns + model-written memory")):
@@ -724,7 +755,9 @@ def report(runs: Sequence[ChatRun], windows: Sequence[int], fresh: Cost, cached:
         total.update(run.junk)
     lines = total["lines"]
     wheres = ", ".join(
-        f"{k.removeprefix('lines ')} {v}" for k, v in sorted(total.items()) if k.startswith("lines ")
+        f"{k.removeprefix('lines ')} {v}"
+        for k, v in sorted(total.items())
+        if k.startswith("lines ")
     )
     print(f"lines the model wrote: {lines} ({wheres})")
     print(f"{'junk':<16}{'lines':>7}{'share':>8}")
@@ -755,7 +788,7 @@ async def main(options: argparse.Namespace) -> int:
     runs = pick(options.data, options.chats, options.seed, options.days)
     windows = options.windows
     print(machine_line(), flush=True)
-    model = Model(options.base_url, options.upstream_model, options.cache)
+    model = Model(options.base_url, options.upstream_model, options.cache, options.max_output)
     async with aiohttp.ClientSession() as session:
         model.session = session
         with tempfile.TemporaryDirectory(prefix="mnemo-real-memory-") as folder:
@@ -789,6 +822,9 @@ def cli(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, nargs="+", default=[8192, 32768])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument(
+        "--max-output", type=int, default=None, help="bound answers the bot leaves unbounded"
+    )
     parser.add_argument("--keep", default=None, help="keep the workspaces in this folder")
     options = parser.parse_args(argv)
     if not options.data.is_file():

@@ -166,10 +166,14 @@ def _unescape(raw: str) -> str:
 
 
 _TRANSCRIPT = re.compile(
-    r"^\W*(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}\W*)?(?:USER|ASSISTANT)(?:\s*\[[^\]]*\])?\s*:"
-)  # the conversation's labels, upper case as `requests.conversation_lines` writes them
+    r"^\W*(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}\W*)?(?:USER|ASSISTANT)(?:\s*\[[^\]]*\])?\s*:",
+    re.IGNORECASE,
+)  # a line in the form `requests.conversation_lines` writes (the label in any case)
+_LABEL = re.compile(r"\b(?:USER|ASSISTANT)(?:\s*\[[^\]]*\])?\s*:", re.IGNORECASE)
+_QUOTE_WORDS = 6  # a history line holding a message of this many words or more copies it
 _COPY_WORDS = 4  # a new memory line of this many words or more found in a message is a copy
 _WORD = re.compile(r"[^\W\d_]{3,}")
+_STEM = 5  # letters a word is compared by
 _ABOUT_USER = re.compile(r"^(?:the\s+)?(?:user\b|i\b|my\b|i'm\b|i’m\b)", re.IGNORECASE)
 _ROLES = ("user", "assistant")
 
@@ -183,14 +187,16 @@ def facts_only(
 
     - a line in the conversation's own form (`[time] USER: …`): the request echoed;
     - a line that copies the assistant's words (at least `_COPY_WORDS` words of an ASSISTANT
-      message, verbatim, that no USER message holds), or a fact about the user (`User …`,
-      `I …`, `My …`) whose distinctive words (those only one side of the conversation used)
-      are all the assistant's: the assistant's words are never a fact about the user;
+      message, verbatim, that no USER message holds): they are never a fact about the user;
+    - a fact about the user (`User …`, `I …`, `My …`) that the user's words do not ground:
+      none of the words of what it says (after its `kind:` label) is in a USER message, or its
+      distinctive words (those only one side of the conversation used) are all the assistant's;
     - a line that repeats a fact already in the update (the same normal form, any bullet:
       `bot.memory.lines.normal`).
 
-    The history entry loses the conversation's lines too; an entry or update left with nothing
-    is missing (so the raw fallback keeps the turns instead)."""
+    The history entry loses the lines that copy the conversation (`_transcript`); an entry or
+    update left with nothing is missing (the raw fallback then keeps the last messages, marked
+    as such, instead of a copy passed off as a summary)."""
     said = {role: [normal(m.content or "") for m in messages if m.role == role] for role in _ROLES}
     known = {normal(line) for line in seen.splitlines() if bare(line)}
     kept: list[str] = []
@@ -203,7 +209,7 @@ def facts_only(
             facts.add(fact)
         kept.append(line)
     history = (answer.history_entry or "").splitlines()
-    entry = "\n".join(line for line in history if not _TRANSCRIPT.match(line)).strip()
+    entry = "\n".join(line for line in history if not _transcript(line, said)).strip()
     update = "\n".join(kept).strip()
     return replace(
         answer,
@@ -212,13 +218,38 @@ def facts_only(
     )
 
 
+def _transcript(line: str, said: dict[str, list[str]]) -> bool:
+    """Whether a history entry's line is the conversation copied, not told in the model's own
+    words: it holds a message's label (`USER:`, any case) or a whole message of
+    `_QUOTE_WORDS` words or more, verbatim."""
+    if _LABEL.search(line):
+        return True
+    text = normal(line)
+    return any(
+        len(message.split()) >= _QUOTE_WORDS and message in text
+        for messages in said.values()
+        for message in messages
+    )
+
+
 def _theirs(fact: str, said: dict[str, list[str]]) -> bool:
-    """Whether a new fact is the assistant's words, not the user's (see `facts_only`)."""
+    """Whether a new fact is not the user's to keep (see `facts_only`): a copy of the
+    assistant's words, or a fact about the user that nothing the user said grounds."""
     if len(fact.split()) >= _COPY_WORDS and any(fact in text for text in said["assistant"]):
         return not any(fact in text for text in said["user"])
     if not _ABOUT_USER.match(fact):
         return False
-    user = {w for text in said["user"] for w in _WORD.findall(text)}
-    assistant = {w for text in said["assistant"] for w in _WORD.findall(text)}
-    distinctive = {w for w in _WORD.findall(fact) if (w in user) != (w in assistant)}
+    _, colon, value = fact.partition(":")
+    mine = _stems(value if colon else fact.split(None, 1)[-1])
+    user = {stem for text in said["user"] for stem in _stems(text)}
+    assistant = {stem for text in said["assistant"] for stem in _stems(text)}
+    if mine and not mine & user:
+        return True  # invented, or the assistant's
+    distinctive = {stem for stem in mine if (stem in user) != (stem in assistant)}
     return bool(distinctive) and distinctive <= assistant
+
+
+def _stems(text: str) -> set[str]:
+    """A text's words of three letters or more, each by its first five (`reading` and `read`,
+    `books` and `book` are one)."""
+    return {word[:_STEM] for word in _WORD.findall(text.casefold())}

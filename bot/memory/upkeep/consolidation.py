@@ -63,7 +63,7 @@ log = structlog.get_logger(__name__)
 TEMPERATURE = 0.3
 WAIT_GRACE = 5.0  # seconds `consolidate_now` allows past the model timeout for file writes
 MERGE_SECTION = "Consolidated"
-ENTRY_TOKENS = 512  # of an answer, for the history entry and the JSON around it
+NEW_TOKENS = 768  # of an answer past the memory it was shown: new facts, the entry, the JSON
 
 
 class ConsolidationMemory(Protocol):
@@ -129,9 +129,6 @@ class Consolidator:
         self.count = count
         self.memory_tokens = int(request_tokens * MEMORY_SHARE)
         self.room = request_tokens - self.memory_tokens - count(ROLE + TASK) - OVERHEAD_TOKENS
-        # an answer holds the memory (at most its share) and an entry: a model that loops
-        # (repeating the conversation) is stopped there instead of filling its window
-        self.output = self.memory_tokens + ENTRY_TOKENS
         self._queue: asyncio.Queue[ConsolidationJob] = asyncio.Queue()
         self._queued: set[str] = set()
         self._failed: set[str] = set()  # left for the next start (not `resume`d before)
@@ -295,19 +292,21 @@ class Consolidator:
             zone=self.now().tzinfo,
             partial=partial,
         )
-        result = await self._answer(prompt, deadline)
+        # an answer holds the memory it was shown, new facts and an entry: a model that loops
+        # (repeating the conversation) is stopped there instead of filling its window
+        result = await self._answer(prompt, deadline, output=self.count(memory) + NEW_TOKENS)
         if result is None:
             return None
         result = facts_only(result, job.messages, seen=memory)
         return None if result.is_empty else result
 
     async def _answer(
-        self, prompt: list[ChatMessage], deadline: float
+        self, prompt: list[ChatMessage], deadline: float, *, output: int
     ) -> ConsolidationResult | None:
         try:
             async with asyncio.timeout_at(deadline):
                 completion = await self.llm.complete(
-                    prompt, model=self.model, temperature=TEMPERATURE, max_tokens=self.output
+                    prompt, model=self.model, temperature=TEMPERATURE, max_tokens=output
                 )
         except TimeoutError:
             log.warning("consolidation_timed_out", timeout=self.timeout)
@@ -331,7 +330,8 @@ class Consolidator:
         compressed = []
         for piece in pieces(snapshot.text, tokens=self.memory_tokens // 2, count=self.count):
             deadline = asyncio.get_running_loop().time() + self.timeout
-            result = await self._answer(compression_prompt(piece), deadline)
+            output = self.count(piece) + NEW_TOKENS  # a part, compressed, is not longer
+            result = await self._answer(compression_prompt(piece), deadline, output=output)
             compressed.append((result.memory_update if result else None) or piece)
         text = "\n\n".join(part.strip() for part in compressed) + "\n"
         if self.count(text) < before:
