@@ -54,6 +54,7 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -65,7 +66,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -482,19 +483,20 @@ async def ask(
     model: Model,
     root: Path,
     window: int,
-    on: datetime,
+    when: Sequence[datetime],
 ) -> list[str]:
-    """Each question as a message: the memory part of the request its turn builds."""
+    """Each question as a message at its time (`when`, in order): the memory part of the
+    request its turn builds. The model is asked nothing (a renewal's summary gets `{}`)."""
     shown = []
     clock = Clock()
-    clock.at = on
+    model = dataclasses.replace(model, upstream=None, kinds=Counter())
     async with serving(model.handle) as base_url:
         settings = settings_for(root, base_url, window, replaying=False)
         app = build_app(settings, api_key="bench", now=clock)
         await app.start()
         try:
-            for number, question in enumerate(questions):
-                clock.at += timedelta(minutes=1)
+            for number, (question, at) in enumerate(zip(questions, when, strict=True)):
+                clock.at = at
                 model.caught, model.reply = None, "OK."
                 inbound = Inbound(
                     id=f"ask:{conversation.id}:{window}:{number}",
@@ -509,6 +511,20 @@ async def ask(
         finally:
             await app.aclose()
     return shown
+
+
+ASKED = ("next day", "dated")  # asked the day after the last replayed day, or on its own date
+
+
+def asked_at(question: Question, asked: str, after: datetime, number: int) -> datetime:
+    """When a question is asked: the day after the replay (`next day`), or the day the dataset
+    gives it (`dated`; never before the day after), a minute apart in their order."""
+    at = after
+    if asked == "dated" and question.asked is not None:
+        at = max(
+            after, datetime.combine(question.asked, datetime.min.time(), UTC) + timedelta(hours=12)
+        )
+    return at + timedelta(minutes=number)
 
 
 def memory_part(body: dict[str, Any] | None) -> str:
@@ -670,11 +686,14 @@ def pick(dataset_path: Path, chats: int, seed: int, days: int) -> list[ChatRun]:
             continue
         replayed = [day_of(s) for s in conversation.sessions[:days]]
         kept = {t for d in replayed for e in d.exchanges for t in e.turns}
-        questions = [
-            q
-            for q in dataset.questions
-            if q.conversation == conversation.id and q.evidence and set(q.evidence) <= kept
-        ]
+        questions = sorted(
+            (
+                q
+                for q in dataset.questions
+                if q.conversation == conversation.id and q.evidence and set(q.evidence) <= kept
+            ),
+            key=lambda q: q.asked or date.min,
+        )  # in the order they are asked, dated
         runs.append(ChatRun(conversation, replayed, questions, gold_answers(conversation.id)))
     return sorted(runs, key=lambda r: chosen.index(r.conversation.id))
 
@@ -685,8 +704,8 @@ async def run_chat(chat: ChatRun, model: Model, windows: Sequence[int], scratch_
     day_of_turn = {t.id: n for n, d in enumerate(chat.days) for t in d.session.turns}
     names = {w for _, name in conversation.names for w in words(name)}
     user_names = set(words(conversation.name_of("user") or ""))
-    asked_on = datetime.combine(chat.days[-1].session.day, datetime.min.time(), UTC)
-    asked_on += timedelta(days=1, hours=12)
+    after = datetime.combine(chat.days[-1].session.day, datetime.min.time(), UTC)
+    after += timedelta(days=1, hours=12)
     for variant, upstream in (("turns", None), ("model", model.upstream)):
         root = scratch_root / f"{conversation.id}-{variant}"
         shutil.rmtree(root, ignore_errors=True)
@@ -701,9 +720,10 @@ async def run_chat(chat: ChatRun, model: Model, windows: Sequence[int], scratch_
             chat.written = [*replayed.written, *items]
             model_lines = {fingerprint(w.text): w.day for w in chat.written}
             hygiene(chat, names, user_names)
-        for window in windows:
-            shown = await ask(conversation, chat.questions, replaying, root, window, asked_on)
-            scored = chat.scores.setdefault(f"{variant}@{window}", Scored())
+        for window, asked in itertools.product(windows, ASKED):
+            when = [asked_at(q, asked, after, n) for n, q in enumerate(chat.questions)]
+            shown = await ask(conversation, chat.questions, replaying, root, window, when)
+            scored = chat.scores.setdefault(f"{variant}@{window}@{asked}", Scored())
             for question, part in zip(chat.questions, shown, strict=True):
                 answer = chat.answers.get(question.text, "")
                 lines = model_lines
@@ -744,12 +764,16 @@ def report(
             f"{len(r.questions)} questions"
         )
     print(f"{questions} questions whose evidence lies in the replayed days")
-    print(f"{'memory shown':<34}{'window':>8}{'evidence recall':>17}{'answer coverage':>17}")
-    for variant, label in (("turns", "turns only"), ("model", "turns + model-written memory")):
-        for window in windows:
-            recall = [x for r in runs for x in r.scores[f"{variant}@{window}"].recall]
-            coverage = [x for r in runs for x in r.scores[f"{variant}@{window}"].coverage]
-            print(f"{label:<34}{window:>8,}{mean(recall):>17.3f}{mean(coverage):>17.3f}")
+    print(
+        f"{'memory shown':<30}{'window':>8}{'asked':>10}{'evidence recall':>17}"
+        f"{'answer coverage':>17}"
+    )
+    for variant, label in (("turns", "turns only"), ("model", "turns + model-written")):
+        for window, asked in itertools.product(windows, ASKED):
+            scored = [r.scores[f"{variant}@{window}@{asked}"] for r in runs]
+            recall = mean([x for s in scored for x in s.recall])
+            coverage = mean([x for s in scored for x in s.coverage])
+            print(f"{label:<30}{window:>8,}{asked:>10}{recall:>17.3f}{coverage:>17.3f}")
     total: Counter[str] = Counter()
     for run in runs:
         total.update(run.junk)

@@ -770,6 +770,21 @@ async def test_a_hand_written_line_is_never_taken_for_a_copy(
     )
 
 
+async def test_an_answer_cut_short_keeps_the_field_it_finished(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    # the list came whole, then the entry ran on until the answer's bound cut it
+    cut = '{"memory_update": ["- Ann lives in Porto", "- Ann plans a trip to Lisbon"],\n'
+    cut += '"history_entry": "2026-11-21 10:30 - USER: m1 - ASSISTANT: r1 - USER: m1 - ASS'
+    await talk(app, fake_openai, 1, 4, Reply(cut))
+    await settle(app)
+
+    assert (
+        memory / "MEMORY.md"
+    ).read_text() == "- Ann lives in Porto\n- Ann plans a trip to Lisbon\n"
+    assert "[raw-fallback]" in (memory / "HISTORY.md").read_text()
+
+
 async def test_a_history_entry_that_copies_the_conversation_is_no_summary(
     app: App, fake_openai: FakeOpenAI, memory: Path
 ) -> None:

@@ -2,7 +2,8 @@
 
 1. Strip markdown fences and parse the whole text.
 2. Else parse the first balanced `{…}` block that is a JSON object (strings respected).
-3. Else pick out the `"history_entry"` / `"memory_update"` string values one by one.
+3. Else pick out the `"history_entry"` / `"memory_update"` values one by one: a closed string
+   or a closed list (a small model's answer cut short while it wrote the other field).
 
 Real small models answer loosely, so the values are read loosely too, and always end as plain
 text: a list is its items one a line (as `- item` lines for `memory_update`), an object its keys
@@ -85,8 +86,9 @@ def _objects(text: str) -> Iterator[dict[str, Any]]:
             start = text.find("{", start + 1)
 
 
-def _block_end(text: str, start: int) -> int | None:
-    """Index just past the `}` that closes the `{` at `start`, by depth; strings skipped."""
+def _block_end(text: str, start: int, *, brackets: str = "{}") -> int | None:
+    """Index just past the `}` (the closing bracket) that closes the `{` at `start`, by depth;
+    strings skipped."""
     depth, in_string, escaped = 0, False, False
     for index in range(start, len(text)):
         char = text[index]
@@ -97,8 +99,8 @@ def _block_end(text: str, start: int) -> int | None:
             in_string = char != '"'
         elif char == '"':
             in_string = True
-        elif char in "{}":
-            depth += 1 if char == "{" else -1
+        elif char in brackets:
+            depth += 1 if char == brackets[0] else -1
             if depth == 0:
                 return index + 1
     return None
@@ -150,11 +152,22 @@ def _unfenced(text: str) -> str | None:
 
 
 def _field(text: str, name: str) -> str | None:
-    """A field's string value found by pattern (a complete, closed string only)."""
+    """A field's value found by pattern: a complete, closed string, or a closed list (an
+    answer cut short keeps each field that was whole before the cut)."""
     match = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.)*)"', text, re.DOTALL)
-    if match is None:
+    if match is not None:
+        return _unfenced(_unescape(match[1]))
+    opened = re.search(rf'"{name}"\s*:\s*\[', text)
+    if opened is None:
         return None
-    return _unfenced(_unescape(match[1]))
+    end = _block_end(text, opened.end() - 1, brackets="[]")
+    if end is None:
+        return None
+    try:
+        value = json.loads(text[opened.end() - 1 : end], strict=False)
+    except ValueError:
+        return None
+    return _text(value, bullets=name == "memory_update")
 
 
 def _unescape(raw: str) -> str:
