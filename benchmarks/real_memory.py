@@ -647,11 +647,12 @@ def junk_of(
     own = stems(told(text)) - {n[:5] for n in names}
     overlaps = [(len(own & stems(t)), who) for who, t in day_turns]
     best = max((n for n, _ in overlaps), default=0)
-    if best < min(2, len(own)) or not own:
+    need = min(2, (len(own) + 1) // 2)  # "User's hobby: playing games": one of its two words
+    if best < need or not own:
         return "ungrounded"
     if line.where != "HISTORY" and about_user(text, user_names):
         by_user = max((n for n, who in overlaps if who == "user"), default=0)
-        if by_user < min(2, len(own)) and by_user < best:
+        if by_user < need and by_user < best:
             return "wrong person"
     return None
 

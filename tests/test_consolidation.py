@@ -770,6 +770,20 @@ async def test_a_hand_written_line_is_never_taken_for_a_copy(
     )
 
 
+async def test_a_history_line_that_quotes_a_line_of_a_message_is_no_summary(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    fake_openai.script(Reply("Nice."))
+    assert await say(app, "Hi there\nI like to bake for fun, cheese tarts mostly") != []
+    copied = "At 10:30 Ann wrote I like to bake for fun, cheese tarts mostly"  # no label
+    await talk(app, fake_openai, 1, 3, answer(f"{copied}\nAnn talked about baking.", UPDATED))
+    await settle(app)
+
+    history = (memory / "HISTORY.md").read_text()
+    assert "cheese tarts" not in history
+    assert "Ann talked about baking." in history
+
+
 async def test_an_answer_cut_short_keeps_the_field_it_finished(
     app: App, fake_openai: FakeOpenAI, memory: Path
 ) -> None:

@@ -210,7 +210,7 @@ def facts_only(
     The history entry loses the lines that copy the conversation (`_transcript`); an entry or
     update left with nothing is missing (the raw fallback then keeps the last messages, marked
     as such, instead of a copy passed off as a summary)."""
-    said = {role: [normal(m.content or "") for m in messages if m.role == role] for role in _ROLES}
+    said = {role: [_said(m.content or "") for m in messages if m.role == role] for role in _ROLES}
     known = {normal(line) for line in seen.splitlines() if bare(line)}
     kept: list[str] = []
     facts: set[str] = set()
@@ -231,17 +231,23 @@ def facts_only(
     )
 
 
+def _said(text: str) -> str:
+    """A message as the rules compare it: each of its lines in normal form, one a line."""
+    return "\n".join(normal(line) for line in text.splitlines() if line.strip())
+
+
 def _transcript(line: str, said: dict[str, list[str]]) -> bool:
     """Whether a history entry's line is the conversation copied, not told in the model's own
-    words: it holds a message's label (`USER:`, any case) or a whole message of
-    `_QUOTE_WORDS` words or more, verbatim."""
+    words: it holds a message's label (`USER:`, any case) or a whole message, or a whole line
+    of one, of `_QUOTE_WORDS` words or more, verbatim."""
     if _LABEL.search(line):
         return True
     text = normal(line)
     return any(
-        len(message.split()) >= _QUOTE_WORDS and message in text
+        len(part.split()) >= _QUOTE_WORDS and part in text
         for messages in said.values()
         for message in messages
+        for part in (message, *message.split("\n"))
     )
 
 
