@@ -254,8 +254,9 @@ def _transcript(line: str, said: dict[str, list[str]]) -> bool:
 def _theirs(fact: str, said: dict[str, list[str]]) -> bool:
     """Whether a new fact is not the user's to keep (see `facts_only`): a copy of the
     assistant's words, or a fact about the user that nothing the user said grounds."""
-    if len(fact.split()) >= _COPY_WORDS and any(fact in text for text in said["assistant"]):
-        return not any(fact in text for text in said["user"])
+    flat = {role: [" ".join(text.split()) for text in texts] for role, texts in said.items()}
+    if len(fact.split()) >= _COPY_WORDS and any(fact in text for text in flat["assistant"]):
+        return not any(fact in text for text in flat["user"])
     if not _ABOUT_USER.match(fact):
         return False
     _, colon, value = fact.partition(":")
