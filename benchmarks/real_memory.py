@@ -255,8 +255,10 @@ class Model:
         if path.is_file():
             record = json.loads(path.read_text())
             bound = sent.get("max_tokens") or 10**9
-            if int(record.get("completion_tokens", 0)) < bound and (
-                record.get("finish_reason", "stop") == "stop" or bound <= record.get("bound", 0)
+            stopped = record.get("finish_reason", "stop") == "stop"
+            made_under = record.get("bound") or 10**9
+            if (stopped and int(record.get("completion_tokens", 0)) < bound) or (
+                bound <= made_under
             ):
                 self.cached.add(record)
                 return web.json_response(record["response"])

@@ -292,13 +292,10 @@ class Consolidator:
             zone=self.now().tzinfo,
             partial=partial,
         )
-        # an answer holds the memory it was shown, new facts and an entry: a model that loops
-        # (repeating the conversation) is stopped there instead of filling its window
+        # bounded: the memory shown, new facts, an entry (a model that loops is stopped there)
         result = await self._answer(prompt, deadline, output=self.count(memory) + NEW_TOKENS)
-        if result is None:
-            return None
-        result = facts_only(result, job.messages, seen=memory)
-        return None if result.is_empty else result
+        kept = facts_only(result, job.messages, seen=memory) if result else None
+        return None if kept is None or kept.is_empty else kept
 
     async def _answer(
         self, prompt: list[ChatMessage], deadline: float, *, output: int
