@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.memory.lines import bare, bullet_of, fact_of, normal
+from bot.memory.lines import bare, bullet_of, normal
 from bot.memory.upkeep.requests import PROMPT_ECHOES
 from bot.models import ChatMessage
 
@@ -227,7 +227,7 @@ def facts_only(
     return replace(
         answer,
         history_entry=entry or None,
-        memory_update=update if any(fact_of(line) for line in kept) else None,
+        memory_update=update or None,
     )
 
 
