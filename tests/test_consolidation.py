@@ -608,7 +608,8 @@ async def test_a_window_of_zero_trims_to_the_last_messages_and_never_consolidate
 
 
 def strip_times(prompt: str) -> list[str]:
-    conversation = prompt.split("## Conversation to Process\n")[1].splitlines()
+    after = prompt.split("## Conversation to Process\n")[1]
+    conversation = after.split("\n\n## Your Task\n")[0].splitlines()  # the task comes last
     return [re.sub(r"^\[[\d: -]+\] ", "", line) for line in conversation]
 
 
@@ -715,6 +716,100 @@ async def test_the_leftovers_of_a_broken_answer_are_no_facts(
     text = (memory / "MEMORY.md").read_text()
     assert "- Tom plays chess" in text
     assert not [line for line in text.splitlines() if line.strip(" -") in ("{", "}")]
+
+
+async def test_the_request_ends_with_the_task_and_bounds_the_answer(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    await talk(app, fake_openai, 1, 4, answer(ENTRY, UPDATED))
+    await settle(app)
+
+    [request] = [r for r in fake_openai.requests if r["messages"][0]["content"].startswith(ROLE)]
+    asked = request["messages"][-1]["content"]
+    # what changes (the memory, the conversation) comes before the task, the task last
+    assert asked.index("## Conversation to Process") < asked.index("## Your Task")
+    assert asked.rstrip().endswith("list it in removed.")
+    assert "names whom it is about" not in asked  # the rule is asked for in the model's words
+    assert "starting with whom it is about" in asked and "the kind of thing it is" in asked
+    assert request["max_tokens"] > 0  # a model that loops is stopped there
+
+
+async def test_lines_that_are_no_facts_never_reach_memory(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    # what Qwen2.5 1.5B wrote on a real chat: the conversation copied, the assistant's words as
+    # the user's, and one fact twice in two bullet forms
+    fake_openai.script(Reply("I dabble in art and drawing on commissions."))
+    assert await say(app, "I like running and cycling a lot, even in the rain.") != []
+    update = (
+        f"{MEMORY}- User's hobby: running and cycling\n* User's hobby: running and cycling.\n"
+        "- [2026-11-21 10:30] USER: m1\n- USER: m2\n"
+        "- I dabble in art and drawing on commissions\n- User's hobby: drawing\n"
+        "- Ann's hobby: drawing\n"
+    )
+    await talk(app, fake_openai, 1, 3, answer(ENTRY, update))
+    await settle(app)
+
+    assert (memory / "MEMORY.md").read_text() == (
+        f"{MEMORY}- User's hobby: running and cycling\n- Ann's hobby: drawing\n"
+    )
+
+
+async def test_a_hand_written_line_is_never_taken_for_a_copy(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    # the rules judge only what the model adds: a line a person wrote stays, whatever its form
+    (memory / "MEMORY.md").write_text("- USER: prefers short answers\n- User's hobby: chess\n")
+    kept = "- USER: prefers short answers\n- User's hobby: chess\n- User's hobby: chess\n"
+    await talk(app, fake_openai, 1, 4, answer(ENTRY, kept + "- Ann lives in Porto\n"))
+    await settle(app)
+
+    assert (memory / "MEMORY.md").read_text() == (
+        "- USER: prefers short answers\n- User's hobby: chess\n- User's hobby: chess\n"
+        "- Ann lives in Porto\n"
+    )
+
+
+async def test_a_history_line_that_quotes_a_line_of_a_message_is_no_summary(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    fake_openai.script(Reply("Nice."))
+    assert await say(app, "Hi there\nI like to bake for fun, cheese tarts mostly") != []
+    copied = "At 10:30 Ann wrote I like to bake for fun, cheese tarts mostly"  # no label
+    await talk(app, fake_openai, 1, 3, answer(f"{copied}\nAnn talked about baking.", UPDATED))
+    await settle(app)
+
+    history = (memory / "HISTORY.md").read_text()
+    assert "cheese tarts" not in history
+    assert "Ann talked about baking." in history
+
+
+async def test_an_answer_cut_short_keeps_the_field_it_finished(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    # the list came whole, then the entry ran on until the answer's bound cut it
+    cut = '{"memory_update": ["- Ann lives in Porto", "- Ann plans a trip to Lisbon"],\n'
+    cut += '"history_entry": "2026-11-21 10:30 - USER: m1 - ASSISTANT: r1 - USER: m1 - ASS'
+    await talk(app, fake_openai, 1, 4, Reply(cut))
+    await settle(app)
+
+    assert (
+        memory / "MEMORY.md"
+    ).read_text() == "- Ann lives in Porto\n- Ann plans a trip to Lisbon\n"
+    assert "[raw-fallback]" in (memory / "HISTORY.md").read_text()
+
+
+async def test_a_history_entry_that_copies_the_conversation_is_no_summary(
+    app: App, fake_openai: FakeOpenAI, memory: Path
+) -> None:
+    copied = "2026-11-21 10:30 - User: m1 - ASSISTANT: r1 - User: m2"
+    await talk(app, fake_openai, 1, 4, answer(copied, UPDATED))
+    await settle(app)
+
+    history = (memory / "HISTORY.md").read_text()
+    assert "User: m1 - ASSISTANT" not in history
+    assert "[raw-fallback]" in history  # the last messages, marked, not passed off as a summary
+    assert (memory / "MEMORY.md").read_text() == UPDATED  # the facts are kept
 
 
 # ----------------------------------------------------------------------------- within the window

@@ -40,11 +40,12 @@ import structlog
 from bot.errors import LLMError, NotTextError
 from bot.llm.client import LLM
 from bot.memory.notes.long_term import MemoryText, new_lines
-from bot.memory.upkeep.answers import ConsolidationResult, parse_consolidation
+from bot.memory.upkeep.answers import ConsolidationResult, facts_only, parse_consolidation
 from bot.memory.upkeep.requests import (
     MEMORY_SHARE,
     OVERHEAD_TOKENS,
     ROLE,
+    TASK,
     Count,
     compression_prompt,
     consolidation_prompt,
@@ -62,6 +63,7 @@ log = structlog.get_logger(__name__)
 TEMPERATURE = 0.3
 WAIT_GRACE = 5.0  # seconds `consolidate_now` allows past the model timeout for file writes
 MERGE_SECTION = "Consolidated"
+NEW_TOKENS = 768  # of an answer past the memory it was shown: new facts, the entry, the JSON
 
 
 class ConsolidationMemory(Protocol):
@@ -126,7 +128,7 @@ class Consolidator:
         self.raw_fallback_chars = raw_fallback_chars
         self.count = count
         self.memory_tokens = int(request_tokens * MEMORY_SHARE)
-        self.room = request_tokens - self.memory_tokens - count(ROLE) - OVERHEAD_TOKENS
+        self.room = request_tokens - self.memory_tokens - count(ROLE + TASK) - OVERHEAD_TOKENS
         self._queue: asyncio.Queue[ConsolidationJob] = asyncio.Queue()
         self._queued: set[str] = set()
         self._failed: set[str] = set()  # left for the next start (not `resume`d before)
@@ -290,15 +292,18 @@ class Consolidator:
             zone=self.now().tzinfo,
             partial=partial,
         )
-        return await self._answer(prompt, deadline)
+        # bounded: the memory shown, new facts, an entry (a model that loops is stopped there)
+        result = await self._answer(prompt, deadline, output=self.count(memory) + NEW_TOKENS)
+        kept = facts_only(result, job.messages, seen=memory) if result else None
+        return None if kept is None or kept.is_empty else kept
 
     async def _answer(
-        self, prompt: list[ChatMessage], deadline: float
+        self, prompt: list[ChatMessage], deadline: float, *, output: int
     ) -> ConsolidationResult | None:
         try:
             async with asyncio.timeout_at(deadline):
                 completion = await self.llm.complete(
-                    prompt, model=self.model, temperature=TEMPERATURE
+                    prompt, model=self.model, temperature=TEMPERATURE, max_tokens=output
                 )
         except TimeoutError:
             log.warning("consolidation_timed_out", timeout=self.timeout)
@@ -322,7 +327,8 @@ class Consolidator:
         compressed = []
         for piece in pieces(snapshot.text, tokens=self.memory_tokens // 2, count=self.count):
             deadline = asyncio.get_running_loop().time() + self.timeout
-            result = await self._answer(compression_prompt(piece), deadline)
+            output = self.count(piece) + NEW_TOKENS  # a part, compressed, is not longer
+            result = await self._answer(compression_prompt(piece), deadline, output=output)
             compressed.append((result.memory_update if result else None) or piece)
         text = "\n\n".join(part.strip() for part in compressed) + "\n"
         if self.count(text) < before:
