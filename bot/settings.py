@@ -204,8 +204,9 @@ class RagSettings(_Section):
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
     search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
-    relevant_k: int = Field(default=40, ge=0, le=50)  # hits under "# Relevant Memory", at most
-    relevant_budget_tokens: int = Field(default=1024, ge=0)  # its evidence, large windows
+    relevant_k: int = Field(default=100, ge=0, le=200)  # hits under "# Relevant Memory", at most
+    # its evidence at a large window; a smaller one gets less (recall.prompt.RELEVANT_BY_ROOM)
+    relevant_budget_tokens: int = Field(default=4096, ge=0)
     min_similarity: float = Field(default=0.0, ge=0, le=1)
     lightrag_url: str = "http://lightrag:9621"
     lightrag_api_key: SecretStr | None = None

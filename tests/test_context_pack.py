@@ -19,12 +19,13 @@ import structlog
 from bot import logs
 from bot.index import MemoryIndex
 from bot.index.service import IndexService
+from bot.llm.meter import memory_room
 from bot.llm.tokens import TokenCounter
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
-from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory
+from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory, relevant_budget
 from bot.memory.recall.relevant import RelevantMemory, notes_line
 from bot.memory.recall.retrieval import MemoryRetriever
 from bot.memory.recall.scoring import TopK
@@ -315,6 +316,21 @@ async def test_the_bots_prompt_holds_both_sections_within_the_settings_budgets(
     assert "## Earlier Episodes" in items and COUNT(items) <= 100 + 10
     assert COUNT(relevant.strip()) <= 120
     assert relevant_lines(relevant.strip()).more > 0
+
+
+def test_relevant_memory_is_given_by_the_window_and_shares_a_small_one() -> None:
+    """4,096 tokens at a large window, 3,072 asked for at a middle one (scaled with the
+    other sections when the room is short), 1,024 below; never over the setting."""
+    others = 3500 + 1800  # `# Memory` and the pack, as shipped
+    large, middle, small = (
+        relevant_budget(memory_room(window, tools=1200), most=4096, others=others)
+        for window in (131_072, 32_768, 8_192)
+    )
+    assert large == 4096
+    assert 2000 < middle < 3072  # 5,840 tokens of room for 8,372 asked: each gets 70%
+    assert small < 100  # ~460 tokens for all three
+    assert relevant_budget(None, most=4096, others=others) == 4096
+    assert relevant_budget(30_000, most=800, others=others) == 800
 
 
 async def test_relevant_memory_reads_a_named_time_against_the_message_moment(

@@ -80,6 +80,13 @@ class Fused:
     dated: frozenset[int] = field(default_factory=frozenset)
 
 
+def keyword_candidates(k: int) -> int:
+    """How many chunks the keyword side offers for `k` hits: `CANDIDATES`, or one a hit when
+    more are asked for (a large window's `# Relevant Memory` looks for 2 × its hits: with 50
+    candidates alone its 4,096 tokens ran out of hits at ~2,000)."""
+    return max(CANDIDATES, k)
+
+
 def vector_candidates(k: int) -> int:
     """How many chunks the vector side offers for `k` hits: `CANDIDATES`, or `VECTOR_PER_HIT`
     per hit when more are asked for (`# Relevant Memory` looks for 2 × its hits). Many of
