@@ -208,6 +208,9 @@ class RagSettings(_Section):
     # its evidence at a large window; a smaller one gets less (recall.prompt.RELEVANT_BY_ROOM)
     relevant_budget_tokens: int = Field(default=4096, ge=0)
     min_similarity: float = Field(default=0.0, ge=0, le=1)
+    # "keyword": keyword hits first, vector ones fill the room; "ranks": both compete by
+    # rank (Reciprocal Rank Fusion), for an embedder good enough to earn it (docs/memory.md)
+    fusion: Literal["keyword", "ranks"] = "keyword"
     lightrag_url: str = "http://lightrag:9621"
     lightrag_api_key: SecretStr | None = None
     lightrag_mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"

@@ -49,6 +49,7 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
                 embedder=embedder,
                 baselines=args.baseline,
                 count=TokenCounter().count,
+                fusion=settings.rag.fusion,
             ),
         }
         for path, dataset in datasets

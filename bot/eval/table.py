@@ -64,9 +64,13 @@ def _title(report: Figures) -> str:
     return (
         f"{report.get('dataset', 'dataset')}: {report['conversations']} conversations,"
         f" {report['turns']:,} turns, {report['questions']} questions;"
-        f" embedder {report['embedder']}; {report['hits']} hits within"
+        f" embedder {report['embedder']}{_fused(report)}; {report['hits']} hits within"
         f" {report['budget_tokens']:,} tokens"
     )
+
+
+def _fused(report: Figures) -> str:
+    return " (fused by rank)" if report.get("fusion") == "ranks" else ""
 
 
 def _header(ks: Sequence[int]) -> str:

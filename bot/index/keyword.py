@@ -58,7 +58,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from bot.index.query import fts_expression, query_terms
-from bot.index.search import CANDIDATES, Fused, Hit, fuse, keyword_candidates, rank
+from bot.index.search import CANDIDATES, Fused, Fusion, Hit, fuse, keyword_candidates, rank
 from bot.index.snippets import Terms, best_line
 from bot.index.sources import valid_scopes
 from bot.index.store import ChunkRow
@@ -188,8 +188,11 @@ class _Chosen:
 class KeywordSearch:
     """Not thread-safe on its own: `MemoryIndex` holds its lock around every call."""
 
-    def __init__(self, store: KeywordStore, *, budget: int | None = None) -> None:
+    def __init__(
+        self, store: KeywordStore, *, budget: int | None = None, fusion: Fusion = "keyword"
+    ) -> None:
         self.store = store
+        self.fusion = fusion
         self.fixed_budget = budget  # tests; else from the index's size
         self._frequency: dict[str, int] = {}
         self._counted_at = 0  # chunk count when the cache was started
@@ -209,7 +212,7 @@ class KeywordSearch:
             vectors=nearest is not None,
         )
         vector = nearest() if nearest is not None else []
-        fused = fuse(found.ranked, vector, dated=found.dated, vague=found.vague)
+        fused = fuse(found.ranked, vector, dated=found.dated, vague=found.vague, fusion=self.fusion)
         rows = self.store.rows(fused.scores, asked.scopes, text=True)
         return Candidates(asked, fused, rows, found.weights)
 

@@ -52,6 +52,7 @@ class Hit:
         return f"L{self.start_line}-L{self.end_line}" if self.start_line > 0 else ""
 
 
+Fusion = Literal["keyword", "ranks"]  # keyword first, vectors fill; or both by rank (`fuse`)
 Wait = Literal["all", "walks"]  # what a search waits for: every sync asked before, or walks
 
 
@@ -106,14 +107,20 @@ def fuse(
     *,
     dated: Sequence[int] = (),
     vague: bool = False,
+    fusion: Fusion = "keyword",
 ) -> Fused:
     """Keyword first, vectors fill: the keyword candidates keep their order, ahead of every
     other (the `dated` ones, the chunks of the time a query names, before them); the vector
     candidates keyword search did not find continue the list after them. A chunk at place n
     of that one list scores 1 / (RRF_K + n). For a `vague` query (keyword candidates by
-    recency, not bm25) the lists are fused instead (`reciprocal_rank_fusion`)."""
+    recency, not bm25), or with `fusion` "ranks" (an embedder good enough to compete: the
+    `rag.fusion` setting), the lists are fused instead (`reciprocal_rank_fusion`), the
+    `dated` ones still ahead of the rest."""
     if vague:
         return Fused(reciprocal_rank_fusion(keyword, vector))
+    if fusion == "ranks" and vector:
+        fused = reciprocal_rank_fusion(list(dict.fromkeys([*dated, *keyword])), vector)
+        return Fused(fused, frozenset(dated), frozenset(dated))
     first = list(dict.fromkeys([*dated, *keyword]))
     ranking = list(dict.fromkeys([*first, *vector]))
     scores = {chunk_id: 1.0 / (RRF_K + n) for n, chunk_id in enumerate(ranking, start=1)}
