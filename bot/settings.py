@@ -196,21 +196,17 @@ class RagSettings(_Section):
     enabled: bool = True
     backend: Literal["sqlite", "lightrag"] = "sqlite"
     embedder: Literal["none", "model2vec", "openai"] = "none"  # keyword-only when "none"
-    model2vec_path: Path | None = None  # a local model2vec folder, e.g. a downloaded model
-    # else a model on the hub, fetched once on first use into workspace/models/
-    model2vec_model: str = "minishlab/potion-retrieval-32M"
+    model2vec_path: Path | None = None  # a local model2vec folder; else the hub's model …
+    model2vec_model: str = "minishlab/potion-retrieval-32M"  # … fetched once into workspace/models/
     model2vec_hub: str = "https://huggingface.co"
     embedding_base_url: str | None = None  # OpenAI-compatible /v1/embeddings; BOT_LLM__* if unset
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
     search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
     relevant_k: int = Field(default=100, ge=0, le=200)  # hits under "# Relevant Memory", at most
-    # its evidence at a large window; a smaller one gets less (recall.prompt.RELEVANT_BY_ROOM)
-    relevant_budget_tokens: int = Field(default=4096, ge=0)
+    relevant_budget_tokens: int = Field(default=4096, ge=0)  # at a large window (smaller: less)
     min_similarity: float = Field(default=0.0, ge=0, le=1)
-    # "keyword": keyword hits first, vector ones fill the room; "ranks": both compete by
-    # rank (Reciprocal Rank Fusion), for an embedder good enough to earn it (docs/memory.md)
-    fusion: Literal["keyword", "ranks"] = "keyword"
+    fusion: Literal["keyword", "ranks"] = "keyword"  # keyword first, or all by rank (RRF)
     lightrag_url: str = "http://lightrag:9621"
     lightrag_api_key: SecretStr | None = None
     lightrag_mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from bot.index import Exchange, MemoryIndex
-from bot.index.keyword import FEEDBACK_CHUNKS, KeywordSearch, feedback_chunks
+from bot.index.keyword import KeywordSearch
 from bot.index.query import query_terms
+from bot.index.search import FEEDBACK_CHUNKS, feedback_chunks
 from bot.storage.workspace import Workspace
 
 NOW = datetime(2026, 3, 18, 15, 30, tzinfo=UTC)

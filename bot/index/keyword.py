@@ -28,24 +28,19 @@ candidates are the newest chunks that contain one of its three rarest terms, wit
 The vector side, when present, still ranks such queries by meaning.
 
 Feedback (a second pass). A question often names what its answer does not: "What injury did
-Daniel's sister have?" finds "My sister Ruth is staying with us", and the injury is in "Ruth
-broke a wrist". So when the first pass finds fewer than its limit, the first `FEEDBACK_TERMS`
-words of the best lines (`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the
-query's own, labels ("User:", "Daniel:": who speaks, not what is said), numbers (a note line's
-time) and those in more than half the chunks searched however few they are, are searched for as
-another query (chosen as above), and its best `FEEDBACK_CHUNKS` not found already come after
-every chunk of the first pass (`feedback`). The first pass's order is untouched. A handful, not
-the whole room: beside a vector side, more push the vector candidates out of the section
-(benchmarks/README.md, "Feedback"; on REALTALK's 4,096-token sections with model2vec, 75 cost
-0.731 → 0.716). Keyword alone, when a search asks for many (a large window's `# Relevant
-Memory`: 200 candidates), up to half of those beyond `CANDIDATES` (`feedback_chunks`: 75): with
-five, its sections ran out of hits at ~2,900 tokens, and REALTALK's recall in them rose 0.683 →
-0.705 (multi-hop 0.547 → 0.588). The keyword list of a hybrid search is therefore keyword
-alone's with fewer second-pass chunks: what a hybrid section shows first is still keyword
-alone's first. Those words are not the query's: they weigh nothing in the hits' order or their
-snippets (a little weight there reordered the first pass's ties and gained nothing). Not for a
-vague query: its first chunks are only the newest. Cost: about half a millisecond (the new
-words' counts and one more MATCH; benchmarks/README.md).
+Daniel's sister have?" finds "My sister Ruth is staying with us", and the injury is in "Ruth broke
+a wrist". So when the first pass finds fewer than its limit, the first `FEEDBACK_TERMS` words of
+the best lines (`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the query's own,
+labels ("User:", "Daniel:": who speaks, not what is said), numbers (a note line's time) and those
+in more than half the chunks searched however few they are, are searched for as another query
+(chosen as above), and its best `FEEDBACK_CHUNKS` not found already come after every chunk of the
+first pass (`feedback`). A handful, not the whole room: beside a vector side, more push the vector
+candidates out of the section (on REALTALK's 4,096-token sections with model2vec, 75 cost 0.731 →
+0.716). Keyword alone, when a search asks for many (a large window's `# Relevant Memory`: 200
+candidates), up to half of those beyond `CANDIDATES` (`feedback_chunks`: 75): with five, its
+sections ran out of hits at ~2,900 tokens, and REALTALK's recall in them rose 0.683 → 0.705 (multi-
+hop 0.547 → 0.588). The new words weigh nothing in the hits' order or snippets. Not for a vague
+query: its first chunks are only the newest. Cost: ~0.5 ms (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -57,8 +52,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from bot.index import search
 from bot.index.query import fts_expression, query_terms
-from bot.index.search import CANDIDATES, Fused, Fusion, Hit, fuse, keyword_candidates, rank
+from bot.index.search import CANDIDATES, FEEDBACK_CHUNKS, Fused, Fusion, Hit, fuse, rank
 from bot.index.snippets import Terms, best_line
 from bot.index.sources import valid_scopes
 from bot.index.store import ChunkRow
@@ -72,8 +68,6 @@ _STALE_SHARE = 0.1  # frequencies are recounted when the index grew or shrank by
 _CACHE_TERMS = 50_000
 FEEDBACK_HITS = 3  # the first pass's chunks whose best lines give the second pass its words
 FEEDBACK_TERMS = 8  # of their words, the first: each is counted (a posting scan) when new
-FEEDBACK_CHUNKS = 5  # what it adds: a second hop is a chunk or two, not a list …
-FEEDBACK_SHARE = 2  # … unless more than CANDIDATES are asked for: 1 / this of those beyond
 _LABEL = re.compile(r"[^\W_]+:")  # "User:", "Daniel:", "[09:15": who speaks, when; not what
 
 
@@ -208,7 +202,7 @@ class KeywordSearch:
             query_terms(asked.dated.rest),
             asked.scopes,
             asked.dated.window,
-            limit=keyword_candidates(asked.k),
+            limit=search.keyword_candidates(asked.k),
             vectors=nearest is not None,
         )
         vector = nearest() if nearest is not None else []
@@ -233,7 +227,7 @@ class KeywordSearch:
         vague = self.vague(terms, scopes)
         weights = self.weights(terms, scopes)
         if not vague:  # the second pass: after the first, while there is room (see the module)
-            more = FEEDBACK_CHUNKS if vectors else feedback_chunks(limit)
+            more = FEEDBACK_CHUNKS if vectors else search.feedback_chunks(limit)
             found += self.feedback(found, weights, scopes, limit=limit, most=more)
         dated = self._dated(window, terms, scopes, limit=limit) if window else []
         return Found(found, dated, vague and window is None, weights)
@@ -404,8 +398,3 @@ class KeywordSearch:
         if abs(size - self._counted_at) > _STALE_SHARE * self._counted_at:
             self._frequency.clear()
             self._counted_at = size
-
-
-def feedback_chunks(limit: int) -> int:
-    """How many chunks the second pass may add to a list of `limit` candidates."""
-    return max(FEEDBACK_CHUNKS, (limit - CANDIDATES) // FEEDBACK_SHARE)

@@ -21,6 +21,8 @@ from bot.index.store import ChunkRow
 
 RRF_K = 60
 CANDIDATES = 50  # from each side (the vector side: at least; `vector_candidates`)
+FEEDBACK_CHUNKS = 5  # the keyword side's second pass: a second hop is a chunk or two …
+FEEDBACK_SHARE = 2  # … unless more than CANDIDATES are asked for: 1 / this of those beyond
 VECTOR_PER_HIT = 1.5  # vector candidates per hit asked for, beyond CANDIDATES
 RECENCY_WEIGHT = 0.0005  # at most ~ the gap between ranks 1 and 3 of one list
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -86,6 +88,12 @@ def keyword_candidates(k: int) -> int:
     more are asked for (a large window's `# Relevant Memory` looks for 2 × its hits: with 50
     candidates alone its 4,096 tokens ran out of hits at ~2,000)."""
     return max(CANDIDATES, k)
+
+
+def feedback_chunks(limit: int) -> int:
+    """How many chunks the keyword side's second pass (`bot.index.keyword`) may add to a list
+    of `limit` candidates: a handful, or half of those beyond `CANDIDATES`."""
+    return max(FEEDBACK_CHUNKS, (limit - CANDIDATES) // FEEDBACK_SHARE)
 
 
 def vector_candidates(k: int) -> int:
