@@ -20,12 +20,14 @@ How they are placed (the decision; system 20 lays out the request):
 - The three share the `room` the model's window leaves for memory (`PromptMeter.memory_room`):
   when their budgets together are more, each is scaled down by the same share.
 - `# Relevant Memory` is given by the room (`RELEVANT_BY_ROOM`, at most `rag.relevant_budget_
-  tokens`): 4,096 tokens at a large window (a room of 16,000 tokens or more: 128k gives
-  ~30,000), 2,048 at a middle one (32k gives ~5,800; scaled with the rest to ~1,600), 1,024
-  below (8k: ~460 for all three, each scaled). On REALTALK (keyword, benchmarks/README.md)
-  1,024 tokens hold 0.591 of the evidence, 2,048 0.650, 4,096 0.683: each doubling costs a
-  turn ~1,000–2,000 prompt tokens more (on a CPU model at 30 prompt tokens a second, 30–60
-  seconds; at gpt-4o-mini's $0.15 a million, under $0.0003).
+  tokens`): a share of 4,096 tokens at a large window (a room of 16,000 tokens or more: 128k
+  gives ~30,000), of 1,024 below (32k: ~5,800 for all three, its share ~950; 8k: ~460, ~70),
+  and beside its share what `# Memory` and the items leave of theirs unused (`_relevant_room`:
+  a year of notes keeps `# Memory` whole at 32k; a young chat's turn there shows more
+  evidence). On REALTALK (keyword, benchmarks/README.md) 1,024 tokens hold 0.591 of the
+  evidence, 2,048 0.660, 4,096 0.703: each doubling costs a turn ~1,000–2,000 prompt tokens
+  (on a CPU model at 30 prompt tokens a second, 30–60 seconds; at gpt-4o-mini's $0.15 a
+  million, under $0.0003).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class PackLimits:
 
 
 RECALLED_HEADER = "# Memory for this message"
-RELEVANT_BY_ROOM = ((16_000, 4096), (5_000, 3072), (0, 1024))  # room at least → its tokens
+RELEVANT_BY_ROOM = ((16_000, 4096), (0, 1024))  # room at least → its share's tokens
 _BASES = 64  # chats whose `# Memory` is kept made into a `Shown` (`MemoryPrompt._base`)
 
 
@@ -128,7 +130,7 @@ class MemoryPrompt:
                 hits,
                 shown=held,
                 conversation=carried.paths,
-                budget=int(self._relevant_wanted(room) * scale),
+                budget=self._relevant_room(room, scale, view.text, recalled),
             )
             if self.relevant
             else ("", [])
@@ -175,6 +177,15 @@ class MemoryPrompt:
         window gets the same sections, each smaller."""
         others = self.recall.budget_tokens + self.limits.soft_budget_tokens
         return shared(room, others + self._relevant_wanted(room))
+
+    def _relevant_room(self, room: int | None, scale: float, *shown: str) -> int:
+        """`# Relevant Memory`'s share of the room, and what `# Memory` and the items (`shown`)
+        leave of theirs unused, at most `rag.relevant_budget_tokens`."""
+        share = int(self._relevant_wanted(room) * scale)
+        if room is None or self.relevant is None:
+            return share
+        spare = room - share - sum(self.relevant.count(text) for text in shown)
+        return min(self.relevant.budget_tokens, share + max(0, spare))
 
     def _relevant_wanted(self, room: int | None) -> int:
         if self.relevant is None:
