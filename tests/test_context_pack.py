@@ -228,6 +228,30 @@ async def test_relevant_memory_keeps_to_k_and_its_budget_and_counts_the_rest(
     assert relevant_lines(tight).more == 10 - len(relevant_lines(tight).hits) > 0
 
 
+async def test_a_small_room_gives_relevant_memory_what_the_other_sections_leave(
+    parts: Parts,
+) -> None:
+    """200 tokens for all three: its share is ~26, but `# Memory` and the items show nothing,
+    so their room is the evidence's; with a MEMORY.md to show, less is left for it."""
+    for n in range(10):
+        note(
+            parts.workspace.root,
+            f"[08:00] User: kayak trip {n} on the lake | Assistant: ok\n",
+            20 + n,
+        )
+    parts.open_index.sync_files()
+    prompt = parts.prompt(relevant=(10, 800))
+
+    empty = await prompt.sections(GLOBAL_SCOPE, KEY, "kayak", NOW, room=200)
+    write(parts.workspace.root, "MEMORY.md", "".join(f"- Fact {n}: a boat.\n" for n in range(30)))
+    shared = await prompt.sections(GLOBAL_SCOPE, KEY, "kayak", NOW, room=200)
+
+    assert empty.memory == "" and len(relevant_lines(empty.relevant).hits) >= 5
+    assert COUNT(empty.relevant) <= 200
+    assert shared.memory and COUNT(shared.memory) + COUNT(shared.relevant) <= 200 + 2
+    assert len(relevant_lines(shared.relevant).hits) < len(relevant_lines(empty.relevant).hits)
+
+
 async def test_relevant_memory_skips_what_memory_already_shows(parts: Parts) -> None:
     write(parts.workspace.root, "MEMORY.md", "# Boat\nThe kayak is blue.\n")
     note(parts.workspace.root, "[08:00] User: kayak paddles? | Assistant: In the shed.\n", 30)
