@@ -190,17 +190,17 @@ class RagSettings(_Section):
     enabled: bool = True
     backend: Literal["sqlite", "lightrag"] = "sqlite"
     embedder: Literal["none", "model2vec", "openai"] = "none"  # keyword-only when "none"
-    model2vec_path: Path | None = None  # a local model2vec folder, e.g. a downloaded model
-    # else a model on the hub, fetched once on first use into workspace/models/
-    model2vec_model: str = "minishlab/potion-retrieval-32M"
+    model2vec_path: Path | None = None  # a local model2vec folder; else the hub's model …
+    model2vec_model: str = "minishlab/potion-retrieval-32M"  # … fetched once into workspace/models/
     model2vec_hub: str = "https://huggingface.co"
     embedding_base_url: str | None = None  # OpenAI-compatible /v1/embeddings; BOT_LLM__* if unset
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
     search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
-    relevant_k: int = Field(default=40, ge=0, le=50)  # hits under "# Relevant Memory", at most
-    relevant_budget_tokens: int = Field(default=1024, ge=0)  # its evidence, large windows
+    relevant_k: int = Field(default=100, ge=0, le=200)  # hits under "# Relevant Memory", at most
+    relevant_budget_tokens: int = Field(default=4096, ge=0)  # at a large window (smaller: less)
     min_similarity: float = Field(default=0.0, ge=0, le=1)
+    fusion: Literal["keyword", "ranks"] = "keyword"  # keyword first, or all by rank (RRF)
     lightrag_url: str = "http://lightrag:9621"
     lightrag_api_key: SecretStr | None = None
     lightrag_mode: Literal["local", "global", "hybrid", "naive", "mix"] = "hybrid"

@@ -19,12 +19,13 @@ import structlog
 from bot import logs
 from bot.index import MemoryIndex
 from bot.index.service import IndexService
+from bot.llm.meter import memory_room
 from bot.llm.tokens import TokenCounter
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
-from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory
+from bot.memory.recall.prompt import MemoryPrompt, PackLimits, PromptMemory, relevant_budget
 from bot.memory.recall.relevant import RelevantMemory, notes_line
 from bot.memory.recall.retrieval import MemoryRetriever
 from bot.memory.recall.scoring import TopK
@@ -245,6 +246,30 @@ async def test_relevant_memory_keeps_to_k_and_its_budget_and_counts_the_rest(
     assert relevant_lines(tight).more == 10 - len(relevant_lines(tight).hits) > 0
 
 
+async def test_a_small_room_gives_relevant_memory_what_the_other_sections_leave(
+    parts: Parts,
+) -> None:
+    """200 tokens for all three: its share is ~26, but `# Memory` and the items show nothing,
+    so their room is the evidence's; with a MEMORY.md to show, less is left for it."""
+    for n in range(10):
+        note(
+            parts.workspace.root,
+            f"[08:00] User: kayak trip {n} on the lake | Assistant: ok\n",
+            20 + n,
+        )
+    parts.open_index.sync_files()
+    prompt = parts.prompt(relevant=(10, 800))
+
+    empty = await prompt.sections(GLOBAL_SCOPE, KEY, "kayak", NOW, room=200)
+    write(parts.workspace.root, "MEMORY.md", "".join(f"- Fact {n}: a boat.\n" for n in range(30)))
+    shared = await prompt.sections(GLOBAL_SCOPE, KEY, "kayak", NOW, room=200)
+
+    assert empty.memory == "" and len(relevant_lines(empty.relevant).hits) >= 5
+    assert COUNT(empty.relevant) <= 200
+    assert shared.memory and COUNT(shared.memory) + COUNT(shared.relevant) <= 200 + 2
+    assert len(relevant_lines(shared.relevant).hits) < len(relevant_lines(empty.relevant).hits)
+
+
 async def test_relevant_memory_skips_what_memory_already_shows(parts: Parts) -> None:
     write(parts.workspace.root, "MEMORY.md", "# Boat\nThe kayak is blue.\n")
     note(parts.workspace.root, "[08:00] User: kayak paddles? | Assistant: In the shed.\n", 30)
@@ -333,6 +358,21 @@ async def test_the_bots_prompt_holds_both_sections_within_the_settings_budgets(
     assert "## Earlier Episodes" in items and COUNT(items) <= 100 + 10
     assert COUNT(relevant.strip()) <= 120
     assert relevant_lines(relevant.strip()).more > 0
+
+
+def test_relevant_memory_is_given_by_the_window_and_shares_a_small_one() -> None:
+    """4,096 tokens at a large window, a share of 1,024 below (scaled with the other
+    sections when the room is short); never over the setting."""
+    others = 3500 + 1800  # `# Memory` and the pack, as shipped
+    large, middle, small = (
+        relevant_budget(memory_room(window, tools=1200), most=4096, others=others)
+        for window in (131_072, 32_768, 8_192)
+    )
+    assert large == 4096
+    assert 900 < middle < 1024  # 5,840 tokens of room for 6,324 asked: each gets 92%
+    assert small < 100  # ~460 tokens for all three
+    assert relevant_budget(None, most=4096, others=others) == 4096
+    assert relevant_budget(30_000, most=800, others=others) == 800
 
 
 async def test_relevant_memory_reads_a_named_time_against_the_message_moment(

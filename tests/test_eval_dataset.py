@@ -136,6 +136,14 @@ def test_a_question_may_say_the_day_it_is_asked() -> None:
     assert dated.questions[0].asked == date(2026, 3, 9)
 
 
+def test_a_question_may_give_its_answer() -> None:
+    given = parse_dataset(changed(lambda r: r["questions"][0].update(answer="On Tuesday.")))
+    assert (parse_dataset(VALID).questions[0].answer, given.questions[0].answer) == (
+        None,
+        "On Tuesday.",
+    )
+
+
 @pytest.mark.parametrize(("edit", "message"), MISTAKES)
 def test_a_mistake_names_the_field(edit: Callable[[dict[str, Any]], None], message: str) -> None:
     with pytest.raises(DatasetError) as caught:

@@ -50,6 +50,7 @@ def test_a_locomo_chat_reads_its_conversation_and_worded_dates() -> None:
     asked = [q for q in dataset["questions"] if q["conversation"] == chat["id"]]
     categories = [q["category"] for q in asked]
     assert categories == ["single-hop", "adversarial"]
+    assert [q.get("answer") for q in asked] == ["a greyhound", None]  # kept when it is given
 
 
 def test_a_folder_without_chats_or_with_a_broken_one_says_so(tmp_path: Path) -> None:

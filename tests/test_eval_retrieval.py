@@ -18,7 +18,7 @@ from benchmarks.evalsets.synthetic import generate
 from bot.cli import main
 from bot.eval.corpus import SourceText, Span, build_corpus, pairs
 from bot.eval.dataset import Conversation, Dataset, Question, Session, Turn
-from bot.eval.report import Answer, Retrieved, score
+from bot.eval.report import Answer, Retrieved, Section, answer_words, score
 from bot.eval.retrieval import run_mnemo
 from bot.index import Hit
 from bot.index.snippets import GAP, snippet
@@ -77,7 +77,7 @@ def test_on_the_shipped_evalset_mnemo_beats_bm25_on_recall_within_the_budget(
     report = json.loads(done.stdout)
     assert report["questions"] == 50 and report["conversations"] == 5
     assert report["k"] == [5, 10] and report["budget_tokens"] == 512
-    assert report["hits"] == 40  # rag.relevant_k, as config/settings.toml ships it
+    assert report["hits"] == 100  # rag.relevant_k, as config/settings.toml ships it
     assert report["embedder"].startswith("model2vec:")
     for system in ("mnemo", "bm25"):
         figures = report[system]
@@ -225,6 +225,17 @@ def test_recall_at_budget_passes_over_a_hit_too_big_and_takes_a_smaller_one_afte
     hits = (("a" * 6, {"z"}), ("b" * 6, {"x"}), ("c" * 3, {"y"}))
     scored = score(answer(*hits), ks=[3], budget=10, count=len)
     assert (scored.at_budget, scored.budget_hits, scored.budget_tokens) == (0.5, 2, 9)
+
+
+def test_answer_coverage_is_the_share_of_the_answers_own_words_the_section_shows() -> None:
+    asked = Question("c", "Where did Ann move?", ("x",), "single-hop", answer="Ann moved to Leeds.")
+    shown = Section("## 2026-01-05\n- Ann: we are moving to Leeds", (Retrieved("…", frozenset()),))
+    assert answer_words(asked) == {"leed"}  # "Ann", "move" are the question's own words
+    assert score(Answer(asked, (), 0.0, shown), ks=[1], budget=99, count=len).coverage == 1.0
+    elsewhere = Section("- Ann: we moved to York", ())
+    assert score(Answer(asked, (), 0.0, elsewhere), ks=[1], budget=99, count=len).coverage == 0.0
+    unanswered = replace(asked, answer=None)
+    assert score(Answer(unanswered, (), 0.0, shown), ks=[1], budget=99, count=len).coverage is None
 
 
 def test_several_datasets_are_slices_with_intervals_and_the_keyword_baseline(

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from bot.index import Exchange, MemoryIndex
-from bot.index.keyword import FEEDBACK_CHUNKS, KeywordSearch
+from bot.index.keyword import KeywordSearch
 from bot.index.query import query_terms
+from bot.index.search import FEEDBACK_CHUNKS, feedback_chunks
 from bot.storage.workspace import Workspace
 
 NOW = datetime(2026, 3, 18, 15, 30, tzinfo=UTC)
@@ -79,6 +80,8 @@ def test_the_second_pass_adds_a_handful(tmp_path: Path) -> None:
         added = keywords.feedback(found, weights, [CHAT], limit=50)
         assert len(added) == FEEDBACK_CHUNKS
         assert not set(added) & set(found)
+        many = keywords.feedback(found, weights, [CHAT], limit=200, most=feedback_chunks(200))
+        assert len(many) >= 2 * FEEDBACK_CHUNKS, "all of Ruth: a section of 4,096 tokens has room"
     finally:
         index.close()
 

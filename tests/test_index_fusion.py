@@ -85,6 +85,21 @@ def test_the_chunks_of_a_named_time_come_first_and_stay_ahead() -> None:
     assert fused.dated == {7, 5}
 
 
+def test_fused_by_rank_a_vector_candidate_both_lists_agree_on_comes_first() -> None:
+    """`rag.fusion = "ranks"`: the lists compete (an embedder good enough to earn it); only
+    the chunks of a named time stay ahead."""
+    keyword_first = fuse([1, 2, 3], [3, 4])
+    ranks = fuse([1, 2, 3], [3, 4], fusion="ranks")
+    assert max(keyword_first.scores, key=lambda i: keyword_first.scores[i]) == 1
+    assert max(ranks.scores, key=lambda i: ranks.scores[i]) == 3
+    assert ranks.scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert ranks.ahead == frozenset()
+    dated = fuse([1, 2], [3], dated=[2], fusion="ranks")
+    assert dated.ahead == {2}
+    assert dated.dated == {2}
+    assert fuse([1, 2], [], fusion="ranks") == fuse([1, 2]), "keyword alone: nothing to fuse"
+
+
 def row(chunk_id: int, *, at: datetime, salience: float) -> ChunkRow:
     path = f"note-{chunk_id}.md"
     return ChunkRow(chunk_id, path, 1, 1, "", "note", at.timestamp(), salience, f"text {chunk_id}")

@@ -215,6 +215,7 @@ def _index_opener(
             workspace.index_dir,
             embedder=load(timeout),
             min_similarity=rag.min_similarity,
+            fusion=rag.fusion,
             readers=(TranscriptSource(workspace.sessions_dir), ItemSource(workspace.memory_root)),
             documents=workspace.documents,
         )

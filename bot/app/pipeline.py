@@ -135,6 +135,18 @@ def build_lightrag(settings: Settings, now: Callable[[], datetime]) -> LightRagB
     )
 
 
+OFFERED = (  # the tools' kinds, in the order offered (`build_tools`; the eval counts their specs)
+    CurrentTime,
+    MemorySearch,
+    MemoryGet,
+    MemoryAdd,
+    MemoryUpdate,
+    MemoryPromote,
+    MemoryForget,
+    MemoryEdit,
+)
+
+
 def build_tools(
     settings: Settings,
     workspace: Workspace,

@@ -2,11 +2,14 @@
 command line. Each dataset is one slice of the report: JSON by default (one dataset: its
 report; several: `{"slices": [each report]}`), or with `--table` the text tables of
 `bot.eval.table`, one per dataset. The bot is measured as it ships: its `# Relevant Memory`
-section of `rag.relevant_k` hits within `rag.relevant_budget_tokens`, with the `rag.embedder`
-setting (or `--embedder`, to compare); change them as settings, for the bot and the eval
-alike. An `openai` embedder (an OpenAI-compatible `/v1/embeddings`, `rag.embedding_*`: a local
-server, for one) is used only when `--embedder openai` asks for it: the datasets' text is sent
-to it, which a setting alone must not do."""
+section of `rag.relevant_k` hits within the tokens a turn gives it at the model's window
+(`--window`, 128k by default: `bot.memory.recall.prompt.relevant_budget` of the room
+`bot.llm.meter.memory_room` leaves beside the tools the bot offers; at most
+`rag.relevant_budget_tokens`), with the `rag.embedder` setting (or `--embedder`, to compare);
+change them as settings, for the bot and the eval alike. An `openai` embedder (an OpenAI-
+compatible `/v1/embeddings`, `rag.embedding_*`: a local server, for one) is used only when
+`--embedder openai` asks for it: the datasets' text is sent to it, which a setting alone must
+not do."""
 
 from __future__ import annotations
 
@@ -16,12 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot.app.memory import embedder_loader
+from bot.app.pipeline import OFFERED
 from bot.errors import ConfigError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
 from bot.eval.table import table
 from bot.index import Embedder, Model2VecEmbedder
+from bot.llm.meter import memory_room, tool_tokens
 from bot.llm.tokens import TokenCounter
+from bot.memory.recall.prompt import relevant_budget
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
 
@@ -39,10 +45,11 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
                 dataset,
                 ks=sorted(set(args.k)),
                 hits=settings.rag.relevant_k,
-                budget_tokens=settings.rag.relevant_budget_tokens,
+                budget_tokens=window_budget(settings, args.window),
                 embedder=embedder,
                 baselines=args.baseline,
                 count=TokenCounter().count,
+                fusion=settings.rag.fusion,
             ),
         }
         for path, dataset in datasets
@@ -54,6 +61,15 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
     else:
         out(json.dumps({"slices": reports}, indent=2))
     return 0
+
+
+def window_budget(settings: Settings, window: int) -> int:
+    """The `# Relevant Memory` tokens of a turn at `window`, as `MemoryPrompt.sections` gives
+    them beside `# Memory` and the pack."""
+    tools = tool_tokens(TokenCounter(), [tool.spec for tool in OFFERED])
+    room = memory_room(window, tools=tools, output=settings.llm.max_output_tokens)
+    others = settings.memory.prompt_budget_tokens + settings.memory.items.soft_budget_tokens
+    return relevant_budget(room, most=settings.rag.relevant_budget_tokens, others=others)
 
 
 def _embedder(settings: Settings, asked: str | None, folder: Path | None) -> Embedder | None:

@@ -68,6 +68,12 @@ def _eval(parser: argparse.ArgumentParser) -> None:
     retrieval.add_argument(
         "--model2vec-path", type=Path, help="a model2vec model's folder (BOT_RAG__MODEL2VEC_PATH)"
     )
+    retrieval.add_argument(
+        "--window",
+        type=_positive,
+        default=131_072,
+        help="the model's window in tokens: the section a turn gets at it (131072)",
+    )
     retrieval.add_argument("--table", action="store_true", help="text tables instead of JSON")
 
 

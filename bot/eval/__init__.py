@@ -7,9 +7,9 @@ BM25 baseline. The evalsets it is measured on are made outside the product
     corpus.py      a dataset as the bot stores it: exchanges, daily notes, hits → turns covered
     bm25.py        the baseline: Okapi BM25 over single turns, a small suffix-stripping stemmer
     retrieval.py   `evaluate`: each system builds its index and answers every question
-    report.py      the figures: recall@k, recall@budget, per category, build time, latency
+    report.py      the figures: recall@k, recall@budget, answer coverage, build, latency
     interval.py    95% confidence intervals of a mean (a bootstrap over the questions)
-    table.py       a report as text, with the targets of issue 13 against it
+    table.py       a report as text, with the targets of issue 31 against it
     realtalk.py    REALTALK and LoCoMo chats (`Chat_*.json`) converted to the dataset format
 
 The format, how to read the figures, and the figures measured on `tests/data/evalset_months.json`

@@ -63,6 +63,7 @@ class Question:
     evidence: tuple[str, ...]  # turn ids of that conversation
     category: str
     asked: date | None = None  # the day it is asked ("date"), if the dataset says
+    answer: str | None = None  # the gold answer ("answer"), if the dataset gives one
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,8 @@ def _question(raw: object, where: str, known: dict[str, set[str]]) -> Question:
             raise DatasetError(f"{where}.evidence[{n}]: no turn {turn_id!r} in {conversation!r}")
     text, category = _text(item, "question", where), _text(item, "category", where)
     asked = _day(_text(item, "date", where), where) if "date" in item else None
-    return Question(conversation, text, evidence, category, asked)
+    answer = _text(item, "answer", where) if "answer" in item else None
+    return Question(conversation, text, evidence, category, asked, answer)
 
 
 # ---------------------------------------------------------------------- field readers

@@ -5,8 +5,8 @@
 DATA_DIR holds `Chat_*.json` files in the LoCoMo layout: `session_N` lists of turns
 `{dia_id, speaker, clean_text | text, date_time?}` beside `session_N_date_time`, either at the
 top of the file (REALTALK, github danny911kr/REALTALK, `data/`) or under `conversation`
-(LoCoMo), and a `qa` list of `{question, evidence, category}`. Each file is one conversation
-(its id the file's name without `.json`), its sessions in number order:
+(LoCoMo), and a `qa` list of `{question, answer?, evidence, category}`. Each file is one
+conversation (its id the file's name without `.json`), its sessions in number order:
 
 - the first speaker of the first session is `user`, the other `assistant`; both names are kept
   (`speakers`), so each turn is stored as `Name: text` (a name written all in lower case gets
@@ -154,6 +154,7 @@ def _questions(
         evidence = evidence_ids(cast(Sequence[object], item.get("evidence") or []), known)
         question = str(item.get("question") or "").strip()
         category = CATEGORIES.get(cast(int, item.get("category")), str(item.get("category")))
+        answer = str(item.get("answer") or "").strip()
         if evidence and question:
             made.append(
                 {
@@ -162,6 +163,7 @@ def _questions(
                     "evidence": evidence,
                     "category": category,
                     "date": asked,
+                    **({"answer": answer} if answer else {}),
                 }
             )
     return made

@@ -11,6 +11,12 @@ A question's recall is the share of its evidence turns covered by the hits consi
   best first over the text each shows (a hit that does not fit is passed over and a smaller one
   after it may still fit, as `# Relevant Memory` fills its own).
 
+Answer coverage (`coverage`), beside recall: the share of the gold answer's content words
+(`answer_words`: stemmed as `bot.eval.bm25` stems, less stop words and the question's own
+words, which any hit repeats) present in what the system shows within the budget, a model-free
+proxy of what a model could answer from. Only questions whose dataset gives an answer with such
+a word are counted (`answered`: how many); a set without answers reports none.
+
 Overall and per-category figures are means over questions, each recall with its 95%
 confidence interval in `ci95` (`bot.eval.interval`: a bootstrap over the questions);
 `budget_hits` and `budget_tokens` are the mean number of hits and tokens that went into the
@@ -21,11 +27,16 @@ nearest-rank percentiles.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.eval.bm25 import stem, terms
 from bot.eval.dataset import Question
 from bot.eval.interval import bootstrap
+from bot.index.query import STOP_WORDS
+
+_WORD = re.compile(r"[^\W_]+")  # as `bot.eval.bm25` reads a word
 
 Count = Callable[[str], int]  # tokens in a text
 
@@ -71,6 +82,7 @@ class Scored:
     at_budget: float
     budget_hits: int
     budget_tokens: int
+    coverage: float | None = None  # of the answer's words; None: no answer to score
 
 
 def summary(run: Run, *, ks: Sequence[int], budget: int, count: Count) -> dict[str, object]:
@@ -92,6 +104,7 @@ def summary(run: Run, *, ks: Sequence[int], budget: int, count: Count) -> dict[s
 def score(answer: Answer, *, ks: Sequence[int], budget: int, count: Count) -> Scored:
     evidence = frozenset(answer.question.evidence)
     at_k = tuple(recall(evidence, [hit.turns for hit in answer.hits[:k]]) for k in ks)
+    wanted = answer_words(answer.question)
     if (section := answer.section) is not None:
         shown = [hit.turns for hit in section.hits]
         return Scored(
@@ -100,14 +113,35 @@ def score(answer: Answer, *, ks: Sequence[int], budget: int, count: Count) -> Sc
             recall(evidence, shown),
             len(shown),
             count(section.text),
+            coverage(wanted, section.text),
         )
-    used, tokens, covered = 0, 0, []
+    used, tokens, covered, texts = 0, 0, [], []
     for hit in answer.hits:
         size = count(hit.text)
         if tokens + size <= budget:
             used, tokens = used + 1, tokens + size
             covered.append(hit.turns)
-    return Scored(answer.question.category, at_k, recall(evidence, covered), used, tokens)
+            texts.append(hit.text)
+    found = recall(evidence, covered)
+    shown_text = "\n".join(texts)
+    return Scored(answer.question.category, at_k, found, used, tokens, coverage(wanted, shown_text))
+
+
+def answer_words(question: Question) -> frozenset[str]:
+    """The gold answer's content words, stemmed, that the question does not say itself."""
+    if question.answer is None:
+        return frozenset()
+    asked = set(terms(question.text))
+    words = _WORD.findall(question.answer.lower())
+    said = (stem(word) for word in words if word not in STOP_WORDS and len(word) > 1)
+    return frozenset(word for word in said if word not in asked)
+
+
+def coverage(wanted: frozenset[str], shown: str) -> float | None:
+    """The share of `wanted` among the words of `shown`; None when nothing is wanted."""
+    if not wanted:
+        return None
+    return len(wanted & set(terms(shown))) / len(wanted)
 
 
 def recall(evidence: frozenset[str], covered: Sequence[frozenset[str]]) -> float:
@@ -133,7 +167,13 @@ def _means(scored: Sequence[Scored], ks: Sequence[int]) -> dict[str, object]:
     figures.update((name, _mean(values)) for name, values in recalls.items())
     figures["budget_hits"] = _mean([s.budget_hits for s in scored], digits=1)
     figures["budget_tokens"] = _mean([s.budget_tokens for s in scored], digits=0)
-    figures["ci95"] = {name: _interval(values) for name, values in recalls.items()}
+    intervals = {name: _interval(values) for name, values in recalls.items()}
+    covered = [s.coverage for s in scored if s.coverage is not None]
+    figures["answered"] = len(covered)
+    if covered:
+        figures["answer_coverage"] = _mean(covered)
+        intervals["answer_coverage"] = _interval(covered)
+    figures["ci95"] = intervals
     return figures
 
 

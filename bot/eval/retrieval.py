@@ -30,7 +30,7 @@ from bot.eval.corpus import Corpus, build_corpus
 from bot.eval.dataset import Dataset, Question
 from bot.eval.report import Answer, Count, Retrieved, Run, Section, summary
 from bot.index import Embedder, Hit, MemoryIndex
-from bot.index.search import Searcher
+from bot.index.search import Fusion, Searcher
 from bot.memory.recall.overlap import Shown
 from bot.memory.recall.relevant import RelevantMemory, distinct
 from bot.storage.files import atomic_write_text
@@ -46,12 +46,15 @@ def evaluate(
     embedder: Embedder | None,
     baselines: Sequence[str],
     count: Count,
+    fusion: Fusion = "keyword",
 ) -> dict[str, object]:
     """The report: the dataset's size, the settings (`hits` and `budget_tokens`: the section's,
     as `rag.relevant_k` and `rag.relevant_budget_tokens`), and each system's figures.
     Baselines: "keyword" (only beside an embedder: without one, `mnemo` is keyword search),
     "bm25"."""
-    mnemo = functools.partial(run_mnemo, dataset, k=hits, budget=budget_tokens, count=count)
+    mnemo = functools.partial(
+        run_mnemo, dataset, k=hits, budget=budget_tokens, count=count, fusion=fusion
+    )
     runs = [mnemo(embedder=embedder)]
     if "keyword" in baselines and embedder is not None:
         runs.append(mnemo(embedder=None, system="keyword"))
@@ -66,6 +69,7 @@ def evaluate(
         "hits": hits,
         "budget_tokens": budget_tokens,
         "embedder": embedder.name if embedder else "none",
+        "fusion": fusion,
         **{run.system: summary(run, ks=ks, budget=budget_tokens, count=count) for run in runs},
     }
 
@@ -79,6 +83,7 @@ def run_mnemo(
     embedder: Embedder | None,
     system: str = "mnemo",
     searcher: Callable[[MemoryIndex], Searcher] | None = None,
+    fusion: Fusion = "keyword",
 ) -> Run:
     """The bot's index over the dataset, in a temporary workspace deleted afterwards, asked
     as a turn asks it: `# Relevant Memory` of at most `k` hits within `budget` tokens. The
@@ -89,7 +94,8 @@ def run_mnemo(
         corpus = build_corpus(dataset, workspace)
         for path, text in corpus.notes.items():
             atomic_write_text(workspace.memory_root / path, text)
-        index = MemoryIndex(workspace.memory_root, workspace.root / "index", embedder=embedder)
+        root, index_dir = workspace.memory_root, workspace.root / "index"
+        index = MemoryIndex(root, index_dir, embedder=embedder, fusion=fusion)
         try:
             started = time.perf_counter()
             index.add_exchanges(corpus.exchanges)

@@ -28,20 +28,19 @@ candidates are the newest chunks that contain one of its three rarest terms, wit
 The vector side, when present, still ranks such queries by meaning.
 
 Feedback (a second pass). A question often names what its answer does not: "What injury did
-Daniel's sister have?" finds "My sister Ruth is staying with us", and the injury is in "Ruth
-broke a wrist". So when the first pass finds fewer than its limit, the first `FEEDBACK_TERMS`
-words of the best lines (`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the
-query's own, labels ("User:", "Daniel:": who speaks, not what is said), numbers (a note
-line's time) and those in more than half the chunks searched however few they are, are
-searched for as another query (chosen as above), and its best `FEEDBACK_CHUNKS` not found
-already come after every chunk of the first pass (`feedback`). The first pass's order is
-untouched, and the list is the same with or without an embedder, so fusion's guarantee
-holds. A handful, not the whole room: with more, keyword alone gains a little more and hybrid
-loses, as they push the vector candidates out of the section (benchmarks/README.md,
-"Feedback"). Those words are not the query's: they weigh nothing in the hits' order or their
-snippets (a little weight there reordered the first pass's ties and gained nothing). Not for
-a vague query: its first chunks are only the newest. Cost: about half a millisecond (the new
-words' counts and one more MATCH; benchmarks/README.md).
+Daniel's sister have?" finds "My sister Ruth is staying with us", and the injury is in "Ruth broke
+a wrist". So when the first pass finds fewer than its limit, the first `FEEDBACK_TERMS` words of
+the best lines (`snippets.best_line`) of its first `FEEDBACK_HITS` chunks, less the query's own,
+labels ("User:", "Daniel:": who speaks, not what is said), numbers (a note line's time) and those
+in more than half the chunks searched however few they are, are searched for as another query
+(chosen as above), and its best `FEEDBACK_CHUNKS` not found already come after every chunk of the
+first pass (`feedback`). A handful, not the whole room: beside a vector side, more push the vector
+candidates out of the section (on REALTALK's 4,096-token sections with model2vec, 75 cost 0.731 →
+0.716). Keyword alone, when a search asks for many (a large window's `# Relevant Memory`: 200
+candidates), up to half of those beyond `CANDIDATES` (`feedback_chunks`: 75): with five, its
+sections ran out of hits at ~2,900 tokens, and REALTALK's recall in them rose 0.683 → 0.705 (multi-
+hop 0.547 → 0.588). The new words weigh nothing in the hits' order or snippets. Not for a vague
+query: its first chunks are only the newest. Cost: ~0.5 ms (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -53,8 +52,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from bot.index import search
 from bot.index.query import fts_expression, query_terms
-from bot.index.search import CANDIDATES, Fused, Hit, fuse, rank
+from bot.index.search import CANDIDATES, FEEDBACK_CHUNKS, Fused, Fusion, Hit, fuse, rank
 from bot.index.snippets import Terms, best_line
 from bot.index.sources import valid_scopes
 from bot.index.store import ChunkRow
@@ -68,7 +68,6 @@ _STALE_SHARE = 0.1  # frequencies are recounted when the index grew or shrank by
 _CACHE_TERMS = 50_000
 FEEDBACK_HITS = 3  # the first pass's chunks whose best lines give the second pass its words
 FEEDBACK_TERMS = 8  # of their words, the first: each is counted (a posting scan) when new
-FEEDBACK_CHUNKS = 5  # what it adds: a second hop is a chunk or two, not a list
 _LABEL = re.compile(r"[^\W_]+:")  # "User:", "Daniel:", "[09:15": who speaks, when; not what
 
 
@@ -183,8 +182,11 @@ class _Chosen:
 class KeywordSearch:
     """Not thread-safe on its own: `MemoryIndex` holds its lock around every call."""
 
-    def __init__(self, store: KeywordStore, *, budget: int | None = None) -> None:
+    def __init__(
+        self, store: KeywordStore, *, budget: int | None = None, fusion: Fusion = "keyword"
+    ) -> None:
         self.store = store
+        self.fusion = fusion
         self.fixed_budget = budget  # tests; else from the index's size
         self._frequency: dict[str, int] = {}
         self._counted_at = 0  # chunk count when the cache was started
@@ -196,33 +198,50 @@ class KeywordSearch:
         """A search's candidates (`fuse`) with their rows: the keyword side's, then those
         `nearest` gives, when there is a vector side (called once the keyword side ran: its
         scan may run meanwhile)."""
-        found = self.find(query_terms(asked.dated.rest), asked.scopes, asked.dated.window)
+        found = self.find(
+            query_terms(asked.dated.rest),
+            asked.scopes,
+            asked.dated.window,
+            limit=search.keyword_candidates(asked.k),
+            vectors=nearest is not None,
+        )
         vector = nearest() if nearest is not None else []
-        fused = fuse(found.ranked, vector, dated=found.dated, vague=found.vague)
+        fused = fuse(found.ranked, vector, dated=found.dated, vague=found.vague, fusion=self.fusion)
         rows = self.store.rows(fused.scores, asked.scopes, text=True)
         return Candidates(asked, fused, rows, found.weights)
 
-    def find(self, terms: Sequence[str], scopes: Sequence[str], window: Window | None) -> Found:
+    def find(
+        self,
+        terms: Sequence[str],
+        scopes: Sequence[str],
+        window: Window | None,
+        *,
+        limit: int = CANDIDATES,
+        vectors: bool = False,  # a vector side fills the list: the second pass stays small
+    ) -> Found:
         """Everything a query's keyword side gives fusion (`bot.index.search.fuse`): the
         candidates, then the second pass's when the query is not vague; with a `window`
         (the time the query names) the candidates of that time, and the query is never
         vague for fusion (the date ranks)."""
-        found = self.candidates(terms, scopes, limit=CANDIDATES)
+        found = self.candidates(terms, scopes, limit=limit)
         vague = self.vague(terms, scopes)
         weights = self.weights(terms, scopes)
         if not vague:  # the second pass: after the first, while there is room (see the module)
-            found += self.feedback(found, weights, scopes, limit=CANDIDATES)
-        dated = self._dated(window, terms, scopes) if window else []
+            more = FEEDBACK_CHUNKS if vectors else search.feedback_chunks(limit)
+            found += self.feedback(found, weights, scopes, limit=limit, most=more)
+        dated = self._dated(window, terms, scopes, limit=limit) if window else []
         return Found(found, dated, vague and window is None, weights)
 
-    def _dated(self, window: Window, terms: Sequence[str], scopes: Sequence[str]) -> list[int]:
+    def _dated(
+        self, window: Window, terms: Sequence[str], scopes: Sequence[str], *, limit: int
+    ) -> list[int]:
         """The keyword candidates of the window's time (those that hold only common terms
         too: the date tells), or the newest chunks of that time when none matches the words
         ("what happened yesterday?"). They come before the other candidates: a dated query
         still finds what the date misses (a note's time is its file's)."""
         between = (window.start.timestamp(), window.end.timestamp())
-        inside = self.candidates(terms, scopes, limit=CANDIDATES, between=between)
-        return inside or self.store.newest(scopes, between=between, limit=CANDIDATES)
+        inside = self.candidates(terms, scopes, limit=limit, between=between)
+        return inside or self.store.newest(scopes, between=between, limit=limit)
 
     def candidates(
         self,
@@ -254,11 +273,11 @@ class KeywordSearch:
         scopes: Sequence[str],
         *,
         limit: int,
+        most: int = FEEDBACK_CHUNKS,
     ) -> list[int]:
         """The second pass (see the module): chunks that hold the words of the best lines of
         the first pass's first chunks (`found`, for the query's term `weights`), not found
-        already: at most `FEEDBACK_CHUNKS`, and `found` filled up to `limit`, nothing when it
-        is full."""
+        already: at most `most`, and `found` filled up to `limit`, nothing when it is full."""
         room = limit - len(found)
         if room <= 0 or not found:
             return []
@@ -277,7 +296,7 @@ class KeywordSearch:
             return []
         known = set(found)
         more = [i for i in self.candidates(terms, scopes, limit=limit) if i not in known]
-        return more[: min(room, FEEDBACK_CHUNKS)]
+        return more[: min(room, most)]
 
     def vague(self, terms: Sequence[str], scopes: Sequence[str]) -> bool:
         """Whether even the query's rarest term is over the budget: its candidates are the

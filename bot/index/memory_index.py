@@ -22,7 +22,7 @@ from bot.errors import LLMError
 from bot.index.chunking import DEFAULT_SALIENCE, Chunker
 from bot.index.embedding import Embedder, Vectors
 from bot.index.keyword import Asked, KeywordSearch
-from bot.index.search import Hit, vector_candidates
+from bot.index.search import Fusion, Hit, vector_candidates
 from bot.index.sources import Exchange, source_of_document, source_of_exchange
 from bot.index.store import FileClaims, IndexStore, SourceUpdate, Written
 from bot.index.sync import (
@@ -83,6 +83,7 @@ class MemoryIndex:
         embedder: Embedder | None = None,
         chunker: Chunker | None = None,
         min_similarity: float = 0.0,
+        fusion: Fusion = "keyword",  # how vector candidates meet keyword ones (`search.fuse`)
         readers: Sequence[SourceReader] = (),
         documents: Documents = ON_DISK,  # where the files are read (`Workspace.documents`)
     ) -> None:
@@ -98,7 +99,7 @@ class MemoryIndex:
         self._syncing = threading.RLock()  # one sync at a time; searches never wait for its reads
         self.store = IndexStore(index_dir / INDEX_FILE, embedder=embedder.name if embedder else "")
         self._vectors = VectorCache(embedder.dim) if embedder else None
-        self._keywords = KeywordSearch(self.store)
+        self._keywords = KeywordSearch(self.store, fusion=fusion)
         # numpy and SQLite both release the GIL: the vector scan runs beside the FTS query
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-vectors")
         if embedder is not None:

@@ -21,6 +21,8 @@ from bot.index.store import ChunkRow
 
 RRF_K = 60
 CANDIDATES = 50  # from each side (the vector side: at least; `vector_candidates`)
+FEEDBACK_CHUNKS = 5  # the keyword side's second pass: a second hop is a chunk or two …
+FEEDBACK_SHARE = 2  # … unless more than CANDIDATES are asked for: 1 / this of those beyond
 VECTOR_PER_HIT = 1.5  # vector candidates per hit asked for, beyond CANDIDATES
 RECENCY_WEIGHT = 0.0005  # at most ~ the gap between ranks 1 and 3 of one list
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -52,6 +54,7 @@ class Hit:
         return f"L{self.start_line}-L{self.end_line}" if self.start_line > 0 else ""
 
 
+Fusion = Literal["keyword", "ranks"]  # keyword first, vectors fill; or both by rank (`fuse`)
 Wait = Literal["all", "walks"]  # what a search waits for: every sync asked before, or walks
 
 
@@ -80,6 +83,19 @@ class Fused:
     dated: frozenset[int] = field(default_factory=frozenset)
 
 
+def keyword_candidates(k: int) -> int:
+    """How many chunks the keyword side offers for `k` hits: `CANDIDATES`, or one a hit when
+    more are asked for (a large window's `# Relevant Memory` looks for 2 × its hits: with 50
+    candidates alone its 4,096 tokens ran out of hits at ~2,000)."""
+    return max(CANDIDATES, k)
+
+
+def feedback_chunks(limit: int) -> int:
+    """How many chunks the keyword side's second pass (`bot.index.keyword`) may add to a list
+    of `limit` candidates: a handful, or half of those beyond `CANDIDATES`."""
+    return max(FEEDBACK_CHUNKS, (limit - CANDIDATES) // FEEDBACK_SHARE)
+
+
 def vector_candidates(k: int) -> int:
     """How many chunks the vector side offers for `k` hits: `CANDIDATES`, or `VECTOR_PER_HIT`
     per hit when more are asked for (`# Relevant Memory` looks for 2 × its hits). Many of
@@ -99,14 +115,20 @@ def fuse(
     *,
     dated: Sequence[int] = (),
     vague: bool = False,
+    fusion: Fusion = "keyword",
 ) -> Fused:
     """Keyword first, vectors fill: the keyword candidates keep their order, ahead of every
     other (the `dated` ones, the chunks of the time a query names, before them); the vector
     candidates keyword search did not find continue the list after them. A chunk at place n
     of that one list scores 1 / (RRF_K + n). For a `vague` query (keyword candidates by
-    recency, not bm25) the lists are fused instead (`reciprocal_rank_fusion`)."""
+    recency, not bm25), or with `fusion` "ranks" (an embedder good enough to compete: the
+    `rag.fusion` setting), the lists are fused instead (`reciprocal_rank_fusion`), the
+    `dated` ones still ahead of the rest."""
     if vague:
         return Fused(reciprocal_rank_fusion(keyword, vector))
+    if fusion == "ranks" and vector:
+        fused = reciprocal_rank_fusion(list(dict.fromkeys([*dated, *keyword])), vector)
+        return Fused(fused, frozenset(dated), frozenset(dated))
     first = list(dict.fromkeys([*dated, *keyword]))
     ranking = list(dict.fromkeys([*first, *vector]))
     scores = {chunk_id: 1.0 / (RRF_K + n) for n, chunk_id in enumerate(ranking, start=1)}

@@ -127,8 +127,7 @@ class PromptMeter:
     def memory_room(self) -> int:
         """Tokens the memory sections may take together: a share of what the window leaves
         beside the answer's room and the tools."""
-        free = self.window - self.output_reserve - self.tool_tokens - CONVERSATION_FLOOR
-        return int(MEMORY_SHARE * max(0, free))
+        return memory_room(self.window, tools=self.tool_tokens, output=self.output_reserve)
 
     def estimate(
         self,
@@ -193,6 +192,14 @@ class PromptMeter:
             return Calibration(system_tokens=beyond)
         factor = min(MAX_FACTOR, max(MIN_FACTOR, reported / counted))
         return Calibration(system_tokens=beyond, factor=round(factor, 4))
+
+
+def memory_room(window: int, *, tools: int, output: int | None = None) -> int:
+    """`PromptMeter.memory_room` of a window, its tools' tokens and the answer's room (without
+    a set output limit: `OUTPUT_SHARE` of the window, at most `OUTPUT_CAP`)."""
+    reserve = min(OUTPUT_CAP, window // OUTPUT_SHARE) if output is None else output
+    free = window - reserve - tools - CONVERSATION_FLOOR
+    return int(MEMORY_SHARE * max(0, free))
 
 
 def tool_tokens(tokens: TokenCounter, tools: Sequence[ToolSpec]) -> int:

@@ -19,6 +19,15 @@ How they are placed (the decision; system 20 lays out the request):
   (logged) or there is no retriever, there are no items: the markdown section stands alone.
 - The three share the `room` the model's window leaves for memory (`PromptMeter.memory_room`):
   when their budgets together are more, each is scaled down by the same share.
+- `# Relevant Memory` is given by the room (`RELEVANT_BY_ROOM`, at most `rag.relevant_budget_
+  tokens`): a share of 4,096 tokens at a large window (a room of 16,000 tokens or more: 128k
+  gives ~30,000), of 1,024 below (32k: ~5,800 for all three, its share ~950; 8k: ~460, ~70),
+  and beside its share what `# Memory` and the items leave of theirs unused (`_relevant_room`:
+  a year of notes keeps `# Memory` whole at 32k; a young chat's turn there shows more
+  evidence). On REALTALK (keyword, benchmarks/README.md) 1,024 tokens hold 0.591 of the
+  evidence, 2,048 0.660, 4,096 0.703: each doubling costs a turn ~1,000–2,000 prompt tokens
+  (on a CPU model at 30 prompt tokens a second, 30–60 seconds; at gpt-4o-mini's $0.15 a
+  million, under $0.0003).
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ class PackLimits:
 
 
 RECALLED_HEADER = "# Memory for this message"
+RELEVANT_BY_ROOM = ((16_000, 4096), (0, 1024))  # room at least → its share's tokens
 _BASES = 64  # chats whose `# Memory` is kept made into a `Shown` (`MemoryPrompt._base`)
 
 
@@ -120,7 +130,7 @@ class MemoryPrompt:
                 hits,
                 shown=held,
                 conversation=carried.paths,
-                budget=int(self.relevant.budget_tokens * scale),
+                budget=self._relevant_room(room, scale, view.text, recalled),
             )
             if self.relevant
             else ("", [])
@@ -165,9 +175,22 @@ class MemoryPrompt:
     def scale(self, room: int | None) -> float:
         """The share of each section's budget that `room` allows (1.0: all of it): a small
         window gets the same sections, each smaller."""
-        relevant = self.relevant.budget_tokens if self.relevant else 0
-        wanted = self.recall.budget_tokens + self.limits.soft_budget_tokens + relevant
-        return 1.0 if room is None or room >= wanted else max(0, room) / wanted
+        others = self.recall.budget_tokens + self.limits.soft_budget_tokens
+        return shared(room, others + self._relevant_wanted(room))
+
+    def _relevant_room(self, room: int | None, scale: float, *shown: str) -> int:
+        """`# Relevant Memory`'s share of the room, and what `# Memory` and the items (`shown`)
+        leave of theirs unused, at most `rag.relevant_budget_tokens`."""
+        share = int(self._relevant_wanted(room) * scale)
+        if room is None or self.relevant is None:
+            return share
+        spare = room - share - sum(self.relevant.count(text) for text in shown)
+        return min(self.relevant.budget_tokens, share + max(0, spare))
+
+    def _relevant_wanted(self, room: int | None) -> int:
+        if self.relevant is None:
+            return 0
+        return relevant_wanted(room, most=self.relevant.budget_tokens)
 
     async def _hits(
         self, scope: MemoryScope, session_key: str, query: str, moment: datetime
@@ -218,6 +241,26 @@ def log_pack(pack: packs.MemoryPack) -> None:
         tokens=found.tokens,
         budget=(found.soft_budget, found.max_budget),
     )
+
+
+def relevant_wanted(room: int | None, *, most: int) -> int:
+    """The tokens `# Relevant Memory` asks for at a memory `room` (`RELEVANT_BY_ROOM`), at most
+    `most`; `most` when the room is not known."""
+    if room is None:
+        return most
+    return min(most, next(tokens for least, tokens in RELEVANT_BY_ROOM if room >= least))
+
+
+def shared(room: int | None, wanted: int) -> float:
+    """The share of what the sections want that `room` allows (1.0: all of it)."""
+    return 1.0 if room is None or room >= wanted else max(0, room) / wanted
+
+
+def relevant_budget(room: int | None, *, most: int, others: int) -> int:
+    """The tokens `# Relevant Memory` gets at a memory `room` beside the other sections'
+    `others` (what `MemoryPrompt.sections` gives it): what the eval measures a window by."""
+    wanted = relevant_wanted(room, most=most)
+    return int(wanted * shared(room, others + wanted))
 
 
 def recalled_section(pack: packs.MemoryPack | None) -> str:

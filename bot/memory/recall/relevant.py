@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -127,9 +127,9 @@ class RelevantMemory:
         budget: int | None = None,
     ) -> tuple[str, list[Hit]]:
         """The section (as `section`) and the hits it shows: what the retrieval eval reads."""
-        fresh = distinct(hits, shown=shown, conversation=conversation)
+        fresh = fresh_hits(hits, shown=shown, conversation=conversation)
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
-        return fit(fresh, k=self.k, budget=tokens, count=self.count)
+        return fit(fresh, k=self.k, budget=tokens, count=self.count, found=len(hits))
 
     async def _search(self, query: str, scopes: Sequence[str], now: datetime | None) -> list[Hit]:
         # the last turn's sync may still run: its exchange is in the conversation anyway
@@ -147,8 +147,16 @@ def distinct(
     """The hits that add something, best first: not in the conversation, not held by
     `shown` (not added to) or by a better hit (`overlap`: a note line and its exchange are one
     hit); a hit of several lines keeps only the lines nothing better holds."""
+    return list(fresh_hits(hits, shown=shown, conversation=conversation))
+
+
+def fresh_hits(
+    hits: Sequence[Hit], *, shown: Shown | None = None, conversation: frozenset[str] = frozenset()
+) -> Iterator[Hit]:
+    """`distinct`, one hit at a time: a section that is full stops asking (each hit checked
+    costs its lines against all that is shown: on a year's workspace, most of a turn's time in
+    `# Relevant Memory` when all 200 hits of its search were checked)."""
     held = shown.layer() if shown is not None else Shown()
-    fresh = []
     for hit in hits:
         if hit.path in conversation or held.holds(hit.text):
             continue
@@ -157,9 +165,8 @@ def distinct(
             hit = replace(hit, text=_unheld(lines, held))
             if not hit.text.replace(GAP, "").strip():
                 continue
-        fresh.append(hit)
+        yield hit
         held.add(hit.text)
-    return fresh
 
 
 def _unheld(lines: Sequence[str], held: Shown) -> str:
@@ -224,25 +231,32 @@ def day_of(hit: Hit) -> str:
 
 
 def fit(
-    hits: Sequence[Hit],
+    hits: Iterable[Hit],
     *,
     k: int,
     budget: int,
     count: Count,
+    found: int | None = None,  # matches the search found (`hits` may be fewer: the new ones)
 ) -> tuple[str, list[Hit]]:
     """The section of the best hits, at most `k`, that fit `budget` tokens (heading, notes
     line, days and notice included), and those hits; a hit too long for the room left is
     passed over and the next may still fit. ("", []) when none does. The notes folder named
-    once is the best daily note hit's."""
-    room = budget - count(HEADER) - count(MORE.format(count=len(hits))) - 2
-    notes = next((f for hit in hits if (f := _notes_folder(hit)) is not None), None)
-    intro = "" if notes is None else notes_line(notes)
+    once is the first daily note hit's (`hits` is read only until the section is full); the
+    notice counts `found` (else the hits) less those shown."""
+    if found is None:
+        hits = list(hits)
+        found = len(hits)
+    room = budget - count(HEADER) - count(MORE.format(count=found)) - 2
+    notes: str | None = None
+    intro = ""
     days: dict[str, list[str]] = {}
     shown: list[Hit] = []
     named = False  # whether a shown hit cites lines of `notes`: the intro is then shown
     for hit in hits:
         if len(shown) == k or room < MIN_LINE_TOKENS:
             break
+        if notes is None and (notes := _notes_folder(hit)) is not None:
+            intro = notes_line(notes)
         line, day = hit_line(hit, notes=notes), day_of(hit)
         names = not named and notes is not None and _notes_folder(hit) == notes
         cost = count(line) + 1 + (0 if day in days else count(f"## {day}") + 1)
@@ -254,7 +268,7 @@ def fit(
             room -= cost
     if not shown:
         return "", []
-    more = len(hits) - len(shown)
+    more = found - len(shown)
     head = [HEADER, *([intro] if named else [])]
     body = [line for day in sorted(days) for line in (f"## {day}", *days[day])]
     return "\n".join([*head, *body, *([MORE.format(count=more)] if more else [])]), shown
