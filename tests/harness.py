@@ -185,10 +185,11 @@ def quiet_env(env: dict[str, str]) -> dict[str, str]:
 
 
 async def run_bot_command(
-    env: dict[str, str], cwd: Path, *args: str, within: float = 10.0
+    env: dict[str, str], cwd: Path, *args: str, within: float = 40.0
 ) -> tuple[int, str]:
     """`python -m bot <args>` to its end (the fakes keep serving meanwhile): its exit code and
-    its stdout and stderr together."""
+    its stdout and stderr together. `within` only ends a process that hangs: a doctor on a
+    loaded machine (a full run beside other work) took more than 10 s."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
