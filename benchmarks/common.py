@@ -1,6 +1,7 @@
 """What the benchmarks share: the model server in-process, a quiet chat, a scratch folder, the
-model2vec model the index benchmarks embed with, and the figures every script prints first about
-the machine it runs on (`machine_line`).
+model2vec model the index benchmarks embed with, which of the bot's requests a fake model got
+(`kind_of`), and the figures every script prints first about the machine it runs on
+(`machine_line`).
 
 A benchmark runs as a script (`python benchmarks/<name>.py`) or as a module
 (`python -m benchmarks.<name>`, what `make bench` does): each puts the repository on `sys.path`
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+from bot.conversation.flush import FLUSH_REQUEST
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -173,3 +176,19 @@ def vocabulary(folder: Path) -> list[str]:
     order: what the synthetic turns are made of, so that the model knows every word."""
     tokens = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
     return [t for t in tokens if t.isalpha() and t.isascii() and len(t) >= 3]
+
+
+def kind_of(body: dict[str, Any]) -> str:
+    """Which of the bot's requests a chat completion's `body` is (the fake models' split):
+    flush, consolidation, compression, summary, else a turn."""
+    messages = body["messages"]
+    system = messages[0].get("content") or ""
+    if messages[-1].get("content") == FLUSH_REQUEST:
+        return "flush"
+    if system.startswith("You are a memory consolidation agent"):
+        return "consolidation"
+    if system.startswith("You compress"):
+        return "compression"
+    if system.startswith("You summarise"):
+        return "summary"
+    return "turn"

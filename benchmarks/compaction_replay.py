@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
 from benchmarks.common import (
     Quiet,
+    kind_of,
     machine_line,
     print_missed,
     scratch,
@@ -48,7 +49,6 @@ from benchmarks.common import (
     skip_sdk_transform,
 )
 from bot.app import build_app
-from bot.conversation.flush import FLUSH_REQUEST
 from bot.logs import configure
 from bot.models import Inbound
 from bot.settings import CompactionSettings, LLMSettings, Settings, TelegramSettings
@@ -242,20 +242,6 @@ def render(body: dict[str, Any]) -> str:
     """A request as a provider lays it out for the model: tools, then each message."""
     tools = json.dumps(body.get("tools") or [])
     return tools + "".join(f"\n<{m['role']}>\n{m.get('content') or ''}" for m in body["messages"])
-
-
-def kind_of(body: dict[str, Any]) -> str:
-    messages = body["messages"]
-    system = messages[0].get("content") or ""
-    if messages[-1].get("content") == FLUSH_REQUEST:
-        return "flush"
-    if system.startswith("You are a memory consolidation agent"):
-        return "consolidation"
-    if system.startswith("You compress"):
-        return "compression"
-    if system.startswith("You summarise"):
-        return "summary"
-    return "turn"
 
 
 def answer_for(kind: str) -> str:

@@ -76,9 +76,8 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script
 
-from benchmarks.common import Quiet, machine_line, serving, skip_sdk_transform
+from benchmarks.common import Quiet, kind_of, machine_line, serving, skip_sdk_transform
 from bot.app import build_app
-from bot.conversation.flush import FLUSH_REQUEST
 from bot.eval.dataset import Conversation, Question, Session, load_dataset
 from bot.logs import configure
 from bot.memory.lines import bare, fingerprint, normal
@@ -296,20 +295,6 @@ class Model:
         scratch_file.write_text(json.dumps(record))
         scratch_file.replace(path)
         return web.json_response(payload)
-
-
-def kind_of(body: dict[str, Any]) -> str:
-    messages = body["messages"]
-    system = messages[0].get("content") or ""
-    if messages[-1].get("content") == FLUSH_REQUEST:
-        return "flush"
-    if system.startswith("You are a memory consolidation agent"):
-        return "consolidation"
-    if system.startswith("You compress"):
-        return "compression"
-    if system.startswith("You summarise"):
-        return "summary"
-    return "turn"
 
 
 def completion(body: dict[str, Any], text: str) -> web.Response:
