@@ -256,15 +256,14 @@ async def with_follow_ups(
 ) -> tuple[Entry, Lease]:
     """The entry with the follow-ups that may be answered with it, merged, and the hold the
     turn keeps; the entry and its hold as they were when there are none (or no debounce)."""
-    if not debounce or not may_join(entry) or _taken_before(entry):
+    if not debounce or not may_join(entry) or _taken_before([entry], held=1):
         return entry, lease
-    age, _ = await journal.following(entry)
-    await asyncio.sleep(max(0.0, debounce - age))
-    _, later = await journal.following(entry)
+    age, later = await journal.following(entry)
+    if age < debounce:  # just arrived: its follow-ups may still come
+        await asyncio.sleep(debounce - age)
+        _, later = await journal.following(entry)
     taken: list[tuple[Entry, Lease]] = []
-    for follower in run_of([entry, *later])[1:]:
-        if follower.fence:  # taken before: as `_taken_before`
-            break
+    for follower in run_of([entry, *later], alone=_taken_before(later))[1:]:
         since = time.monotonic()
         try:
             took = await journal.take(follower.inbound.id)
@@ -288,9 +287,9 @@ async def with_follow_ups(
     return merged, taken[-1][1]
 
 
-def _taken_before(entry: Entry) -> bool:
-    """Whether a take before this one held the entry (each take and each give-away moves its
-    fence on): a turn a stop or a stall cut, whose answer may be in the session already, is
-    answered on its own, as `bot.turn.together` answers the first entry a stop left; merged
-    with the next one it would be asked of the model again."""
-    return entry.fence > 1
+def _taken_before(entries: Sequence[Entry], *, held: int = 0) -> set[str]:
+    """The entries a take before held (each take and each give-away moves the fence on; `held`:
+    the takes this job made of them): a turn a stop or a stall cut, whose answer may be in the
+    session already, is answered on its own (`bot.turn.together`'s `alone`); merged with the
+    next one it would be asked of the model again."""
+    return {entry.inbound.id for entry in entries if entry.fence > held}
