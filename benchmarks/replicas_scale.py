@@ -16,6 +16,8 @@ hosted model's first token). For each mode:
   `turn_start` to `turn_done`), in milliseconds;
 - CPU per replica: seconds of CPU each bot process spent on the burst (user + system), and
   the PostgreSQL server's, all of its processes together;
+- load: the machine's 1-minute load average as the row ends (the figures are CPU-bound: a row
+  taken beside other work is slower for it);
 - start: seconds from a replica's launch to its `/healthz` answering 200, and the CPU its
   start took (what it logs as it serves: about what an idle machine waits).
 
@@ -31,6 +33,7 @@ import asyncio
 import importlib
 import json
 import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -53,7 +56,7 @@ from tests.replicas_run import Load, Replica, Run, replica_node, start_node, sto
 PACE = 30.0  # Telegram's messages a second for one bot
 COLUMNS = (
     f"{'mode':<12}{'drain':>9}{'msg/s':>8}{'turn p50':>11}{'turn p95':>11}"
-    f"{'CPU/replica':>13}{'CPU db':>9}"
+    f"{'CPU/replica':>13}{'CPU db':>9}{'load':>7}"
 )
 
 
@@ -188,7 +191,7 @@ def row(scale: Scale, messages: int) -> str:
     return (
         f"{scale.mode:<12}{scale.drain:>7.1f} s{messages / scale.drain:>8.1f}"
         f"{1000 * scale.percentile(0.5):>8.0f} ms{1000 * scale.percentile(0.95):>8.0f} ms"
-        f"{cpu:>11.1f} s{scale.db_cpu:>7.1f} s"
+        f"{cpu:>11.1f} s{scale.db_cpu:>7.1f} s{os.getloadavg()[0]:>7.1f}"
     )
 
 

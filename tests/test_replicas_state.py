@@ -197,3 +197,26 @@ async def test_a_stranger_in_a_group_is_told_once_by_the_cluster(
 
     assert [len(notices) for notices in told] == [1, 0, 0]
     assert "write to me in private" in told[0][0]
+
+
+async def test_a_stranger_writing_to_two_replicas_at_once_gets_one_pairing_code(
+    tmp_path: Path, fake_openai: FakeOpenAI, pg_url: str
+) -> None:
+    """Both replicas run at the same time and take the stranger's first messages together: the
+    roster's row decides, so one of them gives a pairing code and the other says nothing, and a
+    later message on either gives no second one."""
+    clock = Clock(START)
+    async with (
+        running(replica(tmp_path / "r1", fake_openai, pg_url), clock) as one,
+        running(replica(tmp_path / "r2", fake_openai, pg_url), clock) as two,
+    ):
+        first = await asyncio.gather(
+            *(handle(app, message("hello?", at=clock(), user=STRANGER)) for app in (one, two))
+        )
+        later = [
+            await handle(app, message("hello??", at=clock(), user=STRANGER)) for app in (two, one)
+        ]
+
+    said = [text for replies in (*first, *later) for text in replies]
+    codes = [text for text in said if "Your pairing code:" in text]
+    assert len(codes) == 1, said
