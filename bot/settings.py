@@ -38,6 +38,9 @@ from bot.settings_errors import describe
 CONFIG_FILE_VAR = "BOT_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = Path("config/settings.toml")
 
+# The committed defaults of the checkout the bot runs from, wherever it is started from.
+MODELS_FILE = Path(__file__).resolve().parents[1] / "config" / "models.json"
+
 
 def _id_list(value: Any) -> Any:
     """User ids as a person writes them: `123456789`, `1, 2`, `1 2` or JSON `[1, 2]`."""
@@ -181,7 +184,7 @@ class CompactionSettings(_Section):
     flush_enabled: bool = True
     reserve_tokens_floor: int = Field(default=20000, ge=0)
     soft_threshold_tokens: int = Field(default=4000, ge=0)
-    models_file: Path = Path("config/models.json")  # context windows per model
+    models_file: Path = MODELS_FILE  # context windows per model
 
 
 class RagSettings(_Section):
