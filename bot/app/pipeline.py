@@ -11,8 +11,10 @@ from datetime import datetime
 from bot.app.core import Core
 from bot.app.memory import build_memory_prompt
 from bot.app.reminders import Reminders, build_reminders
+from bot.conversation.closing import ConversationClose
 from bot.conversation.compaction import Compactor
 from bot.conversation.flush import MemoryFlush
+from bot.conversation.window import SessionWindow
 from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
@@ -57,6 +59,7 @@ class Turn:
     lightrag: LightRagBackend | None  # a service when `rag.backend = "lightrag"`
     tools: ToolRegistry
     reminders: Reminders
+    closing: ConversationClose  # /new, a stale session's renewal, the window's trimming
     meter: PromptMeter  # the prompt's tokens against the model's window
     compactor: Compactor  # systems 18, /compact, a stale session's summary, the overflow retry
     sent: LastRequests  # the last request of each chat (/context)
@@ -80,26 +83,23 @@ def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> T
         tools=tools.specs,  # the `remind` tool's too
         max_output_tokens=settings.llm.max_output_tokens,
     )
-    context = ContextBuilding(
-        persona=settings.persona,
-        instructions=_instructions(settings),
-        memory=build_memory_prompt(
-            settings, core.items_index, core.markdown, core.count, remote=lightrag
-        ),
-        notes=core.writer.notes.format,
-        now=now,
-        memory_room=meter.memory_room,
-        context_role=settings.llm.context_role,
-    )
+    context = _context(settings, core, meter, now, lightrag)
     compactor = _compactor(settings, core, meter, now)
+    consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
+    closing = ConversationClose(
+        sessions=core.sessions,
+        consolidator=core.consolidator if consolidating else None,
+        memory=core.writer,
+    )
     sent = LastRequests()
     systems = _systems(
-        settings, core, now, meter, compactor, context, tools, sent, lightrag, reminders
+        settings, core, now, meter, compactor, context, tools, sent, lightrag, reminders, closing
     )
     return Turn(
         lightrag=lightrag,
         tools=tools,
         reminders=reminders,
+        closing=closing,
         meter=meter,
         compactor=compactor,
         sent=sent,
@@ -127,6 +127,7 @@ def _systems(
     sent: LastRequests,
     lightrag: LightRagBackend | None,
     reminders: Reminders,
+    closing: ConversationClose,
 ) -> list[System]:
     """The pipeline's systems (it runs them in their order: `Pipeline.describe()`)."""
     memory, writer = settings.memory, core.writer
@@ -138,15 +139,10 @@ def _systems(
         meter=meter,
         sent=sent,
     )
-    persist = MemoryPersist(
-        core.sessions,
-        writer,
-        now=now,
-        consolidator=core.consolidator,
-        memory_window=memory.memory_window,
-        keep_messages=memory.keep_messages,
-        meter=meter,
+    window = SessionWindow(
+        closing, memory_window=memory.memory_window, keep_messages=memory.keep_messages
     )
+    persist = MemoryPersist(core.sessions, writer, window=window, now=now, meter=meter)
     indexing = RagIndexing(core.workspace, index=core.items_index.index, remote=lightrag)
     shown = settings.reminders.shown_in_prompt
     return [
@@ -159,6 +155,27 @@ def _systems(
         persist,
         BestEffort(indexing),
     ]
+
+
+def _context(
+    settings: Settings,
+    core: Core,
+    meter: PromptMeter,
+    now: Callable[[], datetime],
+    lightrag: LightRagBackend | None,
+) -> ContextBuilding:
+    """System 20: a turn's prompt (also `python -m bot prompt`'s, through `PromptPreview`)."""
+    return ContextBuilding(
+        persona=settings.persona,
+        instructions=_instructions(settings),
+        memory=build_memory_prompt(
+            settings, core.items_index, core.markdown, core.count, remote=lightrag
+        ),
+        notes=core.writer.notes.format,
+        now=now,
+        memory_room=meter.memory_room,
+        context_role=settings.llm.context_role,
+    )
 
 
 def _compactor(

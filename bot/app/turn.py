@@ -30,12 +30,7 @@ def build_router(
     settings: Settings, core: Core, turn: Turn, now: Callable[[], datetime], *, media: MediaReader
 ) -> Router:
     running = RunningTurns()
-    consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
-    closing = ConversationClose(
-        sessions=core.sessions,
-        consolidator=core.consolidator if consolidating else None,
-        memory=core.writer,
-    )
+    closing = turn.closing
     delivery = Delivery(core.store.journal)
     return Router(
         inbox=core.store.journal,
