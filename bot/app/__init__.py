@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import Telegram, telegram_channel
-from bot.app.core import Core, Spending, build_core
+from bot.app.core import Core, build_core
 from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex
 from bot.app.pipeline import Turn, build_turn
@@ -45,6 +45,7 @@ from bot.storage.workspace import Workspace
 from bot.turn.intake import IntakeFactory
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
+from bot.usage import Spending
 
 
 @dataclass(frozen=True)

@@ -38,36 +38,10 @@ from bot.turn.chats import ChatLocks
 from bot.turn.door import Door
 from bot.turn.notices import ToldNotices
 from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
-from bot.usage import (
-    Caps,
-    MeteredLLM,
-    MeteredTranscriber,
-    OwnerLine,
-    Prices,
-    UsageLedger,
-    UsageReport,
-)
+from bot.usage import Prices, Spending, UsageLedger
 from bot.usage.metered import Limits
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
-
-
-@dataclass(frozen=True)
-class Spending:
-    """What the model spends: recorded, capped, reported (`bot.usage`)."""
-
-    ledger: UsageLedger
-    report: UsageReport  # /usage, the web page
-    line: OwnerLine  # the owners hear of caps here, once a channel connects it
-    metered: MeteredLLM
-
-    def llm(self, kind: str) -> MeteredLLM:
-        """The model client for one kind of work."""
-        return self.metered.as_kind(kind)
-
-    @property
-    def transcribed(self) -> MeteredTranscriber:
-        return MeteredTranscriber(self.ledger)
 
 
 @dataclass(frozen=True)
@@ -275,8 +249,6 @@ def _build_spending(
     now: Callable[[], datetime],
 ) -> Spending:
     config = settings.usage
-    ledger = UsageLedger(workspace.usage_path, store.locks, now=now, documents=workspace.documents)
-    line = OwnerLine(access.owners)
     limits = Limits(
         chat_daily_tokens=config.chat_daily_tokens,
         background_daily_tokens=config.background_daily_tokens,
@@ -288,9 +260,15 @@ def _build_spending(
         parsed = parse_session_key(chat)
         return parsed is not None and parsed[2] is None and access.is_owner(parsed[1])
 
-    caps = Caps(ledger, limits, owner_chat=owner_chat, line=line, now=now)
-    report = UsageReport(ledger, Prices.load(config.prices_file), now=now)
-    return Spending(ledger, report, line, MeteredLLM(llm, "reply", ledger, caps))
+    return Spending.over(
+        llm,
+        UsageLedger(workspace.usage_path, store.locks, now=now, documents=workspace.documents),
+        limits,
+        Prices.load(config.prices_file),
+        owners=access.owners,
+        owner_chat=owner_chat,
+        now=now,
+    )
 
 
 def _build_consolidator(
