@@ -1,6 +1,6 @@
-"""Composition of a turn: the model's tools, prompt accounting and compaction, the prompt (system
-20), the ordered pipeline of systems, and the preview of a chat's next prompt. Part of the
-composition root (see `bot.app`)."""
+"""Composition of a turn: its pieces (`Turn`: the model's tools, prompt accounting and
+compaction, the prompt, the preview of a chat's next prompt), then the pipeline of systems over
+them. Part of the composition root (see `bot.app`)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,6 @@ class Turn:
     compactor: Compactor  # systems 18, /compact, a stale session's summary, the overflow retry
     sent: LastRequests  # the last request of each chat (/context)
     context: ContextBuilding  # system 20 (the preview's, a scheduled task's too)
-    pipeline: Pipeline
     preview: PromptPreview  # the next prompt of a chat (/status, /compact, `bot prompt`)
 
 
@@ -91,10 +90,6 @@ def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> T
         consolidator=core.consolidator if consolidating else None,
         memory=core.writer,
     )
-    sent = LastRequests()
-    systems = _systems(
-        settings, core, now, meter, compactor, context, tools, sent, lightrag, reminders, closing
-    )
     return Turn(
         lightrag=lightrag,
         tools=tools,
@@ -102,9 +97,8 @@ def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> T
         closing=closing,
         meter=meter,
         compactor=compactor,
-        sent=sent,
+        sent=LastRequests(),
         context=context,
-        pipeline=Pipeline(systems),
         preview=PromptPreview(  # `python -m bot prompt`: system 20, as a turn would run it
             context=context,
             sessions=core.sessions,
@@ -116,45 +110,37 @@ def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> T
     )
 
 
-def _systems(
-    settings: Settings,
-    core: Core,
-    now: Callable[[], datetime],
-    meter: PromptMeter,
-    compactor: Compactor,
-    context: ContextBuilding,
-    tools: ToolRegistry,
-    sent: LastRequests,
-    lightrag: LightRagBackend | None,
-    reminders: Reminders,
-    closing: ConversationClose,
-) -> list[System]:
-    """The pipeline's systems (it runs them in their order: `Pipeline.describe()`)."""
-    memory, writer = settings.memory, core.writer
+def build_pipeline(
+    settings: Settings, core: Core, turn: Turn, now: Callable[[], datetime]
+) -> Pipeline:
+    """The turn's systems (the pipeline runs them in their order: `Pipeline.describe()`)."""
+    memory, writer, meter = settings.memory, core.writer, turn.meter
     loop = ToolLoop(
         core.spending.llm("reply"),
-        tools,
+        turn.tools,
         max_steps=settings.llm.max_tool_steps,
         now=now,
         meter=meter,
-        sent=sent,
+        sent=turn.sent,
     )
     window = SessionWindow(
-        closing, memory_window=memory.memory_window, keep_messages=memory.keep_messages
+        turn.closing, memory_window=memory.memory_window, keep_messages=memory.keep_messages
     )
     persist = MemoryPersist(core.sessions, writer, window=window, now=now, meter=meter)
-    indexing = RagIndexing(core.workspace, index=core.items_index.index, remote=lightrag)
+    indexing = RagIndexing(core.workspace, index=core.items_index.index, remote=turn.lightrag)
     shown = settings.reminders.shown_in_prompt
-    return [
-        *_compaction(settings, core, meter, compactor, now),
-        BestEffort(FilesFirst(writer)),
-        context,
-        ScheduledInPrompt(reminders.store, shown=shown),
-        loop,
-        MemoryTags(writer, core.receipts),
-        persist,
-        BestEffort(indexing),
-    ]
+    return Pipeline(
+        [
+            *_compaction(settings, core, meter, turn.compactor, now),
+            BestEffort(FilesFirst(writer)),
+            turn.context,
+            ScheduledInPrompt(turn.reminders.store, shown=shown),
+            loop,
+            MemoryTags(writer, core.receipts),
+            persist,
+            BestEffort(indexing),
+        ]
+    )
 
 
 def _context(

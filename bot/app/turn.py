@@ -7,14 +7,14 @@ from collections.abc import Callable
 from datetime import datetime
 
 from bot.app.core import Core
-from bot.app.pipeline import Turn
+from bot.app.pipeline import Turn, build_pipeline
 from bot.conversation.breakdown import Breakdowns
-from bot.conversation.closing import ConversationClose
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
 from bot.conversation.renewal import ChatKind, Freshness, FreshnessPolicy, SessionRenewal
 from bot.media.reader import MediaReader
 from bot.memory.recall.inventory import MemoryInventory
+from bot.pipeline import Pipeline
 from bot.settings import FreshnessSettings, SessionPolicySettings, Settings
 from bot.turn.chats import RunningTurns
 from bot.turn.commands import basics, conversation, spending, status
@@ -29,15 +29,14 @@ from bot.turn.runner import TurnRunner
 def build_router(
     settings: Settings, core: Core, turn: Turn, now: Callable[[], datetime], *, media: MediaReader
 ) -> Router:
-    running = RunningTurns()
-    closing = turn.closing
+    running, pipeline = RunningTurns(), build_pipeline(settings, core, turn, now)
     delivery = Delivery(core.store.journal)
     return Router(
         inbox=core.store.journal,
         access=core.access,
         door=core.door,
-        commands=build_commands(settings, core, turn, closing, running, now),
-        turns=_build_turns(settings, core, turn, closing, running, delivery, now, media),
+        commands=build_commands(settings, core, turn, pipeline, running, now),
+        turns=_build_turns(settings, core, turn, pipeline, running, delivery, now, media),
         delivery=delivery,
         chatter=core.chatter,
         receipts=core.receipts,
@@ -49,7 +48,7 @@ def _build_turns(
     settings: Settings,
     core: Core,
     turn: Turn,
-    closing: ConversationClose,
+    pipeline: Pipeline,
     running: RunningTurns,
     delivery: Delivery,
     now: Callable[[], datetime],
@@ -62,12 +61,13 @@ def _build_turns(
         now=now,
         by_kind=_freshness_by_kind(config),
     )
+    closing = turn.closing
     renewal = SessionRenewal(policy=policy, closing=closing, summarizer=turn.compactor, now=now)
     compactor = turn.compactor if settings.compaction.enabled else None
     # after a context overflow the full `keep` was too much: half of it
     keep = max(2, settings.compaction.keep_last_messages // 2)
     return TurnRunner(
-        overflow=OverflowRetry(turn.pipeline, compactor, keep=keep),
+        overflow=OverflowRetry(pipeline, compactor, keep=keep),
         continuation=Continuation(core.sessions, renewal, core.writer.notes, now),
         access=core.access,
         locks=core.chat_locks,
@@ -95,7 +95,7 @@ def build_commands(
     settings: Settings,
     core: Core,
     turn: Turn,
-    closing: ConversationClose,
+    pipeline: Pipeline,
     running: RunningTurns,
     now: Callable[[], datetime],
 ) -> Commands:
@@ -111,7 +111,7 @@ def build_commands(
             basics.Start(),
             basics.Help(access),
             basics.Stop(running),
-            conversation.NewConversation(closing, sessions, locks, access),
+            conversation.NewConversation(turn.closing, sessions, locks, access),
             conversation.Compact(turn.compactor, sessions, locks, access, turn.preview, keep=keep),
             remembering.ShowMemory(inventory, access),
             remembering.Remember(writer, access, core.receipts),
@@ -125,7 +125,7 @@ def build_commands(
                 running,
                 access,
                 model=model,
-                pipeline=turn.pipeline.describe(),
+                pipeline=pipeline.describe(),
                 queue=core.store.queue,
             ),
             status.ShowContext(turn.sent, turn.preview, access, sessions, model=model),
