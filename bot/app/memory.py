@@ -19,9 +19,9 @@ from pathlib import Path
 
 import structlog
 
-from bot.errors import ConfigError, ModelFetchError
+from bot.errors import ConfigError
 from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
-from bot.index.embedding import fetch_model, model_folder
+from bot.index.embedding import MODEL2VEC_PATH_VAR, hub_model, model_folder
 from bot.index.remote import RemoteSearch
 from bot.index.service import IndexService
 from bot.index.sync.transcripts import TranscriptSource
@@ -43,7 +43,6 @@ from bot.storage.workspace import Workspace
 log = structlog.get_logger(__name__)
 
 Count = Callable[[str], int]
-MODEL2VEC_VAR = "BOT_RAG__MODEL2VEC_PATH"
 EMBEDDING_KEY_VAR = "BOT_RAG__EMBEDDING_API_KEY"
 COUNT_CACHE = 16384  # token counts of prompt lines: most lines are the same turn after turn
 
@@ -143,9 +142,11 @@ def embedder_loader(
         folder = rag.model2vec_path
         if folder is None:
             model_folder(models_dir, rag.model2vec_model)  # a malformed id stops the start
-            return lambda timeout: _hub_model(rag, models_dir, timeout)
+            return lambda timeout: hub_model(
+                rag.model2vec_model, models_dir, hub=rag.model2vec_hub, timeout=timeout
+            )
         if not (folder / "config.json").is_file():
-            raise ConfigError(f"{MODEL2VEC_VAR} {folder} holds no model2vec model")
+            raise ConfigError(f"{MODEL2VEC_PATH_VAR} {folder} holds no model2vec model")
         return lambda timeout: Model2VecEmbedder(folder)
     secret = rag.embedding_api_key.get_secret_value() if rag.embedding_api_key else api_key
     if not secret:
@@ -154,24 +155,6 @@ def embedder_loader(
     return lambda timeout: OpenAIEmbedder(
         base_url=base_url, api_key=secret, model=rag.embedding_model, timeout=timeout
     )
-
-
-def _hub_model(rag: RagSettings, models_dir: Path, timeout: float) -> Embedder | None:
-    """The hub model, fetched the first time; None (keyword-only, one warning) when it
-    cannot be fetched."""
-    try:
-        folder = fetch_model(
-            rag.model2vec_model, models_dir, hub=rag.model2vec_hub, timeout=timeout
-        )
-    except (ModelFetchError, OSError) as exc:
-        log.warning(
-            "embedder_unavailable_keyword_only",
-            model=rag.model2vec_model,
-            reason=str(exc),
-            fix=f"needs network once to fetch it into {models_dir}, or set {MODEL2VEC_VAR}",
-        )
-        return None
-    return Model2VecEmbedder(folder)
 
 
 def build_memory_prompt(
