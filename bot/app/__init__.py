@@ -1,8 +1,9 @@
 """The composition root: the only place concrete classes are built and wired together.
 
-Read top to bottom, `build_app` builds the core (store.py, core.py, memory.py), the turn
-(pipeline.py, reminders.py), what comes with a message (media.py), the router (turn.py), then
-the services (web.py); `build_telegram` puts the channel in front (channel.py).
+Read top to bottom, `build_app` builds the core (store.py, core.py, memory.py), the turn's
+pieces (pipeline.py, reminders.py), what comes with a message (media.py), the router with the
+pipeline it runs (turn.py), then the services (web.py); `build_telegram` puts the channel in
+front (channel.py).
 
 channel.py    The Telegram channel, as `settings.telegram.mode` says
 core.py       The workspace, the model and its spending, memory and its one writer, the gate
@@ -89,8 +90,9 @@ def build_app(
     settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
     """The app over `settings`, in the order a turn meets it: the core (workspace, model,
-    memory, journal, gate), the turn (tools, compaction, pipeline), what comes with a message,
-    the router, then the services; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
+    memory, journal, gate), the turn's pieces (tools, compaction, the prompt), what comes with a
+    message, the router with the pipeline, then the services; `now` (tests) replaces its
+    clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
     core = build_core(settings, api_key, now)
     turn = build_turn(settings, core, now)

@@ -53,8 +53,8 @@ OFFERED = (  # the tools' kinds, in the order offered (`build_tools`; the eval c
 
 @dataclass(frozen=True)
 class Turn:
-    """What a turn runs on beside the core: its pipeline and the pieces the commands, the
-    reminders and the web page share with it."""
+    """What a turn is made of beside the core: the pieces its pipeline (`build_pipeline`),
+    the commands, the reminders and the web page share."""
 
     lightrag: LightRagBackend | None  # a service when `rag.backend = "lightrag"`
     tools: ToolRegistry
@@ -68,7 +68,7 @@ class Turn:
 
 
 def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> Turn:
-    """The turn's pieces, then its pipeline."""
+    """The turn's pieces, each built once (the pipeline over them: `build_pipeline`)."""
     lightrag = build_lightrag(settings, now)
     tools = build_tools(settings, core, now, lightrag=lightrag)
     reminders = build_reminders(settings, core.workspace, core.store.locks, now, tools=tools)
