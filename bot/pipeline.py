@@ -2,9 +2,8 @@
 
 A turn's logic lives here and nowhere else: ordered systems read and write one `TurnContext`
 (and `LiveText`, where the runner shows the model's text as it comes).
-Orders are a public contract (logs and /status name them): 18 auto-compaction, 19 files
-first, 20 context building, 22 scheduled items (`bot.reminders`), 30 LLM tool loop, 40 memory
-tags, 50 memory persist, 55 RAG indexing.
+Orders are a public contract (logs and /status name them); `Pipeline.describe()` is the one
+place that lists them in the order they run.
 """
 
 from __future__ import annotations
@@ -154,4 +153,5 @@ class Pipeline:
             await system.process(ctx)
 
     def describe(self) -> list[str]:
+        """Each system as `order name`, in the order they run: the one list of the orders."""
         return [f"{s.order} {s.name}" for s in self.systems]

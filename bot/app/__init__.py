@@ -1,16 +1,19 @@
 """The composition root: the only place concrete classes are built and wired together.
 
+Read top to bottom, `build_app` builds the core (store.py, core.py, memory.py), the turn's
+pieces (pipeline.py, reminders.py), what comes with a message (media.py), the router with the
+pipeline it runs (turn.py), then the services (web.py); `build_telegram` puts the channel in
+front (channel.py).
+
 channel.py    The Telegram channel, as `settings.telegram.mode` says
-core.py       The core of the app: the workspace, the model, memory and its one writer, the
-              journal and the gate
-media.py      Composition of what comes with a message (`bot.media`)
-memory.py     The composition root's memory half
-pipeline.py   Composition of a turn
+core.py       The workspace, the model and its spending, memory and its one writer, the gate
+media.py      What comes with a message (`bot.media`)
+memory.py     Recall: the search index and its embedder, structured items, the prompt's memory
+pipeline.py   A turn: its tools, compaction, the prompt, the ordered systems
 reminders.py  Reminders wired into the app
-steering.py   The parts a person steers with
 store.py      Where the journal, the chats' queue, the path locks and the documents live, picked
               once from `settings.store`
-turn.py       Composition of what a message meets
+turn.py       What a message meets: the commands, the turn runner, the router
 web.py        The memory page wired into the app (`bot.web`)
 """
 
@@ -28,23 +31,22 @@ from bot.app.media import build_media, build_transcriber
 from bot.app.memory import ItemsAndIndex
 from bot.app.pipeline import Turn, build_turn
 from bot.app.reminders import attach
-from bot.app.steering import Spending
 from bot.app.turn import build_router
 from bot.app.web import Checks, Clock, build_web
 from bot.background import Service, WarmUp
 from bot.channels.telegram.budget import Pace
 from bot.llm.openai_chat import OpenAIChat
 from bot.memory.upkeep.archiving import NoteArchive
-from bot.memory.upkeep.consolidation import WAIT_GRACE, Consolidator
+from bot.memory.upkeep.consolidation import WAIT_GRACE
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.upkeep.left import LeftJobs
-from bot.memory.writer import MemoryWriter
 from bot.settings import Settings
 from bot.storage.heartbeat import Heartbeat
 from bot.storage.workspace import Workspace
 from bot.turn.intake import IntakeFactory
 from bot.turn.preview import PromptPreview
 from bot.turn.router import Router
+from bot.usage import Spending
 
 
 @dataclass(frozen=True)
@@ -88,28 +90,24 @@ def build_app(
     settings: Settings, *, api_key: str, now: Clock | None = None, checks: Checks | None = None
 ) -> App:
     """The app over `settings`, in the order a turn meets it: the core (workspace, model,
-    memory, journal, gate), the turn (tools, compaction, pipeline), what comes with a message,
-    the router, then the services; `now` (tests) replaces its clock; `checks`: doctor's (web)."""
+    memory, journal, gate), the turn's pieces (tools, compaction, the prompt), what comes with a
+    message, the router with the pipeline, then the services; `now` (tests) replaces its
+    clock; `checks`: doctor's (web)."""
     now = now or clock(settings.timezone)
     core = build_core(settings, api_key, now)
     turn = build_turn(settings, core, now)
     transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
-    media = build_media(
-        settings, core.workspace, transcriber, core.windows, core.memory.tokens.count
-    )
+    media = build_media(settings, core.workspace, transcriber, core.windows, core.tokens.count)
     router = build_router(settings, core, turn, now, media=media)
     once = _once(settings, core, turn, router, now)  # the reminders' commands on the router
-    background: list[Service] = [
-        *([turn.lightrag] if turn.lightrag else []),
-        *([transcriber] if transcriber else []),
-    ]
     services: list[Service] = [
         *core.store.services,  # first: the shared database, before anything uses the journal
         core.items_index.index,  # first: opened and synced before anything else, stopped last
         router.door,  # says who owns the bot (or logs the claim code) before the first message
         core.items_index.usage,
         core.consolidator,
-        *background,
+        *([turn.lightrag] if turn.lightrag else []),
+        *([transcriber] if transcriber else []),
         *build_web(settings, core, turn, router, now, checks),
         *core.store.once(once),  # the last started, the first stopped
     ]
@@ -125,7 +123,7 @@ def build_app(
         intake=core.store.intake,
         spending=core.spending,
         pace=core.store.pace,
-        warm=WarmUp((core.llm.warm, core.memory.tokens.warm), at_start=one_process),
+        warm=WarmUp((core.llm.warm, core.tokens.warm), at_start=one_process),
     )
 
 
@@ -149,40 +147,30 @@ def _once(
     settings: Settings, core: Core, turn: Turn, router: Router, now: Callable[[], datetime]
 ) -> list[tuple[str, Service]]:
     """The background work that runs once however many replicas run it, by name: the daily
-    upkeep, the undo purge, the jobs a replica left, the reminders firing."""
+    upkeep of memory (item decay when on, archiving old notes), the undo purge, the jobs a
+    replica left (with replicas), the reminders firing."""
+    config, writer, workspace = settings.memory, core.writer, core.workspace
+    decaying = config.items.decay_enabled
+    after = timedelta(seconds=config.consolidation_timeout + WAIT_GRACE)  # with replicas only
+    left = LeftJobs(core.consolidator, after=after, now=now)
     scheduler = attach(
+        settings,
         turn.reminders,
         router,
+        workspace,
+        now,
         sessions=core.sessions,
         context=turn.context,
         llm=core.spending.llm("task"),  # scheduled tasks (capped by `bot.reminders`)
         tools=turn.tools,
     )
     return [
-        *_build_upkeep(settings, core.workspace, core.writer, now),
+        *([("item-decay", ItemDecay(writer, workspace))] if decaying else []),
+        (
+            "note-archive",
+            NoteArchive(writer, workspace, retention_days=config.retention_days, now=now),
+        ),
         ("undo-purge", core.undo),
-        *_left_jobs(settings, core.consolidator, now),
+        *([("consolidation-left", left)] if settings.store.url is not None else []),
         ("reminders", scheduler),
     ]
-
-
-def _build_upkeep(
-    settings: Settings, workspace: Workspace, writer: MemoryWriter, now: Callable[[], datetime]
-) -> list[tuple[str, Service]]:
-    """The daily upkeep of memory, by name: item decay (when on) and archiving old notes."""
-    archive = NoteArchive(writer, workspace, retention_days=settings.memory.retention_days, now=now)
-    decaying = settings.memory.items.decay_enabled
-    return [
-        *([("item-decay", ItemDecay(writer, workspace))] if decaying else []),
-        ("note-archive", archive),
-    ]
-
-
-def _left_jobs(
-    settings: Settings, consolidator: Consolidator, now: Callable[[], datetime]
-) -> list[tuple[str, Service]]:
-    """With replicas, the consolidation jobs a replica left behind, run by another (by name)."""
-    if settings.store.url is None:
-        return []
-    after = timedelta(seconds=settings.memory.consolidation_timeout + WAIT_GRACE)
-    return [("consolidation-left", LeftJobs(consolidator, after=after, now=now))]

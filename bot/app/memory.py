@@ -1,7 +1,6 @@
-"""The composition root's memory half: the memory files (`Memory`), recall — the search index
-and its embedder, structured items (`ItemsAndIndex`) — and the prompt's memory sections. `bot.app`
-wires them into the app; the CLI's `memory` commands use `build_items_and_index` alone (no model, no
-Telegram).
+"""Recall's parts in the composition root: the search index and its embedder, structured items
+(`ItemsAndIndex`), and the prompt's memory sections. The CLI's `memory` commands use
+`build_items_and_index` alone (no model, no Telegram).
 
 `rag.embedder` picks the index's embedder: "none" (keyword-only), "model2vec" (a local folder,
 `rag.model2vec_path`, checked here so a wrong path stops the start with the variable to fix;
@@ -20,41 +19,30 @@ from pathlib import Path
 
 import structlog
 
-from bot.errors import ConfigError, ModelFetchError
+from bot.errors import ConfigError
 from bot.index import Embedder, MemoryIndex, Model2VecEmbedder
-from bot.index.embedding import fetch_model, model_folder
+from bot.index.embedding import MODEL2VEC_PATH_VAR, hub_model, model_folder
 from bot.index.remote import RemoteSearch
 from bot.index.service import IndexService
 from bot.index.sync.transcripts import TranscriptSource
 from bot.llm.embeddings import OpenAIEmbedder
-from bot.llm.tokens import LineTokens, TokenCounter
-from bot.memory.forgetting import Forgetting
-from bot.memory.forgetting.forget import Copies
+from bot.llm.tokens import LineTokens
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
 from bot.memory.items.usage import UsageSaver
-from bot.memory.notes.daily import DailyNotes, NoteFormat
-from bot.memory.notes.history import HistoryLog
-from bot.memory.notes.long_term import LongTermMemory
-from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
 from bot.memory.recall.prompt import MemoryPrompt, PackLimits
 from bot.memory.recall.relevant import RelevantMemory
 from bot.memory.recall.retrieval import MemoryRetriever
 from bot.memory.recall.scoring import TopK
-from bot.memory.writer import MemoryWriter
 from bot.settings import ItemSettings, RagSettings, Settings
-from bot.storage.chatter import ChatterStore
-from bot.storage.files import FileLocks, Locks
-from bot.storage.lines import LineReader
-from bot.storage.undo import UndoStore
+from bot.storage.files import Locks
 from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
 
 Count = Callable[[str], int]
-MODEL2VEC_VAR = "BOT_RAG__MODEL2VEC_PATH"
 EMBEDDING_KEY_VAR = "BOT_RAG__EMBEDDING_API_KEY"
 COUNT_CACHE = 16384  # token counts of prompt lines: most lines are the same turn after turn
 
@@ -68,86 +56,6 @@ class ItemsAndIndex:
     item_keeper: ItemKeeper  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
     usage: UsageSaver  # a service: writes the items' last-used marks now and then, and at stop
-
-
-@dataclass(frozen=True)
-class Memory:
-    """The memory model's parts, built once and shared by the systems and commands."""
-
-    long_term: LongTermMemory
-    working: WorkingMemory
-    notes: DailyNotes
-    markdown: MarkdownMemory
-    history: HistoryLog
-    reader: LineReader
-    tokens: TokenCounter
-    count: Callable[[str], int]  # `tokens.count`, cached: the prompt's lines repeat every turn
-    file_locks: Locks
-
-
-def build_memory(
-    settings: Settings,
-    workspace: Workspace,
-    now: Callable[[], datetime],
-    *,
-    locks: Locks | None = None,  # default: `FileLocks` in the workspace (one host)
-) -> Memory:
-    file_locks = locks or FileLocks(workspace.locks_dir)
-    working = WorkingMemory(
-        workspace, file_locks, stale_days=settings.memory.working_memory_stale_days, now=now
-    )
-    reader = LineReader(memory_root=workspace.memory_root, documents=workspace.documents)
-    tokens = TokenCounter()
-    count = cached_count(tokens.count)
-    markdown = MarkdownMemory(
-        workspace,
-        reader,
-        working,
-        count,
-        recent_days=settings.memory.recent_days,
-        budget_tokens=settings.memory.prompt_budget_tokens,
-        working_lines=settings.memory.items.working_top_k,
-    )
-    notes = DailyNotes(
-        workspace, NoteFormat(settings.memory.note_user_chars, settings.memory.note_assistant_chars)
-    )
-    return Memory(
-        long_term=LongTermMemory(workspace, file_locks),
-        working=working,
-        notes=notes,
-        markdown=markdown,
-        history=HistoryLog(workspace, file_locks),
-        reader=reader,
-        tokens=tokens,
-        count=count,
-        file_locks=file_locks,
-    )
-
-
-def build_writer(
-    workspace: Workspace,
-    memory: Memory,
-    items_index: ItemsAndIndex,
-    undo: UndoStore,
-    *,
-    chatter: ChatterStore | None = None,
-    receipts: Copies | None = None,
-) -> MemoryWriter:
-    """The one writer over the memory files, the items and the index (and what /forget
-    reaches: `chatter`, a group's messages waiting for the bot's next turn; `receipts`, the
-    memory receipts' copies of what was stored)."""
-    return MemoryWriter(
-        workspace,
-        memory.file_locks,
-        long_term=memory.long_term,
-        history=memory.history,
-        notes=memory.notes,
-        working=memory.working,
-        items=items_index.item_keeper,
-        usage=items_index.retriever,
-        index=items_index.index,
-        forgetting=Forgetting(workspace, memory.file_locks, undo, chatter, receipts),
-    )
 
 
 def cached_count(count: Count) -> Count:
@@ -166,7 +74,7 @@ def build_items_and_index(
 ) -> ItemsAndIndex:
     store = ItemStore(workspace, locks)
     config = settings.memory.items
-    writer = _build_writer(settings, store, now)
+    keeper = _item_keeper(settings, store, now)
     # with replicas, the index (this replica's own) catches up after the start: a replica
     # answers before its first walk over the shared documents
     replicated = settings.store.url is not None
@@ -175,13 +83,13 @@ def build_items_and_index(
     return ItemsAndIndex(
         index=index,
         items=store,
-        item_keeper=writer,
+        item_keeper=keeper,
         retriever=MemoryRetriever(store, count, now=now, episodic_days=config.episodic_days),
         usage=UsageSaver(store),
     )
 
 
-def _build_writer(settings: Settings, store: ItemStore, now: Callable[[], datetime]) -> ItemKeeper:
+def _item_keeper(settings: Settings, store: ItemStore, now: Callable[[], datetime]) -> ItemKeeper:
     config = settings.memory.items
     return ItemKeeper(
         store,
@@ -234,9 +142,11 @@ def embedder_loader(
         folder = rag.model2vec_path
         if folder is None:
             model_folder(models_dir, rag.model2vec_model)  # a malformed id stops the start
-            return lambda timeout: _hub_model(rag, models_dir, timeout)
+            return lambda timeout: hub_model(
+                rag.model2vec_model, models_dir, hub=rag.model2vec_hub, timeout=timeout
+            )
         if not (folder / "config.json").is_file():
-            raise ConfigError(f"{MODEL2VEC_VAR} {folder} holds no model2vec model")
+            raise ConfigError(f"{MODEL2VEC_PATH_VAR} {folder} holds no model2vec model")
         return lambda timeout: Model2VecEmbedder(folder)
     secret = rag.embedding_api_key.get_secret_value() if rag.embedding_api_key else api_key
     if not secret:
@@ -245,24 +155,6 @@ def embedder_loader(
     return lambda timeout: OpenAIEmbedder(
         base_url=base_url, api_key=secret, model=rag.embedding_model, timeout=timeout
     )
-
-
-def _hub_model(rag: RagSettings, models_dir: Path, timeout: float) -> Embedder | None:
-    """The hub model, fetched the first time; None (keyword-only, one warning) when it
-    cannot be fetched."""
-    try:
-        folder = fetch_model(
-            rag.model2vec_model, models_dir, hub=rag.model2vec_hub, timeout=timeout
-        )
-    except (ModelFetchError, OSError) as exc:
-        log.warning(
-            "embedder_unavailable_keyword_only",
-            model=rag.model2vec_model,
-            reason=str(exc),
-            fix=f"needs network once to fetch it into {models_dir}, or set {MODEL2VEC_VAR}",
-        )
-        return None
-    return Model2VecEmbedder(folder)
 
 
 def build_memory_prompt(

@@ -1,5 +1,6 @@
-"""Reminders wired into the app: the store and zones, the `remind` tool, system 22, and — once
-the router exists — the scheduler service, the task turns and the two commands."""
+"""Reminders wired into the app: the store and zones and the `remind` tool (system 22, in the
+pipeline, shows a chat's next items), and — once the router exists — the scheduler service, the
+task turns and the two commands."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.llm.client import LLM
-from bot.pipeline import Pipeline, System
+from bot.pipeline import System
 from bot.reminders.commands import ReminderCommands, RemindersCommand, TimezoneCommand
-from bot.reminders.prompt import ScheduledInPrompt
 from bot.reminders.scheduler import Scheduler
 from bot.reminders.store import ReminderStore
 from bot.reminders.tasks import Caps, DailySpend, NothingToReport, TaskTurns
@@ -26,21 +26,16 @@ from bot.turn.router import Router
 
 @dataclass
 class Reminders:
+    """The store and the zones; the scheduler that the `remind` tool wakes, once `attach`
+    has built it over the router."""
+
     store: ReminderStore
     zones: Zones
-    settings: Settings
-    workspace: Workspace
-    now: Callable[[], datetime]
     scheduler: Scheduler | None = None
 
     def wake(self) -> None:
         if self.scheduler is not None:
             self.scheduler.wake()
-
-    def into(self, pipeline: Pipeline) -> Pipeline:
-        """The pipeline with system 22 put in (the chat's next items in the prompt)."""
-        shown = self.settings.reminders.shown_in_prompt
-        return Pipeline([*pipeline.systems, ScheduledInPrompt(self.store, shown=shown)])
 
 
 def build_reminders(
@@ -56,14 +51,17 @@ def build_reminders(
     zones = Zones(
         workspace.timezones_path, locks, default=settings.timezone, documents=workspace.documents
     )
-    reminders = Reminders(store, zones, settings, workspace, now)
+    reminders = Reminders(store, zones)
     tools.add(RemindTool(store, zones, now=now, changed=reminders.wake))
     return reminders
 
 
 def attach(
+    settings: Settings,
     reminders: Reminders,
     router: Router,
+    workspace: Workspace,
+    now: Callable[[], datetime],
     *,
     sessions: SessionStore,
     context: System,
@@ -72,7 +70,7 @@ def attach(
 ) -> Scheduler:
     """Task turns and the commands on the router; the scheduler returned (a service: the last
     started, the first stopped)."""
-    config, now = reminders.settings.reminders, reminders.now
+    config = settings.reminders
     scheduler = Scheduler(
         reminders.store,
         router.inbox,
@@ -84,6 +82,7 @@ def attach(
     reminders.scheduler = scheduler
     task_tools = tools.without(NAME)
     task_tools.add(NothingToReport())
+    store = reminders.store
     tasks = TaskTurns(
         context=context,
         llm=llm,
@@ -91,18 +90,13 @@ def attach(
         router=router,
         sessions=sessions,
         caps=Caps(per_task=config.task_tokens, per_day=config.daily_task_tokens),
-        spend=DailySpend(
-            reminders.workspace.task_tokens_path,
-            now,
-            reminders.store.locks,
-            reminders.workspace.documents,
-        ),
+        spend=DailySpend(workspace.task_tokens_path, now, store.locks, workspace.documents),
         now=now,
-        max_steps=reminders.settings.llm.max_tool_steps,
+        max_steps=settings.llm.max_tool_steps,
     )
     router.kinds["task"] = tasks.run
     commands = ReminderCommands(
-        reminders.store, reminders.zones, router.access, now=now, changed=scheduler.wake
+        store, reminders.zones, router.access, now=now, changed=scheduler.wake
     )
     router.commands.add(RemindersCommand(commands))
     router.commands.add(TimezoneCommand(commands))

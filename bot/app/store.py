@@ -9,8 +9,6 @@ import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING
 
 from bot.background import Service
 from bot.channels.telegram.budget import Pace
@@ -21,10 +19,6 @@ from bot.storage.roster import RosterFile, RosterStore
 from bot.storage.workspace import Workspace
 from bot.turn.commands.status import QueueLook
 from bot.turn.intake import IntakeFactory, MemoryIntake
-
-if TYPE_CHECKING:
-    from bot.replicas.documents import PgDocuments
-    from bot.replicas.replica import Replica
 
 
 @dataclass
@@ -47,54 +41,38 @@ def build_store(settings: Settings, workspace: Workspace) -> Store:
     if settings.store.url is None:
         locks = FileLocks(workspace.locks_dir)
         roster = RosterFile(workspace.roster_path, locks)
-        return Store(Inbox(workspace.inbox_dir), MemoryIntake, locks, roster)
+        return Store(
+            journal=Inbox(workspace.inbox_dir), intake=MemoryIntake, locks=locks, roster=roster
+        )
     return _shared(settings, workspace, settings.store.url.get_secret_value())
 
 
 def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
-    from bot.replicas.database import open_pool
-    from bot.replicas.journal import PgJournal
-    from bot.replicas.locks import PgLocks
-    from bot.replicas.look import JobsLook
-    from bot.replicas.pace import SharedPace
-    from bot.replicas.queue import ChatQueue, QueueIntake
-    from bot.replicas.replica import Shared
-    from bot.replicas.roster import PgRoster
+    from bot.replicas.replica import Replica, open_cluster
 
-    store = settings.store
-    pool = open_pool(url, max_size=store.worker_concurrency + 4, stalled_after=store.stalled_after)
-    queue = ChatQueue(
-        pool,
-        concurrency=store.worker_concurrency,
-        heartbeat=store.heartbeat,
-        stalled_after=store.stalled_after,
-        grace=settings.telegram.shutdown_grace,
-    )
-    journal = PgJournal(pool, enqueue=queue.enqueue, lease=store.stalled_after)
-
-    intake = partial(QueueIntake, queue=queue, journal=journal)  # a channel's, on the queue
-
-    locks = PgLocks(pool, root=workspace.root, alive_every=store.stalled_after / 3)
-    roster = PgRoster(pool)
-
-    def once(work: Sequence[tuple[str, Service]]) -> list[Service]:
-        from bot.replicas.once import OnceInCluster
-
-        return [OnceInCluster(pool, work)]
-
-    shared = shared_documents(url, workspace, stalled_after=store.stalled_after)
-    services: list[Service] = [Shared(pool, queue, shared, _replica(settings)), roster]
-    look, documents = JobsLook(pool, alive_within=store.stalled_after), split(shared, workspace)
-    return Store(journal, intake, locks, roster, services, SharedPace(pool), look, once, documents)
-
-
-def _replica(settings: Settings) -> Replica:
-    """This replica as `mnemo_replicas` records it: the host and port, and its secret."""
-    telegram = settings.telegram
+    config, telegram = settings.store, settings.telegram
     secret = telegram.webhook_secret.get_secret_value() if telegram.webhook_secret else None
-    from bot.replicas.replica import Replica
-
-    return Replica(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
+    replica = Replica(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
+    cluster = open_cluster(
+        url,
+        workspace.root,
+        replica,  # as `mnemo_replicas` records it: the host and port, and its secret
+        concurrency=config.worker_concurrency,
+        heartbeat=config.heartbeat,
+        stalled_after=config.stalled_after,
+        grace=telegram.shutdown_grace,
+    )
+    return Store(
+        journal=cluster.journal,
+        intake=cluster.intake,
+        locks=cluster.locks,
+        roster=cluster.roster,
+        services=cluster.services,
+        pace=cluster.pace,
+        queue=cluster.look,
+        once=cluster.once,
+        documents=cluster.documents,
+    )
 
 
 @contextmanager
@@ -105,30 +83,13 @@ def stored_workspace(settings: Settings) -> Iterator[Workspace]:
     if settings.store.url is None:
         yield workspace
         return
-    shared = shared_documents(settings.store.url.get_secret_value(), workspace)
+    from bot.replicas.replica import shared_documents, split
+
+    shared = shared_documents(settings.store.url.get_secret_value(), workspace.root)
     try:
-        yield Workspace(workspace.root, split(shared, workspace))
+        yield Workspace(workspace.root, split(shared, workspace.root))
     finally:
         shared.close()
-
-
-def split(shared: PgDocuments, workspace: Workspace) -> Documents:
-    """The workspace's documents: the shared ones in the database, the rest on this disk."""
-    from bot.replicas.shared_documents import SplitDocuments
-
-    return SplitDocuments(shared, ON_DISK, workspace.root)
-
-
-def shared_documents(
-    url: str, workspace: Workspace, *, stalled_after: float | None = None
-) -> PgDocuments:
-    """The documents every replica shares, connected now (blocking): stores read them as they
-    are built, before the services start."""
-    from bot.replicas.documents import open_documents
-
-    documents = open_documents(url, workspace.root, stalled_after=stalled_after)
-    documents.connect()
-    return documents
 
 
 @asynccontextmanager
@@ -137,14 +98,7 @@ async def roster_only(settings: Settings, workspace: Workspace) -> AsyncIterator
     if settings.store.url is None:
         yield RosterFile(workspace.roster_path, FileLocks(workspace.locks_dir))
         return
-    from bot.replicas.database import open_pool
-    from bot.replicas.roster import PgRoster
+    from bot.replicas.replica import roster_only as shared_roster
 
-    pool = open_pool(settings.store.url.get_secret_value(), max_size=2)
-    await pool.open(wait=True)
-    try:
-        roster = PgRoster(pool)
-        await roster.load()
+    async with shared_roster(settings.store.url.get_secret_value()) as roster:
         yield roster
-    finally:
-        await pool.close()

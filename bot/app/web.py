@@ -53,10 +53,9 @@ def build_web(
         session_hours=config.session_hours,
         documents=workspace.documents,
     )
-    access = core.steering.gate.access
     server = WebServer(
         signins,
-        access,
+        core.access,
         host=config.host,
         port=config.port,
         public_url=config.public_url,
@@ -79,22 +78,18 @@ def _pages(
     from bot.web.pages import conversations as talk
     from bot.web.pages import health, learned, memory, reminders, search, usage
 
-    site, kept = server.site, turn.reminders
-    workspace, writer, steering = core.workspace, core.writer, core.steering
-    undo = settings.memory.undo_minutes
+    site, kept, undo = server.site, turn.reminders, settings.memory.undo_minutes
+    workspace, writer, desk, locks = core.workspace, core.writer, core.receipts, core.chat_locks
     tool = turn.tools.get(MemorySearch.spec.name)
-    commands = ReminderCommands(
-        kept.store, kept.zones, steering.gate.access, now=now, changed=kept.wake
-    )
-    spend = settings.usage
+    commands = ReminderCommands(kept.store, kept.zones, core.access, now=now, changed=kept.wake)
+    spend, report = settings.usage, core.spending.report
     caps = usage.Caps(spend.chat_daily_tokens, spend.background_daily_tokens, spend.owners_exempt)
-    desk, locks = steering.receipts, steering.gate.locks
     return [
         memory.MemoryPage(site, workspace, writer, desk.store, locks, undo_minutes=undo),
         learned.LearnedPage(site, desk),
         search.SearchPage(site, workspace, tool if isinstance(tool, MemorySearch) else None),
         talk.ConversationsPage(site, workspace, core.sessions, writer, locks, undo_minutes=undo),
         reminders.RemindersPage(site, kept.store, commands, now=now),
-        usage.UsagePage(site, steering.usage.ledger, steering.usage, caps, now=now),
+        usage.UsagePage(site, report.ledger, report, caps, now=now),
         health.HealthPage(site, checks, now=now),
     ]

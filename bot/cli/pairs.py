@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Callable
 
 from bot.app import clock
-from bot.app.steering import build_door
+from bot.app.core import build_door
 from bot.app.store import roster_only
 from bot.settings import Settings
 from bot.storage.workspace import Workspace

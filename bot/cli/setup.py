@@ -39,7 +39,7 @@ from pydantic import SecretStr
 
 from bot import shell
 from bot.app import clock
-from bot.app.steering import build_door
+from bot.app.core import build_door
 from bot.app.store import roster_only
 from bot.channels.telegram.errors import is_rejected_token
 from bot.cli.doctor import check_model, check_telegram, what_failed

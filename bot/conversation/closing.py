@@ -1,4 +1,6 @@
-"""Closing a conversation: what `/new` and a stale session's renewal both do to the old one.
+"""Closing a conversation: what `/new` and a stale session's renewal both do to the old one;
+`hand_over`, the one way messages leaving a session reach consolidation (closing, and the
+window's trimming: `bot.conversation.window`).
 
 close(session, scope, at=…, wait=…) ─▶ Closed
     ├─ consolidation job for its messages (`wait`: folded now, bounded, as /new shows;
@@ -64,17 +66,30 @@ class ConversationClose:
         opening: tuple[ChatMessage, ...] = (),
         reason: str = "/new",  # why it ended, in its archive file
     ) -> Closed:
-        consolidated: bool | None = None
-        if self.consolidator is not None and (messages := kept(session)):
-            job = new_job(scope, session.key, messages, at=at)
-            if wait:
-                consolidated = await self.consolidator.consolidate_now(job)
-            else:
-                await self.consolidator.submit(job)
-                consolidated = True
+        consolidated = await self.hand_over(scope, session.key, kept(session), at=at, wait=wait)
         fresh = await self.sessions.archive(session.key, reason=reason)
         if opening:
             fresh = replace(fresh, messages=opening)
             await self.sessions.save(fresh)
         await self.memory.clear_working(session.key)
         return Closed(session=fresh, consolidated=consolidated)
+
+    async def hand_over(
+        self,
+        scope: MemoryScope,
+        key: str,
+        messages: tuple[ChatMessage, ...],
+        *,
+        at: datetime,
+        wait: bool,
+    ) -> bool | None:
+        """Messages leaving session `key`, as one consolidation job: `wait`, folded now
+        (bounded; whether the model did); otherwise durable at once and folded in the
+        background (True). None: nothing handed over (no messages, or consolidation off)."""
+        if self.consolidator is None or not messages:
+            return None
+        job = new_job(scope, key, messages, at=at)
+        if not wait:
+            await self.consolidator.submit(job)
+            return True
+        return await self.consolidator.consolidate_now(job)

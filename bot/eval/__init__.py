@@ -9,7 +9,7 @@ BM25 baseline. The evalsets it is measured on are made outside the product
     retrieval.py   `evaluate`: each system builds its index and answers every question
     report.py      the figures: recall@k, recall@budget, answer coverage, build, latency
     interval.py    95% confidence intervals of a mean (a bootstrap over the questions)
-    table.py       a report as text, with the targets of issue 31 against it
+    table.py       a report as text (the recall targets are the benchmarks': retrieval_targets.py)
     realtalk.py    REALTALK and LoCoMo chats (`Chat_*.json`) converted to the dataset format
 
 The format, how to read the figures, and the figures measured on `tests/data/evalset_months.json`

@@ -9,7 +9,8 @@ lives in `bot.llm.embeddings`, the only place the SDK may be imported. All calls
 `fetch_model` downloads a model's three files (`MODEL_FILES`, `<hub>/<repo>/resolve/main/…`)
 once into `<models dir>/<owner>--<name>/`: into a temporary folder first, renamed into place
 when all three are there, under a file lock (two processes starting at once fetch it once).
-Loading is model2vec's own, from that folder, offline.
+Loading is model2vec's own, from that folder, offline; `hub_model` falls back to keyword search
+(one warning) when the fetch fails.
 """
 
 from __future__ import annotations
@@ -26,10 +27,14 @@ from typing import Protocol
 import httpx
 import numpy as np
 import numpy.typing as npt
+import structlog
 from filelock import FileLock
 
 from bot.errors import ConfigError, ModelFetchError
 from bot.storage.files import ensure_dir, fsync_path
+
+log = structlog.get_logger(__name__)
+MODEL2VEC_PATH_VAR = "BOT_RAG__MODEL2VEC_PATH"  # a local folder instead of the hub's model
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 _REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
@@ -120,6 +125,22 @@ def fetch_model(repo: str, models_dir: Path, *, hub: str, timeout: float) -> Pat
         if not is_cached(folder):  # another process may have fetched it meanwhile
             _download(f"{hub.rstrip('/')}/{repo}/resolve/main", folder, timeout=timeout)
     return folder
+
+
+def hub_model(repo: str, models_dir: Path, *, hub: str, timeout: float) -> Embedder | None:
+    """The hub model, fetched the first time; None (keyword-only, one warning that says how
+    to fix it) when it cannot be fetched."""
+    try:
+        folder = fetch_model(repo, models_dir, hub=hub, timeout=timeout)
+    except (ModelFetchError, OSError) as exc:
+        log.warning(
+            "embedder_unavailable_keyword_only",
+            model=repo,
+            reason=str(exc),
+            fix=f"needs network once to fetch it into {models_dir}, or set {MODEL2VEC_PATH_VAR}",
+        )
+        return None
+    return Model2VecEmbedder(folder)
 
 
 def _download(base: str, folder: Path, *, timeout: float) -> None:

@@ -40,8 +40,9 @@ once.py              `OnceInCluster`: background work that one replica at a time
 pace.py              `SharedPace`: Telegram's send limits for a bot, shared by every replica
 queue.py             `QueueIntake`: the chats' queue shared by every replica
                      (`bot.turn.intake.Intake`)
-replica.py           This replica in the cluster: who it is (`Replica`) and its connection to the
-                     shared database (`Shared`)
+replica.py           This replica in the cluster: who it is (`Replica`), its connection to the
+                     shared database (`Shared`), and every shared part above opened once
+                     (`open_cluster`)
 roster.py            `PgRoster`: the roster (`bot.storage.roster`: owners, paired users, pairing
                      requests, the claim code) in PostgreSQL, one row every replica shares
 shared_documents.py  Which of the workspace's documents the replicas share, and `SplitDocuments`,

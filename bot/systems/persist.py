@@ -1,15 +1,15 @@
-"""System 50, memory persist: save the session with the exchange, then hand the turn to the
-memory writer (`MemoryWriter.record_turn`: the daily note line, then the turn's items). Every
-file it wrote (the session, a part cut from it, the note, the items' files) goes in
-`ctx.written`, for system 55 to index.
+"""System 50, memory persist: save the session with the exchange, let the session's window
+trim it (`bot.conversation.window`: past `memory_window` messages the older part goes to
+consolidation and an archive file), then hand the turn to the memory writer
+(`MemoryWriter.record_turn`: the daily note line, then the turn's items). Every file it wrote
+(the session, a part cut from it, the note, the items' files) goes in `ctx.written`, for system
+55 to index.
 
 The session save must succeed (it is the conversation); the writer's part is best-effort: a
 failed write is logged and never costs the user the reply. The items the prompt showed
-(system 20) are marked used. Past `memory_window` messages
-the older part goes to consolidation (made durable first) and the session keeps the recent
-part. The session's marks also keep what the prompt meter learnt from the turn
-(`bot.llm.meter`). What the model forgot during the turn (`memory_forget`) is saved as forget
-leaves it on disk (`unsaid`): the session it loaded before would bring it back.
+(system 20) are marked used. The session's marks also keep what the prompt meter learnt from
+the turn (`bot.llm.meter`). What the model forgot during the turn (`memory_forget`) is saved as
+forget leaves it on disk (`unsaid`): the session it loaded before would bring it back.
 """
 
 from __future__ import annotations
@@ -19,22 +19,24 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
-import structlog
-
-from bot.conversation.compaction import cut_point as consolidation_cut
+from bot.conversation.window import Trimmed
 from bot.llm.meter import PromptMeter
 from bot.memory.forgetting import unsaid
 from bot.memory.items.turn import TurnMemoryEvent
 from bot.memory.trust import TurnOrigin
-from bot.memory.upkeep.consolidation import ConsolidationQueue
 from bot.memory.writer import TurnRecord
-from bot.models import ChatMessage, MemoryItem, Provenance, SessionMarks, scope_key
+from bot.models import (
+    ChatMessage,
+    MemoryItem,
+    MemoryScope,
+    Provenance,
+    Session,
+    SessionMarks,
+    scope_key,
+)
 from bot.pipeline import TurnContext
-from bot.storage.jobs import new_job
 from bot.storage.sessions import SessionStore
 from bot.systems.origin import origin_of
-
-log = structlog.get_logger(__name__)
 
 
 class TurnMemory(Protocol):
@@ -43,6 +45,12 @@ class TurnMemory(Protocol):
     async def record_turn(self, turn: TurnMemoryEvent) -> TurnRecord: ...
 
     async def mark_used(self, items: Sequence[MemoryItem], at: datetime) -> None: ...
+
+
+class Window(Protocol):
+    """Where the session's older part leaves it (`bot.conversation.window.SessionWindow`)."""
+
+    async def trim(self, session: Session, scope: MemoryScope, *, at: datetime) -> Trimmed: ...
 
 
 class MemoryPersist:
@@ -54,25 +62,23 @@ class MemoryPersist:
         sessions: SessionStore,
         memory: TurnMemory,
         *,
+        window: Window,
         now: Callable[[], datetime],
-        consolidator: ConsolidationQueue | None = None,
-        memory_window: int = 0,  # 0: no consolidation, the session keeps `keep_messages`
-        keep_messages: int = 10,
         meter: PromptMeter | None = None,  # calibrates the prompt estimate after each turn
     ) -> None:
         self.sessions = sessions
         self.memory = memory
+        self.window = window
         self.now = now
-        self.consolidator = consolidator
-        self.memory_window = memory_window
-        self.keep_messages = keep_messages
         self.meter = meter
 
     async def process(self, ctx: TurnContext) -> None:
         origin = origin_of(ctx)  # of the conversation the turn continued: before it is saved
         carried = origin.carried(ctx.reply) if ctx.reply is not None else None
         await self._save_session(ctx, carried)
-        await self._trim(ctx)
+        trimmed = await self.window.trim(ctx.session, ctx.scope, at=self.now())
+        ctx.session = trimmed.session
+        ctx.written += trimmed.written
         if ctx.reply is None:
             return
         event = _event(ctx, ctx.reply, self.now(), origin)
@@ -114,28 +120,6 @@ class MemoryPersist:
         )
         factor = marks.token_factor if learnt.factor is None else learnt.factor
         return replace(marks, system_tokens=learnt.system_tokens, token_factor=factor)
-
-    async def _trim(self, ctx: TurnContext) -> None:
-        """Past `memory_window` messages the older ones go to consolidation (the job durable
-        before anything else); with a window of 0 there is no consolidation and the session
-        just keeps its last `keep_messages`. Either way the cut part is archived
-        as a session file before the session is saved with the rest: no message is lost."""
-        messages = ctx.session.messages
-        consolidating = self.consolidator is not None and self.memory_window > 0
-        limit = self.memory_window if consolidating else self.keep_messages
-        if len(messages) <= limit:
-            return
-        cut = consolidation_cut(messages, keep=self.keep_messages)
-        if cut == 0:
-            return
-        if consolidating and self.consolidator is not None:
-            job = new_job(ctx.scope, ctx.session.key, messages[:cut], at=self.now())
-            await self.consolidator.submit(job)
-        archived = await self.sessions.archive_part(ctx.session, messages[:cut])
-        ctx.written += [archived] if archived else []
-        ctx.session = replace(ctx.session, messages=messages[cut:])
-        await self.sessions.save(ctx.session)
-        log.info("session_trimmed", cut=cut, kept=len(messages) - cut, consolidated=consolidating)
 
 
 def _event(ctx: TurnContext, reply: str, at: datetime, origin: TurnOrigin) -> TurnMemoryEvent:

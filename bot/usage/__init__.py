@@ -8,6 +8,8 @@ shown by /usage and `python -m bot usage`, and capped per day.
     metered.py  `MeteredLLM`, `MeteredTranscriber`: each call checked against the caps, then
                 recorded; `Caps`: the daily caps, the warning at 80% and the stop, each told to
                 the owners in one line (`OwnerLine`)
+    spending.py `Spending`: all of it built once over the model client, and each kind of
+                work's client
 
 Kinds: reply (a turn's answers, tools included), consolidation, flush, compaction,
 transcription, task (a scheduled task's turn, `bot.reminders`: capped there, not here). The
@@ -19,6 +21,7 @@ from bot.usage.ledger import KINDS, UsageLedger
 from bot.usage.metered import Caps, MeteredLLM, MeteredTranscriber, OwnerLine
 from bot.usage.prices import Prices
 from bot.usage.report import UsageReport
+from bot.usage.spending import Spending
 
 __all__ = [
     "KINDS",
@@ -27,6 +30,7 @@ __all__ = [
     "MeteredTranscriber",
     "OwnerLine",
     "Prices",
+    "Spending",
     "UsageLedger",
     "UsageReport",
 ]
