@@ -36,10 +36,8 @@ from bot.errors import ConfigError
 from bot.settings_errors import describe
 
 CONFIG_FILE_VAR = "BOT_CONFIG_FILE"
-DEFAULT_CONFIG_FILE = Path("config/settings.toml")
-
-# The committed defaults of the checkout the bot runs from, wherever it is started from.
-MODELS_FILE = Path(__file__).resolve().parents[1] / "config" / "models.json"
+CONFIG = Path(__file__).resolve().parents[1] / "config"  # the checkout's, wherever it starts
+DEFAULT_CONFIG_FILE = CONFIG / "settings.toml"
 
 
 def _id_list(value: Any) -> Any:
@@ -184,7 +182,7 @@ class CompactionSettings(_Section):
     flush_enabled: bool = True
     reserve_tokens_floor: int = Field(default=20000, ge=0)
     soft_threshold_tokens: int = Field(default=4000, ge=0)
-    models_file: Path = MODELS_FILE  # context windows per model
+    models_file: Path = CONFIG / "models.json"  # context windows per model
 
 
 class RagSettings(_Section):
