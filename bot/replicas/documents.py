@@ -25,6 +25,7 @@ import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import BinaryIO
@@ -67,10 +68,10 @@ def open_documents(
     return PgDocuments(pool, root)
 
 
+@dataclass(eq=False)
 class PgDocuments:
-    def __init__(self, pool: ConnectionPool, root: Path) -> None:
-        self.pool = pool
-        self.root = root  # paths are keyed relative to it: replicas mount the folder anywhere
+    pool: ConnectionPool
+    root: Path
 
     def connect(self) -> None:
         """Open the pool and make the table, once, whichever replica comes first."""

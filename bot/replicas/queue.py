@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -359,6 +360,7 @@ class QueueIntake:
             await self.journal.release(entry.inbound.id, entry.fence)
 
 
+@dataclass(eq=False)
 class FencedReplier:
     """The channel's replier for a queued turn, sending nothing once another worker took the
     entry (a replica frozen or cut from the database past its lease, whose turn was given
@@ -366,9 +368,8 @@ class FencedReplier:
     channel's requests look again right before each goes out, after its wait for a send slot,
     and check the lease at the wire)."""
 
-    def __init__(self, inner: Replier, look: Callable[[], Awaitable[None]]) -> None:
-        self.inner = inner
-        self.look = look
+    inner: Replier
+    look: Callable[[], Awaitable[None]]
 
     def parts(self, text: str) -> Sequence[object]:
         return self.inner.parts(text)

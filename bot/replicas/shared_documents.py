@@ -23,6 +23,7 @@ the channel's offset) stays the replica's own.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,11 +37,11 @@ SHARED_NAMES = re.compile(
 )
 
 
+@dataclass(eq=False)
 class SplitDocuments:
-    def __init__(self, shared: Documents, local: Documents, root: Path) -> None:
-        self.shared = shared
-        self.local = local
-        self.root = root
+    shared: Documents
+    local: Documents
+    root: Path
 
     def is_shared(self, path: Path) -> bool:
         parts = _parts_under(path, self.root)

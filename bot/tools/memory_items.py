@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -236,6 +237,7 @@ class Forgetter(Protocol):
     async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
 
 
+@dataclass(eq=False)
 class MemoryForget:
     spec = ToolSpec(
         name="memory_forget",
@@ -259,9 +261,9 @@ class MemoryForget:
         },
     )
 
-    def __init__(self, memory: Forgetter, *, undo_minutes: int) -> None:
-        self.memory = memory
-        self.undo_minutes = undo_minutes
+    memory: Forgetter
+    _: KW_ONLY
+    undo_minutes: int
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments.only(args, ("id", "text"))

@@ -6,6 +6,7 @@ from the viewer's private chat. A time that does not read keeps what was typed, 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 
 from aiohttp import web
@@ -21,19 +22,13 @@ from bot.web.viewer import Viewer
 DONE = ("Cancelled", "Moved", "There is no")
 
 
+@dataclass(eq=False)
 class RemindersPage:
-    def __init__(
-        self,
-        site: Site,
-        store: ReminderStore,
-        commands: ReminderCommands,
-        *,
-        now: Callable[[], datetime],
-    ) -> None:
-        self.site = site
-        self.store = store
-        self.commands = commands
-        self.now = now
+    site: Site
+    store: ReminderStore
+    commands: ReminderCommands
+    _: KW_ONLY
+    now: Callable[[], datetime]
 
     def routes(self) -> list[web.RouteDef]:
         return [
