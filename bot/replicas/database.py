@@ -82,6 +82,41 @@ async def until(event: asyncio.Event, seconds: float) -> None:
             await event.wait()
 
 
+RETRY = 1.0  # seconds before listening again after the connection was lost
+LOOK_EVERY = 0.5  # seconds between two looks at whether the listening should end
+
+
+async def listen_to(
+    pool: AsyncConnectionPool,
+    channel: str,
+    heard: Callable[[str], Awaitable[object]],
+    *,
+    closing: asyncio.Event,
+    failed: str,  # what `met` logs when the listening breaks
+    errors: tuple[type[Exception], ...],  # those that break it: it listens again
+    connected: Callable[[], Awaitable[object]] | None = None,  # after each LISTEN
+) -> None:
+    """Until `closing` is set: `heard` each notification's payload on `channel`, on a
+    connection of its own (it stays listening), again `RETRY` seconds after the listening broke.
+    It ends between two waits (within `LOOK_EVERY` seconds), never by a cancellation mid-query
+    (psycopg then cancels the query on the server and may wait seconds for it)."""
+    while not closing.is_set():
+        try:
+            conninfo = pool.conninfo
+            assert isinstance(conninfo, str)  # `open_pool` makes it so
+            async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
+                await conn.execute(f"LISTEN {channel}")
+                if connected is not None:
+                    await connected()
+                while not closing.is_set():
+                    async for note in conn.notifies(timeout=LOOK_EVERY):
+                        await heard(note.payload)
+        except errors as exc:
+            stop_if_cancelled()
+            met(failed, exc)
+            await until(closing, RETRY)
+
+
 WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)
 OUTAGE = 60.0  # seconds a turn's own write waits for the database to come back
 # the database unreachable (restarting, network), or our session ended by it (idle too long in a
