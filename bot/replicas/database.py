@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 import structlog
 from procrastinate import App, PsycopgConnector
@@ -117,7 +117,7 @@ async def listen_to(
             await until(closing, RETRY)
 
 
-WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)
+WAIT_FOR_CONNECTION = 3.0  # seconds; then the call fails (`PoolTimeout`: a webhook answers 500)
 OUTAGE = 60.0  # seconds a turn's own write waits for the database to come back
 # the database unreachable (restarting, network), or our session ended by it (idle too long in a
 # transaction: `session_options`)
@@ -199,11 +199,28 @@ def open_pool(
     session left idle in a transaction that long is ended by PostgreSQL (`session_options`)."""
     return AsyncConnectionPool(
         url,
+        check=AsyncConnectionPool.check_connection,
+        **pool_options(max_size=max_size, stalled_after=stalled_after),
+    )
+
+
+class PoolOptions(TypedDict):
+    min_size: int
+    max_size: int
+    timeout: float
+    open: bool
+    kwargs: dict[str, str]
+
+
+def pool_options(*, max_size: int, stalled_after: float | None) -> PoolOptions:
+    """What a replica's pools are opened with, async (`open_pool`) or not
+    (`bot.replicas.documents`): one connection kept, `max_size` at most, a caller waits
+    `WAIT_FOR_CONNECTION` for one, opened by `open()`, sessions as `session_options` says."""
+    return PoolOptions(
         min_size=1,
         max_size=max_size,
         timeout=WAIT_FOR_CONNECTION,
         open=False,
-        check=AsyncConnectionPool.check_connection,
         kwargs=session_options(stalled_after),
     )
 
