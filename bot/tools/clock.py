@@ -10,6 +10,8 @@ from typing import Any
 from bot.models import ToolSpec
 from bot.tools.registry import ToolContext
 
+TIME_FORMAT = "%A %Y-%m-%d %H:%M %Z"  # the time as the model is told it, here and each turn
+
 
 @dataclass(eq=False)
 class CurrentTime:
@@ -22,4 +24,4 @@ class CurrentTime:
     now: Callable[[], datetime]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return self.now().strftime("%A %Y-%m-%d %H:%M %Z").strip()
+        return self.now().strftime(TIME_FORMAT).strip()
