@@ -28,6 +28,11 @@ USAGE = (
 NONE = "No reminders here. Ask me in words, e.g. “remind me on Friday at 9 to call the bank”."
 
 
+def unreadable(exc: StoreError) -> str:
+    """What a person is told when the reminders file does not read (here and on the page)."""
+    return f"I could not read the reminders file: {exc}"
+
+
 @dataclass(eq=False)
 class ReminderCommands:
     store: ReminderStore
@@ -48,7 +53,7 @@ class ReminderCommands:
                 item_id, _, when = rest.strip().partition(" ")
                 return await self._move(inbound, item_id, when)
         except StoreError as exc:
-            return f"I could not read the reminders file: {exc}"
+            return unreadable(exc)
         return USAGE
 
     async def timezone(self, inbound: Inbound, args: str) -> str:

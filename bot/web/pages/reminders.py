@@ -12,7 +12,7 @@ from datetime import datetime
 from aiohttp import web
 
 from bot.models import Inbound, parse_session_key
-from bot.reminders.commands import ReminderCommands
+from bot.reminders.commands import ReminderCommands, unreadable
 from bot.reminders.store import ReminderStore, StoreError
 from bot.reminders.when import FORMATS
 from bot.web.pages.forms import field
@@ -45,7 +45,7 @@ class RemindersPage:
         try:
             found = [item for _, item in await self.store.everything() if who.sees_chat(item.chat)]
         except StoreError as exc:
-            found, problem = [], f"I could not read the reminders file: {exc}"
+            found, problem = [], unreadable(exc)
         found.sort(key=lambda item: (item.chat, item.next_at or self.now()))
         return self.site.render(
             request,
