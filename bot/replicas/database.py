@@ -236,11 +236,17 @@ def session_options(stalled_after: float | None) -> dict[str, str]:
     return {"options": f"-c idle_in_transaction_session_timeout={int(stalled_after * 1000)}"}
 
 
+async def make_schema(conn: AsyncConnection, schema: str) -> None:
+    """Run `schema` (`CREATE … IF NOT EXISTS`) in `conn`'s transaction, one replica at a time
+    (`SCHEMA_LOCK`, released at the transaction's end)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+    await conn.execute(schema)
+
+
 async def migrate(pool: AsyncConnectionPool) -> None:
     """Make the tables the journal and the queue need, once, whichever replica comes first."""
     async with pool.connection() as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        await conn.execute(SCHEMA)
+        await make_schema(conn, SCHEMA)
         row = await (await conn.execute("SELECT to_regclass('procrastinate_jobs')")).fetchone()
         if row is None or row[0] is None:
             schema = App(connector=PsycopgConnector()).schema_manager.get_schema()

@@ -22,7 +22,7 @@ from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
 from bot.errors import StorageError
-from bot.replicas.database import SCHEMA_LOCK, listen_to
+from bot.replicas.database import listen_to, make_schema
 from bot.storage.roster import Roster, dumps, loads
 
 log = structlog.get_logger(__name__)
@@ -78,8 +78,7 @@ class PgRoster:
     async def load(self) -> Roster:
         """Make the table if it is missing, then `refresh`."""
         async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            await conn.execute(SCHEMA)
+            await make_schema(conn, SCHEMA)
         return await self.refresh()
 
     async def refresh(self) -> Roster:
