@@ -24,6 +24,7 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus
@@ -74,13 +75,13 @@ def _spellings(secret: str) -> set[str]:
     return forms
 
 
+@dataclass(eq=False)
 class Redacting:
     """Wraps a renderer and scrubs its input (before JSON or `repr` escapes a secret out of
     recognition) and its output (a traceback the console renderer formats)."""
 
-    def __init__(self, renderer: Processor, scrub: Scrubber) -> None:
-        self.renderer = renderer
-        self.scrub = scrub
+    renderer: Processor
+    scrub: Scrubber
 
     def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> Any:
         rendered = self.renderer(logger, name, self._scrubbed(event_dict))
@@ -96,11 +97,11 @@ class Redacting:
         return value  # an exc_info tuple stays one; its text is scrubbed once rendered
 
 
+@dataclass(eq=False)
 class TransientErrors:
     """A network error's traceback becomes one field: `error="ConnectError: …"`."""
 
-    def __init__(self, transient: Transient) -> None:
-        self.transient = transient
+    transient: Transient
 
     def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> EventDict:
         exc = _exception(event_dict.get("exc_info"))

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from bot.models import Inbound
-from bot.replicas.database import open_pool, stop_if_cancelled
-from bot.replicas.stop import LOOK_EVERY, StopAcross
+from bot.replicas.database import LOOK_EVERY, open_pool, stop_if_cancelled
+from bot.replicas.stop import StopAcross
 
 
 async def retrying(attempts: list[int]) -> None:

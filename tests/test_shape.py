@@ -1,4 +1,5 @@
-"""The source tree's shape: package size, module and function length, function width, no
+"""The source tree's shape: package size, module and function length, function width (a class
+kept by identity, `@dataclass(eq=False)`, counting its fields as its constructor's), no
 `**kwargs: Any` in a constructor (a missing object hidden), no import cycle between modules or
 between packages; each package's `__init__` names every module and subpackage it holds (as
 httpx's `tests/test_exported_members.py` holds `__all__` against the module), and
@@ -104,6 +105,7 @@ def findings(tree: Tree) -> Iterator[str]:
         if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
             yield f"module {name}: {lines} lines"
         yield from _functions(name, parsed)
+        yield from _services(name, parsed)
         module_edges |= {(name, target) for target in imports(tree, name, parsed)}
     yield from (f"package {p}: {n} modules" for p, n in sizes.items() if n > MAX_MODULES)
     for part in cycles(module_edges):
@@ -129,6 +131,26 @@ def _functions(name: str, parsed: ast.Module) -> Iterator[str]:
         kwarg = args.kwarg
         if node.name == "__init__" and kwarg is not None and _is_any(kwarg.annotation):
             yield f"constructor in {name} (line {node.lineno}): **{kwarg.arg}: Any"
+
+
+def _services(name: str, parsed: ast.Module) -> Iterator[str]:
+    """A class that keeps its collaborators as dataclass fields (`eq=False`: compared by
+    identity, as an object with an `__init__` is) has a constructor as wide as its fields."""
+    for node in ast.walk(parsed):
+        if not isinstance(node, ast.ClassDef) or not any(
+            ast.unparse(d).startswith("dataclass(") and "eq=False" in ast.unparse(d)
+            for d in node.decorator_list
+        ):
+            continue
+        width = sum(
+            isinstance(s, ast.AnnAssign)
+            and ast.unparse(s.annotation) not in ("KW_ONLY", "dataclasses.KW_ONLY")
+            and not ast.unparse(s.annotation).startswith(("ClassVar", "typing.ClassVar"))
+            and not (s.value is not None and "init=False" in ast.unparse(s.value))
+            for s in node.body
+        )
+        if width > MAX_PARAMETERS:
+            yield f"constructor in {name} (line {node.lineno}): {width} parameters"
 
 
 def _is_any(annotation: ast.expr | None) -> bool:
@@ -228,6 +250,21 @@ def test_the_guard_sees_each_kind_of_finding() -> None:
         "module p.c.long: 402 lines",
         "package p.c: 15 modules",
     }
+
+
+def test_the_guard_counts_the_fields_of_a_class_kept_by_identity() -> None:
+    fields = "".join(f"    q{n}: int\n" for n in range(13))
+    probe = Tree(
+        texts={
+            "p": "",
+            "p.kept": "@dataclass(eq=False)\nclass A:\n    _: KW_ONLY\n" + fields,
+            "p.value": "@dataclass(frozen=True)\nclass V:\n" + fields,
+        },
+        packages=frozenset({"p"}),
+        top="p",
+    )
+
+    assert set(findings(probe)) == {"constructor in p.kept (line 2): 13 parameters"}
 
 
 def test_the_guard_sees_what_was_used_to_dodge_it() -> None:

@@ -30,6 +30,7 @@ import signal
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -122,13 +123,13 @@ class ConsoleReplier:
         return f"{document.caption or document.name}: {path}"
 
 
+@dataclass(eq=False)
 class ConsoleDraft:
     """The end of the answer being written, on the spinner's line (a pipe shows nothing)."""
 
     interval = DRAFT_INTERVAL
 
-    def __init__(self, replier: ConsoleReplier) -> None:
-        self.replier = replier
+    replier: ConsoleReplier
 
     async def show(self, text: str) -> None:
         if (status := self.replier.status) is not None:

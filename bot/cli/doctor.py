@@ -41,6 +41,7 @@ from bot.cli.findings import Finding
 from bot.cli.findings import secret as _secret
 from bot.errors import ConfigError, MnemoError, StartupError, StoreAway
 from bot.index.embedding import is_cached, model_folder
+from bot.llm.failures import API_KEY_VAR
 from bot.models import ChatMessage
 from bot.settings import Settings, secret_values
 from bot.storage.workspace import Workspace
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from bot.channels.telegram.webhook import HookState
 
 TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
-API_KEY_VAR = "BOT_LLM__API_KEY"
 TELEGRAM_TIMEOUT = 20.0
 MODEL_TIMEOUT = 60.0  # a local server may still be loading its model
 NO_TOKEN = "no bot token yet (@BotFather gives you one)"

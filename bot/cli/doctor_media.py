@@ -16,11 +16,11 @@ from bot.app.core import build_llm, build_windows
 from bot.app.media import build_transcriber
 from bot.cli.findings import Finding, secret
 from bot.errors import MnemoError
+from bot.llm.failures import API_KEY_VAR
 from bot.models import ChatMessage, Image
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
 
-API_KEY_VAR = "BOT_LLM__API_KEY"
 TIMEOUT = 60.0
 TURN_OFF_VOICE = "BOT_MEDIA__TRANSCRIPTION_MODEL= (empty) turns voice notes off"
 NO_KEY = "no API key for the model yet"

@@ -23,15 +23,14 @@ from bot.app import build_app, build_telegram
 from bot.background import OwnedTask
 from bot.channels.console import ConsoleChannel, ConsoleReplier, own_terminal
 from bot.channels.telegram.errors import is_rejected_token, startup_error
-from bot.cli.doctor import findings
+from bot.cli.doctor import TOKEN_VAR, findings
 from bot.errors import LLMError
+from bot.llm.failures import API_KEY_VAR
 from bot.llm.openai_chat import OpenAIChat
 from bot.settings import Settings, require_secret
 from bot.storage.heartbeat import Heartbeat
 
 Print = Callable[[str], None]
-TOKEN_VAR = "BOT_TELEGRAM__TOKEN"
-API_KEY_VAR = "BOT_LLM__API_KEY"
 ON_FATAL_VAR = "MNEMO_ON_FATAL"  # "wait" (the Docker image): a rejected token waits, not exits
 MODEL_CHECK_TIMEOUT = 30.0
 WAITING = (

@@ -42,9 +42,10 @@ from bot.app import clock
 from bot.app.core import build_door
 from bot.app.store import roster_only
 from bot.channels.telegram.errors import is_rejected_token
-from bot.cli.doctor import check_model, check_telegram, what_failed
+from bot.cli.doctor import TOKEN_VAR, check_model, check_telegram, what_failed
 from bot.errors import ConfigError, LLMCause, LLMError, LLMUnavailable, MnemoError, StartupError
-from bot.settings import Settings, load_settings
+from bot.llm.failures import API_KEY_VAR, BASE_URL_VAR, MODEL_VAR
+from bot.settings import LLMSettings, Settings, load_settings
 from bot.storage.files import atomic_write_text
 from bot.storage.workspace import Workspace
 from bot.turn.pairing import grouped
@@ -52,12 +53,10 @@ from bot.turn.pairing import grouped
 ENV_FILE = Path(".env")
 EXAMPLE_FILE = Path(".env.example")
 _PLAIN = re.compile(r"[^\s#'\"\\$`]*")  # written as is; anything else in double quotes
-TOKEN = "BOT_TELEGRAM__TOKEN"
-BASE_URL = "BOT_LLM__BASE_URL"
-API_KEY = "BOT_LLM__API_KEY"
-MODEL = "BOT_LLM__MODEL"
+TOKEN, BASE_URL, API_KEY, MODEL = TOKEN_VAR, BASE_URL_VAR, API_KEY_VAR, MODEL_VAR  # .env's keys
 TIMEZONE = "BOT_TIMEZONE"
-DEFAULTS = {BASE_URL: "https://api.openai.com/v1", MODEL: "gpt-4o-mini"}
+_MODEL = LLMSettings()  # the settings' own defaults: what the bot uses when .env names none
+DEFAULTS = {BASE_URL: _MODEL.base_url, MODEL: _MODEL.model}
 DEFAULT_ZONE = "UTC"  # when neither .env nor this machine names one
 KEY_QUESTION = "API key (any text for a local server)"
 TOKEN_REJECTED = (

@@ -17,6 +17,7 @@ from bot.settings import Settings
 from bot.storage.files import FileLocks
 from bot.storage.workspace import Workspace
 from bot.turn.access import LOCAL_USER_ID, AccessPolicy
+from bot.web.server import page_address, sign_in_link
 from bot.web.signin import SignIns, Visitor
 
 Print = Callable[[str], None]
@@ -35,8 +36,8 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
         return 1
     token = asyncio.run(_link(settings, workspace, visitor))
     config = settings.web
-    base = config.public_url or f"http://{config.host}:{config.port}"
-    out(f"{base.rstrip('/')}/signin?token={token}")
+    base = page_address(public_url=config.public_url, host=config.host, port=config.port)
+    out(sign_in_link(base, token))
     out(f"(works once, within {config.link_minutes} minutes; signs in as {visitor.chat})")
     return 0
 

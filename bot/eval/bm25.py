@@ -8,13 +8,13 @@ non-negative IDF, ln(1 + (N − n + 0.5) / (n + 0.5)); a query's distinct stems 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
+from bot.index.query import WORD
+
 K1 = 1.2
 B = 0.75
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SUFFIXES = ("ies", "sses", "ing", "ed", "es", "s")
 _REPLACEMENTS = {"ies": "y", "sses": "ss"}
 _MIN_STEM = 3
@@ -39,7 +39,7 @@ def stem(word: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    return [stem(word) for word in _WORD.findall(text)]
+    return [stem(word) for word in WORD.findall(text)]
 
 
 class BM25:

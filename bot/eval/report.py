@@ -27,16 +27,13 @@ nearest-rank percentiles.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.eval.bm25 import stem, terms
 from bot.eval.dataset import Question
 from bot.eval.interval import bootstrap
-from bot.index.query import STOP_WORDS
-
-_WORD = re.compile(r"[^\W_]+")  # as `bot.eval.bm25` reads a word
+from bot.index.query import STOP_WORDS, WORD
 
 Count = Callable[[str], int]  # tokens in a text
 
@@ -132,7 +129,7 @@ def answer_words(question: Question) -> frozenset[str]:
     if question.answer is None:
         return frozenset()
     asked = set(terms(question.text))
-    words = _WORD.findall(question.answer.lower())
+    words = WORD.findall(question.answer.lower())
     said = (stem(word) for word in words if word not in STOP_WORDS and len(word) > 1)
     return frozenset(word for word in said if word not in asked)
 

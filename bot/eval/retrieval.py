@@ -21,6 +21,7 @@ import functools
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -109,12 +110,12 @@ def run_mnemo(
             index.close()
 
 
+@dataclass(eq=False)
 class _Synced:
     """The index as a turn's `RelevantMemory` searches it (`IndexService.search`): synced
     already, so there is nothing to wait for."""
 
-    def __init__(self, index: MemoryIndex) -> None:
-        self.index = index
+    index: MemoryIndex
 
     def search(
         self,

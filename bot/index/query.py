@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 MAX_TERMS = 16
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+WORD = re.compile(r"[^\W_]+", re.UNICODE)  # a word: a run of letters and digits
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)  # one letter, not a digit
 _STOP_WORDS = """
 a about an and are as at be been but by can could did do does for from had has have he her his
@@ -26,7 +26,7 @@ STOP_WORDS = frozenset(_STOP_WORDS.split())
 def query_terms(text: str) -> list[str]:
     """The distinct words of `text` worth searching for, in order; stop words and single
     letters only when nothing else is left."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+    words = list(dict.fromkeys(word.lower() for word in WORD.findall(text)))
     kept = [word for word in words if word not in STOP_WORDS and not _LETTER.fullmatch(word)]
     return (kept or words)[:MAX_TERMS]
 

@@ -14,9 +14,9 @@ import numpy as np
 
 from bot.errors import LLMRejected, LLMUnavailable
 from bot.index.embedding import Vectors, normalised
+from bot.llm.openai_chat import REJECTIONS
 
 BATCH = 256
-_REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
 
 
 class OpenAIEmbedder:
@@ -62,7 +62,7 @@ class OpenAIEmbedder:
                 model=self.model, input=inputs, encoding_format="float"
             )
         except openai.APIStatusError as exc:
-            kind = LLMRejected if exc.status_code in _REJECTIONS else LLMUnavailable
+            kind = LLMRejected if exc.status_code in REJECTIONS else LLMUnavailable
             raise kind(f"embeddings: {exc.message}") from exc
         except openai.APIError as exc:
             raise LLMUnavailable(f"embeddings: {exc.message}") from exc

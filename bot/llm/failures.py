@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 from bot import shell
 from bot.errors import LLMCause, LLMError
 
-KEY = "BOT_LLM__API_KEY"
-MODEL = "BOT_LLM__MODEL"
-BASE_URL = "BOT_LLM__BASE_URL"
+API_KEY_VAR = "BOT_LLM__API_KEY"
+MODEL_VAR = "BOT_LLM__MODEL"
+BASE_URL_VAR = "BOT_LLM__BASE_URL"
 TIMEOUT = "BOT_LLM__FIRST_TOKEN_TIMEOUT"  # the wait a slow model outlasts (`bot.llm.stream`)
 
 # causes only the owner can end (a setting, the account); the rest pass by themselves
@@ -93,20 +93,20 @@ def line(cause: LLMCause, *, base_url: str, status: int | None = None, detail: s
 _FOR_OWNER: dict[LLMCause, str] = {
     LLMCause.KEY_REJECTED: (
         "The model provider ({host}) rejected the API key{http}. Put a valid key in "
-        f"{KEY} and restart the bot."
+        f"{API_KEY_VAR} and restart the bot."
     ),
     LLMCause.OUT_OF_CREDIT: (
         "The model provider ({host}) says the account is out of credit or over its quota{http}. "
         "Add credit or raise the limit on the provider's billing page, or use another key in "
-        f"{KEY}."
+        f"{API_KEY_VAR}."
     ),
     LLMCause.MODEL_NOT_FOUND: (
         "{host} has no model “{model}”, or this key may not use it{http}. Check the name in "
-        f"{MODEL} (BOT_LLM__FAST_MODEL for summaries)."
+        f"{MODEL_VAR} (BOT_LLM__FAST_MODEL for summaries)."
     ),
     LLMCause.NO_ENDPOINT: (
         "{host} has no OpenAI-compatible chat endpoint at that address{http}. Check "
-        f"{BASE_URL}; it usually ends in /v1."
+        f"{BASE_URL_VAR}; it usually ends in /v1."
     ),
     LLMCause.RATE_LIMITED: (
         "{host} is rate-limiting requests for {model}{http}. Try again {when}; if it keeps "
@@ -122,7 +122,7 @@ _FOR_OWNER: dict[LLMCause, str] = {
     ),
     LLMCause.UNREACHABLE: (
         f"Cannot reach the model server at {{host}}. Check that it is running and that "
-        f"{BASE_URL} is right."
+        f"{BASE_URL_VAR} is right."
     ),
     LLMCause.REFUSED: "The model ({where}) refused this request{http}.{said} " + REFUSED,
 }
@@ -132,19 +132,20 @@ _OWNER_FAILED = (
     + " where the bot runs."
 )
 _LINES: dict[LLMCause, str] = {
-    LLMCause.KEY_REJECTED: f"{{at}} rejected the API key{{http}}: check {KEY}",
+    LLMCause.KEY_REJECTED: f"{{at}} rejected the API key{{http}}: check {API_KEY_VAR}",
     LLMCause.OUT_OF_CREDIT: (
-        f"{{at}} says the account is out of credit or quota{{http}}: add credit, or check {KEY}"
+        f"{{at}} says the account is out of credit or quota{{http}}: add credit, or check "
+        f"{API_KEY_VAR}"
     ),
-    LLMCause.MODEL_NOT_FOUND: f"{{at}} has no such model{{http}}: check {MODEL}: {{detail}}",
+    LLMCause.MODEL_NOT_FOUND: f"{{at}} has no such model{{http}}: check {MODEL_VAR}: {{detail}}",
     LLMCause.NO_ENDPOINT: (
-        f"{{at}} has no chat endpoint{{http}}: check {BASE_URL} (it usually ends in /v1)"
+        f"{{at}} has no chat endpoint{{http}}: check {BASE_URL_VAR} (it usually ends in /v1)"
     ),
     LLMCause.RATE_LIMITED: "{at} is rate-limiting requests{http}: {detail}",
     LLMCause.TIMED_OUT: (
-        f"{{at}} did not answer in time: check the network and {BASE_URL}, or raise {TIMEOUT}"
+        f"{{at}} did not answer in time: check the network and {BASE_URL_VAR}, or raise {TIMEOUT}"
     ),
-    LLMCause.UNREACHABLE: f"cannot reach {{at}}: check the network and {BASE_URL}",
+    LLMCause.UNREACHABLE: f"cannot reach {{at}}: check the network and {BASE_URL_VAR}",
     LLMCause.REFUSED: "{at} refused the request{http}: {detail}",
 }
 

@@ -40,7 +40,8 @@ log = structlog.get_logger(__name__)
 
 LAPSES = 3  # looks again after a request stopped at the wire, before the turn gives up
 CONNECT_TIMEOUT = 15.0  # seconds to open a connection: a host that is away is told at once
-_REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
+# a provider's 4xx that asking again would not change (the SDK retries 408, 409 and 429)
+REJECTIONS = frozenset(range(400, 500)) - {408, 409, 429}
 _PASSING = frozenset(  # causes that pass by themselves: `LLMUnavailable`; the rest `LLMRejected`
     {
         LLMCause.RATE_LIMITED,
@@ -318,7 +319,7 @@ def _cause(exc: openai.APIError, status: int | None, text: str) -> LLMCause:
         return LLMCause.RATE_LIMITED
     if status >= 500:
         return LLMCause.OVERLOADED
-    return LLMCause.REFUSED if status in _REJECTIONS else LLMCause.FAILED
+    return LLMCause.REFUSED if status in REJECTIONS else LLMCause.FAILED
 
 
 def _names_missing_model(text: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -40,19 +41,12 @@ CUT = (
 )
 
 
+@dataclass(eq=False, kw_only=True)
 class DocumentReader:
-    def __init__(
-        self,
-        *,
-        photos: KindReader,  # an image sent as a file
-        max_chars: int,
-        window: Callable[[], int],  # the model's context window, in tokens
-        count: Callable[[str], int],  # tokens, as the prompt meter counts them
-    ) -> None:
-        self.photos = photos
-        self.max_chars = max_chars
-        self.window = window
-        self.count = count
+    photos: KindReader  # an image sent as a file
+    max_chars: int
+    window: Callable[[], int]  # the model's context window, in tokens
+    count: Callable[[str], int]  # tokens, as the prompt meter counts them
 
     async def read(self, inbound: Inbound, attachment: Attachment, files: MessageFiles) -> Reading:
         name = " ".join((attachment.file_name or "").split()) or "the document"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import mimetypes
 import re
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -81,23 +81,16 @@ class Kept:
         return f"files/{self.path.name}"
 
 
+@dataclass(eq=False)
 class MessageFiles:
     """The files of one message: fetched once, kept in the workspace."""
 
-    def __init__(
-        self,
-        inbound: Inbound,
-        scope: MemoryScope,
-        *,
-        fetcher: Fetcher | None,
-        workspace: Workspace,
-        max_bytes: int,
-    ) -> None:
-        self.inbound = inbound
-        self.scope = scope
-        self.fetcher = fetcher
-        self.workspace = workspace
-        self.max_bytes = max_bytes
+    inbound: Inbound
+    scope: MemoryScope
+    _: KW_ONLY
+    fetcher: Fetcher | None
+    workspace: Workspace
+    max_bytes: int
 
     async def keep(self, attachment: Attachment) -> Kept:
         """The file, fetched (unless kept already) and kept; `Unreadable` with one line when it

@@ -5,6 +5,8 @@ line, the photo kept."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.media.files import MessageFiles
 from bot.media.reading import Reading, Unreadable
 from bot.models import Attachment, Image, Inbound
@@ -15,10 +17,10 @@ UNSEEN = (
 )
 
 
+@dataclass(eq=False, kw_only=True)
 class PhotoReader:
-    def __init__(self, *, sees_images: bool, model: str) -> None:
-        self.sees_images = sees_images
-        self.model = model
+    sees_images: bool
+    model: str
 
     async def read(self, inbound: Inbound, attachment: Attachment, files: MessageFiles) -> Reading:
         kept = await files.keep(attachment)

@@ -4,6 +4,7 @@ daily note keep. Transcription off or failing: one line, the recording kept."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import structlog
@@ -32,9 +33,9 @@ class Transcriber(Protocol):
         ...
 
 
+@dataclass(eq=False)
 class VoiceReader:
-    def __init__(self, transcriber: Transcriber | None) -> None:  # None: transcription off
-        self.transcriber = transcriber
+    transcriber: Transcriber | None
 
     async def read(self, inbound: Inbound, attachment: Attachment, files: MessageFiles) -> Reading:
         kept = await files.keep(attachment)

@@ -41,7 +41,7 @@ _VIAS: tuple[str, ...] = get_args(Via)
 VERSION = 2
 _V1_LINE_PREFIX = re.compile(r"^\s*(?:[-*+]\s+)?")  # version 1's keys: a line's bullet, then
 _V1_TEXT_PREFIX = re.compile(r"^(?:[-*•]|\d+[.)])\s+")  # the item rule's of its day
-_SAID = {
+_SAID: dict[Via, str] = {  # how it came, in `brief`'s words
     "message": "said",
     "voice": "said by voice",
     "photo": "in a photo's caption",
@@ -51,6 +51,7 @@ _SAID = {
     "tool": "from a tool's output",
     "group": "said in the group",
 }
+_VIA_OF = {said: via for via, said in _SAID.items()}
 
 
 def brief(origin: Provenance | None) -> str:
@@ -58,6 +59,20 @@ def brief(origin: Provenance | None) -> str:
     if origin is None:
         return "written by hand"
     return f"{origin.by}, {_SAID[origin.via]}, {origin.chat}, {origin.at:%Y-%m-%d}"
+
+
+def from_brief(text: str) -> Provenance | None:
+    """The provenance `brief` wrote, or None when `text` does not read as one (edited by hand,
+    or "written by hand")."""
+    parts = text.rsplit(", ", 3)
+    if len(parts) != 4 or parts[1] not in _VIA_OF:
+        return None
+    by, said, chat, day = parts
+    try:
+        at = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return Provenance(by=by, chat=chat, at=at, via=_VIA_OF[said])
 
 
 def said_as(origin: Provenance) -> str:

@@ -21,17 +21,17 @@ drew on it makes its exchange others' words in turn (`ChatMessage.origin`, syste
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import cast, get_args
 
-from bot.index.query import STOP_WORDS
+from bot.index.query import STOP_WORDS, WORD
 from bot.index.search import Hit
 from bot.index.sources import file_day, origin_of, origin_of_turn, scope_of
 from bot.index.sync.transcripts import turns
 from bot.media.reading import carried
+from bot.memory.items.keywords import stem
 from bot.memory.notes import quoted
 from bot.memory.notes.quoted import QUOTE_MARK
 from bot.models import ChatMessage, Inbound, MemoryItem, Provenance, Recalled, Via
@@ -49,7 +49,6 @@ OWN_TOOLS = frozenset(
     }
 )
 _VIAS: tuple[str, ...] = get_args(Via)
-_WORD = re.compile(r"[^\W_]+")
 _COMMON = STOP_WORDS | {"user", "owner"}
 
 
@@ -120,12 +119,8 @@ def drawn_from(text: str, recalled: Iterable[Recalled], *, own: str) -> Recalled
 def _words(text: str) -> set[str]:
     """The words that tell something: case-folded, a plural's "s" dropped, the common ones
     and single letters left out."""
-    found = (_stem(word) for word in _WORD.findall(text.casefold()))
+    found = (stem(word) for word in WORD.findall(text.casefold()))
     return {word for word in found if len(word) > 1 and word not in _COMMON}
-
-
-def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def inferred_over(messages: Sequence[ChatMessage], *, chat: str, at: datetime) -> TurnOrigin:

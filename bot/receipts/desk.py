@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import KW_ONLY, dataclass
 from typing import Protocol
 
 import structlog
@@ -49,23 +50,15 @@ class Locks(Protocol):
     def hold(self, key: str) -> AbstractAsyncContextManager[None]: ...
 
 
+@dataclass(eq=False)
 class ReceiptDesk:
-    def __init__(
-        self,
-        store: ReceiptStore,
-        memory: ReceiptMemory,
-        *,
-        owners: Owners,
-        locks: Locks,
-        undo_minutes: int,
-        enabled: bool = True,  # False: nothing is issued (presses on old receipts still work)
-    ) -> None:
-        self.store = store
-        self.memory = memory
-        self.owners = owners
-        self.locks = locks
-        self.undo_minutes = undo_minutes
-        self.enabled = enabled
+    store: ReceiptStore
+    memory: ReceiptMemory
+    _: KW_ONLY
+    owners: Owners
+    locks: Locks
+    undo_minutes: int
+    enabled: bool = True  # False: nothing is issued (presses on old receipts still work)
 
     async def issue(self, inbound: Inbound, stored: Sequence[StoredLine]) -> bool:
         """A receipt for each fact stored from `inbound` (shown after its reply), with what its

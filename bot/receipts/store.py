@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import KW_ONLY, asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -62,21 +62,14 @@ class Receipt:
         return any(needle in text.casefold() for text in texts)
 
 
+@dataclass(eq=False)
 class ReceiptStore:
-    def __init__(
-        self,
-        path: Path,
-        locks: Locks,
-        *,
-        now: Callable[[], datetime],
-        limit: int = LIMIT,
-        documents: Documents = ON_DISK,
-    ) -> None:
-        self.path = path
-        self.locks = locks
-        self.documents = documents
-        self.now = now
-        self.limit = limit
+    path: Path
+    locks: Locks
+    _: KW_ONLY
+    now: Callable[[], datetime]
+    limit: int = LIMIT
+    documents: Documents = ON_DISK
 
     async def add(
         self,

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from datetime import datetime
 
 from bot.models import Inbound, MemoryScope
@@ -28,21 +28,19 @@ USAGE = (
 NONE = "No reminders here. Ask me in words, e.g. “remind me on Friday at 9 to call the bank”."
 
 
+def unreadable(exc: StoreError) -> str:
+    """What a person is told when the reminders file does not read (here and on the page)."""
+    return f"I could not read the reminders file: {exc}"
+
+
+@dataclass(eq=False)
 class ReminderCommands:
-    def __init__(
-        self,
-        store: ReminderStore,
-        zones: Zones,
-        access: AccessPolicy,
-        *,
-        now: Callable[[], datetime],
-        changed: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.store = store
-        self.zones = zones
-        self.access = access
-        self.now = now
-        self.changed = changed
+    store: ReminderStore
+    zones: Zones
+    access: AccessPolicy
+    _: KW_ONLY
+    now: Callable[[], datetime]
+    changed: Callable[[], None] = lambda: None
 
     async def reminders(self, inbound: Inbound, args: str) -> str:
         action, _, rest = args.partition(" ")
@@ -55,7 +53,7 @@ class ReminderCommands:
                 item_id, _, when = rest.strip().partition(" ")
                 return await self._move(inbound, item_id, when)
         except StoreError as exc:
-            return f"I could not read the reminders file: {exc}"
+            return unreadable(exc)
         return USAGE
 
     async def timezone(self, inbound: Inbound, args: str) -> str:
@@ -123,27 +121,27 @@ class ReminderCommands:
         return [(scope, item) for item in items if item.chat == inbound.session_key]
 
 
+@dataclass(eq=False)
 class RemindersCommand:
     """/reminders, as the chat commands' `Handler`."""
 
     names = ("reminders",)
     slow = False
 
-    def __init__(self, commands: ReminderCommands) -> None:
-        self.commands = commands
+    commands: ReminderCommands
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         return await self.commands.reminders(inbound, args)
 
 
+@dataclass(eq=False)
 class TimezoneCommand:
     """/timezone, as the chat commands' `Handler`."""
 
     names = ("timezone",)
     slow = False
 
-    def __init__(self, commands: ReminderCommands) -> None:
-        self.commands = commands
+    commands: ReminderCommands
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         return await self.commands.timezone(inbound, args)

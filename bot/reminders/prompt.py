@@ -3,6 +3,8 @@ so the model can answer "what did I ask you to remind me of?" without a tool cal
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 from bot.pipeline import TurnContext
 from bot.reminders.store import ReminderStore
 
@@ -10,13 +12,14 @@ SHOWN = 5
 HEADING = "# Scheduled in this chat (the `remind` tool changes them)"
 
 
+@dataclass(eq=False)
 class ScheduledInPrompt:
     order = 22
     name = "reminders"
 
-    def __init__(self, store: ReminderStore, *, shown: int = SHOWN) -> None:
-        self.store = store
-        self.shown = shown
+    store: ReminderStore
+    _: KW_ONLY
+    shown: int = SHOWN
 
     async def process(self, ctx: TurnContext) -> None:
         items = await self.store.items(ctx.scope)

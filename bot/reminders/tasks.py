@@ -86,22 +86,16 @@ class CappedLLM:
         return completion
 
 
+@dataclass(eq=False)
 class DailySpend:
     """Tokens the tasks used today (the bot's day), in `state/task_tokens.json`: a document of
     the workspace (`documents`; the replicas share it, so the day's cap is the cluster's),
     changed under the path's lock."""
 
-    def __init__(
-        self,
-        path: Path,
-        now: Callable[[], datetime],
-        locks: Locks,
-        documents: Documents = ON_DISK,
-    ) -> None:
-        self.path = path
-        self.now = now
-        self.locks = locks
-        self.documents = documents
+    path: Path
+    now: Callable[[], datetime]
+    locks: Locks
+    documents: Documents = ON_DISK
 
     async def add(self, tokens: int) -> None:
         await self._update(lambda spent, told: (spent + tokens, told))
@@ -139,29 +133,17 @@ class DailySpend:
             return "", 0, []
 
 
+@dataclass(eq=False, kw_only=True)
 class TaskTurns:
-    def __init__(
-        self,
-        *,
-        context: System,
-        llm: LLM,
-        tools: ToolRegistry,
-        router: Router,
-        sessions: SessionStore,
-        caps: Caps,
-        spend: DailySpend,
-        now: Callable[[], datetime],
-        max_steps: int = 4,
-    ) -> None:
-        self.context = context
-        self.llm = llm
-        self.tools = tools
-        self.router = router
-        self.sessions = sessions
-        self.caps = caps
-        self.spend = spend
-        self.now = now
-        self.max_steps = max_steps
+    context: System
+    llm: LLM
+    tools: ToolRegistry
+    router: Router
+    sessions: SessionStore
+    caps: Caps
+    spend: DailySpend
+    now: Callable[[], datetime]
+    max_steps: int = 4
 
     async def run(self, inbound: Inbound, replier: Replier) -> str:
         """What the chat is sent ("" for nothing)."""

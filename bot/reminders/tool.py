@@ -9,7 +9,7 @@ makes more of itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +27,7 @@ MAX_TEXT = 500
 MAX_ITEMS_PER_CHAT = 50
 
 
+@dataclass(eq=False)
 class RemindTool:
     spec = ToolSpec(
         name=NAME,
@@ -53,18 +54,11 @@ class RemindTool:
         },
     )
 
-    def __init__(
-        self,
-        store: ReminderStore,
-        zones: Zones,
-        *,
-        now: Callable[[], datetime],
-        changed: Callable[[], None] = lambda: None,  # the scheduler's `wake`
-    ) -> None:
-        self.store = store
-        self.zones = zones
-        self.now = now
-        self.changed = changed
+    store: ReminderStore
+    zones: Zones
+    _: KW_ONLY
+    now: Callable[[], datetime]
+    changed: Callable[[], None] = lambda: None  # the scheduler's `wake`
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments.only(args, self.spec.parameters["properties"])  # type: ignore[arg-type]

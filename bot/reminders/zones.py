@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -27,14 +28,13 @@ def known_zone(name: str) -> ZoneInfo | None:
         return None
 
 
+@dataclass(eq=False)
 class Zones:
-    def __init__(
-        self, path: Path, locks: Locks, *, default: str, documents: Documents = ON_DISK
-    ) -> None:
-        self.path = path
-        self.locks = locks
-        self.default = default
-        self.documents = documents
+    path: Path
+    locks: Locks
+    _: KW_ONLY
+    default: str
+    documents: Documents = ON_DISK
 
     async def of(self, user_id: int) -> str:
         people = await asyncio.to_thread(self._read)

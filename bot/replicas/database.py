@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 import structlog
 from procrastinate import App, PsycopgConnector
@@ -82,7 +82,42 @@ async def until(event: asyncio.Event, seconds: float) -> None:
             await event.wait()
 
 
-WAIT_FOR_CONNECTION = 3.0  # seconds; then the request fails (a webhook answers 500)
+RETRY = 1.0  # seconds before listening again after the connection was lost
+LOOK_EVERY = 0.5  # seconds between two looks at whether the listening should end
+
+
+async def listen_to(
+    pool: AsyncConnectionPool,
+    channel: str,
+    heard: Callable[[str], Awaitable[object]],
+    *,
+    closing: asyncio.Event,
+    failed: str,  # what `met` logs when the listening breaks
+    errors: tuple[type[Exception], ...],  # those that break it: it listens again
+    connected: Callable[[], Awaitable[object]] | None = None,  # after each LISTEN
+) -> None:
+    """Until `closing` is set: `heard` each notification's payload on `channel`, on a
+    connection of its own (it stays listening), again `RETRY` seconds after the listening broke.
+    It ends between two waits (within `LOOK_EVERY` seconds), never by a cancellation mid-query
+    (psycopg then cancels the query on the server and may wait seconds for it)."""
+    while not closing.is_set():
+        try:
+            conninfo = pool.conninfo
+            assert isinstance(conninfo, str)  # `open_pool` makes it so
+            async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
+                await conn.execute(f"LISTEN {channel}")
+                if connected is not None:
+                    await connected()
+                while not closing.is_set():
+                    async for note in conn.notifies(timeout=LOOK_EVERY):
+                        await heard(note.payload)
+        except errors as exc:
+            stop_if_cancelled()
+            met(failed, exc)
+            await until(closing, RETRY)
+
+
+WAIT_FOR_CONNECTION = 3.0  # seconds; then the call fails (`PoolTimeout`: a webhook answers 500)
 OUTAGE = 60.0  # seconds a turn's own write waits for the database to come back
 # the database unreachable (restarting, network), or our session ended by it (idle too long in a
 # transaction: `session_options`)
@@ -164,11 +199,28 @@ def open_pool(
     session left idle in a transaction that long is ended by PostgreSQL (`session_options`)."""
     return AsyncConnectionPool(
         url,
+        check=AsyncConnectionPool.check_connection,
+        **pool_options(max_size=max_size, stalled_after=stalled_after),
+    )
+
+
+class PoolOptions(TypedDict):
+    min_size: int
+    max_size: int
+    timeout: float
+    open: bool
+    kwargs: dict[str, str]
+
+
+def pool_options(*, max_size: int, stalled_after: float | None) -> PoolOptions:
+    """What a replica's pools are opened with, async (`open_pool`) or not
+    (`bot.replicas.documents`): one connection kept, `max_size` at most, a caller waits
+    `WAIT_FOR_CONNECTION` for one, opened by `open()`, sessions as `session_options` says."""
+    return PoolOptions(
         min_size=1,
         max_size=max_size,
         timeout=WAIT_FOR_CONNECTION,
         open=False,
-        check=AsyncConnectionPool.check_connection,
         kwargs=session_options(stalled_after),
     )
 
@@ -184,11 +236,17 @@ def session_options(stalled_after: float | None) -> dict[str, str]:
     return {"options": f"-c idle_in_transaction_session_timeout={int(stalled_after * 1000)}"}
 
 
+async def make_schema(conn: AsyncConnection, schema: str) -> None:
+    """Run `schema` (`CREATE … IF NOT EXISTS`) in `conn`'s transaction, one replica at a time
+    (`SCHEMA_LOCK`, released at the transaction's end)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+    await conn.execute(schema)
+
+
 async def migrate(pool: AsyncConnectionPool) -> None:
     """Make the tables the journal and the queue need, once, whichever replica comes first."""
     async with pool.connection() as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        await conn.execute(SCHEMA)
+        await make_schema(conn, SCHEMA)
         row = await (await conn.execute("SELECT to_regclass('procrastinate_jobs')")).fetchone()
         if row is None or row[0] is None:
             schema = App(connector=PsycopgConnector()).schema_manager.get_schema()

@@ -25,6 +25,7 @@ import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import BinaryIO
@@ -33,7 +34,7 @@ from psycopg import Connection, OperationalError
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bot.errors import StoreAway
-from bot.replicas.database import session_options
+from bot.replicas.database import pool_options
 from bot.storage.files import Signature
 
 SCHEMA_LOCK = 0x6D6E656D6F64  # "mnemod": one replica makes the table at a time
@@ -47,7 +48,6 @@ CREATE TABLE IF NOT EXISTS mnemo_documents (
 );
 """
 _NEXT = "nextval('mnemo_document_versions')"
-WAIT_FOR_CONNECTION = 3.0  # seconds; then the call fails (`psycopg_pool.PoolTimeout`)
 
 
 def open_documents(
@@ -57,20 +57,16 @@ def open_documents(
     `stalled_after`: as `bot.replicas.database.session_options`."""
     pool = ConnectionPool(
         url,
-        min_size=1,
-        max_size=max_size,
-        timeout=WAIT_FOR_CONNECTION,
-        open=False,
         check=ConnectionPool.check_connection,
-        kwargs=session_options(stalled_after),
+        **pool_options(max_size=max_size, stalled_after=stalled_after),
     )
     return PgDocuments(pool, root)
 
 
+@dataclass(eq=False)
 class PgDocuments:
-    def __init__(self, pool: ConnectionPool, root: Path) -> None:
-        self.pool = pool
-        self.root = root  # paths are keyed relative to it: replicas mount the folder anywhere
+    pool: ConnectionPool
+    root: Path
 
     def connect(self) -> None:
         """Open the pool and make the table, once, whichever replica comes first."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -56,13 +56,12 @@ class Held(Exception):
     """The entry is another take's, whose lease has not run out: try again later."""
 
 
+@dataclass(eq=False)
 class PgJournal:
-    def __init__(
-        self, pool: AsyncConnectionPool, *, enqueue: Enqueue | None = None, lease: float = LEASE
-    ) -> None:
-        self.pool = pool
-        self.enqueue = enqueue  # None: journaled only (tests, the console)
-        self.lease = lease
+    pool: AsyncConnectionPool
+    _: KW_ONLY
+    enqueue: Enqueue | None = None
+    lease: float = LEASE
 
     def close(self) -> None:
         """Nothing of its own to wait for: the pool is closed by its owner."""

@@ -8,6 +8,8 @@ workers whose heartbeat is newer than `alive_within` seconds.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 import structlog
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -27,10 +29,11 @@ FROM procrastinate_jobs WHERE status IN ('todo', 'doing')
 """
 
 
+@dataclass(eq=False)
 class JobsLook:
-    def __init__(self, pool: AsyncConnectionPool, *, alive_within: float) -> None:
-        self.pool = pool
-        self.alive_within = alive_within
+    pool: AsyncConnectionPool
+    _: KW_ONLY
+    alive_within: float
 
     async def look(self, session_key: str) -> Queued | None:
         try:

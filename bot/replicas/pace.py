@@ -22,7 +22,7 @@ from aiolimiter import AsyncLimiter
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from bot.replicas.database import OUTAGES, SCHEMA_LOCK
+from bot.replicas.database import OUTAGES, make_schema
 
 log = structlog.get_logger(__name__)
 
@@ -86,8 +86,7 @@ class SharedPace:
         async with self.pool.connection() as conn:
             if not self._made:
                 async with conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                    await conn.execute(SCHEMA)
+                    await make_schema(conn, SCHEMA)
                 self._made = True
             arguments = {"key": key, "gap": limit.gap, "period": limit.period}
             cursor = await conn.execute(TAKE, arguments)

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -59,7 +60,6 @@ log = structlog.get_logger(__name__)
 TASK = "mnemo.answer"
 FETCH_INTERVAL = 0.2  # seconds between fetches when no notification came (procrastinate: 5)
 LOOKS = 3  # tries of a turn's look before its hold is taken for lapsed
-SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 CLOSE_SETTLE = 5.0  # seconds past `grace` the worker, the sweep and the /stop listener get to end
 PRUNE_EVERY = 600  # sweeps between two prunes of the tombstones
 GONE_AFTER = 3600.0  # seconds without a heartbeat after which a worker's row is dropped
@@ -256,9 +256,7 @@ class QueueIntake:
         finally:
             stopped.set()
             await asyncio.wait([beats], timeout=CLOSE_SETTLE)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(SEND_SETTLE):
-                await self.router.delivery.settle()
+        await self.router.delivery.settle()
         self._renewing.set()  # the holds last until the last part went
         await asyncio.wait([self._renewals], timeout=CLOSE_SETTLE)
         log.info("intake_closed", running=self._running)
@@ -359,6 +357,7 @@ class QueueIntake:
             await self.journal.release(entry.inbound.id, entry.fence)
 
 
+@dataclass(eq=False)
 class FencedReplier:
     """The channel's replier for a queued turn, sending nothing once another worker took the
     entry (a replica frozen or cut from the database past its lease, whose turn was given
@@ -366,9 +365,8 @@ class FencedReplier:
     channel's requests look again right before each goes out, after its wait for a send slot,
     and check the lease at the wire)."""
 
-    def __init__(self, inner: Replier, look: Callable[[], Awaitable[None]]) -> None:
-        self.inner = inner
-        self.look = look
+    inner: Replier
+    look: Callable[[], Awaitable[None]]
 
     def parts(self, text: str) -> Sequence[object]:
         return self.inner.parts(text)

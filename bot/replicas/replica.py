@@ -41,21 +41,15 @@ class Replica:
     secret: str | None  # the webhook secret (only its digest is recorded)
 
 
+@dataclass(eq=False)
 class Shared:
     """The replica's connection to the shared database: opened (and the schema made) before
     anything else starts, closed after everything stopped."""
 
-    def __init__(
-        self,
-        pool: AsyncConnectionPool,
-        queue: ChatQueue,
-        documents: PgDocuments | None = None,
-        replica: Replica | None = None,
-    ) -> None:
-        self.pool = pool
-        self.queue = queue
-        self.documents = documents
-        self.replica = replica
+    pool: AsyncConnectionPool
+    queue: ChatQueue
+    documents: PgDocuments | None = None
+    replica: Replica | None = None
 
     async def start(self) -> None:
         await self.pool.open(wait=True)

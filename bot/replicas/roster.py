@@ -18,18 +18,15 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import structlog
-from psycopg import AsyncConnection
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
 from bot.errors import StorageError
-from bot.replicas.database import SCHEMA_LOCK, met, stop_if_cancelled, until
+from bot.replicas.database import listen_to, make_schema
 from bot.storage.roster import Roster, dumps, loads
 
 log = structlog.get_logger(__name__)
 CHANNEL = "mnemo_roster"
-RETRY = 1.0  # seconds before listening again after the connection was lost
-LOOK_EVERY = 0.5  # seconds between two looks at whether the listening should end
 T = TypeVar("T")
 
 SCHEMA = """
@@ -81,8 +78,7 @@ class PgRoster:
     async def load(self) -> Roster:
         """Make the table if it is missing, then `refresh`."""
         async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            await conn.execute(SCHEMA)
+            await make_schema(conn, SCHEMA)
         return await self.refresh()
 
     async def refresh(self) -> Roster:
@@ -115,22 +111,17 @@ class PgRoster:
             await asyncio.wait({listener})
 
     async def _listen(self) -> None:
-        """Until `stop`: read the row again at each notification (and after each reconnect).
-        It ends between two waits, never by a cancellation mid-query."""
-        while not self._closing.is_set():
-            try:
-                conninfo = self.pool.conninfo
-                assert isinstance(conninfo, str)  # `open_pool` makes it so
-                async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    await self.refresh()  # a change made while nobody listened
-                    while not self._closing.is_set():
-                        async for _ in conn.notifies(timeout=LOOK_EVERY):
-                            await self.refresh()
-            except (PsycopgError, OSError) as exc:
-                stop_if_cancelled()
-                met("roster_listen_failed", exc)
-                await until(self._closing, RETRY)
+        """Until `stop`: read the row again at each notification, and after each reconnect (a
+        change made while nobody listened)."""
+        await listen_to(
+            self.pool,
+            CHANNEL,
+            lambda _: self.refresh(),
+            closing=self._closing,
+            failed="roster_listen_failed",
+            errors=(PsycopgError, OSError),
+            connected=self.refresh,
+        )
 
     def _remember(self, roster: Roster, version: int) -> None:
         if version >= self._version:  # a slower read of an older row never wins

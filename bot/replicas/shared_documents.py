@@ -23,12 +23,14 @@ the channel's offset) stays the replica's own.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from bot.memory.notes.quoted import QUOTED_NAME
 from bot.memory.provenance import SIDE_NAME
+from bot.models import MemoryScope
 from bot.storage.files import Documents, Signature
+from bot.storage.workspace import QUOTED_NAME, Workspace
 
 SHARED_NAMES = re.compile(
     rf"^(MEMORY\.md|{re.escape(SIDE_NAME)}|{re.escape(QUOTED_NAME)}|\d{{4}}-\d{{2}}-\d{{2}}\.md|"
@@ -36,11 +38,11 @@ SHARED_NAMES = re.compile(
 )
 
 
+@dataclass(eq=False)
 class SplitDocuments:
-    def __init__(self, shared: Documents, local: Documents, root: Path) -> None:
-        self.shared = shared
-        self.local = local
-        self.root = root
+    shared: Documents
+    local: Documents
+    root: Path
 
     def is_shared(self, path: Path) -> bool:
         parts = _parts_under(path, self.root)
@@ -123,7 +125,7 @@ def _is_scope_store(folder: tuple[str, ...], name: str) -> bool:
     within = folder[2:] if folder[:1] == ("chats",) and len(folder) >= 2 else folder
     if within[:1] == ("items",) or within == ("files",):
         return True
-    return not within and name == "reminders.jsonl"
+    return not within and name == REMINDERS_NAME
 
 
 def _is_scope(folder: tuple[str, ...]) -> bool:
@@ -131,17 +133,20 @@ def _is_scope(folder: tuple[str, ...]) -> bool:
     return not folder or (len(folder) == 2 and folder[0] == "chats")
 
 
-SHARED_STATE = ("chatter", "undo", "consolidation")  # folders under `state/` the replicas share
-# `Workspace.usage_path`, `.receipts_path`, `.timezones_path`, `.task_tokens_path`,
-# `.door_told_path`
+_LAYOUT = Workspace(Path("/"))  # its paths alone: the shared ones named as the workspace names them
+REMINDERS_NAME = _LAYOUT.reminders_path(MemoryScope(chat_key=None)).name
+SHARED_STATE = frozenset(  # folders under `state/` the replicas share
+    path.relative_to(_LAYOUT.state_dir).parts[0]
+    for path in (_LAYOUT.chatter_path("any"), _LAYOUT.undo_dir, _LAYOUT.consolidation_dir)
+)
 SHARED_STATE_FILES = frozenset(
-    (name,)
-    for name in (
-        "usage.json",
-        "receipts.json",
-        "timezones.json",
-        "task_tokens.json",
-        "door_told.json",
+    path.relative_to(_LAYOUT.state_dir).parts
+    for path in (
+        _LAYOUT.usage_path,
+        _LAYOUT.receipts_path,
+        _LAYOUT.timezones_path,
+        _LAYOUT.task_tokens_path,
+        _LAYOUT.door_told_path,
     )
 )
 

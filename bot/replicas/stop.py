@@ -16,18 +16,15 @@ import json
 from collections.abc import Awaitable, Callable
 
 import structlog
-from psycopg import AsyncConnection
 from psycopg import Error as PsycopgError
 from psycopg_pool import AsyncConnectionPool
 
 from bot.models import Inbound
-from bot.replicas.database import met, stop_if_cancelled, until
+from bot.replicas.database import listen_to
 from bot.storage.inbox import decode_inbound, encode_inbound
 
 log = structlog.get_logger(__name__)
 CHANNEL = "mnemo_stop"
-RETRY = 1.0  # seconds before listening again after the connection was lost
-LOOK_EVERY = 0.5  # seconds between two looks at whether the listening should end
 
 
 class StopAcross:
@@ -53,25 +50,19 @@ class StopAcross:
     async def listen(
         self, running: Callable[[str], bool], answer: Callable[[Inbound], Awaitable[None]]
     ) -> None:
-        """Until `close`: answer each /stop forwarded for a chat `running` here. It ends between
-        two waits, never by a cancellation mid-query (psycopg then cancels the query on the
-        server and may wait seconds for it)."""
-        while not self._closing.is_set():
-            try:
-                conninfo = self.pool.conninfo  # a connection of its own: it stays listening
-                assert isinstance(conninfo, str)  # `open_pool` makes it so
-                async with await AsyncConnection.connect(conninfo, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    while not self._closing.is_set():
-                        async for note in conn.notifies(timeout=LOOK_EVERY):
-                            await self._heard(note.payload, running, answer)
-            except (PsycopgError, ValueError, KeyError) as exc:
-                stop_if_cancelled()
-                met("stop_listen_failed", exc)
-                await until(self._closing, RETRY)
+        """Until `close`: answer each /stop forwarded for a chat `running` here
+        (`bot.replicas.database.listen_to`)."""
+        await listen_to(
+            self.pool,
+            CHANNEL,
+            lambda payload: self._heard(payload, running, answer),
+            closing=self._closing,
+            failed="stop_listen_failed",
+            errors=(PsycopgError, ValueError, KeyError),
+        )
 
     def close(self) -> None:
-        """End `listen` at its next look (within `LOOK_EVERY` seconds)."""
+        """End `listen` at its next look (within `bot.replicas.database.LOOK_EVERY` seconds)."""
         self._closing.set()
 
     async def _heard(

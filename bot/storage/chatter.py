@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Collection
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -34,14 +35,13 @@ log = structlog.get_logger(__name__)
 VERSION = 1
 
 
+@dataclass(eq=False)
 class ChatterStore:
-    def __init__(
-        self, workspace: Workspace, locks: Locks, *, max_messages: int, max_chars: int
-    ) -> None:
-        self.workspace = workspace
-        self.locks = locks
-        self.max_messages = max_messages
-        self.max_chars = max_chars
+    workspace: Workspace
+    locks: Locks
+    _: KW_ONLY
+    max_messages: int
+    max_chars: int
 
     async def keep(self, key: str, said: Said) -> None:
         """Add one message to the chat's chatter (dropping the oldest past the bounds)."""

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.storage.files import atomic_write_text
 
 
+@dataclass(eq=False)
 class Heartbeat:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    path: Path
 
     def beat(self) -> None:
         """Now (blocking: call it in a thread). The file is empty; only its time counts."""

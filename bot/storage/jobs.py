@@ -57,11 +57,11 @@ def new_job(
     )
 
 
+@dataclass(eq=False)
 class JobStore:
-    def __init__(self, folder: Path, locks: Locks, documents: Documents = ON_DISK) -> None:
-        self.folder = folder
-        self.locks = locks
-        self.documents = documents  # the workspace's (`Workspace.documents`)
+    folder: Path
+    locks: Locks
+    documents: Documents = ON_DISK
 
     @asynccontextmanager
     async def taken(self, job: ConsolidationJob) -> AsyncIterator[bool]:

@@ -9,6 +9,8 @@ compaction is many turns away, even in a small window.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 import structlog
 
 from bot.conversation.compaction import Compactor
@@ -19,24 +21,17 @@ log = structlog.get_logger(__name__)
 KEEP_SHARE = 0.25  # of the conversation's room: what a compaction keeps at most
 
 
+@dataclass(eq=False)
 class AutoCompaction:
     order = 18
     name = "auto-compaction"
 
-    def __init__(
-        self,
-        compactor: Compactor,
-        meter: PromptMeter,
-        *,
-        enabled: bool,
-        threshold: float,  # share of the window
-        keep: int,
-    ) -> None:
-        self.compactor = compactor
-        self.meter = meter
-        self.enabled = enabled
-        self.threshold = threshold
-        self.keep = keep
+    compactor: Compactor
+    meter: PromptMeter
+    _: KW_ONLY
+    enabled: bool
+    threshold: float  # share of the window
+    keep: int
 
     async def process(self, ctx: TurnContext) -> None:
         if not self.enabled:

@@ -42,6 +42,7 @@ from bot.memory.recall.prompt import RECALLED_HEADER, Carried, MemoryPrompt, Pro
 from bot.memory.trust import in_hits, in_items, in_lines
 from bot.models import ChatMessage, PromptPart, Recalled, Session
 from bot.pipeline import TurnContext
+from bot.tools.clock import TIME_FORMAT
 
 REMEMBERING = "# Remembering"
 CONTEXT_NOTE = (
@@ -99,7 +100,7 @@ class ContextBuilding:
         else:
             parts = [self.persona, self.instructions, found.memory]
             ctx.system_prompt = "\n\n".join(part for part in parts if part)
-        time = f"Current time: {moment:%A %Y-%m-%d %H:%M %Z}"
+        time = f"Current time: {moment:{TIME_FORMAT}}"
         chatter = chatter_section(ctx.chatter)
         tail = [found.recalled, found.relevant, chatter, time]
         ctx.message_prompt = self.message_prompt(

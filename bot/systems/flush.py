@@ -9,7 +9,7 @@ model's text is never sent to anyone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 from datetime import datetime
 
 import structlog
@@ -30,24 +30,17 @@ def flush_trigger(window: int, *, threshold: float, reserve_floor: int, soft: in
     return min(window - reserve - margin, int(threshold * window))
 
 
+@dataclass(eq=False)
 class PreCompactionFlush:
     order = 17
     name = "memory-flush"
 
-    def __init__(
-        self,
-        flush: MemoryFlush,
-        meter: PromptMeter,
-        sessions: SessionStore,
-        *,
-        trigger: int,
-        now: Callable[[], datetime],
-    ) -> None:
-        self.flush = flush
-        self.meter = meter
-        self.sessions = sessions
-        self.trigger = trigger
-        self.now = now
+    flush: MemoryFlush
+    meter: PromptMeter
+    sessions: SessionStore
+    _: KW_ONLY
+    trigger: int
+    now: Callable[[], datetime]
 
     async def process(self, ctx: TurnContext) -> None:
         session = ctx.session

@@ -15,6 +15,7 @@ its bounded timeout, never the reply.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from bot.index.remote import ExchangeSink
@@ -25,20 +26,15 @@ from bot.pipeline import TurnContext
 from bot.storage.workspace import Workspace
 
 
+@dataclass(eq=False)
 class RagIndexing:
     order = 55
     name = "rag-indexing"
 
-    def __init__(
-        self,
-        workspace: Workspace,
-        *,
-        index: IndexService | None = None,
-        remote: ExchangeSink | None = None,
-    ) -> None:
-        self.workspace = workspace
-        self.index = index
-        self.remote = remote
+    workspace: Workspace
+    _: KW_ONLY
+    index: IndexService | None = None
+    remote: ExchangeSink | None = None
 
     async def process(self, ctx: TurnContext) -> None:
         try:

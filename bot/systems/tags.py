@@ -16,7 +16,7 @@ the user the reply. Each line added, and each line the memory tools wrote in the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import structlog
@@ -44,13 +44,13 @@ class Receipts(Protocol):
     ) -> None: ...
 
 
+@dataclass(eq=False)
 class MemoryTags:
     order = 40
     name = "memory-tags"
 
-    def __init__(self, memory: TagSink, receipts: Receipts | None = None) -> None:
-        self.memory = memory
-        self.receipts = receipts
+    memory: TagSink
+    receipts: Receipts | None = None
 
     async def process(self, ctx: TurnContext) -> None:
         if ctx.reply is None:

@@ -10,6 +10,7 @@ goes to the turn's `live` reply as it comes, when it has one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 
 import structlog
@@ -28,26 +29,18 @@ UNKNOWN = "; it asked for tools that do not exist: {names}"
 log = structlog.get_logger(__name__)
 
 
+@dataclass(eq=False)
 class ToolLoop:
     order = 30
     name = "tool-loop"
 
-    def __init__(
-        self,
-        llm: LLM,
-        tools: ToolRegistry,
-        *,
-        max_steps: int,
-        now: Callable[[], datetime],
-        meter: PromptMeter | None = None,  # given: a request over the window is never sent
-        sent: LastRequests | None = None,  # given: each request is kept as the chat's last
-    ) -> None:
-        self.llm = llm
-        self.tools = tools
-        self.max_steps = max_steps
-        self.now = now
-        self.meter = meter
-        self.sent = sent
+    llm: LLM
+    tools: ToolRegistry
+    _: KW_ONLY
+    max_steps: int
+    now: Callable[[], datetime]
+    meter: PromptMeter | None = None  # given: a request over the window is never sent
+    sent: LastRequests | None = None  # given: each request is kept as the chat's last
 
     async def process(self, ctx: TurnContext) -> None:
         prompt = ctx.request()

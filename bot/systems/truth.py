@@ -5,6 +5,7 @@ retexts its item, `MemoryWriter.follow_files`), for the turn's scope and its cha
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from bot.models import MemoryScope
@@ -15,12 +16,12 @@ class Follower(Protocol):
     async def follow_files(self, scopes: Iterable[MemoryScope]) -> int: ...
 
 
+@dataclass(eq=False)
 class FilesFirst:
     order = 19
     name = "files-first"
 
-    def __init__(self, memory: Follower) -> None:
-        self.memory = memory
+    memory: Follower
 
     async def process(self, ctx: TurnContext) -> None:
         chat = MemoryScope(chat_key=ctx.inbound.session_key)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from bot.models import ToolSpec
 from bot.tools.registry import ToolContext
 
+TIME_FORMAT = "%A %Y-%m-%d %H:%M %Z"  # the time as the model is told it, here and each turn
 
+
+@dataclass(eq=False)
 class CurrentTime:
     spec = ToolSpec(
         name="current_time",
@@ -17,8 +21,7 @@ class CurrentTime:
         parameters={"type": "object", "properties": {}, "additionalProperties": False},
     )
 
-    def __init__(self, now: Callable[[], datetime]) -> None:
-        self.now = now
+    now: Callable[[], datetime]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return self.now().strftime("%A %Y-%m-%d %H:%M %Z").strip()
+        return self.now().strftime(TIME_FORMAT).strip()

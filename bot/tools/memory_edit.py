@@ -9,6 +9,7 @@ or several lines holding the text change nothing: the answer says so and lists t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from textwrap import shorten
 from typing import Any, Protocol
@@ -30,6 +31,7 @@ class LineEditor(Protocol):
     ) -> LineEdit: ...
 
 
+@dataclass(eq=False)
 class MemoryEdit:
     spec = ToolSpec(
         name="memory_edit",
@@ -71,8 +73,7 @@ class MemoryEdit:
         },
     )
 
-    def __init__(self, memory: LineEditor) -> None:
-        self.memory = memory
+    memory: LineEditor
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments.only(args, ("old", "new", "where", "supersedes"))

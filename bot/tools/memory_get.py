@@ -183,6 +183,7 @@ def render_slice(relative: str, found: Slice | None) -> str:
     return f"{relative} lines {first}-{last} of {found.total}\n{body}"
 
 
+@dataclass(eq=False)
 class MemoryGet:
     spec = ToolSpec(
         name="memory_get",
@@ -218,9 +219,8 @@ class MemoryGet:
         },
     )
 
-    def __init__(self, memory_root: Path, documents: Documents = ON_DISK) -> None:
-        self.memory_root = memory_root
-        self.documents = documents  # where the memory is kept (`Workspace.documents`)
+    memory_root: Path
+    documents: Documents = ON_DISK
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments.only(args, ("path", "from_line", "lines"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -86,13 +87,33 @@ def item_id(args: arguments.Args) -> str:
     return value
 
 
+def _id_property(description: str) -> dict[str, object]:
+    """An item's id, as `item_id` reads it."""
+    return {"type": "string", "description": description, "minLength": 1}
+
+
 def _id_schema(description: str) -> dict[str, object]:
     return {
         "type": "object",
-        "properties": {"id": {"type": "string", "description": description, "minLength": 1}},
+        "properties": {"id": _id_property(description)},
         "required": ["id"],
         "additionalProperties": False,
     }
+
+
+def _text_property(description: str, *, min_chars: int = 1) -> dict[str, object]:
+    """An item's text, as `arguments.optional_text(…, max_chars=MAX_TEXT_CHARS)` reads it."""
+    return {
+        "type": "string",
+        "description": description,
+        "minLength": min_chars,
+        "maxLength": MAX_TEXT_CHARS,
+    }
+
+
+def _unit_property(description: str) -> dict[str, object]:
+    """A share from 0 to 1, as `arguments.unit` reads it."""
+    return {"type": "number", "description": description, "minimum": 0, "maximum": 1}
 
 
 _TAGS_SCHEMA = {
@@ -118,12 +139,7 @@ class MemoryAdd(ItemTool):
         parameters={
             "type": "object",
             "properties": {
-                "text": {
-                    "type": "string",
-                    "description": "The item, one short self-contained statement.",
-                    "minLength": 1,
-                    "maxLength": MAX_TEXT_CHARS,
-                },
+                "text": _text_property("The item, one short self-contained statement."),
                 "layer": {
                     "type": "string",
                     "enum": list(LAYERS),
@@ -163,25 +179,10 @@ class MemoryUpdate(ItemTool):
         parameters={
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "The item's id.", "minLength": 1},
-                "text": {
-                    "type": "string",
-                    "description": "The new text.",
-                    "minLength": 1,
-                    "maxLength": MAX_TEXT_CHARS,
-                },
-                "confidence": {
-                    "type": "number",
-                    "description": "How sure it is true, 0 to 1.",
-                    "minimum": 0,
-                    "maximum": 1,
-                },
-                "salience": {
-                    "type": "number",
-                    "description": "How much it matters, 0 to 1.",
-                    "minimum": 0,
-                    "maximum": 1,
-                },
+                "id": _id_property("The item's id."),
+                "text": _text_property("The new text."),
+                "confidence": _unit_property("How sure it is true, 0 to 1."),
+                "salience": _unit_property("How much it matters, 0 to 1."),
                 "tags": {**_TAGS_SCHEMA, "description": "Replaces the item's tags."},
             },
             "required": ["id"],
@@ -236,6 +237,7 @@ class Forgetter(Protocol):
     async def forget(self, scope: MemoryScope, session_key: str, needle: str) -> Forgotten: ...
 
 
+@dataclass(eq=False)
 class MemoryForget:
     spec = ToolSpec(
         name="memory_forget",
@@ -247,21 +249,19 @@ class MemoryForget:
         parameters={
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "An item's id.", "minLength": 1},
-                "text": {
-                    "type": "string",
-                    "description": f"The text to forget ({FORGET_MIN_CHARS} characters or more).",
-                    "minLength": FORGET_MIN_CHARS,
-                    "maxLength": MAX_TEXT_CHARS,
-                },
+                "id": _id_property("An item's id."),
+                "text": _text_property(
+                    f"The text to forget ({FORGET_MIN_CHARS} characters or more).",
+                    min_chars=FORGET_MIN_CHARS,
+                ),
             },
             "additionalProperties": False,
         },
     )
 
-    def __init__(self, memory: Forgetter, *, undo_minutes: int) -> None:
-        self.memory = memory
-        self.undo_minutes = undo_minutes
+    memory: Forgetter
+    _: KW_ONLY
+    undo_minutes: int
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments.only(args, ("id", "text"))

@@ -31,6 +31,7 @@ log = structlog.get_logger(__name__)
 
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)  # seconds before each retry; the last repeats
 UNEXPECTED_TRIES = 3
+SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 
 
 class Replier(Protocol):
@@ -81,9 +82,9 @@ class Delivery:
 
     async def settle(self) -> None:
         """Wait for the attempts a stop left running (shielded; each is bounded by the
-        channel's own timeouts)."""
+        channel's own timeouts), `SEND_SETTLE` seconds at the most."""
         if self._attempts:
-            await asyncio.wait(self._attempts)
+            await asyncio.wait(self._attempts, timeout=SEND_SETTLE)
 
     async def notice(self, message: str | Document | Keyed, replier: Replier) -> None:
         """A short message, or a file, or a message with buttons, outside the ledger (a notice

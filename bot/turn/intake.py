@@ -21,7 +21,6 @@ are answered together with it (`bot.turn.together`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
@@ -36,7 +35,6 @@ from bot.turn.router import Router
 from bot.turn.together import together
 
 log = structlog.get_logger(__name__)
-SEND_SETTLE = 10.0  # seconds a reply part under way at a stop gets to be sent and recorded
 
 
 class Intake(Protocol):
@@ -137,9 +135,7 @@ class MemoryIntake:
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
-        with contextlib.suppress(TimeoutError):  # a part under way finishes, and is recorded
-            async with asyncio.timeout(SEND_SETTLE):
-                await self.router.delivery.settle()
+        await self.router.delivery.settle()  # a part under way finishes, and is recorded
         log.info(stopped_line(self.backlog()), cancelled=len(running), left=self.backlog())
 
     def _queue(self, entry: Entry) -> None:

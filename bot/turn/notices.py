@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -26,11 +27,12 @@ log = structlog.get_logger(__name__)
 FORMAT_VERSION = 1
 
 
+@dataclass(eq=False)
 class ToldNotices:
-    def __init__(self, path: Path, locks: Locks, *, documents: Documents = ON_DISK) -> None:
-        self.path = path
-        self.locks = locks
-        self.documents = documents
+    path: Path
+    locks: Locks
+    _: KW_ONLY
+    documents: Documents = ON_DISK
 
     async def first(
         self, kind: str, user_id: int, *, now: datetime, until: datetime | None = None

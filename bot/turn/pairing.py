@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
@@ -66,19 +66,13 @@ class Approval:
     refusal: Refusal | None = None  # None: its user is paired now
 
 
+@dataclass(eq=False)
 class Pairing:
-    def __init__(
-        self,
-        roster: RosterStore,
-        *,
-        now: Callable[[], datetime],
-        ttl: timedelta = CODE_TTL,
-        max_pending: int = MAX_PENDING,
-    ) -> None:
-        self.roster = roster
-        self.now = now
-        self.ttl = ttl
-        self.max_pending = max_pending
+    roster: RosterStore
+    _: KW_ONLY
+    now: Callable[[], datetime]
+    ttl: timedelta = CODE_TTL
+    max_pending: int = MAX_PENDING
 
     def waiting(self) -> list[Request]:
         """The requests an owner may still approve, oldest first."""

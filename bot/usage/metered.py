@@ -206,12 +206,12 @@ async def record(ledger: UsageLedger, chat: str, kind: str, model: str, usage: U
         log.warning("usage_record_failed", exc_info=True)
 
 
+@dataclass(eq=False)
 class MeteredTranscriber:
     """What a transcription reported, recorded as kind "transcription" (`OpenAITranscriber`'s
     `spent`)."""
 
-    def __init__(self, ledger: UsageLedger) -> None:
-        self.ledger = ledger
+    ledger: UsageLedger
 
     async def __call__(self, model: str, usage: Usage) -> None:
         await record(self.ledger, chat_of_work(), "transcription", model, usage)

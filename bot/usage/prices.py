@@ -26,9 +26,9 @@ class Price:
     output: float
 
 
+@dataclass(eq=False)
 class Prices:
-    def __init__(self, prices: dict[str, Price]) -> None:
-        self.prices = prices
+    prices: dict[str, Price]
 
     @classmethod
     def load(cls, path: Path) -> Prices:

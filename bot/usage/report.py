@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from datetime import date, datetime
 
 from bot.usage.ledger import KINDS, Spent, UsageLedger
@@ -65,13 +66,14 @@ def summary(lines: Iterable[Spent], prices: Prices) -> str:
     return " · ".join(parts)
 
 
+@dataclass(eq=False)
 class UsageReport:
     """/usage: this chat's figures; an owner in their private chat sees every chat's."""
 
-    def __init__(self, ledger: UsageLedger, prices: Prices, *, now: Callable[[], datetime]) -> None:
-        self.ledger = ledger
-        self.prices = prices
-        self.now = now
+    ledger: UsageLedger
+    prices: Prices
+    _: KW_ONLY
+    now: Callable[[], datetime]
 
     async def describe(self, chat: str, *, everything: bool) -> str:
         lines = await asyncio.to_thread(self.ledger.lines)

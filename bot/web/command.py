@@ -5,6 +5,7 @@ the page off it says how to turn it on."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 
 from bot.models import Inbound
 from bot.turn.commands.handler import Progress
@@ -14,16 +15,15 @@ PRIVATE_ONLY = "Send /web to me in our private chat: the link I answer with sign
 OFF = "The memory page is off. An owner turns it on with BOT_WEB__ENABLED=true (docs/web.md)."
 
 
+@dataclass(eq=False)
 class WebCommand:
     names = ("web",)
     slow = False
 
-    def __init__(
-        self, signins: SignIns | None, link: Callable[[str], str], *, link_minutes: int
-    ) -> None:
-        self.signins = signins  # None: the page is off
-        self.link = link
-        self.link_minutes = link_minutes
+    signins: SignIns | None
+    link: Callable[[str], str]
+    _: KW_ONLY
+    link_minutes: int
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         if self.signins is None:

@@ -13,6 +13,7 @@ same_origin a write (POST) must come from the page's own origin (its Origin head
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass
 
 import structlog
 from aiohttp import web
@@ -54,19 +55,13 @@ class Refused(Exception):
         self.text = text
 
 
+@dataclass(eq=False)
 class Guard:
-    def __init__(
-        self,
-        signins: SignIns,
-        people: People,
-        site: Site,
-        *,
-        origins: Callable[[], frozenset[str]],  # the page's own origins, once it listens
-    ) -> None:
-        self.signins = signins
-        self.people = people
-        self.site = site
-        self.origins = origins
+    signins: SignIns
+    people: People
+    site: Site
+    _: KW_ONLY
+    origins: Callable[[], frozenset[str]]  # the page's own origins, once it listens
 
     @property
     def middlewares(self) -> list[Middleware]:

@@ -56,11 +56,10 @@ class WebServer:
 
     @property
     def base_url(self) -> str:
-        """Where a person opens the page: the reverse proxy's address, or the one listened on."""
-        return self.public_url or f"http://{_host(self.host)}:{self.port}"
+        return page_address(public_url=self.public_url, host=self.host, port=self.port)
 
     def link(self, token: str) -> str:
-        return f"{self.base_url}/signin?token={token}"
+        return sign_in_link(self.base_url, token)
 
     def origins(self) -> frozenset[str]:
         local = {f"http://{name}:{self.port}" for name in (_host(self.host), "localhost")}
@@ -132,6 +131,16 @@ class WebServer:
 
     async def _signed_out(self, request: web.Request) -> web.Response:
         return self.site.render(request, "error.html", status=200, text="You are signed out.")
+
+
+def page_address(*, public_url: str | None, host: str, port: int) -> str:
+    """Where a person opens the page: the reverse proxy's address, or the one listened on."""
+    return public_url.rstrip("/") if public_url else f"http://{_host(host)}:{port}"
+
+
+def sign_in_link(base_url: str, token: str) -> str:
+    """The one-time link `token` signs in by (`GET /signin` shows its button)."""
+    return f"{base_url}/signin?token={token}"
 
 
 def _host(host: str) -> str:

@@ -33,6 +33,7 @@ from telegram import Bot, Message, MessageEntity
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from bot.channels.telegram.budget import tight
+from bot.channels.telegram.errors import is_unparsed
 from bot.channels.telegram.format import Chunk, render
 from bot.channels.telegram.replies import TelegramReplier, replying
 
@@ -283,7 +284,7 @@ async def _plain_if_unparsed(send: _Send, chunk: Chunk) -> None:
     try:
         await send(chunk.text, entities or None)
     except BadRequest as exc:
-        if not entities or "can't parse entities" not in exc.message.lower():
+        if not entities or not is_unparsed(exc):
             raise
         await send(chunk.text, None)
 

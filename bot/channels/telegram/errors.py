@@ -1,5 +1,6 @@
 """What python-telegram-bot's errors mean for the bot: a `StartupError` that says what to fix,
-and which errors are network trouble (logged in one line, see `bot.logs`).
+which errors are network trouble (logged in one line, see `bot.logs`), and which refusal is of
+a message's entities (`is_unparsed`: replies and drafts send it again as plain text).
 
 The command line and the channel (`polling.py`: at start, and a token rejected mid-run) share
 this one translation; it imports PTB's error classes only. No message carries the token: PTB's own
@@ -45,6 +46,12 @@ def startup_error(exc: BaseException, *, base_url: str) -> StartupError | None:
 def is_rejected_token(exc: BaseException) -> bool:
     """Telegram refused the token (revoked, or never valid): only a person can fix that."""
     return isinstance(exc, InvalidToken | TokenRejected)
+
+
+def is_unparsed(exc: BadRequest) -> bool:
+    """Telegram refused the message's entities ("Can't parse entities: …"): as plain text, the
+    same message goes."""
+    return "can't parse entities" in exc.message.lower()
 
 
 def is_network_error(exc: BaseException) -> bool:

@@ -3,6 +3,8 @@ before downloading when it is over the limit: Telegram serves bots files up to 2
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 from telegram import Bot
 from telegram.error import TelegramError
 
@@ -12,10 +14,11 @@ from bot.models import Attachment
 BOT_API_LIMIT = 20 * MB  # getFile serves files up to this size
 
 
+@dataclass(eq=False)
 class TelegramFiles:
-    def __init__(self, bot: Bot, *, timeout: float = 60.0) -> None:
-        self.bot = bot
-        self.timeout = timeout
+    bot: Bot
+    _: KW_ONLY
+    timeout: float = 60.0
 
     async def fetch(self, attachment: Attachment, *, max_bytes: int) -> bytes:
         limit = min(max_bytes, BOT_API_LIMIT)

@@ -225,11 +225,11 @@ class Polls:
     timeout: int  # seconds
 
 
+@dataclass(eq=False)
 class Offset:
     """The next update id to ask Telegram for, in a small JSON file under `state/`."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    path: Path
 
     def load(self) -> int | None:
         try:

@@ -35,6 +35,7 @@ from telegram.error import (
 from bot.background import OwnedTask
 from bot.channels.telegram.budget import answering, tight
 from bot.channels.telegram.buttons import keyboard
+from bot.channels.telegram.errors import is_unparsed
 from bot.channels.telegram.format import Chunk, render
 from bot.errors import SendFailed
 from bot.models import Document, Keyed
@@ -168,11 +169,10 @@ class TelegramReplier:
                 reply_parameters=replying(reply_to),
             )
         except BadRequest as exc:
-            reason = exc.message.lower()
-            if "can't parse entities" in reason:
+            if is_unparsed(exc):
                 log.warning("entities_rejected_sending_plain", detail=exc.message[:200])
                 await self._send_plain(chunk.text, reply_to=reply_to)
-            elif "too long" in reason:
+            elif "too long" in exc.message.lower():
                 log.warning("message_too_long_splitting", chars=len(chunk.text))
                 await self._send_plain(chunk.text, reply_to=reply_to)
             else:

@@ -93,13 +93,13 @@ async def serve(
         await server.cleanup()
 
 
+@dataclass(eq=False)
 class Webhook:
     """The replica's web server: Telegram's posts at the hook's path, `GET /healthz`."""
 
-    def __init__(self, bot: Bot, intake: Intake, hook: Hook) -> None:
-        self.bot = bot
-        self.intake = intake
-        self.hook = hook
+    bot: Bot
+    intake: Intake
+    hook: Hook
 
     def app(self, stop: asyncio.Event) -> web.Application:
         async def healthz(_request: web.Request) -> web.Response:

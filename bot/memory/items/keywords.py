@@ -13,7 +13,6 @@ item's text changes (its last `ITEM_TERMS` items at most); `terms` keeps those o
 from __future__ import annotations
 
 import math
-import re
 import sys
 import threading
 from collections import Counter
@@ -21,19 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from bot.index.query import STOP_WORDS, WORD
 from bot.models import MemoryItem
 
 K1 = 1.2
 B = 0.75
 ITEM_TERMS = 16384
-_WORD = re.compile(r"[^\W_]+")
-_STOP_TEXT = (
-    "a about an and are as at be been but by can could did do does for from had has have he her "
-    "his how i if in into is it its me my no not of on or our she so than that the their them "
-    "then there these they this to too was we were what when where which who whom why will with "
-    "would you your"
-)
-STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -50,8 +42,8 @@ class Terms:
 
 
 def words(text: str) -> tuple[str, ...]:
-    found = (w.lower() for w in _WORD.findall(text))
-    return tuple(sys.intern(_stem(w)) for w in found if w not in STOP_WORDS)
+    found = (w.lower() for w in WORD.findall(text))
+    return tuple(sys.intern(stem(w)) for w in found if w not in STOP_WORDS)
 
 
 @lru_cache(maxsize=4096)
@@ -112,7 +104,8 @@ def score(query: str, documents: Sequence[Terms]) -> list[float]:
     return scores
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A plural's "s" dropped (not a "ss"): "containers" finds "container"."""
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word

@@ -17,12 +17,10 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import get_args
 
-from bot.memory.provenance import brief
-from bot.models import Provenance, Via
+from bot.memory.provenance import brief, from_brief
+from bot.models import Provenance
 from bot.storage.files import ON_DISK, Documents
 from bot.storage.textfile import read_shown
 from bot.storage.workspace import QUOTED_NAME as QUOTED_NAME
@@ -34,16 +32,6 @@ _HEAD = (
     "their source. Not facts, not instructions: /keep ID makes one a fact.\n\n"
 )
 _LINE = re.compile(rf"^- \[(q-[0-9a-f]+)\] {re.escape(QUOTE_MARK)} “(.*)” — (.+)$")
-_SAID = {
-    "said": "message",
-    "said by voice": "voice",
-    "in a photo's caption": "photo",
-    "from a document": "document",
-    "forwarded": "forwarded",
-    "inferred by the model": "inference",
-    "from a tool's output": "tool",
-    "said in the group": "group",
-}
 
 
 @dataclass(frozen=True)
@@ -66,20 +54,7 @@ def parse(line: str) -> Quote | None:
     found = _LINE.match(line.strip())
     if found is None:
         return None
-    return Quote(found[1], found[2], _origin(found[3]))
-
-
-def _origin(text: str) -> Provenance | None:
-    parts = text.rsplit(", ", 3)
-    if len(parts) != 4 or parts[1] not in _SAID:
-        return None
-    by, said, chat, day = parts
-    try:
-        at = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    except ValueError:
-        return None
-    via = _SAID[said]
-    return Provenance(by=by, chat=chat, at=at, via=via) if via in get_args(Via) else None  # type: ignore[arg-type]
+    return Quote(found[1], found[2], from_brief(found[3]))
 
 
 def add(

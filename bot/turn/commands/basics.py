@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.models import Inbound
 from bot.turn.access import AccessPolicy
 from bot.turn.chats import RunningTurns
@@ -28,24 +30,24 @@ class Start:
         return GREETING
 
 
+@dataclass(eq=False)
 class Help:
     names = ("help",)
     slow = False
 
-    def __init__(self, access: AccessPolicy) -> None:
-        self.access = access
+    access: AccessPolicy
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         owner = inbound.is_private and self.access.is_owner(inbound.user_id)
         return OWNER_HELP if owner else HELP
 
 
+@dataclass(eq=False)
 class Stop:
     names = ("stop",)
     slow = False
 
-    def __init__(self, running: RunningTurns) -> None:
-        self.running = running
+    running: RunningTurns
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         return "Stopped." if self.running.stop(inbound.session_key) else "Nothing to stop."

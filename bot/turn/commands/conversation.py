@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 from bot.conversation.closing import ConversationClose, kept
 from bot.conversation.compaction import CompactionResult, Compactor
 from bot.models import Inbound
@@ -27,23 +29,17 @@ COMPACT_USAGE = (
 )
 
 
+@dataclass(eq=False)
 class NewConversation:
     """Consolidate the session (awaited, bounded; raw fallback), then archive it."""
 
     names = ("new", "reset")
     slow = True
 
-    def __init__(
-        self,
-        closing: ConversationClose,
-        sessions: SessionStore,
-        locks: ChatLocks,
-        access: AccessPolicy,
-    ) -> None:
-        self.closing = closing
-        self.sessions = sessions
-        self.locks = locks
-        self.access = access
+    closing: ConversationClose
+    sessions: SessionStore
+    locks: ChatLocks
+    access: AccessPolicy
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         key = inbound.session_key
@@ -59,28 +55,20 @@ class NewConversation:
         return (NEW_SAVED if closed.consolidated else NEW_RAW).format(messages=messages)
 
 
+@dataclass(eq=False)
 class Compact:
     """Summarise all but the last N messages now, under the chat's lock."""
 
     names = ("compact",)
     slow = True
 
-    def __init__(
-        self,
-        compactor: Compactor,
-        sessions: SessionStore,
-        locks: ChatLocks,
-        access: AccessPolicy,
-        gauge: PromptPreview,  # how full the prompt is, before and after (as /status says)
-        *,
-        keep: int,  # /compact without N
-    ) -> None:
-        self.compactor = compactor
-        self.gauge = gauge
-        self.sessions = sessions
-        self.locks = locks
-        self.access = access
-        self.keep = keep
+    compactor: Compactor
+    sessions: SessionStore
+    locks: ChatLocks
+    access: AccessPolicy
+    gauge: PromptPreview  # how full the prompt is, before and after (as /status says)
+    _: KW_ONLY
+    keep: int  # /compact without N
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         keep = keep_count(args, default=self.keep)

@@ -5,6 +5,7 @@ waiting in this chat's memory, `/keep ID` keeps one."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Protocol
 
 from bot.memory.notes.quoted import Quote
@@ -27,15 +28,15 @@ class QuoteKeeper(Protocol):
     async def keep_quoted(self, scope: MemoryScope, quote_id: str) -> Quote | None: ...
 
 
+@dataclass(eq=False)
 class KeepQuoted:
     """The `/keep` handler (`bot.turn.commands.handler.Handler`)."""
 
     names = ("keep",)
     slow = False
 
-    def __init__(self, memory: QuoteKeeper, access: AccessPolicy) -> None:
-        self.memory = memory
-        self.access = access
+    memory: QuoteKeeper
+    access: AccessPolicy
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         if not self.access.is_owner(inbound.user_id):

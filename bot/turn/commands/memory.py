@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from typing import Protocol
 
 from bot.errors import NotTextError
@@ -33,31 +34,26 @@ class CommandMemory(Protocol):
     async def undo(self, session_key: str) -> tuple[Undone | None, bool]: ...
 
 
+@dataclass(eq=False)
 class ShowMemory:
     names = ("memory",)
     slow = False
 
-    def __init__(self, inventory: MemoryInventory, access: AccessPolicy) -> None:
-        self.inventory = inventory
-        self.access = access
+    inventory: MemoryInventory
+    access: AccessPolicy
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         return await self.inventory.describe(self.access.scope_for(inbound), inbound.session_key)
 
 
+@dataclass(eq=False)
 class Remember:
     names = ("remember",)
     slow = False
 
-    def __init__(
-        self,
-        memory: CommandMemory,
-        access: AccessPolicy,
-        receipts: Receipts | None = None,  # None: the answer is text only
-    ) -> None:
-        self.memory = memory
-        self.access = access
-        self.receipts = receipts
+    memory: CommandMemory
+    access: AccessPolicy
+    receipts: Receipts | None = None  # None: the answer is text only
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         if not args:
@@ -73,17 +69,16 @@ class Remember:
         return f"Saved to memory: {saved.text}" if saved else "I already had that."
 
 
+@dataclass(eq=False)
 class Forget:
     names = ("forget",)
     slow = True  # a sweep of every file
 
-    def __init__(
-        self, memory: CommandMemory, access: AccessPolicy, locks: ChatLocks, *, undo_minutes: int
-    ) -> None:
-        self.memory = memory
-        self.access = access
-        self.locks = locks
-        self.undo_minutes = undo_minutes  # how long a /forget can be undone
+    memory: CommandMemory
+    access: AccessPolicy
+    locks: ChatLocks
+    _: KW_ONLY
+    undo_minutes: int
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         if len(args) < FORGET_MIN_CHARS:
@@ -94,14 +89,15 @@ class Forget:
         return forget_receipt(args, forgotten, undo_minutes=self.undo_minutes)
 
 
+@dataclass(eq=False)
 class Undo:
     names = ("undo",)
     slow = False
 
-    def __init__(self, memory: CommandMemory, locks: ChatLocks, *, undo_minutes: int) -> None:
-        self.memory = memory
-        self.locks = locks
-        self.undo_minutes = undo_minutes
+    memory: CommandMemory
+    locks: ChatLocks
+    _: KW_ONLY
+    undo_minutes: int
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         async with self.locks.hold(inbound.session_key):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.models import Inbound
 from bot.turn.access import AccessPolicy
 from bot.turn.commands.handler import Progress
@@ -11,13 +13,13 @@ from bot.usage import UsageReport
 NOT_RECORDED = "Model usage is not recorded."
 
 
+@dataclass(eq=False)
 class ShowUsage:
     names = ("usage",)
     slow = False
 
-    def __init__(self, report: UsageReport | None, access: AccessPolicy) -> None:
-        self.report = report
-        self.access = access
+    report: UsageReport | None
+    access: AccessPolicy
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         if self.report is None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -136,30 +136,20 @@ def _count(compactions: int) -> str:
     return f" ({compactions} in this conversation)" if compactions else ""
 
 
+@dataclass(eq=False)
 class ShowStatus:
     names = ("status",)
     slow = False
 
-    def __init__(
-        self,
-        sessions: SessionStore,
-        gauge: PromptPreview,  # how full the next prompt is (its meter: the window, the margin)
-        history: HistoryLog,
-        running: RunningTurns,
-        access: AccessPolicy,
-        *,
-        model: str,
-        pipeline: Sequence[str],  # the pipeline's systems by order
-        queue: QueueLook | None = None,  # replicated mode: the chats' shared queue
-    ) -> None:
-        self.sessions = sessions
-        self.gauge = gauge
-        self.history = history
-        self.running = running
-        self.access = access
-        self.model = model
-        self.pipeline = pipeline
-        self.queue = queue
+    sessions: SessionStore
+    gauge: PromptPreview  # how full the next prompt is (its meter: the window, the margin)
+    history: HistoryLog
+    running: RunningTurns
+    access: AccessPolicy
+    _: KW_ONLY
+    model: str
+    pipeline: Sequence[str]  # the pipeline's systems by order
+    queue: QueueLook | None = None  # replicated mode: the chats' shared queue
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str:
         session = await self.sessions.load(inbound.session_key)
@@ -183,26 +173,19 @@ class ShowStatus:
         return render(status, verbose=wants_verbose(args))
 
 
+@dataclass(eq=False)
 class ShowContext:
     """The last request's parts counted; with `full` (or `file`) the whole text as a file."""
 
     names = ("context",)
     slow = False
 
-    def __init__(
-        self,
-        sent: LastRequests,
-        gauge: PromptPreview,  # how full the next prompt is (its meter counts the parts)
-        access: AccessPolicy,
-        sessions: SessionStore,
-        *,
-        model: str,
-    ) -> None:
-        self.sent = sent  # the last request of each chat
-        self.sessions = sessions
-        self.gauge = gauge
-        self.access = access
-        self.model = model
+    sent: LastRequests
+    gauge: PromptPreview  # how full the next prompt is (its meter counts the parts)
+    access: AccessPolicy
+    sessions: SessionStore
+    _: KW_ONLY
+    model: str
 
     async def answer(self, inbound: Inbound, args: str, progress: Progress) -> str | Reply:
         if not self.access.is_owner(inbound.user_id):

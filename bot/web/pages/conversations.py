@@ -6,7 +6,7 @@ Forget on a message forgets its text everywhere that chat's memory holds it, as 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -33,23 +33,15 @@ class Part:
     path: Path
 
 
+@dataclass(eq=False)
 class ConversationsPage:
-    def __init__(
-        self,
-        site: Site,
-        workspace: Workspace,
-        sessions: SessionStore,
-        writer: MemoryWriter,
-        locks: ChatLocks,
-        *,
-        undo_minutes: int,
-    ) -> None:
-        self.site = site
-        self.workspace = workspace
-        self.sessions = sessions
-        self.writer = writer
-        self.locks = locks
-        self.undo_minutes = undo_minutes
+    site: Site
+    workspace: Workspace
+    sessions: SessionStore
+    writer: MemoryWriter
+    locks: ChatLocks
+    _: KW_ONLY
+    undo_minutes: int
 
     def routes(self) -> list[web.RouteDef]:
         return [

@@ -4,6 +4,8 @@ Forget and Edit as its buttons in the chat have — pressed through the same des
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aiohttp import web
 
 from bot.receipts import ReceiptDesk
@@ -15,10 +17,10 @@ SHOWN = 100  # receipts on the page at most
 ACTIONS = {"undo": "u", "forget": "f", "edit": "e", "keep": "k"}
 
 
+@dataclass(eq=False)
 class LearnedPage:
-    def __init__(self, site: Site, desk: ReceiptDesk) -> None:
-        self.site = site
-        self.desk = desk
+    site: Site
+    desk: ReceiptDesk
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/learned", self.show), web.post("/learned/act", self.act)]

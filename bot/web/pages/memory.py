@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from aiohttp import web
 
@@ -43,23 +43,15 @@ class Row:
     receipt: str = ""  # the receipt whose Undo takes it out again
 
 
+@dataclass(eq=False)
 class MemoryPage:
-    def __init__(
-        self,
-        site: Site,
-        workspace: Workspace,
-        writer: MemoryWriter,
-        receipts: ReceiptStore,
-        locks: ChatLocks,
-        *,
-        undo_minutes: int,
-    ) -> None:
-        self.site = site
-        self.workspace = workspace
-        self.writer = writer
-        self.receipts = receipts
-        self.locks = locks
-        self.undo_minutes = undo_minutes
+    site: Site
+    workspace: Workspace
+    writer: MemoryWriter
+    receipts: ReceiptStore
+    locks: ChatLocks
+    _: KW_ONLY
+    undo_minutes: int
 
     def routes(self) -> list[web.RouteDef]:
         return [

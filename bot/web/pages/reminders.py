@@ -6,12 +6,13 @@ from the viewer's private chat. A time that does not read keeps what was typed, 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 
 from aiohttp import web
 
 from bot.models import Inbound, parse_session_key
-from bot.reminders.commands import ReminderCommands
+from bot.reminders.commands import ReminderCommands, unreadable
 from bot.reminders.store import ReminderStore, StoreError
 from bot.reminders.when import FORMATS
 from bot.web.pages.forms import field
@@ -21,19 +22,13 @@ from bot.web.viewer import Viewer
 DONE = ("Cancelled", "Moved", "There is no")
 
 
+@dataclass(eq=False)
 class RemindersPage:
-    def __init__(
-        self,
-        site: Site,
-        store: ReminderStore,
-        commands: ReminderCommands,
-        *,
-        now: Callable[[], datetime],
-    ) -> None:
-        self.site = site
-        self.store = store
-        self.commands = commands
-        self.now = now
+    site: Site
+    store: ReminderStore
+    commands: ReminderCommands
+    _: KW_ONLY
+    now: Callable[[], datetime]
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -50,7 +45,7 @@ class RemindersPage:
         try:
             found = [item for _, item in await self.store.everything() if who.sees_chat(item.chat)]
         except StoreError as exc:
-            found, problem = [], f"I could not read the reminders file: {exc}"
+            found, problem = [], unreadable(exc)
         found.sort(key=lambda item: (item.chat, item.next_at or self.now()))
         return self.site.render(
             request,

@@ -31,11 +31,11 @@ class Found:
     href: str  # where its source opens
 
 
+@dataclass(eq=False)
 class SearchPage:
-    def __init__(self, site: Site, workspace: Workspace, search: MemorySearch | None) -> None:
-        self.site = site
-        self.workspace = workspace
-        self.search = search
+    site: Site
+    workspace: Workspace
+    search: MemorySearch | None
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/search", self.show), web.get("/source", self.source)]

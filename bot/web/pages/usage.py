@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import date, datetime, timedelta
 
 from aiohttp import web
@@ -35,21 +35,14 @@ class Caps:
     owners_exempt: bool
 
 
+@dataclass(eq=False)
 class UsagePage:
-    def __init__(
-        self,
-        site: Site,
-        ledger: UsageLedger,
-        report: UsageReport,
-        caps: Caps,
-        *,
-        now: Callable[[], datetime],
-    ) -> None:
-        self.site = site
-        self.ledger = ledger
-        self.report = report
-        self.caps = caps
-        self.now = now
+    site: Site
+    ledger: UsageLedger
+    report: UsageReport
+    caps: Caps
+    _: KW_ONLY
+    now: Callable[[], datetime]
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/usage", self.show)]
