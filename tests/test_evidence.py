@@ -168,6 +168,19 @@ def test_a_day_is_one_heading_and_the_notes_folder_is_named_once() -> None:
     ]
 
 
+def test_an_item_is_cited_by_its_id_for_fewer_tokens_than_its_fact() -> None:
+    """`[s-8cf2e8c86d]`, which memory_get reads, not the file's whole path (~31 tokens): a
+    citation that costs less than the fact it cites."""
+    fact = "Ann has been learning to paint watercolours with her aunt since the spring of 2024"
+    path = "chats/telegram%3A-1001234567/items/semantic.jsonl#s-8cf2e8c86d"
+    section, _ = fit([hit(path, fact, AT, kind="item")], k=10, budget=400, count=COUNT)
+
+    [line] = [line for line in section.splitlines() if fact in line]
+    assert line == f"- [s-8cf2e8c86d] {fact}"
+    assert COUNT(line) - COUNT(fact) < min(COUNT(fact), COUNT(f"- [{path}#L1-L1] ") / 2)
+    assert parse_citation("s-8cf2e8c86d").item == "s-8cf2e8c86d"
+
+
 def test_a_side_that_said_nothing_is_not_shown() -> None:
     """A message no one answered (or an answer to nothing) costs no empty label."""
     march = datetime(2026, 3, 2, 9, tzinfo=UTC)

@@ -5,6 +5,7 @@
     ## 2026-11-18
     - Ann: where are the keys? | Assistant: In the blue bowl.
     - [MEMORY.md#L12-L14] - Ann keeps spare keys at Ben's.
+    - [s-8cf2e8c86d] Ann's spare keys are at Ben's.
     ## 2026-11-20
     - [L3-L9] Ann: … | Assistant: …
       … Ben: … | Assistant: … …
@@ -16,9 +17,12 @@ note's, else when it was written. Each hit is a list item: what to cite and its 
 (`bot.index.snippets`: the lines that matched, "…" where lines were left out; `said`). A
 daily note of one folder (the best note hit's: the chat's `chats/<key>/`, or memory/ itself
 for the owner) cites only its lines (`[L3-L9]`), the folder named once under the heading
-(`NOTES`: `memory_get` reads `<folder><day>.md#L3-L9`); a hit of any other file cites its
-whole `Hit.citation`; a past exchange nothing (not a file: `memory_get` refuses it,
-`memory_search` shows it). A note line's clock is left out (the day heads it). Who said it is
+(`NOTES`: `memory_get` reads `<folder><day>.md#L3-L9`); an item its id alone (`[s-8cf2e8c86d]`:
+`memory_get` reads it by id, the id names its file; its whole citation,
+`chats/<key>/items/semantic.jsonl#s-8cf2e8c86d#L1-L1`, was ~31 tokens for a fact of ~19); a hit
+of any other file cites its whole `Hit.citation`; a past exchange nothing (not a file:
+`memory_get` refuses it, `memory_search` shows it). The one owner of what the section cites:
+`hit_line`. A note line's clock is left out (the day heads it). Who said it is
 in the snippet: `User:`/`Assistant:`, or a group member's name (`Ann: …`,
 `bot.conversation.speakers`) without the `User:` before it. The assistant's words keep their
 label whatever they start with: the bot names only the users (`Sure: …` is not a name).
@@ -55,6 +59,7 @@ from bot.index.remote import RemoteSearch
 from bot.index.search import Hit, Searcher
 from bot.index.snippets import GAP
 from bot.index.sources import file_day
+from bot.memory.items.indexing import KIND as ITEM  # an item's hits: `<file>#<id>`
 from bot.memory.notes.daily import body_of
 from bot.memory.recall.overlap import Shown
 
@@ -212,10 +217,12 @@ def _unlabelled(label: re.Match[str]) -> str:
 
 def hit_line(hit: Hit, *, notes: str | None = None) -> str:
     """`- [citation] snippet`: a daily note in the `notes` folder cites its lines alone (its
-    day heads it, the folder is named once: `notes_line`), an exchange nothing (`memory_get`
-    reads files, not past conversations: `memory_search` finds more of one)."""
+    day heads it, the folder is named once: `notes_line`), an item its id, an exchange nothing
+    (`memory_get` reads files, not past conversations: `memory_search` finds more of one)."""
     if hit.kind == EXCHANGE:
         return f"- {said(hit)}"
+    if hit.kind == ITEM:
+        return f"- [{hit.path.rpartition('#')[2]}] {said(hit)}"
     short = notes is not None and hit.lines and _notes_folder(hit) == notes
     return f"- [{hit.lines if short else hit.citation}] {said(hit)}"
 
