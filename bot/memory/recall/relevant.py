@@ -76,6 +76,8 @@ INDENT = "  "  # a hit's next lines
 EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
 _LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
+_CLOCK_AT = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")  # a note line's `[HH:mm]`
+SIDE_KEY_CHARS = 40  # a side's opening that tells its exchange (`_side_key`)
 _EMPTY_SIDE = re.compile(r"^(?:User|Assistant):(?: \| |$)| \| Assistant:$")  # nothing said
 
 
@@ -132,7 +134,7 @@ class RelevantMemory:
         budget: int | None = None,
     ) -> tuple[str, list[Hit]]:
         """The section (as `section`) and the hits it shows: what the retrieval eval reads."""
-        fresh = fresh_hits(hits, shown=shown, conversation=conversation)
+        fresh = once_each(fresh_hits(hits, shown=shown, conversation=conversation))
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
         return fit(fresh, k=self.k, budget=tokens, count=self.count, found=len(hits))
 
@@ -172,6 +174,68 @@ def fresh_hits(
                 continue
         yield hit
         held.add(hit.text)
+
+
+def once_each(hits: Iterable[Hit]) -> Iterator[Hit]:
+    """The hits with each exchange's words once, whether a hit shows them as the exchange
+    (`User: …` / `Assistant: …` lines) or as its daily note's line (`User: … | Assistant: …`):
+    where a line comes from, not how alike it reads. A note line is its exchange's two sides,
+    each folded and cut (`NoteFormat`), so a side a better hit showed is left out of a later
+    one when the two open alike (`_side_key`); a side that a note cut (`…`) counts as shown
+    for no exchange, whose whole side says more. On REALTALK 563 of 679 sections showed a turn
+    twice so (8% of their hits), as a long message's note line and exchange never hold each
+    other (`overlap` compares whole lines)."""
+    seen: set[tuple[str, str]] = set()
+    for hit in hits:
+        lines = [_once(line, hit.kind == EXCHANGE, seen) for line in hit.text.split("\n")]
+        kept = "\n".join(line for n, line in enumerate(lines) if _keep(lines, n))
+        if kept.replace(GAP, "").strip():
+            yield hit if kept == hit.text else replace(hit, text=kept)
+
+
+def _once(line: str, exchange: bool, seen: set[tuple[str, str]]) -> str:
+    """The line without the sides `seen` holds (`GAP` when none is left); the sides it keeps
+    are added to `seen` (a note's cut side only for other notes)."""
+    if exchange:
+        side, _, said = line.partition(": ")
+        key = _side_key(side, said)
+        if key is None:
+            return line
+        if key in seen:
+            return GAP
+        seen.add(key)
+        return line
+    clock = _CLOCK_AT.match(line)
+    body = line[clock.end() :] if clock else line
+    user, bar, assistant = body.partition(" | Assistant: ")
+    if not bar or not user.startswith("User: "):
+        return line
+    sides = [("User", user.removeprefix("User: ")), ("Assistant", assistant)]
+    kept = []
+    for side, said in sides:
+        key = _side_key(side, said)
+        if key is not None and (key in seen or (side, "…" + key[1]) in seen):
+            said = ""
+        elif key is not None:
+            seen.add(key if not said.rstrip().endswith(GAP) else (side, "…" + key[1]))
+        kept.append(said)
+    if not any(said.strip() for said in kept):
+        return GAP
+    return f"{clock[0] if clock else ''}User: {kept[0]} | Assistant: {kept[1]}"
+
+
+def _side_key(side: str, said: str) -> tuple[str, str] | None:
+    """What a side of an exchange opens with, folded: (label, its first `SIDE_KEY_CHARS`);
+    None for a side too short to tell two exchanges apart ("ok", "Yes!")."""
+    if side not in ("User", "Assistant"):
+        return None
+    opening = " ".join(said.replace(GAP, " ").split()).casefold()
+    return (side, opening[:SIDE_KEY_CHARS]) if len(opening) >= SIDE_KEY_CHARS else None
+
+
+def _keep(lines: Sequence[str], n: int) -> bool:
+    """Whether line `n` stays: a `GAP` once, not right after another."""
+    return lines[n] != GAP or n == 0 or lines[n - 1] != GAP
 
 
 def _unheld(lines: Sequence[str], held: Shown) -> str:
