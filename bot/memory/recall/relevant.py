@@ -71,6 +71,7 @@ NOTES = "(a hit's [L3-L9] cites {note}#L3-L9, the note of the day it is under)"
 PROBE_PER_HIT = 2
 TRIM_CHARS = 40  # a shorter line of a hit is kept even when a better hit shows it
 MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
+HIT_RESERVE = 48  # the section's tokens beside one hit: heading, notes line, day, notice
 Count = Callable[[str], int]
 INDENT = "  "  # a hit's next lines
 EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
@@ -136,7 +137,8 @@ class RelevantMemory:
         """The section (as `section`) and the hits it shows: what the retrieval eval reads."""
         fresh = once_each(fresh_hits(hits, shown=shown, conversation=conversation))
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
-        return fit(fresh, k=self.k, budget=tokens, count=self.count, found=len(hits))
+        fitting = cut_to(fresh, tokens - HIT_RESERVE, count=self.count)
+        return fit(fitting, k=self.k, budget=tokens, count=self.count, found=len(hits))
 
     async def _search(self, query: str, scopes: Sequence[str], now: datetime | None) -> list[Hit]:
         # the last turn's sync may still run: its exchange is in the conversation anyway
@@ -236,6 +238,27 @@ def _side_key(side: str, said: str) -> tuple[str, str] | None:
 def _keep(lines: Sequence[str], n: int) -> bool:
     """Whether line `n` stays: a `GAP` once, not right after another."""
     return lines[n] != GAP or n == 0 or lines[n - 1] != GAP
+
+
+def cut_to(hits: Iterable[Hit], tokens: int, *, count: Count) -> Iterator[Hit]:
+    """The hits, each of several lines cut to its first lines within `tokens` ("…" after
+    them): a section smaller than one hit still shows its best one's start (at an 8k window
+    the section has ~150 tokens, and a day's note asked by its date, "what happened
+    yesterday?", is one hit of ~175 that was passed over whole). Only a hit longer than
+    twice `tokens` in characters is counted (a token is 3–4 characters of words)."""
+    for hit in hits:
+        if len(hit.text) <= 2 * tokens or count(hit.text) <= tokens:
+            yield hit
+            continue
+        lines = hit.text.split("\n")
+        while len(lines) > 1 and count("\n".join([*lines, GAP])) > tokens:
+            lines.pop()
+        if len(lines) < len(hit.text.split("\n")):
+            yield replace(
+                hit, text="\n".join([*lines, GAP]) if lines[-1] != GAP else "\n".join(lines)
+            )
+        else:
+            yield hit
 
 
 def _unheld(lines: Sequence[str], held: Shown) -> str:
