@@ -196,6 +196,9 @@ class RagSettings(_Section):
     embedding_base_url: str | None = None  # OpenAI-compatible /v1/embeddings; BOT_LLM__* if unset
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
+    embedding_query_model: str | None = None  # the model name a search's question is sent under
+    embedding_query_prefix: str = ""  # before a question ("query: " for e5)
+    embedding_passage_prefix: str = ""  # before each indexed text ("passage: " for e5)
     search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
     relevant_k: int = Field(default=100, ge=0, le=200)  # hits under "# Relevant Memory", at most
     relevant_budget_tokens: int = Field(default=4096, ge=0)  # at a large window (smaller: less)
