@@ -375,15 +375,6 @@ def load_settings(env_file: Path | None = Path(".env")) -> Settings:
         raise ConfigError(describe(exc, Settings)) from None
 
 
-def require_secret(value: SecretStr | None, variable: str) -> str:
-    """The secret's value, or a one-line `ConfigError` naming the variable to set."""
-    if value is None or not value.get_secret_value().strip():
-        raise ConfigError(
-            f"{variable} is not set: run `make setup`, or put it in .env (see .env.example)"
-        )
-    return value.get_secret_value()
-
-
 def secret_values(settings: Settings) -> tuple[str, ...]:
     """The bot token, the model's key, the embedding, transcription and LightRAG keys (sent
     in a header only; cut all the same), whichever are set: what no output may show."""

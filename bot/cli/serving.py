@@ -26,7 +26,8 @@ from bot.channels.telegram.errors import is_rejected_token, startup_error
 from bot.cli.doctor import findings
 from bot.errors import LLMError
 from bot.llm.openai_chat import OpenAIChat
-from bot.settings import Settings, require_secret
+from bot.settings import Settings
+from bot.settings_errors import require_secret
 from bot.storage.heartbeat import Heartbeat
 
 Print = Callable[[str], None]
