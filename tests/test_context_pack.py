@@ -391,7 +391,7 @@ def test_relevant_memory_is_given_by_the_window_and_keeps_its_share_of_a_small_o
         for window in (131_072, 32_768, 8_192)
     )
     assert large == 4096
-    assert 2000 < middle < 2100  # 0.35 of 5,840 tokens of room
+    assert 2000 < middle < 2100  # 0.35 of ~5,840 tokens of room
     assert 100 < small < 200  # ~460 tokens for all three
     assert relevant_budget(None, most=4096) == 4096
     assert relevant_budget(30_000, most=800) == 800

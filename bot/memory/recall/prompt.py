@@ -22,7 +22,8 @@ How they are placed (the decision; system 20 lays out the request):
   0.10, `# Relevant Memory` 0.35), and `# Relevant Memory` takes besides what the other two
   leave of theirs unused, up to `rag.relevant_budget_tokens` (`_relevant_room`). At 128k (a
   room of ~30,000 tokens) every section has its whole budget (3,500 / 1,800 / 4,096); at 32k
-  (5,840) `# Memory` 3,212, the items 584, the section 2,044; at 8k (~460) 253 / 46 / 161.
+  (~5,820) `# Memory` ~3,200, the items ~580, the section ~2,040; at 8k (~450) 245 / 44 /
+  156.
 - What gives way in a small room is the items, not `# Memory` nor the evidence (the decision,
   issue 31). `# Memory` is the user's own memory and the request's stable prefix (a prompt
   cache holds it: a turn pays for it once a conversation), and keeping its share as it was

@@ -180,13 +180,13 @@ def fresh_hits(
 
 def once_each(hits: Iterable[Hit]) -> Iterator[Hit]:
     """The hits with each exchange's words once, whether a hit shows them as the exchange
-    (`User: …` / `Assistant: …` lines) or as its daily note's line (`User: … | Assistant: …`):
-    where a line comes from, not how alike it reads. A note line is its exchange's two sides,
-    each folded and cut (`NoteFormat`), so a side a better hit showed is left out of a later
-    one when the two open alike (`_side_key`); a side that a note cut (`…`) counts as shown
-    for no exchange, whose whole side says more. On REALTALK 563 of 679 sections showed a turn
-    twice so (8% of their hits), as a long message's note line and exchange never hold each
-    other (`overlap` compares whole lines)."""
+    (`User: …` / `Assistant: …` lines) or as its daily note's line (`User: … | Assistant: …`).
+    A note line is made of its exchange (`NoteFormat`: each side folded and cut), so a side
+    that opens as one a better hit showed (`_side_key`) is that side again, left out; a side
+    that a note cut (`…`) counts as shown for no exchange, whose whole side says more. On
+    REALTALK 563 of 679 sections showed a turn twice so (8% of their hits), as a long
+    message's note line and exchange never hold each other (`overlap` compares whole lines).
+    """
     seen: set[tuple[str, str]] = set()
     for hit in hits:
         lines = [_once(line, hit.kind == EXCHANGE, seen) for line in hit.text.split("\n")]
