@@ -197,6 +197,9 @@ class RagSettings(_Section):
     embedding_base_url: str | None = None  # OpenAI-compatible /v1/embeddings; BOT_LLM__* if unset
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
+    embedding_query_model: str | None = None  # the model name a search's question is sent under
+    embedding_query_prefix: str = ""  # before a question ("query: " for e5)
+    embedding_passage_prefix: str = ""  # before each indexed text ("passage: " for e5)
     search_k: int = Field(default=8, gt=0, le=50)  # memory_search default
     relevant_k: int = Field(default=100, ge=0, le=200)  # hits under "# Relevant Memory", at most
     relevant_budget_tokens: int = Field(default=4096, ge=0)  # at a large window (smaller: less)
@@ -371,15 +374,6 @@ def load_settings(env_file: Path | None = Path(".env")) -> Settings:
         raise ConfigError(f"{exc}{cause}{hint}") from None
     except ValidationError as exc:
         raise ConfigError(describe(exc, Settings)) from None
-
-
-def require_secret(value: SecretStr | None, variable: str) -> str:
-    """The secret's value, or a one-line `ConfigError` naming the variable to set."""
-    if value is None or not value.get_secret_value().strip():
-        raise ConfigError(
-            f"{variable} is not set: run `make setup`, or put it in .env (see .env.example)"
-        )
-    return value.get_secret_value()
 
 
 def secret_values(settings: Settings) -> tuple[str, ...]:

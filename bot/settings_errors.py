@@ -5,7 +5,8 @@ words, the value given, and a valid example (`describe`), e.g.
     e.g. BOT_LOG__LEVEL=INFO
 
 `bot.settings.load_settings` raises it as one `ConfigError`; the command line prints it as one
-line (no traceback) and exits non-zero. Secrets' values are never repeated.
+line (no traceback) and exits non-zero. Secrets' values are never repeated; a secret a
+command needs and nobody set is one such line too (`require_secret`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
+
+from bot.errors import ConfigError
 
 PREFIX = "BOT_"
 DELIMITER = "__"
@@ -163,3 +166,12 @@ def _nearest(model: type[BaseModel], path: list[str]) -> str:
         return " (check the spelling)"
     name = PREFIX + DELIMITER.join(part.upper() for part in [*path[:-1], close[0]])
     return f"; did you mean {name}?"
+
+
+def require_secret(value: SecretStr | None, variable: str) -> str:
+    """The secret's value, or a one-line `ConfigError` naming the variable to set."""
+    if value is None or not value.get_secret_value().strip():
+        raise ConfigError(
+            f"{variable} is not set: run `make setup`, or put it in .env (see .env.example)"
+        )
+    return value.get_secret_value()

@@ -270,6 +270,29 @@ async def test_a_small_room_gives_relevant_memory_what_the_other_sections_leave(
     assert len(relevant_lines(shared.relevant).hits) < len(relevant_lines(empty.relevant).hits)
 
 
+async def test_at_a_32k_room_the_items_give_way_to_the_evidence(parts: Parts) -> None:
+    """5,840 tokens for all three, each with more to show: `# Memory` keeps its share (its
+    prefix, a year of notes' recent days), the items at most a tenth, `# Relevant Memory` its
+    ~2,000 tokens and what the other two leave."""
+    root = parts.workspace.root
+    write(root, "MEMORY.md", "".join(f"- Fact {n}: the kayak is stored.\n" for n in range(400)))
+    for n in range(300):
+        what = "paddles" if n % 3 else "the weather"
+        note(root, f"[08:00] User: what about {what} at lake {n}? | Assistant: fine {n}\n", 20 + n)
+    long = " ".join(f"word{w}" for w in range(80))  # ~100 tokens an item
+    for n in range(30):
+        await parts.add(MemoryLayer.SEMANTIC, f"Paddles fact number {n} about the shed: {long}")
+        await parts.add(MemoryLayer.EPISODIC, f"Paddles trip number {n} to the lake: {long}")
+    parts.open_index.sync_files()
+    prompt = parts.prompt(relevant=(100, 4096))
+
+    found = await prompt.sections(GLOBAL_SCOPE, KEY, "paddles at the lake", NOW, room=5840)
+
+    assert 2800 <= COUNT(found.memory) <= 0.55 * 5840
+    assert 0 < COUNT(found.recalled) <= 0.10 * 5840 * 3500 / 1800  # its max: high scores
+    assert COUNT(found.relevant) >= 0.35 * 5840 - 150
+
+
 async def test_relevant_memory_skips_what_memory_already_shows(parts: Parts) -> None:
     write(parts.workspace.root, "MEMORY.md", "# Boat\nThe kayak is blue.\n")
     note(parts.workspace.root, "[08:00] User: kayak paddles? | Assistant: In the shed.\n", 30)
@@ -360,19 +383,18 @@ async def test_the_bots_prompt_holds_both_sections_within_the_settings_budgets(
     assert relevant_lines(relevant.strip()).more > 0
 
 
-def test_relevant_memory_is_given_by_the_window_and_shares_a_small_one() -> None:
-    """4,096 tokens at a large window, a share of 1,024 below (scaled with the other
-    sections when the room is short); never over the setting."""
-    others = 3500 + 1800  # `# Memory` and the pack, as shipped
+def test_relevant_memory_is_given_by_the_window_and_keeps_its_share_of_a_small_one() -> None:
+    """4,096 tokens at a large window; below, its share of the room (~2,000 at 32k, where the
+    items give way); never over the setting."""
     large, middle, small = (
-        relevant_budget(memory_room(window, tools=1200), most=4096, others=others)
+        relevant_budget(memory_room(window, tools=1200), most=4096)
         for window in (131_072, 32_768, 8_192)
     )
     assert large == 4096
-    assert 900 < middle < 1024  # 5,840 tokens of room for 6,324 asked: each gets 92%
-    assert small < 100  # ~460 tokens for all three
-    assert relevant_budget(None, most=4096, others=others) == 4096
-    assert relevant_budget(30_000, most=800, others=others) == 800
+    assert 2000 < middle < 2100  # 0.35 of ~5,840 tokens of room
+    assert 100 < small < 200  # ~460 tokens for all three
+    assert relevant_budget(None, most=4096) == 4096
+    assert relevant_budget(30_000, most=800) == 800
 
 
 async def test_relevant_memory_reads_a_named_time_against_the_message_moment(

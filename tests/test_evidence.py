@@ -17,7 +17,14 @@ from bot.eval.report import Answer, Retrieved, Section, score
 from bot.index import Exchange, Hit, MemoryIndex
 from bot.index.snippets import GAP, Terms, cut
 from bot.llm.tokens import TokenCounter
-from bot.memory.recall.relevant import HEADER, distinct, fit, notes_line, render_relevant
+from bot.memory.recall.relevant import (
+    HEADER,
+    distinct,
+    fit,
+    notes_line,
+    once_each,
+    render_relevant,
+)
 from bot.storage.workspace import Workspace
 from bot.tools.memory_get import parse_citation, read_slice, window
 from tests.talk import relevant_hits
@@ -166,6 +173,50 @@ def test_a_day_is_one_heading_and_the_notes_folder_is_named_once() -> None:
         "  … Ben: kayak",
         "- [2026-03-02.md#L2-L2] User: kayak? | Assistant: yes",  # a note of another folder
     ]
+
+
+def test_an_item_is_cited_by_its_id_for_fewer_tokens_than_its_fact() -> None:
+    """`[s-8cf2e8c86d]`, which memory_get reads, not the file's whole path (~31 tokens): a
+    citation that costs less than the fact it cites."""
+    fact = "Ann has been learning to paint watercolours with her aunt since the spring of 2024"
+    path = "chats/telegram%3A-1001234567/items/semantic.jsonl#s-8cf2e8c86d"
+    section, _ = fit([hit(path, fact, AT, kind="item")], k=10, budget=400, count=COUNT)
+
+    [line] = [line for line in section.splitlines() if fact in line]
+    assert line == f"- [s-8cf2e8c86d] {fact}"
+    assert COUNT(line) - COUNT(fact) < min(COUNT(fact), COUNT(f"- [{path}#L1-L1] ") / 2)
+    assert parse_citation("s-8cf2e8c86d").item == "s-8cf2e8c86d"
+
+
+def test_an_exchange_and_its_note_line_show_its_words_once() -> None:
+    """A long message: its note line is cut (`…`) and its exchange's snippet a window, so
+    neither holds the other; the section still shows each side once."""
+    march = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    asked = "Emi: It sounds like you had the full basketball experience at the arena last night"
+    answered = "Elise: We sat high up but the noise was unreal, and the team won in overtime"
+    other = "[09:08] User: Emi: Did you get the tickets for the game on Sunday? | Assistant: ok"
+    hits = [
+        hit("sessions/tg%3A-5#t9", f"User: {asked}, tell me more\n…", march, kind="exchange"),
+        hit(
+            "chats/tg%3A-5/2026-03-02.md",
+            f"[09:06] User: {asked}… | Assistant: {answered}\n{other}",
+            march,
+            lines=3,
+        ),
+        hit(
+            "sessions/tg%3A-5#t10",
+            f"User: {asked}, tell me more\nAssistant: {answered}, and more",
+            march,
+            kind="exchange",
+        ),
+    ]
+
+    section, shown = fit(once_each(hits), k=10, budget=400, count=COUNT)
+
+    assert section.count("the full basketball experience") == 1
+    assert section.count("the noise was unreal") == 1
+    assert "Did you get the tickets" in section
+    assert len(shown) == 2  # the third hit said nothing new
 
 
 def test_a_side_that_said_nothing_is_not_shown() -> None:

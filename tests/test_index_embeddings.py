@@ -121,3 +121,36 @@ def test_chunks_left_without_a_vector_are_embedded_on_open(tmp_path: Path) -> No
 
     assert reopened.stats().vectors == 2
     reopened.close()
+
+
+async def test_the_index_and_the_question_are_embedded_each_with_its_side(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """e5's way: `passage: ` before what is indexed, `query: ` before a search's question (and
+    the question under a model name of its own, for a server that chooses the side by it)."""
+    ws = Workspace(tmp_path / "ws")
+    ws.memory_root.mkdir(parents=True)
+    (ws.memory_root / "MEMORY.md").write_text("# Pets\nThe cat is called Pixel.\n")
+    embedder = OpenAIEmbedder(
+        base_url=fake_openai.base_url,
+        api_key="sk-test",
+        model="e5-passage",
+        max_retries=0,
+        query_model="e5-query",
+        query_prefix="query: ",
+        passage_prefix="passage: ",
+    )
+
+    index = await asyncio.to_thread(MemoryIndex, ws.memory_root, ws.index_dir, embedder=embedder)
+    await asyncio.to_thread(index.sync_files)
+    await asyncio.to_thread(index.search, "what is the cat called?", scopes=[""], k=3)
+    stats = index.stats()
+    index.close()
+    embedder.close()
+
+    sent = [(r["model"], r["input"]) for r in fake_openai.embedding_requests]
+    indexed = [text for model, inputs in sent if model == "e5-passage" for text in inputs]
+    asked = [text for model, inputs in sent if model == "e5-query" for text in inputs]
+    assert indexed and all(text.startswith("passage: ") for text in indexed)
+    assert asked == ["query: what is the cat called?"]
+    assert stats.embedder == "openai:e5-passage (passage:)"  # another prefix: embedded again

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError
-from bot.settings import load_settings, require_secret
+from bot.settings import load_settings
+from bot.settings_errors import require_secret
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -162,6 +162,22 @@ async def test_an_item_citation_reads_the_items_line(
     assert item_id in answer and "Mia plays the violin" in answer
 
 
+async def test_an_item_cited_by_its_id_alone_is_read_in_the_chats_own_memory(
+    app: App, fake_openai: FakeOpenAI, workspace: Path
+) -> None:
+    """`# Relevant Memory` cites an item by its id: the id says its file, looked for in the
+    chat's visible scopes only."""
+    added = await tool_result(app, fake_openai, "memory_add", {"text": "Mia plays the violin"})
+    item_id = added.split()[1]
+
+    answer = await get(app, fake_openai, path=item_id)
+    group = await get(app, fake_openai, GROUP, path=item_id)
+
+    assert answer.startswith("items/semantic.jsonl lines 1-1 of 1\n1| {")
+    assert "Mia plays the violin" in answer
+    assert group == f"(empty: no item {item_id} in this chat's memory)"
+
+
 async def test_bad_arguments_are_answered_in_words(app: App, fake_openai: FakeOpenAI) -> None:
     assert await get(app, fake_openai) == "error: `path` is required"
     assert await get(app, fake_openai, path=3) == "error: `path` must be a string"

@@ -44,6 +44,8 @@ def refusal(raw: str) -> str:
         ("HISTORY.md#L12", Citation("HISTORY.md", 12, None)),
         (f"{GROUP_DIR}/MEMORY.md#L1-L2", Citation(f"{GROUP_DIR}/MEMORY.md", 1, 2)),
         ("items/semantic.jsonl#s-1a2b3c#L1-L1", Citation("items/semantic.jsonl", item="s-1a2b3c")),
+        ("s-1a2b3c4d5e", Citation("", item="s-1a2b3c4d5e")),  # `# Relevant Memory`'s form
+        ("e20261120-0f", Citation("", item="e20261120-0f")),
         (
             "items/episodic/2026-11-20.jsonl#e20261120-0f",
             Citation("items/episodic/2026-11-20.jsonl", item="e20261120-0f"),

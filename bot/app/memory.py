@@ -153,7 +153,13 @@ def embedder_loader(
         raise ConfigError(f"{EMBEDDING_KEY_VAR} (or BOT_LLM__API_KEY) is not set")
     base_url = rag.embedding_base_url or llm_base_url
     return lambda timeout: OpenAIEmbedder(
-        base_url=base_url, api_key=secret, model=rag.embedding_model, timeout=timeout
+        base_url=base_url,
+        api_key=secret,
+        model=rag.embedding_model,
+        timeout=timeout,
+        query_model=rag.embedding_query_model,
+        query_prefix=rag.embedding_query_prefix,
+        passage_prefix=rag.embedding_passage_prefix,
     )
 
 

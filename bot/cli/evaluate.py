@@ -65,11 +65,10 @@ def run(settings: Settings, args: argparse.Namespace, out: Print = print) -> int
 
 def window_budget(settings: Settings, window: int) -> int:
     """The `# Relevant Memory` tokens of a turn at `window`, as `MemoryPrompt.sections` gives
-    them beside `# Memory` and the pack."""
+    them when `# Memory` and the pack are full (its share of the room)."""
     tools = tool_tokens(TokenCounter(), [tool.spec for tool in OFFERED])
     room = memory_room(window, tools=tools, output=settings.llm.max_output_tokens)
-    others = settings.memory.prompt_budget_tokens + settings.memory.items.soft_budget_tokens
-    return relevant_budget(room, most=settings.rag.relevant_budget_tokens, others=others)
+    return relevant_budget(room, most=settings.rag.relevant_budget_tokens)
 
 
 def _embedder(settings: Settings, asked: str | None, folder: Path | None) -> Embedder | None:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import SecretStr
 
 from bot.errors import ConfigError
-from bot.settings import require_secret
+from bot.settings_errors import require_secret
 
 
 @dataclass(frozen=True)

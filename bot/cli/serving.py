@@ -27,7 +27,8 @@ from bot.cli.doctor import TOKEN_VAR, findings
 from bot.errors import LLMError
 from bot.llm.failures import API_KEY_VAR
 from bot.llm.openai_chat import OpenAIChat
-from bot.settings import Settings, require_secret
+from bot.settings import Settings
+from bot.settings_errors import require_secret
 from bot.storage.heartbeat import Heartbeat
 
 Print = Callable[[str], None]

@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import httpx
 import numpy as np
@@ -55,6 +55,21 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One L2-normalised float32 row per text."""
         ...
+
+
+@runtime_checkable
+class QuerySide(Protocol):
+    """An embedder that embeds a search's question otherwise than what it indexes (a prefix,
+    another model name: `OpenAIEmbedder`); any other embeds both alike."""
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors: ...
+
+
+def query_vectors(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """`texts` embedded as questions: by the embedder's query side when it has one."""
+    if isinstance(embedder, QuerySide):
+        return embedder.embed_query(texts)
+    return embedder.embed(texts)
 
 
 def normalised(vectors: npt.NDArray[np.floating]) -> Vectors:

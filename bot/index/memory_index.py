@@ -20,7 +20,7 @@ import structlog
 
 from bot.errors import LLMError
 from bot.index.chunking import DEFAULT_SALIENCE, Chunker
-from bot.index.embedding import Embedder, Vectors
+from bot.index.embedding import Embedder, Vectors, query_vectors
 from bot.index.keyword import Asked, KeywordSearch
 from bot.index.search import Fusion, Hit, vector_candidates
 from bot.index.sources import Exchange, source_of_document, source_of_exchange
@@ -289,7 +289,7 @@ class MemoryIndex:
         if self.embedder is None or not query.strip():
             return None
         try:
-            return self.embedder.embed([query])
+            return query_vectors(self.embedder, [query])  # its query side, if any
         except LLMError:
             log.warning("index_query_embedding_failed", exc_info=True)
             return None

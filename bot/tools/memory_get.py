@@ -2,7 +2,9 @@
 
 Paths are relative to `memory/` (a leading `memory/` is accepted) and may be a citation from
 `memory_search` (`2026-11-20.md#L3-L9` reads lines 3 to 9) or from `# Relevant Memory`
-(`bot.memory.recall.relevant`: the notes' folder named once, a hit's day and its `[L3-L9]`).
+(`bot.memory.recall.relevant`: the notes' folder named once, a hit's day and its `[L3-L9]`; an
+item by its id alone, `s-1a2b3c4d5e`, read from the item files of the chat's visible scopes,
+where the id says: `ItemPaths`).
 Refused, with a sentence saying why: absolute paths, `..`, a symlink that leads out of its scope's
 folder (`bot.storage.confined`: a chat's file must stay in that chat's folder, a global one may lead
 anywhere but into another scope's), a `sessions/…` citation (a past conversation, not a file), a
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from bot.errors import ToolError
 from bot.memory.scopes import visible_scopes
@@ -47,11 +49,18 @@ _ITEM = re.compile(r"^[a-z]\d*-[0-9a-f]{1,32}$")  # the fragment of `items/seman
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
+class ItemPaths(Protocol):
+    """Where an item lives (`ItemStore.path_of`): its id names its layer and, episodic, its
+    day; None for an id of no known kind."""
+
+    def path_of(self, scope: MemoryScope, item_id: str) -> Path | None: ...
+
+
 @dataclass(frozen=True)
 class Citation:
     """A memory path as the model gave it, checked: relative to `memory/`, POSIX form."""
 
-    path: str
+    path: str  # "" for an item cited by its id alone (`s-1a2b3c4d5e`)
     start: int | None = None  # from `#L3`
     end: int | None = None  # from `-L9`
     item: str | None = None  # from `items/semantic.jsonl#s-1a2b3c4d5e`: the item's line
@@ -76,6 +85,8 @@ def parse_citation(raw: str) -> Citation:
     if "\\" in text:
         raise ToolError("use / between folders (a path relative to memory/)")
     path, *fragments = text.split("#")
+    if _ITEM.match(path) and (not fragments or fragments == ["L1-L1"]):
+        return Citation("", item=path)  # `# Relevant Memory`'s short form of an item
     parts = PurePosixPath(path).parts
     if ".." in parts:
         raise ToolError("'..' is refused: give a path inside memory/")
@@ -190,7 +201,8 @@ class MemoryGet:
         description=(
             "Read lines of one memory file, numbered. `path` is relative to memory/ (MEMORY.md, "
             "2026-11-20.md, chats/…/MEMORY.md) or a citation such as 2026-11-20.md#L3-L9 (from "
-            "memory_search, or # Relevant Memory's). Read only the lines you need."
+            "memory_search, or # Relevant Memory's; an item by its id). Read only the lines "
+            "you need."
         ),
         parameters={
             "type": "object",
@@ -220,7 +232,8 @@ class MemoryGet:
     )
 
     memory_root: Path
-    documents: Documents = ON_DISK
+    documents: Documents = ON_DISK  # where the memory is kept (`Workspace.documents`)
+    items: ItemPaths | None = None  # where an item cited by its id alone is (None: refused)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         arguments.only(args, ("path", "from_line", "lines"))
@@ -229,6 +242,8 @@ class MemoryGet:
         return await asyncio.to_thread(self._read, citation, start, count, ctx)
 
     def _read(self, citation: Citation, start: int, count: int, ctx: ToolContext) -> str:
+        if not citation.path and citation.item:
+            return self._item(citation.item, ctx)
         path = resolve(self.memory_root, citation.path, ctx.scope, ctx.session_key)
         if citation.item is None:
             found = read_slice(path, start, count, self.documents)
@@ -238,6 +253,18 @@ class MemoryGet:
         if found is not None and not found.lines:
             return f"(empty: no item {citation.item} in {citation.path})"
         return render_slice(citation.path, found)
+
+    def _item(self, item_id: str, ctx: ToolContext) -> str:
+        """The item with this id in the first of the chat's visible scopes that holds it."""
+        items = self.items
+        for scope in visible_scopes(ctx.scope, ctx.session_key) if items else ():
+            path = items.path_of(scope, item_id) if items else None
+            if path is None or not inside_scope(path, self.memory_root):
+                continue
+            found = read_item(path, item_id, self.documents)
+            if found is not None and found.lines:
+                return render_slice(path.relative_to(self.memory_root).as_posix(), found)
+        return f"(empty: no item {item_id} in this chat's memory)"
 
 
 def _recalled(relative: str, found: Slice | None, ctx: ToolContext) -> None:

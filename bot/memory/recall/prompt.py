@@ -18,16 +18,22 @@ How they are placed (the decision; system 20 lays out the request):
 - Working memory is the markdown part's (the pack is asked without it). When the pack fails
   (logged) or there is no retriever, there are no items: the markdown section stands alone.
 - The three share the `room` the model's window leaves for memory (`PromptMeter.memory_room`):
-  when their budgets together are more, each is scaled down by the same share.
-- `# Relevant Memory` is given by the room (`RELEVANT_BY_ROOM`, at most `rag.relevant_budget_
-  tokens`): a share of 4,096 tokens at a large window (a room of 16,000 tokens or more: 128k
-  gives ~30,000), of 1,024 below (32k: ~5,800 for all three, its share ~950; 8k: ~460, ~70),
-  and beside its share what `# Memory` and the items leave of theirs unused (`_relevant_room`:
-  a year of notes keeps `# Memory` whole at 32k; a young chat's turn there shows more
-  evidence). On REALTALK (keyword, benchmarks/README.md) 1,024 tokens hold 0.591 of the
-  evidence, 2,048 0.660, 4,096 0.703: each doubling costs a turn ~1,000–2,000 prompt tokens
-  (on a CPU model at 30 prompt tokens a second, 30–60 seconds; at gpt-4o-mini's $0.15 a
-  million, under $0.0003).
+  each gets its budget, at most its share of the room (`SHARES`: `# Memory` 0.55, the items
+  0.10, `# Relevant Memory` 0.35), and `# Relevant Memory` takes besides what the other two
+  leave of theirs unused, up to `rag.relevant_budget_tokens` (`_relevant_room`). At 128k (a
+  room of ~30,000 tokens) every section has its whole budget (3,500 / 1,800 / 4,096); at 32k
+  (~5,820) `# Memory` ~3,200, the items ~580, the section ~2,040; at 8k (~450) 245 / 44 /
+  156.
+- What gives way in a small room is the items, not `# Memory` nor the evidence (the decision,
+  issue 31). `# Memory` is the user's own memory and the request's stable prefix (a prompt
+  cache holds it: a turn pays for it once a conversation), and keeping its share as it was
+  keeps a year of notes' recent days at 32k (tests/test_memory_years.py: at 2,443 tokens
+  yesterday's notes fell out). Both the items and the section are what this one message
+  recalls, read afresh each turn, and on real chats the section's turns carry the evidence:
+  REALTALK (keyword, benchmarks/README.md) holds 0.59 of it in 1,024 tokens, 0.66 in 2,048 and
+  0.70 in 4,096, while model-written facts beside the turns added +0.04 at the cost of their
+  tokens. Each doubling costs a turn ~1,000–2,000 prompt tokens (30–60 seconds on a CPU model
+  at 30 prompt tokens a second; at gpt-4o-mini's $0.15 a million, under $0.0003).
 """
 
 from __future__ import annotations
@@ -70,8 +76,28 @@ class PackLimits:
 
 
 RECALLED_HEADER = "# Memory for this message"
-RELEVANT_BY_ROOM = ((16_000, 4096), (0, 1024))  # room at least → its share's tokens
 _BASES = 64  # chats whose `# Memory` is kept made into a `Shown` (`MemoryPrompt._base`)
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The share of the memory room each section may take at most (`SHARES`)."""
+
+    memory: float
+    items: float
+    relevant: float
+
+
+SHARES = Shares(memory=0.55, items=0.10, relevant=0.35)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """What each section may take at one room (`MemoryPrompt.budgets`)."""
+
+    memory: int  # `# Memory`'s tokens
+    items: float  # the share of the pack's soft and max budgets (1.0: all of them)
+    relevant: int  # `# Relevant Memory`'s own share, before what the others leave
 
 
 @dataclass(frozen=True)
@@ -117,9 +143,9 @@ class MemoryPrompt:
         carried: Carried = Carried(),
         room: int | None = None,  # tokens for all three sections; None: their own budgets
     ) -> PromptMemory:
-        scale = self.scale(room)
+        budgets = self.budgets(room)
         (view, shown, pack), hits = await asyncio.gather(  # the index's query beside the rest
-            self._view_and_pack(scope, session_key, query, moment, carried, scale),
+            self._view_and_pack(scope, session_key, query, moment, carried, budgets),
             self._hits(scope, session_key, query, moment),
         )
         recalled = recalled_section(pack)
@@ -130,7 +156,7 @@ class MemoryPrompt:
                 hits,
                 shown=held,
                 conversation=carried.paths,
-                budget=self._relevant_room(room, scale, view.text, recalled),
+                budget=self._relevant_room(room, budgets, view.text, recalled),
             )
             if self.relevant
             else ("", [])
@@ -147,7 +173,7 @@ class MemoryPrompt:
         query: str,
         moment: datetime,
         carried: Carried,
-        scale: float,
+        budgets: Budgets,
     ) -> tuple[section.MemoryView, Shown, packs.MemoryPack | None]:
         """The markdown section, what the prompt shows with it (its parts, most the same from
         turn to turn, then the notes the messages carry), and the pack beyond that."""
@@ -156,11 +182,11 @@ class MemoryPrompt:
             session_key,
             moment.date(),
             carried=carried.notes,
-            budget=int(self.recall.budget_tokens * scale),
+            budget=budgets.memory,
         )
         shown = self._base(session_key, view.parts).layer()
         shown.add("\n".join(sorted(carried.notes)))
-        return view, shown, await self._pack(scope, session_key, query, shown, scale)
+        return view, shown, await self._pack(scope, session_key, query, shown, budgets.items)
 
     def _base(self, session_key: str, parts: tuple[str, ...]) -> Shown:
         """What `# Memory`'s `parts` show, made again only when they changed (they change
@@ -172,25 +198,24 @@ class MemoryPrompt:
             del self._bases[next(iter(self._bases))]
         return base
 
-    def scale(self, room: int | None) -> float:
-        """The share of each section's budget that `room` allows (1.0: all of it): a small
-        window gets the same sections, each smaller."""
-        others = self.recall.budget_tokens + self.limits.soft_budget_tokens
-        return shared(room, others + self._relevant_wanted(room))
+    def budgets(self, room: int | None) -> Budgets:
+        """What each section may take at `room` (`SHARES`): its budget, at most its share of
+        the room; every budget whole when the room is not known."""
+        relevant = self.relevant.budget_tokens if self.relevant else 0
+        soft = self.limits.soft_budget_tokens
+        return Budgets(
+            memory=within(room, SHARES.memory, self.recall.budget_tokens),
+            items=within(room, SHARES.items, soft) / soft if soft > 0 else 1.0,
+            relevant=relevant_budget(room, most=relevant),
+        )
 
-    def _relevant_room(self, room: int | None, scale: float, *shown: str) -> int:
+    def _relevant_room(self, room: int | None, budgets: Budgets, *shown: str) -> int:
         """`# Relevant Memory`'s share of the room, and what `# Memory` and the items (`shown`)
-        leave of theirs unused, at most `rag.relevant_budget_tokens`."""
-        share = int(self._relevant_wanted(room) * scale)
+        leave of the room unused, at most `rag.relevant_budget_tokens`."""
         if room is None or self.relevant is None:
-            return share
-        spare = room - share - sum(self.relevant.count(text) for text in shown)
-        return min(self.relevant.budget_tokens, share + max(0, spare))
-
-    def _relevant_wanted(self, room: int | None) -> int:
-        if self.relevant is None:
-            return 0
-        return relevant_wanted(room, most=self.relevant.budget_tokens)
+            return budgets.relevant
+        spare = room - budgets.relevant - sum(self.relevant.count(text) for text in shown)
+        return min(self.relevant.budget_tokens, budgets.relevant + max(0, spare))
 
     async def _hits(
         self, scope: MemoryScope, session_key: str, query: str, moment: datetime
@@ -206,7 +231,7 @@ class MemoryPrompt:
         session_key: str,
         query: str,
         shown: Shown,
-        scale: float,
+        scale: float,  # the share of the pack's budgets (`Budgets.items`)
     ) -> packs.MemoryPack | None:
         if self.retriever is None or scale <= 0:
             return None
@@ -243,24 +268,16 @@ def log_pack(pack: packs.MemoryPack) -> None:
     )
 
 
-def relevant_wanted(room: int | None, *, most: int) -> int:
-    """The tokens `# Relevant Memory` asks for at a memory `room` (`RELEVANT_BY_ROOM`), at most
-    `most`; `most` when the room is not known."""
-    if room is None:
-        return most
-    return min(most, next(tokens for least, tokens in RELEVANT_BY_ROOM if room >= least))
+def within(room: int | None, share: float, budget: int) -> int:
+    """`budget`, at most `share` of `room` (all of it when the room is not known)."""
+    return budget if room is None else min(budget, int(share * max(0, room)))
 
 
-def shared(room: int | None, wanted: int) -> float:
-    """The share of what the sections want that `room` allows (1.0: all of it)."""
-    return 1.0 if room is None or room >= wanted else max(0, room) / wanted
-
-
-def relevant_budget(room: int | None, *, most: int, others: int) -> int:
-    """The tokens `# Relevant Memory` gets at a memory `room` beside the other sections'
-    `others` (what `MemoryPrompt.sections` gives it): what the eval measures a window by."""
-    wanted = relevant_wanted(room, most=most)
-    return int(wanted * shared(room, others + wanted))
+def relevant_budget(room: int | None, *, most: int) -> int:
+    """The tokens `# Relevant Memory` has at a memory `room` whatever the other sections leave
+    (its share, at most `most`: `rag.relevant_budget_tokens`): what the eval measures a window
+    by, as a turn gets it when `# Memory` and the items are full."""
+    return within(room, SHARES.relevant, most)
 
 
 def recalled_section(pack: packs.MemoryPack | None) -> str:

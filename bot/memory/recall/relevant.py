@@ -5,6 +5,7 @@
     ## 2026-11-18
     - Ann: where are the keys? | Assistant: In the blue bowl.
     - [MEMORY.md#L12-L14] - Ann keeps spare keys at Ben's.
+    - [s-8cf2e8c86d] Ann's spare keys are at Ben's.
     ## 2026-11-20
     - [L3-L9] Ann: … | Assistant: …
       … Ben: … | Assistant: … …
@@ -16,9 +17,12 @@ note's, else when it was written. Each hit is a list item: what to cite and its 
 (`bot.index.snippets`: the lines that matched, "…" where lines were left out; `said`). A
 daily note of one folder (the best note hit's: the chat's `chats/<key>/`, or memory/ itself
 for the owner) cites only its lines (`[L3-L9]`), the folder named once under the heading
-(`NOTES`: `memory_get` reads `<folder><day>.md#L3-L9`); a hit of any other file cites its
-whole `Hit.citation`; a past exchange nothing (not a file: `memory_get` refuses it,
-`memory_search` shows it). A note line's clock is left out (the day heads it). Who said it is
+(`NOTES`: `memory_get` reads `<folder><day>.md#L3-L9`); an item its id alone (`[s-8cf2e8c86d]`:
+`memory_get` reads it by id, the id names its file; its whole citation,
+`chats/<key>/items/semantic.jsonl#s-8cf2e8c86d#L1-L1`, was ~31 tokens for a fact of ~19); a hit
+of any other file cites its whole `Hit.citation`; a past exchange nothing (not a file:
+`memory_get` refuses it, `memory_search` shows it). The one owner of what the section cites:
+`hit_line`. A note line's clock is left out (the day heads it). Who said it is
 in the snippet: `User:`/`Assistant:`, or a group member's name (`Ann: …`,
 `bot.conversation.speakers`) without the `User:` before it. The assistant's words keep their
 label whatever they start with: the bot names only the users (`Sure: …` is not a name).
@@ -55,6 +59,7 @@ from bot.index.remote import RemoteSearch
 from bot.index.search import Hit, Searcher
 from bot.index.snippets import GAP
 from bot.index.sources import file_day
+from bot.memory.items.indexing import KIND as ITEM  # an item's hits: `<file>#<id>`
 from bot.memory.notes.daily import body_of
 from bot.memory.recall.overlap import Shown
 
@@ -66,11 +71,14 @@ NOTES = "(a hit's [L3-L9] cites {note}#L3-L9, the note of the day it is under)"
 PROBE_PER_HIT = 2
 TRIM_CHARS = 40  # a shorter line of a hit is kept even when a better hit shows it
 MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
+HIT_RESERVE = 48  # the section's tokens beside one hit: heading, notes line, day, notice
 Count = Callable[[str], int]
 INDENT = "  "  # a hit's next lines
 EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
 _LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
+_CLOCK_AT = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")  # a note line's `[HH:mm]`
+SIDE_KEY_CHARS = 40  # a side's opening that tells its exchange (`_side_key`)
 _EMPTY_SIDE = re.compile(r"^(?:User|Assistant):(?: \| |$)| \| Assistant:$")  # nothing said
 
 
@@ -127,9 +135,10 @@ class RelevantMemory:
         budget: int | None = None,
     ) -> tuple[str, list[Hit]]:
         """The section (as `section`) and the hits it shows: what the retrieval eval reads."""
-        fresh = fresh_hits(hits, shown=shown, conversation=conversation)
+        fresh = once_each(fresh_hits(hits, shown=shown, conversation=conversation))
         tokens = self.budget_tokens if budget is None else min(budget, self.budget_tokens)
-        return fit(fresh, k=self.k, budget=tokens, count=self.count, found=len(hits))
+        fitting = cut_to(fresh, tokens - HIT_RESERVE, count=self.count)
+        return fit(fitting, k=self.k, budget=tokens, count=self.count, found=len(hits))
 
     async def _search(self, query: str, scopes: Sequence[str], now: datetime | None) -> list[Hit]:
         # the last turn's sync may still run: its exchange is in the conversation anyway
@@ -167,6 +176,89 @@ def fresh_hits(
                 continue
         yield hit
         held.add(hit.text)
+
+
+def once_each(hits: Iterable[Hit]) -> Iterator[Hit]:
+    """The hits with each exchange's words once, whether a hit shows them as the exchange
+    (`User: …` / `Assistant: …` lines) or as its daily note's line (`User: … | Assistant: …`).
+    A note line is made of its exchange (`NoteFormat`: each side folded and cut), so a side
+    that opens as one a better hit showed (`_side_key`) is that side again, left out; a side
+    that a note cut (`…`) counts as shown for no exchange, whose whole side says more. On
+    REALTALK 563 of 679 sections showed a turn twice so (8% of their hits), as a long
+    message's note line and exchange never hold each other (`overlap` compares whole lines).
+    """
+    seen: set[tuple[str, str]] = set()
+    for hit in hits:
+        lines = [_once(line, hit.kind == EXCHANGE, seen) for line in hit.text.split("\n")]
+        kept = "\n".join(line for n, line in enumerate(lines) if _keep(lines, n))
+        if kept.replace(GAP, "").strip():
+            yield hit if kept == hit.text else replace(hit, text=kept)
+
+
+def _once(line: str, exchange: bool, seen: set[tuple[str, str]]) -> str:
+    """The line without the sides `seen` holds (`GAP` when none is left); the sides it keeps
+    are added to `seen` (a note's cut side only for other notes)."""
+    if exchange:
+        side, _, said = line.partition(": ")
+        key = _side_key(side, said)
+        if key is None:
+            return line
+        if key in seen:
+            return GAP
+        seen.add(key)
+        return line
+    clock = _CLOCK_AT.match(line)
+    body = line[clock.end() :] if clock else line
+    user, bar, assistant = body.partition(" | Assistant: ")
+    if not bar or not user.startswith("User: "):
+        return line
+    sides = [("User", user.removeprefix("User: ")), ("Assistant", assistant)]
+    kept = []
+    for side, said in sides:
+        key = _side_key(side, said)
+        if key is not None and (key in seen or (side, "…" + key[1]) in seen):
+            said = ""
+        elif key is not None:
+            seen.add(key if not said.rstrip().endswith(GAP) else (side, "…" + key[1]))
+        kept.append(said)
+    if not any(said.strip() for said in kept):
+        return GAP
+    return f"{clock[0] if clock else ''}User: {kept[0]} | Assistant: {kept[1]}"
+
+
+def _side_key(side: str, said: str) -> tuple[str, str] | None:
+    """What a side of an exchange opens with, folded: (label, its first `SIDE_KEY_CHARS`);
+    None for a side too short to tell two exchanges apart ("ok", "Yes!")."""
+    if side not in ("User", "Assistant"):
+        return None
+    opening = " ".join(said.replace(GAP, " ").split()).casefold()
+    return (side, opening[:SIDE_KEY_CHARS]) if len(opening) >= SIDE_KEY_CHARS else None
+
+
+def _keep(lines: Sequence[str], n: int) -> bool:
+    """Whether line `n` stays: a `GAP` once, not right after another."""
+    return lines[n] != GAP or n == 0 or lines[n - 1] != GAP
+
+
+def cut_to(hits: Iterable[Hit], tokens: int, *, count: Count) -> Iterator[Hit]:
+    """The hits, each of several lines cut to its first lines within `tokens` ("…" after
+    them): a section smaller than one hit still shows its best one's start (at an 8k window
+    the section has ~150 tokens, and a day's note asked by its date, "what happened
+    yesterday?", is one hit of ~175 that was passed over whole). Only a hit longer than
+    twice `tokens` in characters is counted (a token is 3–4 characters of words)."""
+    for hit in hits:
+        if len(hit.text) <= 2 * tokens or count(hit.text) <= tokens:
+            yield hit
+            continue
+        lines = hit.text.split("\n")
+        while len(lines) > 1 and count("\n".join([*lines, GAP])) > tokens:
+            lines.pop()
+        if len(lines) < len(hit.text.split("\n")):
+            yield replace(
+                hit, text="\n".join([*lines, GAP]) if lines[-1] != GAP else "\n".join(lines)
+            )
+        else:
+            yield hit
 
 
 def _unheld(lines: Sequence[str], held: Shown) -> str:
@@ -212,10 +304,12 @@ def _unlabelled(label: re.Match[str]) -> str:
 
 def hit_line(hit: Hit, *, notes: str | None = None) -> str:
     """`- [citation] snippet`: a daily note in the `notes` folder cites its lines alone (its
-    day heads it, the folder is named once: `notes_line`), an exchange nothing (`memory_get`
-    reads files, not past conversations: `memory_search` finds more of one)."""
+    day heads it, the folder is named once: `notes_line`), an item its id, an exchange nothing
+    (`memory_get` reads files, not past conversations: `memory_search` finds more of one)."""
     if hit.kind == EXCHANGE:
         return f"- {said(hit)}"
+    if hit.kind == ITEM:
+        return f"- [{hit.path.rpartition('#')[2]}] {said(hit)}"
     short = notes is not None and hit.lines and _notes_folder(hit) == notes
     return f"- [{hit.lines if short else hit.citation}] {said(hit)}"
 
