@@ -255,7 +255,7 @@ def build_tools(
         [
             CurrentTime(now),
             *([search] if settings.rag.enabled else []),
-            MemoryGet(workspace.memory_root, workspace.documents, items_index.items),
+            MemoryGet(workspace.memory_root, workspace.documents, core.items_index.items),
             MemoryAdd(writer),
             MemoryUpdate(writer),
             MemoryPromote(writer),
