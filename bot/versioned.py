@@ -1,6 +1,5 @@
 """A versioned JSON document, `{"version": N, …}`: the one reader and writer of that envelope
-for every file the bot keeps (sessions, jobs, the roster, undo manifests, memory items, receipts,
-the usage ledger, the models' windows, the export bundle's manifest).
+for every JSON file (or JSONL line) the bot keeps; each owner names its own version.
 
 `decode` gives the object a text holds when its `"version"` is the one this code reads, and a
 `VersionError` (a `ValueError`) saying what is wrong otherwise: not JSON, not an object, another

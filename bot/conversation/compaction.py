@@ -26,12 +26,12 @@ from bot.conversation.shortening import shortened
 from bot.conversation.summary import ROLE, SUMMARY_HEADER, StagedSummary, is_summary
 from bot.llm.client import LLM
 from bot.llm.meter import PromptMeter
+from bot.memory.notes.history import checkpoint_entry
 from bot.models import ChatMessage, MemoryScope, Session
 from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
 
-CHECKPOINT = "[checkpoint]"
 __all__ = ["ROLE", "SUMMARY_HEADER", "CompactionResult", "Compactor", "cut_point", "is_summary"]
 Outcome = Literal["summary", "failed", "shortened", "unchanged"]
 
@@ -229,9 +229,3 @@ def cut_point(
 
 def summary_text(summary: str) -> str:
     return f"{SUMMARY_HEADER}\n{summary.strip()}"
-
-
-def checkpoint_entry(count: int, *, reason: str, where: str) -> str:
-    """The history entry written before a compaction: how many messages, why, and the session
-    archive file that keeps them verbatim (tool calls and results included)."""
-    return f"{CHECKPOINT} {count} messages before compaction ({reason}), verbatim in {where}"

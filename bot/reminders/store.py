@@ -16,13 +16,13 @@ and nothing is written over it (`StoreError` says where).
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import structlog
 
+from bot import versioned
 from bot.models import GLOBAL_SCOPE, MemoryScope
 from bot.reminders.model import Reminder, decode, encode
 from bot.storage.files import Documents, Locks, Signature
@@ -151,10 +151,7 @@ def _read(documents: Documents, path: Path) -> tuple[list[Reminder], list[str]]:
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-            if raw.get("version", FORMAT_VERSION) > FORMAT_VERSION:
-                raise ValueError(f"written by a newer version ({raw['version']})")
-            items.append(decode(raw))
+            items.append(decode(versioned.decode(line, FORMAT_VERSION)))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("reminder_unreadable", path=str(path), reason=str(exc))
             unreadable.append(line)
@@ -169,8 +166,6 @@ def _write(
     read_as: Signature | None,
 ) -> bool:
     """The items written over the version `read_as` (False, nothing written, when it changed)."""
-    lines = [
-        json.dumps({"version": FORMAT_VERSION, **encode(i)}, ensure_ascii=False) for i in items
-    ]
+    lines = [versioned.encode(FORMAT_VERSION, encode(i)) for i in items]
     text = "".join(f"{line}\n" for line in [*lines, *unreadable])
     return documents.write_if(path, text.encode("utf-8"), read_as)

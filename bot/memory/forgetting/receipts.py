@@ -16,6 +16,7 @@ PLACES = (
     "history",
     "items",
     "documents' text",
+    "reminders",
     "this conversation",
     "past conversations",
     "pending consolidation",
@@ -32,7 +33,7 @@ def forget_receipt(needle: str, forgotten: Forgotten, *, undo_minutes: int) -> s
     if not forgotten.total:
         lines = [f"Nothing in this chat's memory contains “{needle}”."]
     else:
-        places = ", ".join(f"{p} {forgotten.counts[p]}" for p in PLACES if p in forgotten.counts)
+        places = ", ".join(f"{p} {n}" for p, n in _in_order(forgotten.counts))
         lines = [f"Forgot {_amount(forgotten)} containing “{needle}” ({places}):"]
         shown = forgotten.samples[:RECEIPT_LINES]
         lines += [
@@ -45,6 +46,12 @@ def forget_receipt(needle: str, forgotten: Forgotten, *, undo_minutes: int) -> s
     if forgotten.total:
         lines.append(f"/undo within {undo_minutes} minutes puts it back; after that it is gone.")
     return "\n".join(lines)
+
+
+def _in_order(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """The places in `PLACES`' order; one it does not name comes last, never left out."""
+    rank = {place: n for n, place in enumerate(PLACES)}
+    return sorted(counts.items(), key=lambda pair: rank.get(pair[0], len(PLACES)))
 
 
 def _short(text: str) -> str:

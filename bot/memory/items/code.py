@@ -24,6 +24,7 @@ MAX_CHARS = 300
 SHELL = frozenset({"bash", "sh", "zsh", "shell", "fish", "powershell", "ps1", "cmd"})
 TRANSCRIPT = frozenset({"console", "shell-session", "terminal", "shellsession"})
 _FENCE = re.compile(r"^\s*(```|~~~)\s*([\w+-]*)")
+_FENCE_MARK = re.compile(r"(?:```|~~~)[\w+-]*")  # a fence and its language, anywhere in a line
 _PROMPT = re.compile(r"^\s*\$\s+(\S.*)$")
 _ERROR = re.compile(
     r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)|Error|error|ERROR|fatal|FATAL|panic)"
@@ -33,6 +34,12 @@ _EXIT = re.compile(
     r"\b(?:exit(?:ed)?(?: with)? (?:code|status)|non-zero exit status)\s*:?\s*(\d+)", re.I
 )
 _NOT_FOUND = re.compile(r"\bcommand not found\b|\bNo such file or directory\b")
+
+
+def unfenced(text: str) -> str:
+    """`text` with its fence markers (and their language tags) as spaces: noise in a text read
+    as one line (an episode, a compared line)."""
+    return _FENCE_MARK.sub(" ", text)
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,10 @@ error, `item:<id>`. Pure functions: `item_keeper` stores what they make.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from bot.memory.items.code import CodeFindings
+from bot.memory.items.code import CodeFindings, unfenced
 from bot.memory.items.rules import new_item
 from bot.memory.items.statements import find_statements
 from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
@@ -27,7 +26,6 @@ from bot.storage.workspace import encode_key
 FIX_CHARS = 300
 FIX_COMMANDS = 3  # commands quoted in a fix
 FIX_LINES = 3  # lines of code quoted in a fix when it has no command
-_FENCE = re.compile(r"(?:```|~~~)[\w+-]*")  # fence markers are noise in a one-line episode
 
 
 @dataclass(frozen=True)
@@ -152,5 +150,5 @@ def _item(
 
 
 def _fold(text: str, limit: int) -> str:
-    flat = " ".join(_FENCE.sub(" ", text).split())
+    flat = " ".join(unfenced(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

@@ -30,6 +30,12 @@ TAIL_BYTES = 64 * 1024  # enough to hold the last entry; the whole file is read 
 KEY_TAIL_BYTES = 1024 * 1024  # where an entry appended again after a crash is looked for
 
 
+def checkpoint_entry(count: int, *, reason: str, where: str) -> str:
+    """The history entry written before a compaction: how many messages, why, and the session
+    archive file that keeps them verbatim (tool calls and results included)."""
+    return f"{CHECKPOINT} {count} messages before compaction ({reason}), verbatim in {where}"
+
+
 def format_entry(entry: str, at: datetime, key: str | None = None) -> str:
     mark = f" {_mark(key)}" if key else ""
     text = without_controls(entry).strip()

@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from bot.memory.items.code import unfenced
 from bot.memory.lines import unbulleted
 
 MIN_CHARS = 12
 _CLOCK = re.compile(r"(?m)^\s*\[\d{1,2}:\d{2}\]\s*")
-_FENCE = re.compile(r"(?:```|~~~)[\w+-]*")
 _NOISE = re.compile(r"\s\|\s|…")
 _LABELS = re.compile(r"\b(?:user|assistant):")
 _LETTERS = re.compile(r"[^\w]|_")
@@ -29,7 +29,7 @@ _LETTERS = re.compile(r"[^\w]|_")
 @lru_cache(maxsize=4096)  # a turn compares a few hundred lines; most are the last turn's
 def flat(text: str) -> str:
     """`text` as compared: see the module's docstring."""
-    text = _FENCE.sub(" ", _unbulleted(_CLOCK.sub("", text)))
+    text = unfenced(_unbulleted(_CLOCK.sub("", text)))
     text = _NOISE.sub(" ", text)
     return " ".join(text.casefold().split()).rstrip(". ")
 
