@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from bot.app.memory import embedder_loader
 from bot.errors import ConfigError
 from bot.index import Embedder
 from bot.index.embedding import MODEL_FILES, is_cached, model_folder
+from bot.llm.embeddings import embedder_loader
 from bot.settings import RagSettings
 from tests.fakes.model_hub import FakeHub
 from tests.harness import SMALL_MODEL2VEC

@@ -1,6 +1,6 @@
 """The composition root: the only place concrete classes are built and wired together.
 
-Read top to bottom, `build_app` builds the core (store.py, core.py, memory.py), the turn's
+Read top to bottom, `build_app` builds the core (store.py, core.py), the turn's
 pieces (pipeline.py, reminders.py), what comes with a message (media.py), the router with the
 pipeline it runs (turn.py), then the services (web.py); `build_telegram` puts the channel in
 front (channel.py).
@@ -8,7 +8,6 @@ front (channel.py).
 channel.py    The Telegram channel, as `settings.telegram.mode` says
 core.py       The workspace, the model and its spending, memory and its one writer, the gate
 media.py      What comes with a message (`bot.media`)
-memory.py     Recall: the search index and its embedder, structured items, the prompt's memory
 pipeline.py   A turn: its tools, compaction, the prompt, the ordered systems
 reminders.py  Reminders wired into the app
 store.py      Where the journal, the chats' queue, the path locks and the documents live, picked
@@ -28,7 +27,6 @@ from zoneinfo import ZoneInfo
 from bot.app.channel import Telegram, telegram_channel
 from bot.app.core import Core, build_core
 from bot.app.media import build_media, build_transcriber
-from bot.app.memory import ItemsAndIndex
 from bot.app.pipeline import Turn, build_turn
 from bot.app.reminders import attach
 from bot.app.turn import build_router
@@ -36,6 +34,7 @@ from bot.app.web import Checks, Clock, build_web
 from bot.background import Service, WarmUp
 from bot.channels.telegram.budget import Pace
 from bot.llm.openai_chat import OpenAIChat
+from bot.memory.recall.sources import ItemsAndIndex
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import WAIT_GRACE
 from bot.memory.upkeep.decay import ItemDecay

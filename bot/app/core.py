@@ -6,30 +6,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from bot.app.memory import ItemsAndIndex, build_items_and_index, cached_count
 from bot.app.store import Store, build_store
-from bot.errors import StartupError
 from bot.llm.client import LLM
 from bot.llm.openai_chat import OpenAIChat
-from bot.llm.tokens import TokenCounter
-from bot.llm.windows import ModelWindows, load_windows
+from bot.llm.tokens import LineTokens, TokenCounter
+from bot.llm.windows import ModelWindows
 from bot.memory.forgetting import Forgetting
 from bot.memory.notes.daily import DailyNotes, NoteFormat
 from bot.memory.notes.history import HistoryLog
 from bot.memory.notes.long_term import LongTermMemory
 from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.markdown import MarkdownMemory
+from bot.memory.recall.sources import ItemsAndIndex
 from bot.memory.upkeep.consolidation import Consolidator
 from bot.memory.writer import MemoryWriter
-from bot.models import parse_session_key
 from bot.receipts import ReceiptDesk, ReceiptStore
 from bot.settings import Settings
 from bot.storage.chatter import ChatterStore
 from bot.storage.jobs import JobStore
-from bot.storage.lines import LineReader
-from bot.storage.roster import RosterStore
 from bot.storage.sessions import SessionStore
 from bot.storage.undo import UndoStore
 from bot.storage.workspace import Workspace
@@ -37,9 +33,7 @@ from bot.turn.access import AccessPolicy
 from bot.turn.chats import ChatLocks
 from bot.turn.door import Door
 from bot.turn.notices import ToldNotices
-from bot.turn.pairing import PLACEHOLDER_OWNER, Pairing, real_owners
-from bot.usage import Prices, Spending, UsageLedger
-from bot.usage.metered import Limits
+from bot.usage import Spending
 
 OUTPUT_RESERVE = 4096  # tokens a consolidation request leaves for the answer (a quarter at most)
 
@@ -69,33 +63,25 @@ class Core:
 
 
 def build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) -> Core:
-    opened = open_workspace(settings)
-    windows = build_windows(settings, opened)
-    llm = build_llm(settings, api_key, windows)
+    opened = Workspace.opened(settings.workspace)
+    windows = ModelWindows.from_settings(settings, opened)
+    llm = OpenAIChat.from_settings(settings.llm, api_key, windows)
     store = build_store(settings, opened)
     workspace, locks, config = Workspace(opened.root, store.documents), store.locks, settings.memory
     tokens = TokenCounter()
-    count = cached_count(tokens.count)
-    items_index = build_items_and_index(settings, workspace, locks, count, now, api_key=api_key)
-    keep = timedelta(minutes=config.undo_minutes)
-    undo = UndoStore(
-        workspace.undo_dir, keep=keep, now=now, documents=workspace.documents, root=workspace.root
+    count = LineTokens(tokens.count)  # line by line, remembered: the prompt's lines repeat
+    items_index = ItemsAndIndex.from_settings(
+        settings, workspace, locks, count, now, api_key=api_key
     )
-    chatter = _build_chatter(settings, workspace, store)
+    undo = UndoStore.in_workspace(workspace, minutes=config.undo_minutes, now=now)
+    chatter = ChatterStore.from_settings(settings.telegram, workspace, locks)
     kept = ReceiptStore(workspace.receipts_path, locks, now=now, documents=workspace.documents)
     writer = _build_writer(settings, workspace, store, items_index, undo, chatter, kept, now)
     told = ToldNotices(workspace.door_told_path, locks, documents=workspace.documents)
-    access, door = build_door(settings, store.roster, now, told=told)
-    chat_locks = ChatLocks()
-    receipts = ReceiptDesk(
-        kept,
-        writer,
-        owners=access,
-        locks=chat_locks,
-        undo_minutes=config.undo_minutes,
-        enabled=config.receipts,  # off: none issued, and old receipts still work
-    )
-    spending = _build_spending(settings, workspace, store, llm, access, now)
+    door = Door.from_settings(settings.telegram, store.roster, now, told=told)
+    access, chat_locks = door.access, ChatLocks()
+    receipts = ReceiptDesk.from_settings(config, kept, writer, owners=access, locks=chat_locks)
+    spending = Spending.from_settings(settings.usage, workspace, locks, llm, access, now=now)
     return Core(
         workspace=workspace,
         store=store,
@@ -105,7 +91,7 @@ def build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) ->
         spending=spending,
         tokens=tokens,
         count=count,
-        markdown=_markdown(settings, workspace, writer, count),
+        markdown=MarkdownMemory.from_settings(config, workspace, writer.working, count),
         items_index=items_index,
         undo=undo,
         chatter=chatter,
@@ -117,21 +103,6 @@ def build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) ->
         door=door,
         chat_locks=chat_locks,
         receipts=receipts,
-    )
-
-
-def _markdown(
-    settings: Settings, workspace: Workspace, writer: MemoryWriter, count: Callable[[str], int]
-) -> MarkdownMemory:
-    config = settings.memory
-    return MarkdownMemory(
-        workspace,
-        LineReader(memory_root=workspace.memory_root, documents=workspace.documents),
-        writer.working,
-        count,
-        recent_days=config.recent_days,
-        budget_tokens=config.prompt_budget_tokens,
-        working_lines=config.items.working_top_k,
     )
 
 
@@ -162,112 +133,6 @@ def _build_writer(
         usage=items_index.retriever,
         index=items_index.index,
         forgetting=Forgetting(workspace, locks, undo, chatter, receipts),
-    )
-
-
-def open_workspace(settings: Settings) -> Workspace:
-    """The workspace, created if need be; a `StartupError` that says how to fix one the bot
-    may not write."""
-    workspace = Workspace(settings.workspace)
-    if (problem := workspace.unwritable()) is not None:
-        raise StartupError(problem)
-    workspace.ensure()
-    return workspace
-
-
-def build_windows(settings: Settings, workspace: Workspace) -> ModelWindows:
-    """The models' windows: the setting, what providers stated (remembered), models.json."""
-    window = settings.llm.context_window
-    return ModelWindows(
-        load_windows(settings.compaction.models_file),
-        learned_file=workspace.state_dir / "windows.json",
-        override=(settings.llm.model, window) if window else None,
-    )
-
-
-def build_llm(settings: Settings, api_key: str, windows: ModelWindows) -> OpenAIChat:
-    """The model client (also `python -m bot doctor`'s, without the rest of the app)."""
-    config = settings.llm
-    return OpenAIChat(
-        base_url=config.base_url,
-        api_key=api_key,
-        model=config.model,
-        timeout=config.timeout,
-        first_token_timeout=config.first_token_timeout,
-        max_retries=config.max_retries,
-        temperature=config.temperature,
-        max_tokens=config.max_output_tokens,
-        windows=windows,
-        proxy=config.proxy,
-    )
-
-
-def build_door(
-    settings: Settings,
-    roster: RosterStore,
-    now: Callable[[], datetime],
-    *,
-    told: ToldNotices | None = None,
-) -> tuple[AccessPolicy, Door]:
-    """Who may talk (the settings and the roster), and the door for everyone else."""
-    telegram = settings.telegram
-    access = AccessPolicy(
-        owner_ids=real_owners(telegram.owner_ids),
-        allowed_user_ids=telegram.allowed_user_ids,
-        roster=roster,
-    )
-    door = Door(
-        access,
-        Pairing(roster, now=now),
-        now=now,
-        enabled=telegram.pairing,
-        placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
-        told=told,
-    )
-    return access, door
-
-
-def _build_chatter(settings: Settings, workspace: Workspace, store: Store) -> ChatterStore | None:
-    """None when no chatter is kept (`telegram.group_chatter_messages` 0)."""
-    telegram = settings.telegram
-    if telegram.group_chatter_messages == 0:
-        return None
-    return ChatterStore(
-        workspace,
-        store.locks,
-        max_messages=telegram.group_chatter_messages,
-        max_chars=telegram.group_chatter_chars,
-    )
-
-
-def _build_spending(
-    settings: Settings,
-    workspace: Workspace,
-    store: Store,
-    llm: LLM,
-    access: AccessPolicy,
-    now: Callable[[], datetime],
-) -> Spending:
-    config = settings.usage
-    limits = Limits(
-        chat_daily_tokens=config.chat_daily_tokens,
-        background_daily_tokens=config.background_daily_tokens,
-        owners_exempt=config.owners_exempt,
-        warn_share=config.warn_share,
-    )
-
-    def owner_chat(chat: str) -> bool:  # an owner's private chat (its id is the owner's)
-        parsed = parse_session_key(chat)
-        return parsed is not None and parsed[2] is None and access.is_owner(parsed[1])
-
-    return Spending.over(
-        llm,
-        UsageLedger(workspace.usage_path, store.locks, now=now, documents=workspace.documents),
-        limits,
-        Prices.load(config.prices_file),
-        owners=access.owners,
-        owner_chat=owner_chat,
-        now=now,
     )
 
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.app.core import Core
-from bot.app.memory import build_memory_prompt
 from bot.app.reminders import Reminders, build_reminders
 from bot.conversation.closing import ConversationClose
 from bot.conversation.compaction import Compactor
@@ -20,6 +19,7 @@ from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
 from bot.memory.cited import CitedOrigins
 from bot.memory.notes.tags import TAG_INSTRUCTIONS
+from bot.memory.recall.prompt import MemoryPrompt
 from bot.pipeline import BestEffort, Pipeline, System
 from bot.reminders.prompt import ScheduledInPrompt
 from bot.settings import Settings
@@ -154,8 +154,8 @@ def _context(
     return ContextBuilding(
         persona=settings.persona,
         instructions=_instructions(settings),
-        memory=build_memory_prompt(
-            settings, core.items_index, core.markdown, core.count, remote=lightrag
+        memory=MemoryPrompt.from_settings(
+            settings, core.markdown, core.items_index, core.count, remote=lightrag
         ),
         notes=core.writer.notes.format,
         now=now,

@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import logs, shell
-from bot.app.core import build_llm, build_windows
-from bot.app.memory import embedder_loader
 from bot.app.pipeline import build_lightrag
 from bot.app.store import roster_only
 from bot.channels.telegram import check_token
@@ -41,7 +39,10 @@ from bot.cli.findings import Finding
 from bot.cli.findings import secret as _secret
 from bot.errors import ConfigError, MnemoError, StartupError, StoreAway
 from bot.index.embedding import is_cached, model_folder
+from bot.llm.embeddings import embedder_loader
 from bot.llm.failures import API_KEY_VAR
+from bot.llm.openai_chat import OpenAIChat
+from bot.llm.windows import ModelWindows
 from bot.models import ChatMessage
 from bot.settings import Settings, secret_values
 from bot.storage.workspace import Workspace
@@ -148,8 +149,8 @@ async def check_model(settings: Settings) -> Finding:
     model = settings.llm.model
     if not model.strip():
         raise ConfigError("BOT_LLM__MODEL is empty: set the model's name, e.g. gpt-4o-mini")
-    windows = build_windows(settings, Workspace(settings.workspace))
-    llm = build_llm(settings, api_key, windows)
+    windows = ModelWindows.from_settings(settings, Workspace(settings.workspace))
+    llm = OpenAIChat.from_settings(settings.llm, api_key, windows)
     try:
         async with asyncio.timeout(MODEL_TIMEOUT):
             await llm.complete([ChatMessage(role="user", content="Say OK.")], max_tokens=1)

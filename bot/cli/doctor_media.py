@@ -12,11 +12,12 @@ import struct
 import wave
 import zlib
 
-from bot.app.core import build_llm, build_windows
 from bot.app.media import build_transcriber
 from bot.cli.findings import Finding, secret
 from bot.errors import MnemoError
 from bot.llm.failures import API_KEY_VAR
+from bot.llm.openai_chat import OpenAIChat
+from bot.llm.windows import ModelWindows
 from bot.models import ChatMessage, Image
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
@@ -82,7 +83,7 @@ async def check_transcription(settings: Settings) -> Finding:
 
 async def check_vision(settings: Settings) -> Finding:
     model = settings.llm.model
-    windows = build_windows(settings, Workspace(settings.workspace))
+    windows = ModelWindows.from_settings(settings, Workspace(settings.workspace))
     told = settings.media.vision
     sees = windows.sees_images(model) if told is None else told
     source = "BOT_MEDIA__VISION" if told is not None else "config/models.json"
@@ -95,7 +96,7 @@ async def check_vision(settings: Settings) -> Finding:
     if settings.llm.api_key is None:
         return Finding("warn", NOT_CHECKED.format(what="photos"))
     api_key = secret(settings.llm.api_key, API_KEY_VAR, NO_KEY)
-    llm = build_llm(settings, api_key, windows)
+    llm = OpenAIChat.from_settings(settings.llm, api_key, windows)
     picture = ChatMessage(
         role="user", content="What colour is this?", images=(Image("image/png", pixel_png()),)
     )

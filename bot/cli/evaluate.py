@@ -18,13 +18,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.app.memory import embedder_loader
 from bot.app.pipeline import OFFERED
 from bot.errors import ConfigError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
 from bot.eval.table import table
 from bot.index import Embedder, Model2VecEmbedder
+from bot.llm.embeddings import embedder_loader
 from bot.llm.meter import memory_room, tool_tokens
 from bot.llm.tokens import TokenCounter
 from bot.memory.recall.prompt import relevant_budget

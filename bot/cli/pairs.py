@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Callable
 
 from bot.app import clock
-from bot.app.core import build_door
 from bot.app.store import roster_only
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
@@ -34,7 +33,7 @@ async def _with_roster(
     settings: Settings, workspace: Workspace, args: argparse.Namespace, out: Print
 ) -> int:
     async with roster_only(settings, workspace) as roster:
-        _, door = build_door(settings, roster, clock(settings.timezone))
+        door = Door.from_settings(settings.telegram, roster, clock(settings.timezone))
         return await _run(door, args, out)
 
 

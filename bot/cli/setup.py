@@ -39,7 +39,6 @@ from pydantic import SecretStr
 
 from bot import shell
 from bot.app import clock
-from bot.app.core import build_door
 from bot.app.store import roster_only
 from bot.channels.telegram.errors import is_rejected_token
 from bot.cli.doctor import TOKEN_VAR, check_model, check_telegram, what_failed
@@ -48,6 +47,7 @@ from bot.llm.failures import API_KEY_VAR, BASE_URL_VAR, MODEL_VAR
 from bot.settings import LLMSettings, Settings, load_settings
 from bot.storage.files import atomic_write_text
 from bot.storage.workspace import Workspace
+from bot.turn.door import Door
 from bot.turn.pairing import grouped
 
 ENV_FILE = Path(".env")
@@ -312,6 +312,6 @@ async def _claim_code(settings: Settings) -> str | None:
     workspace = Workspace(settings.workspace)
     await asyncio.to_thread(workspace.ensure)
     async with roster_only(settings, workspace) as roster:
-        _, door = build_door(settings, roster, clock(settings.timezone))
+        door = Door.from_settings(settings.telegram, roster, clock(settings.timezone))
         await door.start()
         return door.claim_code

@@ -15,15 +15,19 @@ alone. A passage prefix is part of the embedder's `name`: changing it embeds the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
-from bot.errors import LLMRejected, LLMUnavailable
-from bot.index.embedding import Vectors, normalised
+from bot.errors import ConfigError, LLMRejected, LLMUnavailable
+from bot.index import Embedder, Model2VecEmbedder
+from bot.index.embedding import MODEL2VEC_PATH_VAR, Vectors, hub_model, model_folder, normalised
 from bot.llm.openai_chat import REJECTIONS
+from bot.settings import RagSettings
 
 BATCH = 256
+EMBEDDING_KEY_VAR = "BOT_RAG__EMBEDDING_API_KEY"
 
 
 class OpenAIEmbedder:
@@ -97,3 +101,39 @@ class OpenAIEmbedder:
 
     def close(self) -> None:
         self._client.close()
+
+
+def embedder_loader(
+    rag: RagSettings, *, llm_base_url: str, api_key: str | None, models_dir: Path
+) -> Callable[[float], Embedder | None]:
+    """A loader of the embedder `rag.embedder` picks (called with a timeout, in a thread):
+    "none" (keyword-only), "model2vec" (a local folder, `rag.model2vec_path`; without one the
+    hub model `rag.model2vec_model`, fetched once into `models_dir` — when it cannot be, one
+    warning and keyword-only until a later start can) or "openai" (this module's, its URL and
+    key falling back to the model's). A missing model folder or key is a `ConfigError` now,
+    naming the variable to set."""
+    if rag.embedder == "none":
+        return lambda timeout: None
+    if rag.embedder == "model2vec":
+        folder = rag.model2vec_path
+        if folder is None:
+            model_folder(models_dir, rag.model2vec_model)  # a malformed id stops the start
+            return lambda timeout: hub_model(
+                rag.model2vec_model, models_dir, hub=rag.model2vec_hub, timeout=timeout
+            )
+        if not (folder / "config.json").is_file():
+            raise ConfigError(f"{MODEL2VEC_PATH_VAR} {folder} holds no model2vec model")
+        return lambda timeout: Model2VecEmbedder(folder)
+    secret = rag.embedding_api_key.get_secret_value() if rag.embedding_api_key else api_key
+    if not secret:
+        raise ConfigError(f"{EMBEDDING_KEY_VAR} (or BOT_LLM__API_KEY) is not set")
+    base_url = rag.embedding_base_url or llm_base_url
+    return lambda timeout: OpenAIEmbedder(
+        base_url=base_url,
+        api_key=secret,
+        model=rag.embedding_model,
+        timeout=timeout,
+        query_model=rag.embedding_query_model,
+        query_prefix=rag.embedding_query_prefix,
+        passage_prefix=rag.embedding_passage_prefix,
+    )

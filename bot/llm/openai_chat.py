@@ -31,6 +31,7 @@ from bot.llm.windows import ModelWindows
 from bot.llm.wire import to_wire, tool_to_wire
 from bot.logs import Scrubber
 from bot.models import ChatMessage, Completion, ToolSpec
+from bot.settings import LLMSettings
 from bot.storage.inbox import LeaseLapsed, look_first, wire_hook
 
 if TYPE_CHECKING:
@@ -109,6 +110,24 @@ class OpenAIChat:
         self.timeout = timeout
         self.first_token_timeout = first_token_timeout or timeout
         self._api_key, self._max_retries, self._proxy = api_key, max_retries, proxy
+
+    @classmethod
+    def from_settings(
+        cls, config: LLMSettings, api_key: str, windows: ModelWindows | None = None
+    ) -> OpenAIChat:
+        """The model client (also `python -m bot doctor`'s, without the rest of the app)."""
+        return cls(
+            base_url=config.base_url,
+            api_key=api_key,
+            model=config.model,
+            timeout=config.timeout,
+            first_token_timeout=config.first_token_timeout,
+            max_retries=config.max_retries,
+            temperature=config.temperature,
+            max_tokens=config.max_output_tokens,
+            windows=windows,
+            proxy=config.proxy,
+        )
 
     @cached_property
     def _client(self) -> openai.AsyncOpenAI:

@@ -29,7 +29,9 @@ from typing import TypeVar
 import structlog
 
 from bot import versioned
+from bot.settings import Settings
 from bot.storage.files import atomic_write_text
+from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
 
@@ -131,6 +133,16 @@ class ModelWindows:
         self.override = override
         self._learned = _read_learned(learned_file) if learned_file else {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, workspace: Workspace) -> ModelWindows:
+        """The setting, what providers stated (remembered), models.json."""
+        window = settings.llm.context_window
+        return cls(
+            load_windows(settings.compaction.models_file),
+            learned_file=workspace.state_dir / "windows.json",
+            override=(settings.llm.model, window) if window else None,
+        )
 
     def for_model(self, model: str) -> int:
         if self.override and self.override[0] == model:

@@ -24,6 +24,7 @@ from bot.memory.provenance import brief
 from bot.models import Inbound, Keyed, MemoryScope, Press, Pressed, StoredLine
 from bot.receipts import words
 from bot.receipts.store import Receipt, ReceiptStore
+from bot.settings import MemorySettings
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +60,26 @@ class ReceiptDesk:
     locks: Locks
     undo_minutes: int
     enabled: bool = True  # False: nothing is issued (presses on old receipts still work)
+
+    @classmethod
+    def from_settings(
+        cls,
+        config: MemorySettings,
+        store: ReceiptStore,
+        memory: ReceiptMemory,
+        *,
+        owners: Owners,
+        locks: Locks,
+    ) -> ReceiptDesk:
+        """`memory.receipts` off: none issued, and old receipts still work."""
+        return cls(
+            store,
+            memory,
+            owners=owners,
+            locks=locks,
+            undo_minutes=config.undo_minutes,
+            enabled=config.receipts,
+        )
 
     async def issue(self, inbound: Inbound, stored: Sequence[StoredLine]) -> bool:
         """A receipt for each fact stored from `inbound` (shown after its reply), with what its

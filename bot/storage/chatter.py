@@ -27,6 +27,7 @@ import structlog
 
 from bot import versioned
 from bot.models import Said
+from bot.settings import TelegramSettings
 from bot.storage.files import Documents, Locks
 from bot.storage.workspace import Workspace
 from bot.versioned import Fields, objects
@@ -42,6 +43,20 @@ class ChatterStore:
     _: KW_ONLY
     max_messages: int
     max_chars: int
+
+    @classmethod
+    def from_settings(
+        cls, telegram: TelegramSettings, workspace: Workspace, locks: Locks
+    ) -> ChatterStore | None:
+        """None when no chatter is kept (`telegram.group_chatter_messages` 0)."""
+        if telegram.group_chatter_messages == 0:
+            return None
+        return cls(
+            workspace,
+            locks,
+            max_messages=telegram.group_chatter_messages,
+            max_chars=telegram.group_chatter_chars,
+        )
 
     async def keep(self, key: str, said: Said) -> None:
         """Add one message to the chat's chatter (dropping the oldest past the bounds)."""

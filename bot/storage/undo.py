@@ -26,7 +26,7 @@ import structlog
 from bot import versioned
 from bot.background import OwnedTask, periodically
 from bot.storage.files import ON_DISK, Documents
-from bot.storage.workspace import encode_key
+from bot.storage.workspace import Workspace, encode_key
 from bot.versioned import Fields
 
 log = structlog.get_logger(__name__)
@@ -72,6 +72,19 @@ class UndoStore:
         self.now = now
         self.documents = documents
         self._task = OwnedTask("undo-purge")
+
+    @classmethod
+    def in_workspace(
+        cls, workspace: Workspace, *, minutes: int, now: Callable[[], datetime]
+    ) -> UndoStore:
+        """The workspace's, each undo kept `minutes` (`memory.undo_minutes`)."""
+        return cls(
+            workspace.undo_dir,
+            keep=timedelta(minutes=minutes),
+            now=now,
+            documents=workspace.documents,
+            root=workspace.root,
+        )
 
     # ------------------------------------------------------------------ writes (blocking)
 

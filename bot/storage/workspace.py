@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote
 
 import structlog
 
+from bot.errors import StartupError
 from bot.models import MemoryScope
 from bot.storage.confined import inside_scope
 from bot.storage.files import ON_DISK, Documents, ensure_dir
@@ -73,6 +74,16 @@ class Workspace:
         self.root = root
         # where its files are kept: on this disk, or shared by the replicas (`bot.app.store`)
         self.documents: Documents = documents or ON_DISK
+
+    @classmethod
+    def opened(cls, root: Path) -> Workspace:
+        """The workspace at `root`, created if need be; a `StartupError` that says how to fix
+        one the bot may not write."""
+        workspace = cls(root)
+        if (problem := workspace.unwritable()) is not None:
+            raise StartupError(problem)
+        workspace.ensure()
+        return workspace
 
     def unwritable(self) -> str | None:
         """Why this user cannot keep the workspace (it, or a folder of it that exists, is not a

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot.models import GLOBAL_SCOPE, Inbound, MemoryScope
+from bot.settings import TelegramSettings
 from bot.storage.roster import Roster, RosterStore
+from bot.turn.pairing import real_owners
 
 LOCAL_USER_ID = 0  # the person at the console (Telegram user ids are positive)
 
@@ -26,6 +28,15 @@ class AccessPolicy:
         self.configured_owners = frozenset(owner_ids)
         self.configured_allowed = frozenset(allowed_user_ids)
         self.roster = roster
+
+    @classmethod
+    def from_settings(cls, telegram: TelegramSettings, roster: RosterStore) -> AccessPolicy:
+        """Who may talk: the settings' ids and the roster's."""
+        return cls(
+            owner_ids=real_owners(telegram.owner_ids),
+            allowed_user_ids=telegram.allowed_user_ids,
+            roster=roster,
+        )
 
     def owners(self) -> frozenset[int]:
         """The owners' Telegram ids: configured and claimed (not the console's user)."""

@@ -32,12 +32,21 @@ import structlog
 from bot import shell
 from bot.errors import StorageError
 from bot.models import Inbound
-from bot.storage.roster import Member, Request
+from bot.settings import TelegramSettings
+from bot.storage.roster import Member, Request, RosterStore
 from bot.turn.access import AccessPolicy
 from bot.turn.commands.handler import parse_command
 from bot.turn.delivery import Replier
 from bot.turn.notices import ToldNotices
-from bot.turn.pairing import Asked, Pairing, Refusal, grouped, new_code, normalized
+from bot.turn.pairing import (
+    PLACEHOLDER_OWNER,
+    Asked,
+    Pairing,
+    Refusal,
+    grouped,
+    new_code,
+    normalized,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -122,6 +131,25 @@ class Door:
         self.told = told
         self._told: dict[tuple[str, int], datetime | None] = {}  # notice, user → until (None: ∞)
         self._held: dict[int, Inbound] = {}  # user → their last message before a claim
+
+    @classmethod
+    def from_settings(
+        cls,
+        telegram: TelegramSettings,
+        roster: RosterStore,
+        now: Callable[[], datetime],
+        *,
+        told: ToldNotices | None = None,
+    ) -> Door:
+        """The door over who may talk (the settings and the roster: `access`)."""
+        return cls(
+            AccessPolicy.from_settings(telegram, roster),
+            Pairing(roster, now=now),
+            now=now,
+            enabled=telegram.pairing,
+            placeholder=PLACEHOLDER_OWNER in telegram.owner_ids,
+            told=told,
+        )
 
     async def start(self) -> None:
         """Say who owns the bot; with no owner, make the claim code and log it."""

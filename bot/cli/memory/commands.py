@@ -28,13 +28,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from bot.app import clock
-from bot.app.memory import ItemsAndIndex, build_items_and_index
 from bot.app.store import stored_workspace
 from bot.cli.memory import editing, transfer
 from bot.index import Hit, MemoryIndex
 from bot.index.sources import kind_of
 from bot.index.sync import MarkdownSource, source_files
 from bot.llm.tokens import TokenCounter
+from bot.memory.recall.sources import ItemsAndIndex
 from bot.models import GLOBAL_KEY, GLOBAL_SCOPE, MemoryLayer
 from bot.settings import Settings
 from bot.storage.files import FileLocks
@@ -70,7 +70,7 @@ def _items_index(settings: Settings, workspace: Workspace) -> ItemsAndIndex:
     secret = settings.llm.api_key.get_secret_value() if settings.llm.api_key else None
     locks = FileLocks(workspace.locks_dir)
     now = clock(settings.timezone)
-    return build_items_and_index(
+    return ItemsAndIndex.from_settings(
         settings, workspace, locks, TokenCounter().count, now, api_key=secret
     )
 

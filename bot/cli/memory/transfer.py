@@ -25,11 +25,11 @@ from datetime import datetime
 from pathlib import Path
 
 from bot.app import clock
-from bot.app.memory import ItemsAndIndex
 from bot.app.store import stored_workspace
 from bot.index import MemoryIndex
 from bot.index.sources import scope_of
 from bot.memory.lines import fact_of
+from bot.memory.recall.sources import ItemsAndIndex
 from bot.memory.transfer import (
     Bundle,
     BundleError,

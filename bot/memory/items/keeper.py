@@ -46,6 +46,7 @@ from bot.memory.items.turn import (
 )
 from bot.memory.lines import bare
 from bot.models import MemoryItem, MemoryLayer, MemoryScope, Provenance
+from bot.settings import MemorySettings
 
 Change = Callable[[MemoryItem], MemoryItem]
 
@@ -71,6 +72,24 @@ class ItemKeeper:
         self.dedup_window = timedelta(days=dedup_days)
         self.user_chars = user_chars
         self.assistant_chars = assistant_chars
+
+    @classmethod
+    def from_settings(
+        cls, config: MemorySettings, store: ItemStore, now: Callable[[], datetime]
+    ) -> ItemKeeper:
+        items = config.items
+        return cls(
+            store,
+            now=now,
+            promotion_min_confidence=(
+                items.promotion_min_confidence if items.promotion_enabled else None
+            ),
+            decay_days=items.decay_days if items.decay_enabled else None,
+            code_aware=items.code_aware_extraction,
+            dedup_days=items.episodic_days,
+            user_chars=config.note_user_chars,
+            assistant_chars=config.note_assistant_chars,
+        )
 
     # ------------------------------------------------------------------ writes from the bot
 

@@ -11,4 +11,5 @@ relevant.py   `# Relevant Memory`
 retrieval.py  Retrieval: a `MemoryQuery` in, a scored and budgeted `MemoryPack` out
 scoring.py    A pack's scores and its top k per layer
 section.py    The `# Memory` prompt section
+sources.py    What recall reads: the structured items and the search index (`ItemsAndIndex`)
 """

@@ -21,6 +21,7 @@ from bot.memory.notes.working import WorkingMemory
 from bot.memory.recall.section import Count, MemorySnapshot, MemoryView, render_memory
 from bot.memory.scopes import chat_scope
 from bot.models import MemoryScope
+from bot.settings import MemorySettings
 from bot.storage.lines import FileLines, LineReader
 from bot.storage.workspace import Workspace
 
@@ -44,6 +45,20 @@ class MarkdownMemory:
         self.recent_days = recent_days
         self.budget_tokens = budget_tokens
         self.working_lines = working_lines
+
+    @classmethod
+    def from_settings(
+        cls, config: MemorySettings, workspace: Workspace, working: WorkingMemory, count: Count
+    ) -> MarkdownMemory:
+        return cls(
+            workspace,
+            LineReader(memory_root=workspace.memory_root, documents=workspace.documents),
+            working,
+            count,
+            recent_days=config.recent_days,
+            budget_tokens=config.prompt_budget_tokens,
+            working_lines=config.items.working_top_k,
+        )
 
     async def view(
         self,

@@ -45,6 +45,7 @@ from datetime import datetime
 
 import structlog
 
+from bot.index.remote import RemoteSearch
 from bot.index.search import Hit
 from bot.memory.recall import pack as packs
 from bot.memory.recall import section
@@ -53,8 +54,11 @@ from bot.memory.recall.overlap import Shown
 from bot.memory.recall.relevant import RelevantMemory
 from bot.memory.recall.retrieval import MemoryQuery, MemoryRetriever
 from bot.memory.recall.scoring import TopK
+from bot.memory.recall.section import Count
+from bot.memory.recall.sources import ItemsAndIndex
 from bot.memory.scopes import search_scopes, visible_scopes
 from bot.models import MemoryItem, MemoryScope
+from bot.settings import ItemSettings, Settings
 
 log = structlog.get_logger(__name__)
 
@@ -73,6 +77,20 @@ class PackLimits:
     top_k: TopK = field(default_factory=TopK)
     soft_budget_tokens: int = 1800
     max_budget_tokens: int = 3500
+
+    @classmethod
+    def from_settings(cls, config: ItemSettings) -> PackLimits:
+        top_k = TopK(
+            working=config.working_top_k,
+            episodic=config.episodic_top_k,
+            semantic=config.semantic_top_k,
+            procedural=config.procedural_top_k,
+        )
+        return cls(
+            top_k=top_k,
+            soft_budget_tokens=config.soft_budget_tokens,
+            max_budget_tokens=config.max_budget_tokens,
+        )
 
 
 RECALLED_HEADER = "# Memory for this message"
@@ -132,6 +150,32 @@ class MemoryPrompt:
         self.relevant = relevant
         self.limits = limits or PackLimits()
         self._bases: dict[str, tuple[tuple[str, ...], Shown]] = {}  # by chat: `_base`
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        markdown: MarkdownMemory,
+        sources: ItemsAndIndex,
+        count: Count,
+        *,
+        remote: RemoteSearch | None = None,
+    ) -> MemoryPrompt:
+        """System 20's memory: the markdown section, the pack beside it, `# Relevant Memory`."""
+        rag = settings.rag
+        relevant = RelevantMemory(
+            sources.index,
+            count,
+            k=rag.relevant_k,
+            budget_tokens=rag.relevant_budget_tokens,
+            remote=remote,
+        )
+        return cls(
+            markdown,
+            retriever=sources.retriever,
+            relevant=relevant if rag.enabled else None,
+            limits=PackLimits.from_settings(settings.memory.items),
+        )
 
     async def sections(
         self,
