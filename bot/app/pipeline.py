@@ -12,43 +12,25 @@ from bot.app.core import Core
 from bot.app.reminders import Reminders, build_reminders
 from bot.conversation.closing import ConversationClose
 from bot.conversation.compaction import Compactor
-from bot.conversation.flush import MemoryFlush
 from bot.conversation.window import SessionWindow
 from bot.index.lightrag import LightRagBackend
 from bot.llm.inspection import LastRequests
 from bot.llm.meter import PromptMeter
-from bot.memory.cited import CitedOrigins
-from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.memory.recall.prompt import MemoryPrompt
 from bot.pipeline import BestEffort, Pipeline, System
 from bot.reminders.prompt import ScheduledInPrompt
 from bot.settings import Settings
 from bot.systems.compaction import AutoCompaction
 from bot.systems.context import ContextBuilding
-from bot.systems.flush import PreCompactionFlush, flush_trigger
+from bot.systems.flush import PreCompactionFlush
 from bot.systems.indexing import RagIndexing
 from bot.systems.persist import MemoryPersist
 from bot.systems.tags import MemoryTags
 from bot.systems.tool_loop import ToolLoop
 from bot.systems.truth import FilesFirst
-from bot.tools.clock import CurrentTime
-from bot.tools.memory_edit import MemoryEdit
-from bot.tools.memory_get import MemoryGet
-from bot.tools.memory_items import MemoryAdd, MemoryForget, MemoryPromote, MemoryUpdate
-from bot.tools.memory_search import RECALL_INSTRUCTIONS, MemorySearch
+from bot.tools.offered import instructions, offered_tools
 from bot.tools.registry import ToolRegistry
 from bot.turn.preview import PromptPreview
-
-OFFERED = (  # the tools' kinds, in the order offered (`build_tools`; the eval counts their specs)
-    CurrentTime,
-    MemorySearch,
-    MemoryGet,
-    MemoryAdd,
-    MemoryUpdate,
-    MemoryPromote,
-    MemoryForget,
-    MemoryEdit,
-)
 
 
 @dataclass(frozen=True)
@@ -69,11 +51,13 @@ class Turn:
 
 def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> Turn:
     """The turn's pieces, each built once (the pipeline over them: `build_pipeline`)."""
-    lightrag = build_lightrag(settings, now)
-    tools = build_tools(settings, core, now, lightrag=lightrag)
+    lightrag = LightRagBackend.from_settings(settings.rag, now)
+    tools = offered_tools(
+        settings, core.workspace, core.writer, core.items_index, now, remote=lightrag
+    )
     reminders = build_reminders(settings, core.workspace, core.store.locks, now, tools=tools)
     # until a turn has measured the real system prompt: persona and instructions, and memory
-    persona = core.tokens.count(settings.persona) + core.tokens.count(_instructions(settings))
+    persona = core.tokens.count(settings.persona) + core.tokens.count(instructions(settings.rag))
     meter = PromptMeter(
         core.tokens,
         core.windows,
@@ -83,7 +67,8 @@ def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> T
         max_output_tokens=settings.llm.max_output_tokens,
     )
     context = _context(settings, core, meter, now, lightrag)
-    compactor = _compactor(settings, core, meter, now)
+    llm, sessions, writer = core.spending.llm("compaction"), core.sessions, core.writer
+    compactor = Compactor.from_settings(settings, llm, sessions, writer, meter, now)
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
     closing = ConversationClose(
         sessions=core.sessions,
@@ -131,7 +116,7 @@ def build_pipeline(
     shown = settings.reminders.shown_in_prompt
     return Pipeline(
         [
-            *_compaction(settings, core, meter, turn.compactor, now),
+            *_compaction(settings, core, turn, now),
             BestEffort(FilesFirst(writer)),
             turn.context,
             ScheduledInPrompt(turn.reminders.store, shown=shown),
@@ -153,7 +138,7 @@ def _context(
     """System 20: a turn's prompt (also `python -m bot prompt`'s, through `PromptPreview`)."""
     return ContextBuilding(
         persona=settings.persona,
-        instructions=_instructions(settings),
+        instructions=instructions(settings.rag),
         memory=MemoryPrompt.from_settings(
             settings, core.markdown, core.items_index, core.count, remote=lightrag
         ),
@@ -164,109 +149,15 @@ def _context(
     )
 
 
-def _compactor(
-    settings: Settings, core: Core, meter: PromptMeter, now: Callable[[], datetime]
-) -> Compactor:
-    config = settings.compaction
-    return Compactor(
-        llm=core.spending.llm("compaction"),
-        model=settings.llm.fast_model or settings.llm.model,
-        sessions=core.sessions,
-        history=core.writer,
-        meter=meter,
-        now=now,
-        temperature=config.summary_temperature,
-        max_tokens=config.summary_max_tokens,
-        timeout=config.summary_timeout,
-        message_chars=config.message_chars,
-    )
-
-
 def _compaction(
-    settings: Settings,
-    core: Core,
-    meter: PromptMeter,
-    compactor: Compactor,
-    now: Callable[[], datetime],
+    settings: Settings, core: Core, turn: Turn, now: Callable[[], datetime]
 ) -> list[System]:
     """System 18, auto-compaction; before it, when both are on, system 17's silent turn that
     lets the model write durable notes."""
     config = settings.compaction
-    compaction = AutoCompaction(
-        compactor,
-        meter,
-        enabled=config.enabled,
-        threshold=config.threshold,
-        keep=config.keep_last_messages,
-    )
+    compaction = BestEffort(AutoCompaction.from_settings(config, turn.compactor, turn.meter))
     if not (config.enabled and config.flush_enabled):
-        return [BestEffort(compaction)]
-    flush = MemoryFlush(
-        core.spending.llm("flush"),
-        core.writer,
-        instructions=TAG_INSTRUCTIONS,
-        model=settings.llm.model,
-        timeout=config.summary_timeout,  # a silent turn for the same compaction: the same bound
-    )
-    trigger = flush_trigger(
-        meter.window,
-        threshold=config.threshold,
-        reserve_floor=config.reserve_tokens_floor,
-        soft=config.soft_threshold_tokens,
-    )
-    flushing = PreCompactionFlush(flush, meter, core.sessions, trigger=trigger, now=now)
-    return [BestEffort(flushing), BestEffort(compaction)]
-
-
-def build_lightrag(settings: Settings, now: Callable[[], datetime]) -> LightRagBackend | None:
-    """The LightRAG server when `rag.backend = "lightrag"`: it gets the owner's exchanges
-    (system 55) and adds hits to the owner's `# Relevant Memory` and `memory_search`; the
-    embedded index keeps running for memory files and every chat's scope."""
-    rag = settings.rag
-    if not (rag.enabled and rag.backend == "lightrag"):
-        return None
-    key = rag.lightrag_api_key.get_secret_value() if rag.lightrag_api_key else None
-    return LightRagBackend(
-        rag.lightrag_url,
-        api_key=key or None,
-        mode=rag.lightrag_mode,
-        timeout=rag.lightrag_timeout,
-        now=now,
-    )
-
-
-def build_tools(
-    settings: Settings,
-    core: Core,
-    now: Callable[[], datetime],
-    *,
-    lightrag: LightRagBackend | None,
-) -> ToolRegistry:
-    """The model's tools: the clock, reading memory files, the structured items, and — when
-    recall is on — `memory_search`."""
-    workspace, writer = core.workspace, core.writer
-    search = MemorySearch(
-        core.items_index.index,
-        default_k=settings.rag.search_k,
-        remote=lightrag,
-        origins=CitedOrigins(workspace.memory_root, workspace.documents),
-    )
-    return ToolRegistry(
-        [
-            CurrentTime(now),
-            *([search] if settings.rag.enabled else []),
-            MemoryGet(workspace.memory_root, workspace.documents, core.items_index.items),
-            MemoryAdd(writer),
-            MemoryUpdate(writer),
-            MemoryPromote(writer),
-            MemoryForget(writer, undo_minutes=settings.memory.undo_minutes),
-            MemoryEdit(writer),
-        ]
-    )
-
-
-def _instructions(settings: Settings) -> str:
-    """How to remember (tags) and, with `memory_search` offered, how to recall."""
-    if not settings.rag.enabled:
-        return TAG_INSTRUCTIONS
-    return f"{TAG_INSTRUCTIONS}\n\n{RECALL_INSTRUCTIONS}"
+        return [compaction]
+    llm, meter = core.spending.llm("flush"), turn.meter
+    flush = PreCompactionFlush.from_settings(settings, llm, core.writer, meter, core.sessions, now)
+    return [BestEffort(flush), compaction]

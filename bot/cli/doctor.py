@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import logs, shell
-from bot.app.pipeline import build_lightrag
 from bot.app.store import roster_only
 from bot.channels.telegram import check_token
 from bot.channels.telegram.errors import startup_error
@@ -39,6 +38,7 @@ from bot.cli.findings import Finding
 from bot.cli.findings import secret as _secret
 from bot.errors import ConfigError, MnemoError, StartupError, StoreAway
 from bot.index.embedding import is_cached, model_folder
+from bot.index.lightrag import LightRagBackend
 from bot.llm.embeddings import embedder_loader
 from bot.llm.failures import API_KEY_VAR
 from bot.llm.openai_chat import OpenAIChat
@@ -197,7 +197,7 @@ def _not_fetched(model: str, hub: str, folder: Path) -> str:
 
 
 async def check_lightrag(settings: Settings) -> Finding:
-    server = build_lightrag(settings, lambda: datetime.now(UTC))
+    server = LightRagBackend.from_settings(settings.rag, lambda: datetime.now(UTC))
     if server is None:
         return Finding("ok", "not used (BOT_RAG__BACKEND is not lightrag)")
     try:

@@ -18,7 +18,6 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.app.pipeline import OFFERED
 from bot.errors import ConfigError
 from bot.eval.dataset import load_dataset
 from bot.eval.retrieval import evaluate
@@ -30,6 +29,7 @@ from bot.llm.tokens import TokenCounter
 from bot.memory.recall.prompt import relevant_budget
 from bot.settings import Settings
 from bot.storage.workspace import Workspace
+from bot.tools.offered import OFFERED
 
 Print = Callable[[str], None]
 

@@ -28,6 +28,7 @@ from bot.llm.client import LLM
 from bot.llm.meter import PromptMeter
 from bot.memory.notes.history import checkpoint_entry
 from bot.models import ChatMessage, MemoryScope, Session
+from bot.settings import Settings
 from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
@@ -95,6 +96,31 @@ class Compactor:
             max_tokens=max_tokens,
             timeout=timeout,
             message_chars=message_chars,
+        )
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        llm: LLM,
+        sessions: SessionStore,
+        history: HistoryWriter,
+        meter: PromptMeter,
+        now: Callable[[], datetime],
+    ) -> Compactor:
+        """Summaries by the fast model (the model when none is set)."""
+        config = settings.compaction
+        return cls(
+            llm=llm,
+            model=settings.llm.fast_model or settings.llm.model,
+            sessions=sessions,
+            history=history,
+            meter=meter,
+            now=now,
+            temperature=config.summary_temperature,
+            max_tokens=config.summary_max_tokens,
+            timeout=config.summary_timeout,
+            message_chars=config.message_chars,
         )
 
     async def compact(

@@ -48,6 +48,7 @@ from bot.index.search import RRF_K, Hit
 from bot.index.snippets import snippet
 from bot.index.sources import Exchange
 from bot.models import GLOBAL_KEY
+from bot.settings import RagSettings
 from bot.storage.workspace import encode_key
 
 log = structlog.get_logger(__name__)
@@ -104,6 +105,23 @@ class LightRagBackend:
         self.retries = retries
         self.cooldown = cooldown
         self._resting_until = 0.0
+
+    @classmethod
+    def from_settings(cls, rag: RagSettings, now: Callable[[], datetime]) -> LightRagBackend | None:
+        """The server when `rag.backend = "lightrag"` (None otherwise): it gets the owner's
+        exchanges (system 55) and adds hits to the owner's `# Relevant Memory` and
+        `memory_search`; the embedded index keeps running for memory files and every chat's
+        scope."""
+        if not (rag.enabled and rag.backend == "lightrag"):
+            return None
+        key = rag.lightrag_api_key.get_secret_value() if rag.lightrag_api_key else None
+        return cls(
+            rag.lightrag_url,
+            api_key=key or None,
+            mode=rag.lightrag_mode,
+            timeout=rag.lightrag_timeout,
+            now=now,
+        )
 
     @property
     def resting(self) -> bool:

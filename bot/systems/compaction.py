@@ -16,6 +16,7 @@ import structlog
 from bot.conversation.compaction import Compactor
 from bot.llm.meter import PromptMeter
 from bot.pipeline import TurnContext
+from bot.settings import CompactionSettings
 
 log = structlog.get_logger(__name__)
 KEEP_SHARE = 0.25  # of the conversation's room: what a compaction keeps at most
@@ -32,6 +33,18 @@ class AutoCompaction:
     enabled: bool
     threshold: float  # share of the window
     keep: int
+
+    @classmethod
+    def from_settings(
+        cls, config: CompactionSettings, compactor: Compactor, meter: PromptMeter
+    ) -> AutoCompaction:
+        return cls(
+            compactor,
+            meter,
+            enabled=config.enabled,
+            threshold=config.threshold,
+            keep=config.keep_last_messages,
+        )
 
     async def process(self, ctx: TurnContext) -> None:
         if not self.enabled:

@@ -15,8 +15,12 @@ from datetime import datetime
 import structlog
 
 from bot.conversation.flush import MemoryFlush
+from bot.llm.client import LLM
 from bot.llm.meter import PromptMeter
+from bot.memory.facts import TagSink
+from bot.memory.notes.tags import TAG_INSTRUCTIONS
 from bot.pipeline import TurnContext
+from bot.settings import Settings
 from bot.storage.sessions import SessionStore
 
 log = structlog.get_logger(__name__)
@@ -41,6 +45,33 @@ class PreCompactionFlush:
     _: KW_ONLY
     trigger: int
     now: Callable[[], datetime]
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        llm: LLM,
+        memory: TagSink,
+        meter: PromptMeter,
+        sessions: SessionStore,
+        now: Callable[[], datetime],
+    ) -> PreCompactionFlush:
+        """A silent turn that lets the model write durable notes before compaction runs."""
+        config = settings.compaction
+        flush = MemoryFlush(
+            llm,
+            memory,
+            instructions=TAG_INSTRUCTIONS,
+            model=settings.llm.model,
+            timeout=config.summary_timeout,  # a silent turn for the same compaction: its bound
+        )
+        trigger = flush_trigger(
+            meter.window,
+            threshold=config.threshold,
+            reserve_floor=config.reserve_tokens_floor,
+            soft=config.soft_threshold_tokens,
+        )
+        return cls(flush, meter, sessions, trigger=trigger, now=now)
 
     async def process(self, ctx: TurnContext) -> None:
         session = ctx.session

@@ -1,6 +1,7 @@
 """Tools offered to the model: the `Tool` protocol, the registry, and the tools themselves.
 
 registry.py       `Tool`, `ToolContext`, `ToolRegistry`: the tool boundary (errors → text)
+offered.py        the tools offered, in order, built from settings; what the prompt says of them
 arguments.py      reading a tool's JSON arguments: types and ranges, errors in words
 clock.py          `current_time`
 memory_search.py  `memory_search` over the index, with citations; the recall contract
