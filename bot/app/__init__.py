@@ -1,13 +1,12 @@
 """The composition root: the only place concrete classes are built and wired together.
 
 Read top to bottom, `build_app` builds the core (store.py, core.py), the turn's
-pieces (pipeline.py, reminders.py), what comes with a message (media.py), the router with the
+pieces (pipeline.py, reminders.py), what comes with a message (`MediaReader`), the router with the
 pipeline it runs (turn.py), then the services (web.py); `build_telegram` puts the channel in
 front (channel.py).
 
 channel.py    The Telegram channel, as `settings.telegram.mode` says
 core.py       The workspace, the model and its spending, memory and its one writer, the gate
-media.py      What comes with a message (`bot.media`)
 pipeline.py   A turn: its tools, compaction, the prompt, the ordered systems
 reminders.py  Reminders wired into the app
 store.py      Where the journal, the chats' queue, the path locks and the documents live, picked
@@ -24,16 +23,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.app.channel import Telegram, telegram_channel
+from bot.app.channel import Telegram, webhook_hook
 from bot.app.core import Core, build_core
-from bot.app.media import build_media, build_transcriber
 from bot.app.pipeline import Turn, build_turn
 from bot.app.reminders import attach
 from bot.app.turn import build_router
 from bot.app.web import Checks, Clock, build_web
 from bot.background import Service, WarmUp
+from bot.channels.telegram import TelegramChannel
 from bot.channels.telegram.budget import Pace
 from bot.llm.openai_chat import OpenAIChat
+from bot.llm.transcription import OpenAITranscriber
+from bot.media.reader import MediaReader
 from bot.memory.recall.sources import ItemsAndIndex
 from bot.memory.upkeep.archiving import NoteArchive
 from bot.memory.upkeep.consolidation import WAIT_GRACE
@@ -95,8 +96,10 @@ def build_app(
     now = now or clock(settings.timezone)
     core = build_core(settings, api_key, now)
     turn = build_turn(settings, core, now)
-    transcriber = build_transcriber(settings, api_key, core.spending.transcribed)
-    media = build_media(settings, core.workspace, transcriber, core.windows, core.tokens.count)
+    transcriber = OpenAITranscriber.from_settings(settings, api_key, core.spending.transcribed)
+    media = MediaReader.from_settings(
+        settings, core.workspace, transcriber, core.windows, core.tokens.count
+    )
     router = build_router(settings, core, turn, now, media=media)
     once = _once(settings, core, turn, router, now)  # the reminders' commands on the router
     services: list[Service] = [
@@ -130,16 +133,17 @@ def build_telegram(
     app: App, settings: Settings, *, token: str, heartbeat: Heartbeat | None = None
 ) -> Telegram:
     """The Telegram channel over the app's router, as `settings.telegram` says."""
-    return telegram_channel(
-        settings.telegram,
+    telegram = settings.telegram
+    channel = TelegramChannel.from_settings(
+        telegram,
         app.router,
-        app.workspace,
         app.intake,
         token=token,
         heartbeat=heartbeat,
-        owner_line=app.spending.line,
+        owner_line=app.spending.line,  # caps on spending tell the owners through it
         pace=app.pace,
     )
+    return Telegram(channel, telegram, app.workspace, webhook_hook(telegram))
 
 
 def _once(

@@ -12,11 +12,11 @@ import struct
 import wave
 import zlib
 
-from bot.app.media import build_transcriber
 from bot.cli.findings import Finding, secret
 from bot.errors import MnemoError
 from bot.llm.failures import API_KEY_VAR
 from bot.llm.openai_chat import OpenAIChat
+from bot.llm.transcription import OpenAITranscriber
 from bot.llm.windows import ModelWindows
 from bot.models import ChatMessage, Image
 from bot.settings import Settings
@@ -61,7 +61,7 @@ async def check_transcription(settings: Settings) -> Finding:
     if media.transcription_api_key is None and settings.llm.api_key is None:
         return Finding("warn", NOT_CHECKED.format(what="voice notes"))
     api_key = secret(media.transcription_api_key or settings.llm.api_key, API_KEY_VAR, NO_KEY)
-    transcriber = build_transcriber(settings, api_key)
+    transcriber = OpenAITranscriber.from_settings(settings, api_key)
     assert transcriber is not None  # a model is set
     where = media.transcription_base_url or settings.llm.base_url
     try:

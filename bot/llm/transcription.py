@@ -16,6 +16,7 @@ import structlog
 
 from bot.errors import TranscriptionFailed
 from bot.models import Usage
+from bot.settings import Settings
 
 if TYPE_CHECKING:
     import openai
@@ -47,6 +48,28 @@ class OpenAITranscriber:
         self.spent = spent
         self._base_url, self._api_key, self._proxy = base_url, api_key, proxy
         self._timeout, self._max_retries = timeout, max_retries
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        api_key: str,
+        spent: Callable[[str, Usage], Awaitable[None]] | None = None,
+    ) -> OpenAITranscriber | None:
+        """Speech to text at its own endpoint, or the chat model's (and its key); None when
+        `media.transcription_model` is empty."""
+        media = settings.media
+        if not media.transcription_model.strip():
+            return None
+        key = media.transcription_api_key
+        return cls(
+            base_url=media.transcription_base_url or settings.llm.base_url,
+            api_key=key.get_secret_value() if key is not None else api_key,
+            model=media.transcription_model,
+            timeout=media.transcription_timeout,
+            spent=spent,
+            proxy=settings.llm.proxy,
+        )
 
     @cached_property
     def _client(self) -> openai.AsyncOpenAI:

@@ -21,7 +21,7 @@ import structlog
 
 from bot.media.extraction import Extracted, NoText, extract, kind_of
 from bot.media.files import Kept, MessageFiles
-from bot.media.reader import KindReader
+from bot.media.photo import PhotoReader
 from bot.media.reading import DOCUMENT, Reading, Unreadable
 from bot.models import Attachment, Inbound
 from bot.storage.files import ON_DISK, Documents
@@ -43,7 +43,7 @@ CUT = (
 
 @dataclass(eq=False, kw_only=True)
 class DocumentReader:
-    photos: KindReader  # an image sent as a file
+    photos: PhotoReader  # an image sent as a file
     max_chars: int
     window: Callable[[], int]  # the model's context window, in tokens
     count: Callable[[str], int]  # tokens, as the prompt meter counts them

@@ -4,14 +4,18 @@ their kind (one module each: voice, photo, document, other); the channels connec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
-from bot.media.files import Fetcher, MessageFiles
+from bot.media.document import DocumentReader
+from bot.media.files import MB, Fetcher, MessageFiles
 from bot.media.other import OtherReader
+from bot.media.photo import PhotoReader
 from bot.media.reading import FORWARDED, Reading
+from bot.media.voice import Transcriber, VoiceReader
 from bot.models import Attachment, AttachmentKind, Inbound, MemoryScope
+from bot.settings import Settings
 from bot.storage.workspace import Workspace
 
 
@@ -22,6 +26,14 @@ class KindReader(Protocol):
     async def read(
         self, inbound: Inbound, attachment: Attachment, files: MessageFiles
     ) -> Reading: ...
+
+
+class Windows(Protocol):
+    """The models' context windows (`bot.llm.windows.ModelWindows`)."""
+
+    def for_model(self, model: str) -> int: ...
+
+    def sees_images(self, model: str) -> bool: ...
 
 
 class MediaReader:
@@ -38,6 +50,33 @@ class MediaReader:
         self.max_bytes = max_bytes
         self.fetchers = dict(fetchers or {})
         self.other: KindReader = OtherReader()
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        workspace: Workspace,
+        transcriber: Transcriber | None,
+        windows: Windows,
+        count: Callable[[str], int],
+    ) -> MediaReader:
+        """One reader per kind (`media.vision` unset: whether the model sees images is what
+        `windows` lists); `count` counts tokens as the prompt meter does."""
+        voice = VoiceReader(transcriber)
+        model, config = settings.llm.model, settings.media
+        vision = windows.sees_images(model) if config.vision is None else config.vision
+        photo = PhotoReader(sees_images=vision, model=model)
+        document = DocumentReader(
+            photos=photo,
+            max_chars=config.document_chars,
+            window=lambda: windows.for_model(model),
+            count=count,
+        )
+        return cls(
+            {"voice": voice, "audio": voice, "photo": photo, "document": document},
+            workspace=workspace,
+            max_bytes=int(config.max_file_mb * MB),
+        )
 
     def connect(self, channel: str, fetcher: Fetcher) -> None:
         """The channel's way to its files (Telegram connects its bot once started)."""

@@ -27,7 +27,9 @@ import structlog
 from telegram import Bot, BotCommand, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 
+from bot.channels.telegram.budget import Pace
 from bot.channels.telegram.buttons import Presses
+from bot.channels.telegram.connect import telegram_bot
 from bot.channels.telegram.drafts import DraftingReplier, DraftSupport
 from bot.channels.telegram.errors import TOKEN_REJECTED, startup_error
 from bot.channels.telegram.files import TelegramFiles
@@ -35,6 +37,7 @@ from bot.channels.telegram.inbound import ALLOWED, CHANNEL, to_inbound, update_i
 from bot.channels.telegram.replies import TelegramReplier
 from bot.errors import StartupError
 from bot.models import Inbound
+from bot.settings import TelegramSettings
 from bot.storage.files import atomic_write_text
 from bot.storage.heartbeat import Heartbeat
 from bot.turn.commands.handler import COMMANDS
@@ -59,6 +62,15 @@ class Showing:
     interval: float = 1.0  # seconds between two showings
     reaction: str = ""  # set on a message when its turn starts ("": none)
     typing: float = 4.0  # seconds between two "typing…" actions
+
+    @classmethod
+    def from_settings(cls, telegram: TelegramSettings) -> Showing:
+        return cls(
+            stream=telegram.stream,
+            interval=telegram.stream_interval,
+            reaction=telegram.reaction,
+            typing=telegram.typing_interval,
+        )
 
 
 class TelegramChannel:
@@ -86,6 +98,38 @@ class TelegramChannel:
         self.owner_line = owner_line
         self.serving = asyncio.Event()  # set once updates are taken (the start is over)
         self.drafts = DraftSupport()
+
+    @classmethod
+    def from_settings(
+        cls,
+        telegram: TelegramSettings,
+        router: Router,
+        intake: IntakeFactory,
+        *,
+        token: str,
+        heartbeat: Heartbeat | None = None,
+        owner_line: OwnerLine | None = None,
+        pace: Pace | None = None,  # webhooks: the send rate the replicas share
+    ) -> TelegramChannel:
+        """The channel over its `Bot`, built here once: polling (`telegram.mode`), or
+        webhooks sent at the shared `pace`."""
+        webhook = telegram.mode == "webhook"
+        bot = telegram_bot(
+            token,
+            base_url=telegram.base_url,
+            proxy=telegram.proxy,
+            pace=pace if webhook else None,
+            polls=not webhook,
+        )
+        return cls(
+            bot,
+            router,
+            intake=intake,
+            showing=Showing.from_settings(telegram),
+            debounce=telegram.debounce,
+            heartbeat=heartbeat,
+            owner_line=owner_line,
+        )
 
     async def run_polling(
         self, stop: asyncio.Event, *, offset_path: Path, poll_timeout: int, grace: float = 8.0

@@ -30,6 +30,7 @@ from telegram.error import TelegramError
 
 from bot.channels.telegram.connect import plain_bot
 from bot.channels.telegram.inbound import ALLOWED, to_inbound
+from bot.settings import TelegramSettings
 from bot.turn.intake import Intake
 
 log = structlog.get_logger(__name__)
@@ -46,6 +47,19 @@ class Hook:
     host: str
     port: int
     max_connections: int = 40  # Telegram's connections at once, to the whole bot
+
+    @classmethod
+    def from_settings(cls, telegram: TelegramSettings) -> Hook:
+        """Where Telegram posts to this replica (the settings made sure all of it is set)."""
+        if telegram.webhook_url is None or telegram.webhook_secret is None:
+            raise ValueError("webhook mode needs telegram.webhook_url and telegram.webhook_secret")
+        return cls(
+            url=telegram.webhook_url,
+            secret=telegram.webhook_secret.get_secret_value(),
+            host=telegram.webhook_host,
+            port=telegram.webhook_port,
+            max_connections=telegram.webhook_max_connections,
+        )
 
 
 @dataclass(frozen=True)
