@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from bot.llm.client import LLM
 from bot.pipeline import System
 from bot.reminders.commands import ReminderCommands, RemindersCommand, TimezoneCommand
 from bot.reminders.scheduler import Scheduler
 from bot.reminders.store import ReminderStore
-from bot.reminders.tasks import Caps, DailySpend, NothingToReport, TaskTurns
-from bot.reminders.tool import NAME, RemindTool
+from bot.reminders.tasks import TaskTurns
+from bot.reminders.tool import RemindTool
 from bot.reminders.zones import Zones
 from bot.settings import Settings
 from bot.storage.files import Locks
@@ -70,34 +70,24 @@ def attach(
 ) -> Scheduler:
     """Task turns and the commands on the router; the scheduler returned (a service: the last
     started, the first stopped)."""
-    config = settings.reminders
-    scheduler = Scheduler(
-        reminders.store,
-        router.inbox,
-        router.outlets,
-        now=now,
-        poll=config.poll_seconds,
-        late_after=timedelta(minutes=config.late_minutes),
+    store, zones = reminders.store, reminders.zones
+    scheduler = Scheduler.from_settings(
+        settings.reminders, store, router.inbox, router.outlets, now
     )
     reminders.scheduler = scheduler
-    task_tools = tools.without(NAME)
-    task_tools.add(NothingToReport())
-    store = reminders.store
-    tasks = TaskTurns(
+    tasks = TaskTurns.from_settings(
+        settings,
+        workspace,
+        store.locks,
+        tools,
         context=context,
         llm=llm,
-        tools=task_tools,
         router=router,
         sessions=sessions,
-        caps=Caps(per_task=config.task_tokens, per_day=config.daily_task_tokens),
-        spend=DailySpend(workspace.task_tokens_path, now, store.locks, workspace.documents),
         now=now,
-        max_steps=settings.llm.max_tool_steps,
     )
     router.kinds["task"] = tasks.run
-    commands = ReminderCommands(
-        store, reminders.zones, router.access, now=now, changed=scheduler.wake
-    )
+    commands = ReminderCommands(store, zones, router.access, now=now, changed=scheduler.wake)
     router.commands.add(RemindersCommand(commands))
     router.commands.add(TimezoneCommand(commands))
     return scheduler

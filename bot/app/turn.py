@@ -11,11 +11,11 @@ from bot.app.pipeline import Turn, build_pipeline
 from bot.conversation.breakdown import Breakdowns
 from bot.conversation.continuation import Continuation
 from bot.conversation.overflow import OverflowRetry
-from bot.conversation.renewal import ChatKind, Freshness, FreshnessPolicy, SessionRenewal
+from bot.conversation.renewal import FreshnessPolicy, SessionRenewal
 from bot.media.reader import MediaReader
 from bot.memory.recall.inventory import MemoryInventory
 from bot.pipeline import Pipeline
-from bot.settings import FreshnessSettings, SessionPolicySettings, Settings
+from bot.settings import Settings
 from bot.turn.chats import RunningTurns
 from bot.turn.commands import basics, conversation, spending, status
 from bot.turn.commands import memory as remembering
@@ -55,12 +55,7 @@ def _build_turns(
     media: MediaReader,
 ) -> TurnRunner:
     config = settings.session
-    policy = FreshnessPolicy(
-        daily_reset_hour=config.daily_reset_hour,
-        idle_minutes=config.idle_minutes,
-        now=now,
-        by_kind=_freshness_by_kind(config),
-    )
+    policy = FreshnessPolicy.from_settings(config, now)
     closing = turn.closing
     renewal = SessionRenewal(policy=policy, closing=closing, summarizer=turn.compactor, now=now)
     compactor = turn.compactor if settings.compaction.enabled else None
@@ -77,18 +72,6 @@ def _build_turns(
         media=media,
         breakdowns=Breakdowns(closing, limit=config.restart_after_errors, now=now),
     )
-
-
-def _freshness_by_kind(config: SessionPolicySettings) -> dict[ChatKind, Freshness]:
-    """Each kind of chat's freshness: its own settings where set, else the general ones."""
-
-    def rule(chat: FreshnessSettings, name: str) -> int | None:
-        return getattr(chat if name in chat.model_fields_set else config, name)  # type: ignore[no-any-return]
-
-    return {
-        kind: Freshness(rule(chat, "daily_reset_hour"), rule(chat, "idle_minutes"))
-        for kind, chat in config.chats.items()
-    }
 
 
 def build_commands(

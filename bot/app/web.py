@@ -44,23 +44,9 @@ def build_web(
         return []
     from bot.web.server import WebServer  # only now: see the module's docstring
 
-    workspace = core.workspace
-    signins = SignIns(
-        workspace.web_path,
-        core.writer.locks,  # the workspace's path locks
-        now=now,
-        link_minutes=config.link_minutes,
-        session_hours=config.session_hours,
-        documents=workspace.documents,
-    )
-    server = WebServer(
-        signins,
-        core.access,
-        host=config.host,
-        port=config.port,
-        public_url=config.public_url,
-        session_hours=config.session_hours,
-    )
+    # over the workspace's path locks
+    signins = SignIns.from_settings(config, core.workspace, core.writer.locks, now)
+    server = WebServer.from_settings(config, signins, core.access)
     for page in _pages(settings, core, turn, now, server, checks):
         server.add(page.routes())
     router.commands.add(WebCommand(signins, server.link, link_minutes=config.link_minutes))

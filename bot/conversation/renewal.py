@@ -25,6 +25,7 @@ from bot.conversation.closing import ConversationClose
 from bot.conversation.compaction import summary_text
 from bot.memory.upkeep.requests import conversation_lines
 from bot.models import ChatMessage, MemoryScope, Session
+from bot.settings import FreshnessSettings, SessionPolicySettings
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +65,25 @@ class FreshnessPolicy:
     idle_minutes: int | None  # None: no idle expiry
     now: Callable[[], datetime]
     by_kind: Mapping[ChatKind, Freshness] = field(default_factory=dict)  # a kind's own rule
+
+    @classmethod
+    def from_settings(
+        cls, config: SessionPolicySettings, now: Callable[[], datetime]
+    ) -> FreshnessPolicy:
+        """Each kind of chat's freshness: its own settings where set, else the general ones."""
+
+        def rule(chat: FreshnessSettings, name: str) -> int | None:
+            return getattr(chat if name in chat.model_fields_set else config, name)  # type: ignore[no-any-return]
+
+        return cls(
+            daily_reset_hour=config.daily_reset_hour,
+            idle_minutes=config.idle_minutes,
+            now=now,
+            by_kind={
+                kind: Freshness(rule(chat, "daily_reset_hour"), rule(chat, "idle_minutes"))
+                for kind, chat in config.chats.items()
+            },
+        )
 
     def rule(self, session_key: str) -> Freshness:
         fallback = Freshness(self.daily_reset_hour, self.idle_minutes)

@@ -29,6 +29,7 @@ from bot.errors import StoreAway
 from bot.models import Inbound, MemoryScope
 from bot.reminders.model import Reminder
 from bot.reminders.store import ReminderStore
+from bot.settings import ReminderSettings
 from bot.storage.inbox import Entry, Journal
 
 log = structlog.get_logger(__name__)
@@ -58,6 +59,18 @@ class Scheduler:
         self._ticking = asyncio.Lock()  # one look at a time: an item is journaled once
         self._task = OwnedTask("reminders")
         self._firing: asyncio.Future[int] | None = None  # the item being journaled
+
+    @classmethod
+    def from_settings(
+        cls,
+        config: ReminderSettings,
+        store: ReminderStore,
+        inbox: Journal,
+        outlets: Mapping[str, Callable[[Entry], None]],
+        now: Callable[[], datetime],
+    ) -> Scheduler:
+        late_after = timedelta(minutes=config.late_minutes)
+        return cls(store, inbox, outlets, now=now, poll=config.poll_seconds, late_after=late_after)
 
     async def start(self) -> None:
         await self.reconcile()

@@ -28,9 +28,12 @@ from bot.errors import LLMError
 from bot.llm.client import LLM
 from bot.models import ChatMessage, Completion, Inbound, ToolSpec
 from bot.pipeline import Pipeline, System, TurnContext
+from bot.reminders.tool import NAME as REMIND
+from bot.settings import Settings
 from bot.storage.files import ON_DISK, Documents, Locks
 from bot.storage.inbox import Journal
 from bot.storage.sessions import SessionStore
+from bot.storage.workspace import Workspace
 from bot.systems.tool_loop import EMPTY_REPLY, ToolLoop
 from bot.tools.registry import ToolContext, ToolRegistry
 from bot.turn.delivery import Replier
@@ -144,6 +147,37 @@ class TaskTurns:
     spend: DailySpend
     now: Callable[[], datetime]
     max_steps: int = 4
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        workspace: Workspace,
+        locks: Locks,
+        tools: ToolRegistry,
+        *,
+        context: System,
+        llm: LLM,
+        router: Router,
+        sessions: SessionStore,
+        now: Callable[[], datetime],
+    ) -> TaskTurns:
+        """Over the turn's `tools` without `remind` (a task does not schedule), and with
+        `nothing_to_report`; each task and each day capped by `settings.reminders`."""
+        config = settings.reminders
+        task_tools = tools.without(REMIND)
+        task_tools.add(NothingToReport())
+        return cls(
+            context=context,
+            llm=llm,
+            tools=task_tools,
+            router=router,
+            sessions=sessions,
+            caps=Caps(per_task=config.task_tokens, per_day=config.daily_task_tokens),
+            spend=DailySpend(workspace.task_tokens_path, now, locks, workspace.documents),
+            now=now,
+            max_steps=settings.llm.max_tool_steps,
+        )
 
     async def run(self, inbound: Inbound, replier: Replier) -> str:
         """What the chat is sent ("" for nothing)."""

@@ -16,6 +16,7 @@ import structlog
 from aiohttp import web
 
 from bot.errors import StartupError
+from bot.settings import WebSettings
 from bot.web.guard import COOKIE, Guard, Refused
 from bot.web.signin import SignIns
 from bot.web.site import SESSION, STATIC, Site
@@ -49,6 +50,17 @@ class WebServer:
         self.session_hours = session_hours
         self.routes: list[web.RouteDef] = []
         self._runner: web.AppRunner | None = None
+
+    @classmethod
+    def from_settings(cls, config: WebSettings, signins: SignIns, people: People) -> WebServer:
+        return cls(
+            signins,
+            people,
+            host=config.host,
+            port=config.port,
+            public_url=config.public_url,
+            session_hours=config.session_hours,
+        )
 
     def add(self, routes: Iterable[web.RouteDef]) -> None:
         """A page's routes (before `start`)."""

@@ -27,7 +27,9 @@ from pathlib import Path
 import structlog
 
 from bot import versioned
+from bot.settings import WebSettings
 from bot.storage.files import ON_DISK, Documents, Locks
+from bot.storage.workspace import Workspace
 
 log = structlog.get_logger(__name__)
 VERSION = 1
@@ -75,6 +77,20 @@ class SignIns:
         self.link_life = timedelta(minutes=link_minutes)
         self.session_life = timedelta(hours=session_hours)
         self.documents = documents
+
+    @classmethod
+    def from_settings(
+        cls, config: WebSettings, workspace: Workspace, locks: Locks, now: Callable[[], datetime]
+    ) -> SignIns:
+        """The workspace's, over its path locks."""
+        return cls(
+            workspace.web_path,
+            locks,
+            now=now,
+            link_minutes=config.link_minutes,
+            session_hours=config.session_hours,
+            documents=workspace.documents,
+        )
 
     async def link(self, visitor: Visitor) -> str:
         """A new one-time link's token for `visitor` (shown once, kept only hashed)."""
