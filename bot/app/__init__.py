@@ -1,7 +1,9 @@
-"""The composition root: the only place concrete classes are built and wired together.
+"""The composition root: the only place the app's objects are wired together. Each package
+builds its own objects from `Settings` (`X.from_settings(settings, collaborators…)`); the root
+picks the collaborators and passes them on.
 
-Read top to bottom, `build_app` builds the core (store.py, core.py), the turn's
-pieces (pipeline.py, reminders.py), what comes with a message (`MediaReader`), the router with the
+Read top to bottom, `build_app` builds the core (store.py, core.py), the turn's pieces
+(pipeline.py, reminders.py), what comes with a message (`MediaReader`), the router with the
 pipeline it runs (turn.py), then the services (web.py); `build_telegram` puts the channel in
 front (channel.py).
 
@@ -143,7 +145,9 @@ def build_telegram(
         owner_line=app.spending.line,  # caps on spending tell the owners through it
         pace=app.pace,
     )
-    return Telegram(channel, telegram, app.workspace, webhook_hook(telegram))
+    return Telegram(
+        channel=channel, settings=telegram, workspace=app.workspace, hook=webhook_hook(telegram)
+    )
 
 
 def _once(

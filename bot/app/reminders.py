@@ -51,7 +51,7 @@ def build_reminders(
     zones = Zones(
         workspace.timezones_path, locks, default=settings.timezone, documents=workspace.documents
     )
-    reminders = Reminders(store, zones)
+    reminders = Reminders(store=store, zones=zones)
     tools.add(RemindTool(store, zones, now=now, changed=reminders.wake))
     return reminders
 

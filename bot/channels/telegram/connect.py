@@ -1,5 +1,6 @@
-"""The PTB `Bot` the channel speaks through, built once by the composition root: the token, the
-Bot API's base URL (and its file URL), the proxy, the rate limiter (`budget.AnswersFirst`).
+"""The PTB `Bot` the channel speaks through, built once (`TelegramChannel.from_settings`): the
+token, the Bot API's base URL (and its file URL), the proxy, the rate limiter
+(`budget.AnswersFirst`).
 `check_token` proves the token and base URL work (`python -m bot doctor`)."""
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class Showing:
 
 
 class TelegramChannel:
-    """The chats on Telegram over `router`, through `bot` (built by the composition root,
+    """The chats on Telegram over `router`, through `bot` (built once, by `from_settings`:
     `connect.telegram_bot`); updates taken by long polling (`run_polling`) or by webhooks
     (`run_webhook`, replicated mode)."""
 
