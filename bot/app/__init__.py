@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from bot.app.channel import Telegram, webhook_hook
@@ -39,7 +39,6 @@ from bot.llm.transcription import OpenAITranscriber
 from bot.media.reader import MediaReader
 from bot.memory.recall.sources import ItemsAndIndex
 from bot.memory.upkeep.archiving import NoteArchive
-from bot.memory.upkeep.consolidation import WAIT_GRACE
 from bot.memory.upkeep.decay import ItemDecay
 from bot.memory.upkeep.left import LeftJobs
 from bot.settings import Settings
@@ -158,8 +157,7 @@ def _once(
     replica left (with replicas), the reminders firing."""
     config, writer, workspace = settings.memory, core.writer, core.workspace
     decaying = config.items.decay_enabled
-    after = timedelta(seconds=config.consolidation_timeout + WAIT_GRACE)  # with replicas only
-    left = LeftJobs(core.consolidator, after=after, now=now)
+    left = LeftJobs.from_settings(config, core.consolidator, now)  # with replicas only
     scheduler = attach(
         settings,
         turn.reminders,

@@ -58,15 +58,16 @@ def build_turn(settings: Settings, core: Core, now: Callable[[], datetime]) -> T
     reminders = build_reminders(settings, core.workspace, core.store.locks, now, tools=tools)
     # until a turn has measured the real system prompt: persona and instructions, and memory
     persona = core.tokens.count(settings.persona) + core.tokens.count(instructions(settings.rag))
-    meter = PromptMeter(
-        core.tokens,
-        core.windows,
-        settings.llm.model,
-        system_tokens=persona,
-        tools=tools.specs,  # the `remind` tool's too
-        max_output_tokens=settings.llm.max_output_tokens,
+    meter = PromptMeter.from_settings(  # with the tools' specs (the `remind` tool's too)
+        settings.llm, core.tokens, core.windows, system_tokens=persona, tools=tools.specs
     )
-    context = _context(settings, core, meter, now, lightrag)
+    memory = MemoryPrompt.from_settings(
+        settings, core.markdown, core.items_index, core.count, remote=lightrag
+    )
+    # system 20: a turn's prompt (also `python -m bot prompt`'s, through `PromptPreview`)
+    context = ContextBuilding.from_settings(
+        settings, memory, core.writer.notes.format, now, memory_room=meter.memory_room
+    )
     llm, sessions, writer = core.spending.llm("compaction"), core.sessions, core.writer
     compactor = Compactor.from_settings(settings, llm, sessions, writer, meter, now)
     consolidating = settings.memory.memory_window > 0  # 0 turns consolidation off, /new too
@@ -125,27 +126,6 @@ def build_pipeline(
             persist,
             BestEffort(indexing),
         ]
-    )
-
-
-def _context(
-    settings: Settings,
-    core: Core,
-    meter: PromptMeter,
-    now: Callable[[], datetime],
-    lightrag: LightRagBackend | None,
-) -> ContextBuilding:
-    """System 20: a turn's prompt (also `python -m bot prompt`'s, through `PromptPreview`)."""
-    return ContextBuilding(
-        persona=settings.persona,
-        instructions=instructions(settings.rag),
-        memory=MemoryPrompt.from_settings(
-            settings, core.markdown, core.items_index, core.count, remote=lightrag
-        ),
-        notes=core.writer.notes.format,
-        now=now,
-        memory_room=meter.memory_room,
-        context_role=settings.llm.context_role,
     )
 
 

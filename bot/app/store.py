@@ -5,7 +5,6 @@ its packages)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -51,12 +50,10 @@ def _shared(settings: Settings, workspace: Workspace, url: str) -> Store:
     from bot.replicas.replica import Replica, open_cluster
 
     config, telegram = settings.store, settings.telegram
-    secret = telegram.webhook_secret.get_secret_value() if telegram.webhook_secret else None
-    replica = Replica(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
     cluster = open_cluster(
         url,
         workspace.root,
-        replica,  # as `mnemo_replicas` records it: the host and port, and its secret
+        Replica.from_settings(telegram),
         concurrency=config.worker_concurrency,
         heartbeat=config.heartbeat,
         stalled_after=config.stalled_after,

@@ -34,6 +34,7 @@ from bot.errors import ContextOverflow
 from bot.llm.tokens import TokenCounter
 from bot.llm.wire import tool_to_wire
 from bot.models import ChatMessage, Session, SessionMarks, ToolSpec
+from bot.settings import LLMSettings
 
 MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
 MARGIN = 0.1  # 10% on top of the corrected count
@@ -114,6 +115,26 @@ class PromptMeter:
         self.margin = margin
         self.tool_tokens = tool_tokens(tokens, tools)
         self.max_output_tokens = max_output_tokens
+
+    @classmethod
+    def from_settings(
+        cls,
+        config: LLMSettings,
+        tokens: TokenCounter,
+        windows: Windows,
+        *,
+        system_tokens: int,
+        tools: Sequence[ToolSpec] = (),
+    ) -> PromptMeter:
+        """For the chat model, its answer's limit as set."""
+        return cls(
+            tokens,
+            windows,
+            config.model,
+            system_tokens=system_tokens,
+            tools=tools,
+            max_output_tokens=config.max_output_tokens,
+        )
 
     @property
     def window(self) -> int:

@@ -10,6 +10,7 @@ root picks this or the one-process store (`bot.app.store`) and imports it only t
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from bot.replicas.pace import SharedPace
 from bot.replicas.queue import ChatQueue, QueueIntake
 from bot.replicas.roster import PgRoster
 from bot.replicas.shared_documents import SplitDocuments
+from bot.settings import TelegramSettings
 from bot.storage.files import ON_DISK, Documents
 from bot.turn.intake import IntakeFactory
 
@@ -39,6 +41,12 @@ class Replica:
 
     name: str  # the host and the webhook port
     secret: str | None  # the webhook secret (only its digest is recorded)
+
+    @classmethod
+    def from_settings(cls, telegram: TelegramSettings) -> Replica:
+        """This host and the port its webhook listens on, as `mnemo_replicas` records it."""
+        secret = telegram.webhook_secret.get_secret_value() if telegram.webhook_secret else None
+        return cls(f"{socket.gethostname()}:{telegram.webhook_port}", secret)
 
 
 @dataclass(eq=False)

@@ -42,7 +42,9 @@ from bot.memory.recall.prompt import RECALLED_HEADER, Carried, MemoryPrompt, Pro
 from bot.memory.trust import in_hits, in_items, in_lines
 from bot.models import ChatMessage, PromptPart, Recalled, Session
 from bot.pipeline import TurnContext
+from bot.settings import Settings
 from bot.tools.clock import TIME_FORMAT
+from bot.tools.offered import instructions
 
 REMEMBERING = "# Remembering"
 CONTEXT_NOTE = (
@@ -83,6 +85,27 @@ class ContextBuilding:
         self.notes = notes
         self.now = now
         self.memory_room = memory_room
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        memory: MemoryPrompt,
+        notes: NoteFormat,
+        now: Callable[[], datetime],
+        *,
+        memory_room: Callable[[], int] | None = None,
+    ) -> ContextBuilding:
+        """With the persona, and the instructions of the tools `settings` offers."""
+        return cls(
+            persona=settings.persona,
+            instructions=instructions(settings.rag),
+            memory=memory,
+            notes=notes,
+            now=now,
+            memory_room=memory_room,
+            context_role=settings.llm.context_role,
+        )
 
     async def process(self, ctx: TurnContext) -> None:
         moment = self.now()

@@ -15,6 +15,8 @@ from typing import Protocol
 import structlog
 
 from bot.background import OwnedTask, periodically
+from bot.memory.upkeep.consolidation import WAIT_GRACE
+from bot.settings import MemorySettings
 
 log = structlog.get_logger(__name__)
 EVERY = 60.0  # seconds between two looks
@@ -38,6 +40,14 @@ class LeftJobs:
         self.now = now
         self.every = every
         self._task = OwnedTask("consolidation-left")
+
+    @classmethod
+    def from_settings(
+        cls, config: MemorySettings, consolidator: Resuming, now: Callable[[], datetime]
+    ) -> LeftJobs:
+        """A job is left once a consolidation's timeout (and the grace for its writes) passed."""
+        after = timedelta(seconds=config.consolidation_timeout + WAIT_GRACE)
+        return cls(consolidator, after=after, now=now)
 
     async def start(self) -> None:
         self._task.start(periodically(self.every, self._look))
