@@ -125,9 +125,7 @@ def _build_writer(
         locks,
         long_term=LongTermMemory(workspace, locks),
         history=HistoryLog(workspace, locks),
-        notes=DailyNotes(
-            workspace, NoteFormat(config.note_user_chars, config.note_assistant_chars)
-        ),
+        notes=DailyNotes(workspace, NoteFormat.from_settings(config)),
         working=WorkingMemory(workspace, locks, stale_days=stale, now=now),
         items=items_index.item_keeper,
         usage=items_index.retriever,

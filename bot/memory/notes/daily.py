@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from bot.models import MemoryScope
+from bot.settings import MemorySettings
 from bot.storage.files import Documents
 from bot.storage.lines import without_controls
 from bot.storage.workspace import Workspace
@@ -35,6 +36,10 @@ class NoteFormat:
     user_chars: int  # each side is folded to one line and cut to its length (the user's, of
     # each message the turn joins: quick follow-ups answered together keep all their words)
     assistant_chars: int
+
+    @classmethod
+    def from_settings(cls, config: MemorySettings) -> NoteFormat:
+        return cls(config.note_user_chars, config.note_assistant_chars)
 
     def line(self, at: datetime, user: str, assistant: str, *, messages: int = 1) -> str:
         return f"[{at:%H:%M}] {self.body(user, assistant, messages=messages)}"
