@@ -29,18 +29,18 @@ from functools import cached_property
 from itertools import groupby
 from typing import Literal, Protocol
 
-from bot.memory.recall.section import HEADER, MemoryView
+from bot.memory.recall.section import HEADER, LONG_TERM, RECENT, WORKING, MemoryView
 from bot.models import MemoryItem, MemoryLayer
 
 Count = Callable[[str], int]
 PackLayer = Literal["working", "semantic", "procedural", "episodic"]
 CutReason = Literal["top_k", "soft_budget", "max_budget"]
 PRIORITY: tuple[PackLayer, ...] = ("working", "semantic", "procedural", "episodic")
-HEADINGS: Mapping[PackLayer, str] = {
-    "working": "## Working Memory",
-    "semantic": "## Long-term Memory",
+HEADINGS: Mapping[PackLayer, str] = {  # as the markdown section's, whose drop-in it may be
+    "working": WORKING,
+    "semantic": LONG_TERM,
     "procedural": "## Procedures",
-    "episodic": "## Recent Context",
+    "episodic": RECENT,
 }
 OMITTED = "({count} more memory items not shown: available via memory search)"
 HIGH_SCORE = 0.5

@@ -62,10 +62,9 @@ from bot.settings import ItemSettings, Settings
 
 log = structlog.get_logger(__name__)
 
-HEADINGS: Mapping[packs.PackLayer, str] = {
-    "working": "## Working Memory",
+HEADINGS: Mapping[packs.PackLayer, str] = {  # beside `# Memory`: its two layers renamed
+    **packs.HEADINGS,
     "semantic": "## Remembered Facts",
-    "procedural": "## Procedures",
     "episodic": "## Earlier Episodes",
 }
 

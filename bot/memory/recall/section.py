@@ -24,6 +24,9 @@ from bot.memory.notes.working import WorkingNote
 from bot.storage.lines import FileLines
 
 HEADER = "# Memory"
+LONG_TERM = "## Long-term Memory"  # the section's headings; the pack's layers share three
+WORKING = "## Working Memory"
+RECENT = "## Recent Context"
 OMITTED = "({count} more lines not shown: available via memory search and /memory)"
 
 Count = Callable[[str], int]
@@ -79,16 +82,16 @@ def render_memory(snapshot: MemorySnapshot, *, budget: int, count: Count) -> Mem
 
 def _sections(snapshot: MemorySnapshot) -> list[_Section]:
     found = [
-        _single("## Long-term Memory", snapshot.long_term),
+        _single(LONG_TERM, snapshot.long_term),
         _single("## Chat Memory", snapshot.chat),
     ]
     if working := snapshot.working:
         lines = first_lines(working.text, snapshot.working_lines)
-        found.append(_single(f"## Working Memory ({working.age})", lines))
+        found.append(_single(f"{WORKING} ({working.age})", lines))
     days = tuple(_Part(f"### {day.isoformat()}", lines, True) for day, lines in snapshot.recent)
     found += [
         _single("## Today's Notes", snapshot.today, keep_last=True),
-        _Section("## Recent Context", days),
+        _Section(RECENT, days),
     ]
     return [section for section in found if section.parts]
 
