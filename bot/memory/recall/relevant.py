@@ -59,6 +59,7 @@ from bot.index.remote import RemoteSearch
 from bot.index.search import Hit, Searcher
 from bot.index.snippets import GAP
 from bot.index.sources import file_day
+from bot.llm.tokens import at_least
 from bot.memory.items.indexing import KIND as ITEM  # an item's hits: `<file>#<id>`
 from bot.memory.notes.daily import body_of
 from bot.memory.recall.overlap import Shown
@@ -280,11 +281,7 @@ def said(hit: Hit) -> str:
     day heads the hit), without the `User:` label before a group member's name (`Ann: …`,
     `bot.conversation.speakers`: the name says who spoke) and without a side that said
     nothing (`User: | Assistant: …`, `Ann: … | Assistant:`: a message no one answered)."""
-    lines = [
-        line
-        for raw in hit.text.split("\n")
-        if (line := _EMPTY_SIDE.sub("", _LABELLED.sub(_unlabelled, " ".join(body_of(raw).split()))))
-    ]
+    lines = [line for raw in hit.text.split("\n") if (line := _said_line(raw))]
     if hit.kind == EXCHANGE:  # `User: …` and `Assistant: …`, as its note line reads
         return " | ".join(lines).replace(f"{GAP} | ", f"{GAP} ").replace(f" | {GAP}", f" {GAP}")
     shown: list[str] = []
@@ -294,6 +291,12 @@ def said(hit: Hit) -> str:
         elif shown and n == len(lines) - 1:
             shown[-1] += f" {GAP}"
     return f"\n{INDENT}".join(shown)
+
+
+@functools.lru_cache(maxsize=4096)  # a section's lines; a day's note lines come up turn after turn
+def _said_line(raw: str) -> str:
+    """A line of a hit as `said` shows it ("" when nothing is left of it)."""
+    return _EMPTY_SIDE.sub("", _LABELLED.sub(_unlabelled, " ".join(body_of(raw).split())))
 
 
 def _unlabelled(label: re.Match[str]) -> str:
@@ -336,7 +339,9 @@ def fit(
     line, days and notice included), and those hits; a hit too long for the room left is
     passed over and the next may still fit. ("", []) when none does. The notes folder named
     once is the first daily note hit's (`hits` is read only until the section is full); the
-    notice counts `found` (else the hits) less those shown."""
+    notice counts `found` (else the hits) less those shown. `count` is the bot's (cl100k,
+    `bot.llm.tokens`): a hit line whose words alone are over the room left is not counted
+    (`tokens.at_least`)."""
     if found is None:
         hits = list(hits)
         found = len(hits)
@@ -353,8 +358,11 @@ def fit(
             intro = notes_line(notes)
         line, day = hit_line(hit, notes=notes), day_of(hit)
         names = not named and notes is not None and _notes_folder(hit) == notes
-        cost = count(line) + 1 + (0 if day in days else count(f"## {day}") + 1)
+        cost = 1 + (0 if day in days else count(f"## {day}") + 1)
         cost += count(intro) + 1 if names else 0
+        if at_least(line) + cost > room:  # cannot fit: not counted (most, once nearly full)
+            continue
+        cost += count(line)
         if cost <= room:
             days.setdefault(day, []).append(line)
             shown.append(hit)
