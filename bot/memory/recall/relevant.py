@@ -172,9 +172,10 @@ def fresh_hits(
             continue
         lines = hit.text.split("\n")
         if len(lines) > 1:
-            hit = replace(hit, text=_unheld(lines, held))
-            if not hit.text.replace(GAP, "").strip():
+            text = _unheld(lines, held)
+            if not text.replace(GAP, "").strip():
                 continue
+            hit = hit if text == hit.text else replace(hit, text=text)
         yield hit
         held.add(hit.text)
 
@@ -200,31 +201,59 @@ def _once(line: str, exchange: bool, seen: set[tuple[str, str]]) -> str:
     """The line without the sides `seen` holds (`GAP` when none is left); the sides it keeps
     are added to `seen` (a note's cut side only for other notes)."""
     if exchange:
-        side, _, said = line.partition(": ")
-        key = _side_key(side, said)
+        key = _exchange_key(line)
         if key is None:
             return line
         if key in seen:
             return GAP
         seen.add(key)
         return line
+    parsed = _note_sides(line)
+    if parsed is None:
+        return line
+    clock, sides = parsed
+    kept = []
+    for side, said, key, cut in sides:
+        if key is not None and (key in seen or (side, "…" + key[1]) in seen):
+            said = ""
+        elif key is not None:
+            seen.add(key if not cut else (side, "…" + key[1]))
+        kept.append(said)
+    if not any(said.strip() for said in kept):
+        return GAP
+    return f"{clock}User: {kept[0]} | Assistant: {kept[1]}"
+
+
+_Side = tuple[str, str, tuple[str, str] | None, bool]  # label, what it said, key, cut by a note
+
+
+@functools.lru_cache(maxsize=4096)  # lines of the hits looked at: they come up turn after turn
+def _exchange_key(line: str) -> tuple[str, str] | None:
+    """An exchange's line's `_side_key`."""
+    side, _, said = line.partition(": ")
+    return _side_key(side, said)
+
+
+@functools.lru_cache(maxsize=4096)
+def _note_sides(line: str) -> tuple[str, tuple[_Side, _Side]] | None:
+    """A daily note line's clock (with what follows it, "" for none) and its two sides; None
+    for another line."""
     clock = _CLOCK_AT.match(line)
     body = line[clock.end() :] if clock else line
     user, bar, assistant = body.partition(" | Assistant: ")
     if not bar or not user.startswith("User: "):
-        return line
-    sides = [("User", user.removeprefix("User: ")), ("Assistant", assistant)]
-    kept = []
-    for side, said in sides:
-        key = _side_key(side, said)
-        if key is not None and (key in seen or (side, "…" + key[1]) in seen):
-            said = ""
-        elif key is not None:
-            seen.add(key if not said.rstrip().endswith(GAP) else (side, "…" + key[1]))
-        kept.append(said)
-    if not any(said.strip() for said in kept):
-        return GAP
-    return f"{clock[0] if clock else ''}User: {kept[0]} | Assistant: {kept[1]}"
+        return None
+    said = user.removeprefix("User: ")
+    sides = (
+        ("User", said, _side_key("User", said), said.rstrip().endswith(GAP)),
+        (
+            "Assistant",
+            assistant,
+            _side_key("Assistant", assistant),
+            assistant.rstrip().endswith(GAP),
+        ),
+    )
+    return clock[0] if clock else "", sides
 
 
 def _side_key(side: str, said: str) -> tuple[str, str] | None:
