@@ -11,4 +11,5 @@ relevant.py   `# Relevant Memory`
 retrieval.py  Retrieval: a `MemoryQuery` in, a scored and budgeted `MemoryPack` out
 scoring.py    A pack's scores and its top k per layer
 section.py    The `# Memory` prompt section
+sides.py      Each exchange's words once in `# Relevant Memory`
 """
