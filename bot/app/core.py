@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.app.memory import ItemsAndIndex, build_items_and_index, cached_count
+from bot.app.memory import ItemsAndIndex, build_items_and_index
 from bot.app.store import Store, build_store
 from bot.errors import StartupError
 from bot.llm.client import LLM
@@ -55,7 +55,7 @@ class Core:
     llm: OpenAIChat
     spending: Spending  # the model client of each kind of work, metered and capped
     tokens: TokenCounter
-    count: Callable[[str], int]  # `tokens.count`, cached: the prompt's lines repeat every turn
+    count: Callable[[str], int]  # `tokens.lines`: the prompt's lines repeat every turn
     markdown: MarkdownMemory  # the prompt's memory files (system 20, /memory)
     items_index: ItemsAndIndex
     undo: UndoStore
@@ -75,7 +75,7 @@ def build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) ->
     store = build_store(settings, opened)
     workspace, locks, config = Workspace(opened.root, store.documents), store.locks, settings.memory
     tokens = TokenCounter()
-    count = cached_count(tokens.count)
+    count = tokens.lines
     items_index = build_items_and_index(settings, workspace, locks, count, now, api_key=api_key)
     keep = timedelta(minutes=config.undo_minutes)
     undo = UndoStore(

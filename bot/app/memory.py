@@ -26,7 +26,6 @@ from bot.index.remote import RemoteSearch
 from bot.index.service import IndexService
 from bot.index.sync.transcripts import TranscriptSource
 from bot.llm.embeddings import OpenAIEmbedder
-from bot.llm.tokens import LineTokens
 from bot.memory.items.indexing import ItemSource
 from bot.memory.items.keeper import ItemKeeper
 from bot.memory.items.store import ItemStore
@@ -44,7 +43,6 @@ log = structlog.get_logger(__name__)
 
 Count = Callable[[str], int]
 EMBEDDING_KEY_VAR = "BOT_RAG__EMBEDDING_API_KEY"
-COUNT_CACHE = 16384  # token counts of prompt lines: most lines are the same turn after turn
 
 
 @dataclass(frozen=True)
@@ -56,11 +54,6 @@ class ItemsAndIndex:
     item_keeper: ItemKeeper  # every change to items (called by the `MemoryWriter`)
     retriever: MemoryRetriever  # the memory pack
     usage: UsageSaver  # a service: writes the items' last-used marks now and then, and at stop
-
-
-def cached_count(count: Count) -> Count:
-    """`count` line by line, remembered (tiktoken is the slow part of building a prompt)."""
-    return LineTokens(count, cache=COUNT_CACHE)
 
 
 def build_items_and_index(

@@ -22,7 +22,7 @@ from bot.models import ChatMessage
 _PER_MESSAGE = 4  # role and separators, as OpenAI counts them
 IMAGE_TOKENS = 1000  # an image part, about as OpenAI counts a photo at high detail
 _CACHED_TEXTS = 4096
-_CACHED_LINES = 16384
+_CACHED_LINES = 32768  # the prompt's lines: the memory sections' (`lines`) and long messages'
 LONG_TEXT = 2048  # characters: a longer message is counted line by line
 _NOT_SPACES = re.compile("[\x1c-\x1f]")  # whitespace to str.split, not to cl100k
 
@@ -106,6 +106,12 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         return len(self._encoding().encode(text, disallowed_special=()))
+
+    def lines(self, text: str) -> int:
+        """`count` line by line, each line remembered (`LineTokens`): what the memory sections
+        are measured with. The cache is the one `remembered` counts a long message's lines with,
+        so a section's lines are encoded once a turn, not again when its request is checked."""
+        return self._long(text)
 
     def remembered(self, text: str) -> int:
         """`count`, remembered: exact for a short text, line by line for a long one."""
