@@ -22,9 +22,9 @@ from bot.memory.recall.relevant import (
     distinct,
     fit,
     notes_line,
-    once_each,
     render_relevant,
 )
+from bot.memory.recall.sides import once_each
 from bot.storage.workspace import Workspace
 from bot.tools.memory_get import parse_citation, read_slice, window
 from tests.talk import relevant_hits

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from bot.llm.tokens import LineTokens, TokenCounter
+from bot.llm.tokens import LineTokens, TokenCounter, at_least
 from bot.models import ChatMessage, ToolCall
 
 
@@ -42,6 +42,18 @@ def test_line_tokens_never_count_below_the_exact_count() -> None:
         ]
         text = "\n".join(parts)
         assert exact(text) <= lines(text) <= exact(text) + 2 * len(parts), repr(text)
+
+
+def test_at_least_never_counts_above_the_exact_count() -> None:
+    exact = TokenCounter().count
+    rng = random.Random(7)
+    pieces = ["hello", " world", ".", "!", "  ", "\t", "```", "- ", "# ", "[08:00]", "User:", "|"]
+    pieces += ["émoji 😀", "12345", "'s", "\r", "\n", "…", "a.b", ":", "\u00a0", "\u3000", "x"]
+    pieces += ["\x1c", "\x1f", "\x85", "\u2028", "'ll", "日本語", "-->", "(a)", "\u200b", "\x0b"]
+    for _ in range(5000):
+        text = "".join(rng.choices(pieces, k=rng.randint(0, 12)))
+        assert at_least(text) <= exact(text), repr(text)
+    assert at_least("- [L3-L9] User: where are the keys?") == 7
 
 
 def test_line_tokens_remember_each_line() -> None:

@@ -11,7 +11,7 @@ from datetime import datetime
 from bot.app.store import Store, build_store
 from bot.llm.client import LLM
 from bot.llm.openai_chat import OpenAIChat
-from bot.llm.tokens import LineTokens, TokenCounter
+from bot.llm.tokens import TokenCounter
 from bot.llm.windows import ModelWindows
 from bot.memory.forgetting import Forgetting
 from bot.memory.notes.daily import DailyNotes, NoteFormat
@@ -49,7 +49,7 @@ class Core:
     llm: OpenAIChat
     spending: Spending  # the model client of each kind of work, metered and capped
     tokens: TokenCounter
-    count: Callable[[str], int]  # `tokens.count`, cached: the prompt's lines repeat every turn
+    count: Callable[[str], int]  # `tokens.lines`: the prompt's lines repeat every turn
     markdown: MarkdownMemory  # the prompt's memory files (system 20, /memory)
     items_index: ItemsAndIndex
     undo: UndoStore
@@ -69,7 +69,7 @@ def build_core(settings: Settings, api_key: str, now: Callable[[], datetime]) ->
     store = build_store(settings, opened)
     workspace, locks, config = Workspace(opened.root, store.documents), store.locks, settings.memory
     tokens = TokenCounter()
-    count = LineTokens(tokens.count)  # line by line, remembered: the prompt's lines repeat
+    count = tokens.lines
     items_index = ItemsAndIndex.from_settings(
         settings, workspace, locks, count, now, api_key=api_key
     )

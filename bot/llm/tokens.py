@@ -4,11 +4,13 @@ Counts are remembered, in bounded caches that hold numbers, never the texts (a t
 prompt is tens of KB and never repeats whole): a message's count by a hash of its text (a
 session is counted every turn, and only its new messages have not been seen before); a long
 text's count as the sum of its lines' counts (`LineTokens`), so that a prompt which changes by
-a line or two from turn to turn costs those lines' encoding, not the whole text's.
+a line or two from turn to turn costs those lines' encoding, not the whole text's. What need
+only know that a text is over a number of tokens asks `at_least` first, which encodes nothing.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -20,8 +22,22 @@ from bot.models import ChatMessage
 _PER_MESSAGE = 4  # role and separators, as OpenAI counts them
 IMAGE_TOKENS = 1000  # an image part, about as OpenAI counts a photo at high detail
 _CACHED_TEXTS = 4096
-_CACHED_LINES = 16384
+_CACHED_LINES = 32768  # the prompt's lines: the memory sections' (`lines`) and long messages'
 LONG_TEXT = 2048  # characters: a longer message is counted line by line
+_NOT_SPACES = re.compile("[\x1c-\x1f]")  # whitespace to str.split, not to cl100k
+
+
+def at_least(text: str) -> int:
+    """A lower bound of every count made here (`TokenCounter`, `LineTokens`), without
+    encoding: a token per word (a run of characters other than whitespace). cl100k's pieces
+    never hold two words: each is a word with at most one character before it (a space, a
+    bracket), a run of digits, of punctuation (and the line breaks after it) or of
+    whitespace, and each piece is a token at least (checked over random texts in the tests).
+    Python splits at four control characters its regular expressions' whitespace lacks
+    (`_NOT_SPACES`): they count as a word's."""
+    if _NOT_SPACES.search(text) is not None:
+        text = _NOT_SPACES.sub("_", text)
+    return len(text.split())
 
 
 class CountCache:
@@ -90,6 +106,12 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         return len(self._encoding().encode(text, disallowed_special=()))
+
+    def lines(self, text: str) -> int:
+        """`count` line by line, each line remembered (`LineTokens`): what the memory sections
+        are measured with. The cache is the one `remembered` counts a long message's lines with,
+        so a section's lines are encoded once a turn, not again when its request is checked."""
+        return self._long(text)
 
     def remembered(self, text: str) -> int:
         """`count`, remembered: exact for a short text, line by line for a long one."""

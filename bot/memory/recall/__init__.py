@@ -11,5 +11,6 @@ relevant.py   `# Relevant Memory`
 retrieval.py  Retrieval: a `MemoryQuery` in, a scored and budgeted `MemoryPack` out
 scoring.py    A pack's scores and its top k per layer
 section.py    The `# Memory` prompt section
+sides.py      Each exchange's words once in `# Relevant Memory`
 sources.py    What recall reads: the structured items and the search index (`ItemsAndIndex`)
 """

@@ -59,9 +59,11 @@ from bot.index.remote import RemoteSearch
 from bot.index.search import Hit, Searcher
 from bot.index.snippets import GAP
 from bot.index.sources import file_day
+from bot.llm.tokens import at_least
 from bot.memory.items.indexing import KIND as ITEM  # an item's hits: `<file>#<id>`
 from bot.memory.notes.daily import body_of
 from bot.memory.recall.overlap import Shown
+from bot.memory.recall.sides import EXCHANGE, once_each
 
 log = structlog.get_logger(__name__)
 
@@ -74,11 +76,8 @@ MIN_LINE_TOKENS = 8  # with less room than this left, no hit line can fit
 HIT_RESERVE = 48  # the section's tokens beside one hit: heading, notes line, day, notice
 Count = Callable[[str], int]
 INDENT = "  "  # a hit's next lines
-EXCHANGE = "exchange"  # a hit's kind for a past exchange (`bot.index.memory_index`)
 _NAME = r"[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}"  # up to three words, from a letter
 _LABELLED = re.compile(rf"\bUser: (?=({_NAME}): )")
-_CLOCK_AT = re.compile(r"^\[\d{1,2}:\d{2}\]\s*")  # a note line's `[HH:mm]`
-SIDE_KEY_CHARS = 40  # a side's opening that tells its exchange (`_side_key`)
 _EMPTY_SIDE = re.compile(r"^(?:User|Assistant):(?: \| |$)| \| Assistant:$")  # nothing said
 
 
@@ -171,73 +170,12 @@ def fresh_hits(
             continue
         lines = hit.text.split("\n")
         if len(lines) > 1:
-            hit = replace(hit, text=_unheld(lines, held))
-            if not hit.text.replace(GAP, "").strip():
+            text = _unheld(lines, held)
+            if not text.replace(GAP, "").strip():
                 continue
+            hit = hit if text == hit.text else replace(hit, text=text)
         yield hit
         held.add(hit.text)
-
-
-def once_each(hits: Iterable[Hit]) -> Iterator[Hit]:
-    """The hits with each exchange's words once, whether a hit shows them as the exchange
-    (`User: …` / `Assistant: …` lines) or as its daily note's line (`User: … | Assistant: …`).
-    A note line is made of its exchange (`NoteFormat`: each side folded and cut), so a side
-    that opens as one a better hit showed (`_side_key`) is that side again, left out; a side
-    that a note cut (`…`) counts as shown for no exchange, whose whole side says more. On
-    REALTALK 563 of 679 sections showed a turn twice so (8% of their hits), as a long
-    message's note line and exchange never hold each other (`overlap` compares whole lines).
-    """
-    seen: set[tuple[str, str]] = set()
-    for hit in hits:
-        lines = [_once(line, hit.kind == EXCHANGE, seen) for line in hit.text.split("\n")]
-        kept = "\n".join(line for n, line in enumerate(lines) if _keep(lines, n))
-        if kept.replace(GAP, "").strip():
-            yield hit if kept == hit.text else replace(hit, text=kept)
-
-
-def _once(line: str, exchange: bool, seen: set[tuple[str, str]]) -> str:
-    """The line without the sides `seen` holds (`GAP` when none is left); the sides it keeps
-    are added to `seen` (a note's cut side only for other notes)."""
-    if exchange:
-        side, _, said = line.partition(": ")
-        key = _side_key(side, said)
-        if key is None:
-            return line
-        if key in seen:
-            return GAP
-        seen.add(key)
-        return line
-    clock = _CLOCK_AT.match(line)
-    body = line[clock.end() :] if clock else line
-    user, bar, assistant = body.partition(" | Assistant: ")
-    if not bar or not user.startswith("User: "):
-        return line
-    sides = [("User", user.removeprefix("User: ")), ("Assistant", assistant)]
-    kept = []
-    for side, said in sides:
-        key = _side_key(side, said)
-        if key is not None and (key in seen or (side, "…" + key[1]) in seen):
-            said = ""
-        elif key is not None:
-            seen.add(key if not said.rstrip().endswith(GAP) else (side, "…" + key[1]))
-        kept.append(said)
-    if not any(said.strip() for said in kept):
-        return GAP
-    return f"{clock[0] if clock else ''}User: {kept[0]} | Assistant: {kept[1]}"
-
-
-def _side_key(side: str, said: str) -> tuple[str, str] | None:
-    """What a side of an exchange opens with, folded: (label, its first `SIDE_KEY_CHARS`);
-    None for a side too short to tell two exchanges apart ("ok", "Yes!")."""
-    if side not in ("User", "Assistant"):
-        return None
-    opening = " ".join(said.replace(GAP, " ").split()).casefold()
-    return (side, opening[:SIDE_KEY_CHARS]) if len(opening) >= SIDE_KEY_CHARS else None
-
-
-def _keep(lines: Sequence[str], n: int) -> bool:
-    """Whether line `n` stays: a `GAP` once, not right after another."""
-    return lines[n] != GAP or n == 0 or lines[n - 1] != GAP
 
 
 def cut_to(hits: Iterable[Hit], tokens: int, *, count: Count) -> Iterator[Hit]:
@@ -280,11 +218,7 @@ def said(hit: Hit) -> str:
     day heads the hit), without the `User:` label before a group member's name (`Ann: …`,
     `bot.conversation.speakers`: the name says who spoke) and without a side that said
     nothing (`User: | Assistant: …`, `Ann: … | Assistant:`: a message no one answered)."""
-    lines = [
-        line
-        for raw in hit.text.split("\n")
-        if (line := _EMPTY_SIDE.sub("", _LABELLED.sub(_unlabelled, " ".join(body_of(raw).split()))))
-    ]
+    lines = [line for raw in hit.text.split("\n") if (line := _said_line(raw))]
     if hit.kind == EXCHANGE:  # `User: …` and `Assistant: …`, as its note line reads
         return " | ".join(lines).replace(f"{GAP} | ", f"{GAP} ").replace(f" | {GAP}", f" {GAP}")
     shown: list[str] = []
@@ -294,6 +228,12 @@ def said(hit: Hit) -> str:
         elif shown and n == len(lines) - 1:
             shown[-1] += f" {GAP}"
     return f"\n{INDENT}".join(shown)
+
+
+@functools.lru_cache(maxsize=4096)  # a section's lines; a day's note lines come up turn after turn
+def _said_line(raw: str) -> str:
+    """A line of a hit as `said` shows it ("" when nothing is left of it)."""
+    return _EMPTY_SIDE.sub("", _LABELLED.sub(_unlabelled, " ".join(body_of(raw).split())))
 
 
 def _unlabelled(label: re.Match[str]) -> str:
@@ -336,7 +276,9 @@ def fit(
     line, days and notice included), and those hits; a hit too long for the room left is
     passed over and the next may still fit. ("", []) when none does. The notes folder named
     once is the first daily note hit's (`hits` is read only until the section is full); the
-    notice counts `found` (else the hits) less those shown."""
+    notice counts `found` (else the hits) less those shown. `count` is the bot's (cl100k,
+    `bot.llm.tokens`): a hit line whose words alone are over the room left is not counted
+    (`tokens.at_least`)."""
     if found is None:
         hits = list(hits)
         found = len(hits)
@@ -353,8 +295,11 @@ def fit(
             intro = notes_line(notes)
         line, day = hit_line(hit, notes=notes), day_of(hit)
         names = not named and notes is not None and _notes_folder(hit) == notes
-        cost = count(line) + 1 + (0 if day in days else count(f"## {day}") + 1)
+        cost = 1 + (0 if day in days else count(f"## {day}") + 1)
         cost += count(intro) + 1 if names else 0
+        if at_least(line) + cost > room:  # cannot fit: not counted (most, once nearly full)
+            continue
+        cost += count(line)
         if cost <= room:
             days.setdefault(day, []).append(line)
             shown.append(hit)
