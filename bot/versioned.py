@@ -26,19 +26,24 @@ class VersionError(ValueError):
     """Not a document of the version this code reads."""
 
 
-def decode(text: str | bytes, version: int) -> Fields:
-    """The object `text` holds, of `version`; `VersionError` when it is not one."""
+def decode(text: str | bytes, version: int, *, unversioned: bool = False) -> Fields:
+    """The object `text` holds, of `version`; `VersionError` when it is not one. With
+    `unversioned`, an object without a `"version"` is read as of `version` (a line a person
+    wrote by hand, where the file's owner allows it)."""
     try:
         document = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise VersionError(f"not JSON: {exc}") from exc
-    return fields(document, version)
+    return fields(document, version, unversioned=unversioned)
 
 
-def fields(document: object, version: int) -> Fields:
-    """`document` (JSON already parsed) as an object of `version`; `VersionError` if not."""
+def fields(document: object, version: int, *, unversioned: bool = False) -> Fields:
+    """`document` (JSON already parsed) as an object of `version`; `VersionError` if not
+    (`unversioned`: as `decode`)."""
     if not isinstance(document, dict):
         raise VersionError(f'expected a JSON object with "version": {version}')
+    if unversioned and "version" not in document:
+        return document
     if document.get("version") != version:
         raise VersionError(f"unknown version {document.get('version')!r}")
     return document

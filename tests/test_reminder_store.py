@@ -75,6 +75,18 @@ async def test_lines_written_by_hand_that_cannot_be_read_are_kept(
     assert [i.id for i in await store.items(GLOBAL_SCOPE)] == ["r1"]
 
 
+async def test_a_reminder_written_by_hand_without_a_version_is_read(
+    store: ReminderStore,
+) -> None:
+    path = store.path(GLOBAL_SCOPE)
+    await store.add(GLOBAL_SCOPE, item("in 5 minutes"))
+    mine = json.loads(path.read_text())
+    del mine["version"]
+    path.write_text(json.dumps(mine) + "\n" + json.dumps({**mine, "version": 2}) + "\n")
+
+    assert [i.id for i in await store.items(GLOBAL_SCOPE)] == ["r1"]  # not the newer one's
+
+
 async def test_a_file_that_is_not_text_is_never_written_over(store: ReminderStore) -> None:
     path = store.path(GLOBAL_SCOPE)
     path.write_bytes(b"\xff\xfe binary")

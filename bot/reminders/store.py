@@ -151,7 +151,7 @@ def _read(documents: Documents, path: Path) -> tuple[list[Reminder], list[str]]:
         if not line.strip():
             continue
         try:
-            items.append(decode(versioned.decode(line, FORMAT_VERSION)))
+            items.append(decode(versioned.decode(line, FORMAT_VERSION, unversioned=True)))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("reminder_unreadable", path=str(path), reason=str(exc))
             unreadable.append(line)
